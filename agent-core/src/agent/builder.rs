@@ -1,0 +1,341 @@
+//! The builder every agent is made with, by hand or by `#[agent]`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{Agent, AgentInner, ToolSlot};
+use crate::hooks::event::{AfterToolCall, BeforeToolCall};
+use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
+use crate::hooks::{Hook, Matcher, TurnEvent, TurnHooks};
+use crate::model::{CallSettings, Model};
+use crate::store::{HistoryStore, MemoryStore};
+use crate::tool::{DynTool, Tool, ToolInput, TypedTool, is_valid_tool_name};
+
+/// The agent could not be built. Lists every problem found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildError {
+    /// One line per problem.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the agent cannot be built: {}", self.problems.join("; "))
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Builds an [`Agent`]: model, options, tools and hooks.
+///
+/// ```
+/// use agent_core::{AgentBuilder, Hook, Matcher, ScriptedModel, ScriptedStep, event};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let agent = AgentBuilder::new("echo")
+///     .model(ScriptedModel::new([ScriptedStep::new().text("hi")]))
+///     .hook(Hook::<event::OnChunk>::sync("meter", |_ctx| {}))
+///     .build()
+///     .unwrap();
+/// assert_eq!(agent.run("hello").await.text, "hi");
+/// # }
+/// ```
+pub struct AgentBuilder {
+    name: String,
+    description: Option<String>,
+    instructions: Option<String>,
+    model: Option<Arc<dyn Model>>,
+    max_steps: usize,
+    tool_concurrency: usize,
+    settings: CallSettings,
+    provider_options: Map<String, Value>,
+    tools: Vec<(Arc<dyn DynTool>, bool)>,
+    hooks: TurnHooks,
+    before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
+    after: Vec<(Matcher, Arc<dyn AfterHook>)>,
+    store: Option<Arc<dyn HistoryStore>>,
+    problems: Vec<String>,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("name", &self.name)
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+impl AgentBuilder {
+    /// A builder for an agent with this name. Defaults: 10 steps, 8 concurrent tool calls, an
+    /// in-memory history store.
+    pub fn new(name: impl Into<String>) -> Self {
+        AgentBuilder {
+            name: name.into(),
+            description: None,
+            instructions: None,
+            model: None,
+            max_steps: 10,
+            tool_concurrency: 8,
+            settings: CallSettings::default(),
+            provider_options: Map::new(),
+            tools: Vec::new(),
+            hooks: TurnHooks::default(),
+            before: Vec::new(),
+            after: Vec::new(),
+            store: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// What the agent does.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The agent's instructions: the system prompt of every turn.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The model turns use unless a hook picks another.
+    pub fn model(self, model: impl Model + 'static) -> Self {
+        self.model_arc(Arc::new(model))
+    }
+
+    /// The model, shared.
+    pub fn model_arc(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The step limit of a turn (default 10, at least 1).
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// How many tool calls of one step run at once (default 8).
+    pub fn tool_concurrency(mut self, limit: usize) -> Self {
+        self.tool_concurrency = limit.max(1);
+        self
+    }
+
+    /// Default sampling and length settings.
+    pub fn settings(mut self, settings: CallSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Default provider options, passed through to the model.
+    pub fn provider_options(mut self, options: Map<String, Value>) -> Self {
+        self.provider_options = options;
+        self
+    }
+
+    /// Where conversations keep their history (default: in memory).
+    pub fn store(mut self, store: Arc<dyn HistoryStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Adds a statically typed tool.
+    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
+        self.tools.push((Arc::new(TypedTool::new(tool)), false));
+        self
+    }
+
+    /// Adds a tool made at run time ([`FnTool`](crate::FnTool) or any [`DynTool`]); hook
+    /// contexts report it as `dynamic`.
+    pub fn dyn_tool(mut self, tool: impl DynTool) -> Self {
+        self.tools.push((Arc::new(tool), true));
+        self
+    }
+
+    /// Adds a hook of a turn-wide event.
+    pub fn hook<E: TurnEvent>(mut self, hook: Hook<E>) -> Self {
+        E::slot(&mut self.hooks).push(hook);
+        self
+    }
+
+    /// Adds a before_tool_call hook for the tools `matcher` selects.
+    pub fn before_tool_call<I: ToolInput>(
+        mut self,
+        matcher: Matcher,
+        hook: Hook<BeforeToolCall<I>>,
+    ) -> Self {
+        if let Some(meta) = self.meta(
+            &matcher,
+            &hook.name,
+            hook.options.priority,
+            hook.policy(),
+            I::accepts,
+        ) {
+            self.before
+                .push((matcher, Arc::new(TypedBefore { meta, hook })));
+        }
+        self
+    }
+
+    /// Adds an after_tool_call hook for the tools `matcher` selects.
+    pub fn after_tool_call<I: ToolInput, O: Send + Sync + 'static>(
+        mut self,
+        matcher: Matcher,
+        hook: Hook<AfterToolCall<I, O>>,
+    ) -> Self {
+        if let Some(meta) = self.meta(
+            &matcher,
+            &hook.name,
+            hook.options.priority,
+            hook.policy(),
+            I::accepts,
+        ) {
+            self.after
+                .push((matcher, Arc::new(TypedAfter { meta, hook })));
+        }
+        self
+    }
+
+    fn meta(
+        &mut self,
+        matcher: &Matcher,
+        name: &str,
+        priority: i32,
+        policy: crate::FailurePolicy,
+        accepts: fn(&str) -> bool,
+    ) -> Option<ToolHookMeta> {
+        match matcher.compile() {
+            Ok(compiled) => Some(ToolHookMeta {
+                name: name.to_owned(),
+                priority,
+                policy,
+                compiled,
+                accepts,
+            }),
+            Err(error) => {
+                self.problems.push(format!("hook `{name}`: {error}"));
+                None
+            }
+        }
+    }
+
+    /// Builds the agent, checking tool names and every hook's matcher against the tools.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        let AgentBuilder {
+            name,
+            description,
+            instructions,
+            model,
+            max_steps,
+            tool_concurrency,
+            settings,
+            provider_options,
+            tools,
+            mut hooks,
+            mut before,
+            mut after,
+            store,
+            mut problems,
+        } = self;
+        let Some(model) = model else {
+            problems.push("no model: call `.model(...)` on the builder".to_owned());
+            return Err(BuildError { problems });
+        };
+        if max_steps == 0 {
+            problems.push("`max_steps` must be at least 1".to_owned());
+        }
+        let mut tool_index = HashMap::new();
+        for (index, (tool, _)) in tools.iter().enumerate() {
+            let tool_name = &tool.spec().name;
+            if !is_valid_tool_name(tool_name) {
+                problems.push(format!(
+                    "invalid tool name `{tool_name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
+                ));
+            }
+            if tool_index.insert(tool_name.clone(), index).is_some() {
+                problems.push(format!("duplicate tool name `{tool_name}`"));
+            }
+        }
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|(tool, _)| tool.spec().name.as_str())
+            .collect();
+        check_matchers(
+            before.iter().map(|(m, h)| (m, h.meta())),
+            &names,
+            &mut problems,
+        );
+        check_matchers(
+            after.iter().map(|(m, h)| (m, h.meta())),
+            &names,
+            &mut problems,
+        );
+        if !problems.is_empty() {
+            return Err(BuildError { problems });
+        }
+        hooks.sort();
+        before.sort_by_key(|(_, hook)| hook.meta().priority);
+        after.sort_by_key(|(_, hook)| hook.meta().priority);
+        let before_hooks: Vec<_> = before.into_iter().map(|(_, hook)| hook).collect();
+        let after_hooks: Vec<_> = after.into_iter().map(|(_, hook)| hook).collect();
+        let slots: Vec<ToolSlot> = tools
+            .into_iter()
+            .map(|(tool, dynamic)| ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks))
+            .collect();
+        let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: name.into(),
+                description,
+                instructions,
+                model,
+                max_steps,
+                tool_concurrency,
+                settings,
+                provider_options,
+                tools: slots,
+                tool_index,
+                specs,
+                hooks,
+                before_hooks,
+                after_hooks,
+                store: store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            }),
+        })
+    }
+}
+
+/// A matcher that matches no tool is a mistake unless it is `dynamic`; a hook whose input type
+/// cannot carry a matched tool's arguments is always one.
+fn check_matchers<'a>(
+    hooks: impl Iterator<Item = (&'a Matcher, &'a ToolHookMeta)>,
+    tools: &[&str],
+    problems: &mut Vec<String>,
+) {
+    for (matcher, meta) in hooks {
+        let matched: Vec<&str> = tools
+            .iter()
+            .copied()
+            .filter(|tool| meta.compiled.matches(tool))
+            .collect();
+        if matched.is_empty() && !matcher.is_dynamic() {
+            problems.push(format!(
+                "hook `{}`: `{matcher}` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+                meta.name,
+                tools.join(", ")
+            ));
+        }
+        for tool in matched {
+            if !(meta.accepts)(tool) {
+                problems.push(format!(
+                    "hook `{}`: its input type cannot carry the arguments of tool `{tool}`",
+                    meta.name
+                ));
+            }
+        }
+    }
+}

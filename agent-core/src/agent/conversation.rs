@@ -1,0 +1,166 @@
+//! A conversation: one session's history and its turn lock, with the `run` and `stream` APIs.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex, mpsc};
+
+use super::Agent;
+use crate::cancel::CancelToken;
+use crate::hooks::{Chunk, StepRecord, TurnResult};
+use crate::message::Message;
+use crate::store::StoreError;
+
+/// One turn's input and options.
+#[derive(Clone, Debug, Default)]
+pub struct TurnRequest {
+    /// The user's input.
+    pub input: String,
+    /// Custom fields hooks can read (`TurnContext::body`).
+    pub body: Map<String, Value>,
+    /// Whether this turn continues an earlier one.
+    pub continuation: bool,
+    /// Cancel this token to abort the turn; it then ends as `aborted`.
+    pub cancel: CancelToken,
+}
+
+impl TurnRequest {
+    /// A request with this input.
+    pub fn new(input: impl Into<String>) -> Self {
+        TurnRequest {
+            input: input.into(),
+            ..TurnRequest::default()
+        }
+    }
+
+    /// Uses this cancellation token.
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Sets the custom body.
+    pub fn body(mut self, body: Map<String, Value>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Marks the turn as a continuation.
+    pub fn continuation(mut self, continuation: bool) -> Self {
+        self.continuation = continuation;
+        self
+    }
+}
+
+impl From<&str> for TurnRequest {
+    fn from(input: &str) -> Self {
+        TurnRequest::new(input)
+    }
+}
+
+impl From<String> for TurnRequest {
+    fn from(input: String) -> Self {
+        TurnRequest::new(input)
+    }
+}
+
+/// What the stream API yields, in order; [`TurnEvent::Finished`] is always last.
+#[derive(Clone, Debug)]
+pub enum TurnEvent {
+    /// A streamed chunk (text, reasoning, tool input, tool call, tool result).
+    Chunk {
+        /// The step number.
+        step: usize,
+        /// The chunk.
+        chunk: Chunk,
+    },
+    /// A step finished.
+    StepFinished(StepRecord),
+    /// The turn ended.
+    Finished(TurnResult),
+}
+
+/// A conversation with an agent: history kept in the agent's store under one session id, and
+/// turns that never overlap (a second turn waits for the first).
+#[derive(Clone)]
+pub struct Conversation {
+    pub(crate) agent: Agent,
+    pub(crate) session: Arc<str>,
+    pub(crate) lock: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("agent", &self.agent.name())
+            .field("session", &self.session)
+            .finish()
+    }
+}
+
+impl Conversation {
+    pub(crate) fn new(agent: Agent, session: String) -> Self {
+        Conversation {
+            agent,
+            session: session.into(),
+            lock: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The stored history, oldest first.
+    pub async fn history(&self) -> Result<Vec<Message>, StoreError> {
+        self.agent.inner.store.load(&self.session).await
+    }
+
+    /// Runs one turn to its end.
+    pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
+        crate::turn::run_turn(self, request.into(), None).await
+    }
+
+    /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
+    /// needs a Tokio runtime) and keeps running if the stream is dropped; cancel it through the
+    /// request's token.
+    pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
+        let (sender, receiver) = mpsc::channel(64);
+        let conversation = self.clone();
+        let request = request.into();
+        tokio::spawn(async move {
+            crate::turn::run_turn(&conversation, request, Some(sender)).await;
+        });
+        TurnStream { receiver }
+    }
+}
+
+/// The events of one turn, as they happen.
+#[derive(Debug)]
+pub struct TurnStream {
+    receiver: mpsc::Receiver<TurnEvent>,
+}
+
+impl Stream for TurnStream {
+    type Item = TurnEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+impl TurnStream {
+    /// The next event, or `None` after [`TurnEvent::Finished`].
+    pub async fn next(&mut self) -> Option<TurnEvent> {
+        self.receiver.recv().await
+    }
+}

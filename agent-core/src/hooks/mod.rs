@@ -1,0 +1,284 @@
+//! Hooks: the event catalogue, hook values with their options, and how one hook is run under
+//! the failure policy. Where each event fires is in `turn/` and `tool_call/`.
+
+mod context;
+mod matcher;
+mod returns;
+mod run;
+pub(crate) mod tool_hooks;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::BoxFuture;
+
+pub use context::*;
+pub use event::TurnHooks;
+pub use matcher::{Matcher, MatcherError};
+pub use returns::HookReturn;
+pub(crate) use run::{catch_unwind, run_hook};
+
+/// A lifecycle event: its context, what its hooks return, and its default failure policy.
+///
+/// The marker types are in [`event`]; `#[hook(EVENT)]` names them in snake case.
+pub trait Event: Send + Sync + 'static {
+    /// What the hook receives (by reference).
+    type Ctx: Send + Sync + 'static;
+    /// What the engine takes from the hook (after [`HookReturn`] normalised the return value).
+    type Out: Send + 'static;
+    /// The event's snake-case name, as `#[hook]` spells it.
+    const NAME: &'static str;
+    /// What a failing hook of this event does unless its `on_error` says otherwise.
+    const DEFAULT_POLICY: FailurePolicy;
+}
+
+/// Events whose hooks apply to the whole turn (every event but the two tool-call ones).
+pub trait TurnEvent: Event {
+    /// Where the agent keeps this event's hooks.
+    #[doc(hidden)]
+    fn slot(hooks: &mut TurnHooks) -> &mut Vec<Hook<Self>>
+    where
+        Self: Sized;
+}
+
+/// What a failing hook does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The failure is logged and the turn goes on as if the hook had not been there.
+    FailOpen,
+    /// The failure stops what the hook guards: a tool call does not run, or the turn fails.
+    FailClosed,
+}
+
+/// The error a hook returns (any `Display` error converts into it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookError(pub String);
+
+impl fmt::Display for HookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How a hook failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookFailure {
+    /// It returned an error.
+    Error(String),
+    /// It panicked (the panic was caught).
+    Panic(String),
+    /// It ran past its `timeout_ms`.
+    Timeout(Duration),
+}
+
+impl fmt::Display for HookFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HookFailure::Error(message) => write!(f, "returned an error: {message}"),
+            HookFailure::Panic(message) => write!(f, "panicked: {message}"),
+            HookFailure::Timeout(after) => write!(f, "timed out after {} ms", after.as_millis()),
+        }
+    }
+}
+
+/// Options every hook has: `priority`, `on_error` and `timeout_ms` of `#[hook]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HookOptions {
+    /// Hooks of one event run by ascending priority, then in registration order.
+    pub priority: i32,
+    /// Overrides the event's default failure policy.
+    pub on_error: Option<FailurePolicy>,
+    /// Fails an async hook that runs longer than this.
+    pub timeout: Option<Duration>,
+}
+
+pub(crate) type SyncBody<E> =
+    Box<dyn Fn(&<E as Event>::Ctx) -> Result<<E as Event>::Out, HookError> + Send + Sync>;
+pub(crate) type AsyncBody<E> = Box<
+    dyn for<'a> Fn(&'a <E as Event>::Ctx) -> BoxFuture<'a, Result<<E as Event>::Out, HookError>>
+        + Send
+        + Sync,
+>;
+
+pub(crate) enum HookBody<E: Event> {
+    Sync(SyncBody<E>),
+    Async(AsyncBody<E>),
+}
+
+/// One hook of event `E`: a name, its options and its body (sync or async).
+///
+/// ```
+/// use agent_core::{Hook, event, ChunkContext};
+/// let meter = Hook::<event::OnChunk>::sync("meter", |ctx: &ChunkContext| {
+///     let _ = ctx.step;
+/// })
+/// .priority(-1);
+/// ```
+pub struct Hook<E: Event> {
+    pub(crate) name: String,
+    pub(crate) options: HookOptions,
+    pub(crate) body: HookBody<E>,
+}
+
+impl<E: Event> Hook<E> {
+    /// A hook that runs inline, returning anything that fits the event ([`HookReturn`]).
+    pub fn sync<R, F>(name: impl Into<String>, body: F) -> Self
+    where
+        R: HookReturn<E>,
+        F: Fn(&E::Ctx) -> R + Send + Sync + 'static,
+    {
+        let body: SyncBody<E> = Box::new(move |ctx| body(ctx).into_hook_result());
+        Hook {
+            name: name.into(),
+            options: HookOptions::default(),
+            body: HookBody::Sync(body),
+        }
+    }
+
+    /// An async hook: `body` returns a boxed future borrowing the context.
+    pub fn from_async<R, F>(name: impl Into<String>, body: F) -> Self
+    where
+        R: HookReturn<E> + 'static,
+        F: for<'a> Fn(&'a E::Ctx) -> BoxFuture<'a, R> + Send + Sync + 'static,
+    {
+        let body: AsyncBody<E> = Box::new(move |ctx| {
+            let future = body(ctx);
+            Box::pin(async move { future.await.into_hook_result() })
+        });
+        Hook {
+            name: name.into(),
+            options: HookOptions::default(),
+            body: HookBody::Async(body),
+        }
+    }
+
+    /// Sets the priority (lower runs first; default 0).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.options.priority = priority;
+        self
+    }
+
+    /// Overrides the event's default failure policy.
+    pub fn on_error(mut self, policy: FailurePolicy) -> Self {
+        self.options.on_error = Some(policy);
+        self
+    }
+
+    /// Fails the hook if it runs longer than this (async hooks).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+
+    /// Replaces all options at once.
+    pub fn options(mut self, options: HookOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The hook's name (used in logs and error messages).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn policy(&self) -> FailurePolicy {
+        self.options.on_error.unwrap_or(E::DEFAULT_POLICY)
+    }
+}
+
+impl<E: Event> fmt::Debug for Hook<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hook")
+            .field("event", &E::NAME)
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// The event marker types, one per hook event.
+pub mod event {
+    use super::*;
+    use crate::tool::ToolInput;
+
+    macro_rules! events {
+        ($($(#[$doc:meta])* $ty:ident = $name:literal / $field:ident, $ctx:ty => $out:ty, $policy:ident;)*) => {
+            /// The hooks of every turn-wide event, each list in run order once built.
+            #[doc(hidden)]
+            #[derive(Default)]
+            pub struct TurnHooks {
+                $(pub(crate) $field: Vec<Hook<$ty>>,)*
+            }
+
+            impl TurnHooks {
+                /// Sorts every list by priority, keeping registration order among equals.
+                pub(crate) fn sort(&mut self) {
+                    $(self.$field.sort_by_key(|hook| hook.options.priority);)*
+                }
+            }
+        $(
+            $(#[$doc])*
+            #[derive(Debug)]
+            pub struct $ty;
+            impl Event for $ty {
+                type Ctx = $ctx;
+                type Out = $out;
+                const NAME: &'static str = $name;
+                const DEFAULT_POLICY: FailurePolicy = FailurePolicy::$policy;
+            }
+            impl TurnEvent for $ty {
+                fn slot(hooks: &mut TurnHooks) -> &mut Vec<Hook<Self>> {
+                    &mut hooks.$field
+                }
+            }
+        )*};
+    }
+
+    events! {
+        /// First in a turn, before anything else; failing aborts the turn before any model call.
+        BeforeRun = "before_run" / before_run, RunContext => (), FailClosed;
+        /// Before the first step: may change the turn's model, prompt, messages, tools and settings.
+        BeforeTurn = "before_turn" / before_turn, TurnContext => Option<TurnConfig>, FailClosed;
+        /// Before each model call: may change that step's model, prompt, messages and tools.
+        BeforeStep = "before_step" / before_step, StepContext => Option<StepConfig>, FailClosed;
+        /// Just before each model call.
+        OnLlmStart = "on_llm_start" / on_llm_start, LlmStartContext => (), FailOpen;
+        /// After each model call, with its response, usage and latency.
+        OnLlmEnd = "on_llm_end" / on_llm_end, LlmEndContext => (), FailOpen;
+        /// Each streamed chunk.
+        OnChunk = "on_chunk" / on_chunk, ChunkContext => (), FailOpen;
+        /// After each step, with the full step record.
+        OnStepFinish = "on_step_finish" / on_step_finish, StepRecord => (), FailOpen;
+        /// A limit ends the turn: may finish it with an output, or fail it.
+        OnStop = "on_stop" / on_stop, StopContext => StopDecision, FailClosed;
+        /// After a turn completed, before its response hooks.
+        AfterRun = "after_run" / after_run, TurnResult => (), FailOpen;
+        /// After the turn ended and its messages were stored; once per turn.
+        OnChatResponse = "on_chat_response" / on_chat_response, ChatResponse => (), FailOpen;
+        /// An error ended the turn: may replace the error surfaced.
+        OnChatError = "on_chat_error" / on_chat_error, ChatErrorContext => Option<TurnError>, FailOpen;
+        /// A turn errored, before on_chat_error: classify the error.
+        ClassifyChatError = "classify_chat_error" / classify_chat_error, ClassifyContext => Option<ChatErrorClassification>, FailOpen;
+    }
+
+    /// Before a tool runs: allow, modify, block or substitute the call.
+    pub struct BeforeToolCall<I>(PhantomData<fn() -> I>);
+
+    impl<I: ToolInput> Event for BeforeToolCall<I> {
+        type Ctx = ToolCallContext<I>;
+        type Out = ToolCallDecision<I>;
+        const NAME: &'static str = "before_tool_call";
+        const DEFAULT_POLICY: FailurePolicy = FailurePolicy::FailClosed;
+    }
+
+    /// After every tool outcome (executed, failed, blocked or substituted).
+    pub struct AfterToolCall<I, O = serde_json::Value>(PhantomData<fn() -> (I, O)>);
+
+    impl<I: ToolInput, O: Send + Sync + 'static> Event for AfterToolCall<I, O> {
+        type Ctx = ToolCallResultContext<I, O>;
+        type Out = ();
+        const NAME: &'static str = "after_tool_call";
+        const DEFAULT_POLICY: FailurePolicy = FailurePolicy::FailOpen;
+    }
+}

@@ -1,0 +1,97 @@
+//! Conversation messages: what the model reads and what a store keeps.
+
+use serde::{Deserialize, Serialize};
+
+/// One message of a conversation, in the provider-neutral form the engine keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// A system instruction.
+    System {
+        /// The instruction text.
+        content: String,
+    },
+    /// A user's input.
+    User {
+        /// The input text.
+        content: String,
+    },
+    /// A model reply: text, reasoning and the tool calls it asked for.
+    Assistant {
+        /// The visible text.
+        content: String,
+        /// Reasoning the model streamed, if any.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
+        /// The tool calls of this reply, in the model's order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, as the model reads it.
+    Tool {
+        /// The id of the call this answers.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The result (JSON text for structured outputs, or an error message).
+        content: String,
+        /// Whether the call failed.
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::System {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message holding only text.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message::Assistant {
+            content: content.into(),
+            reasoning: String::new(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// The role name: `system`, `user`, `assistant` or `tool`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Message::System { .. } => "system",
+            Message::User { .. } => "user",
+            Message::Assistant { .. } => "assistant",
+            Message::Tool { .. } => "tool",
+        }
+    }
+
+    /// The message's text content.
+    pub fn text(&self) -> &str {
+        match self {
+            Message::System { content }
+            | Message::User { content }
+            | Message::Assistant { content, .. }
+            | Message::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// A tool call as the model emitted it: raw JSON arguments, not yet validated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for this call.
+    pub id: String,
+    /// The name of the tool the model asked for.
+    pub name: String,
+    /// The arguments as the model sent them (JSON text, possibly invalid).
+    pub arguments: String,
+}

@@ -1,0 +1,230 @@
+//! The model seam: a streaming model trait, its request and its event stream.
+//!
+//! Providers (HTTP clients) and the [`ScriptedModel`] implement [`Model`]; the turn loop in
+//! `turn/` is the only caller.
+
+mod scripted;
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_core::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::{Message, ToolCall};
+
+pub use scripted::{ScriptedModel, ScriptedStep};
+
+/// The stream of events a model call yields.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+/// A language model that streams its answer.
+///
+/// A stream must end with [`ModelEvent::Finish`]; one that ends without it is a truncated stream,
+/// and the engine turns it into an error rather than a shorter answer.
+pub trait Model: Send + Sync {
+    /// The model's identifier (for example `gpt-4o`), reported in traces and contexts.
+    fn id(&self) -> &str;
+
+    /// Starts one model call.
+    fn stream(&self, request: ModelRequest) -> ModelStream;
+}
+
+impl fmt::Debug for dyn Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model").field("id", &self.id()).finish()
+    }
+}
+
+/// Everything one model call receives.
+#[derive(Clone, Debug, Default)]
+pub struct ModelRequest {
+    /// The model identifier asked for.
+    pub model: String,
+    /// The system prompt, if any.
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools offered to the model.
+    pub tools: Vec<Arc<ToolSpec>>,
+    /// How the model may choose tools.
+    pub tool_choice: ToolChoice,
+    /// Sampling and length settings.
+    pub settings: CallSettings,
+    /// Whether earlier reasoning is sent back to the model.
+    pub send_reasoning: bool,
+    /// Provider-specific options, passed through untouched.
+    pub provider_options: Map<String, Value>,
+}
+
+/// A tool as the model sees it: name, description and JSON Schema of its arguments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool does (the function's doc comment).
+    pub description: String,
+    /// JSON Schema 2020-12 of the arguments.
+    pub parameters: Value,
+}
+
+/// How the model may choose tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type", content = "name")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// Sampling and length settings of a model call. `None` leaves the provider's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallSettings {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Maximum number of output tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Sequences that stop generation.
+    pub stop_sequences: Option<Vec<String>>,
+    /// Seed for deterministic sampling.
+    pub seed: Option<u64>,
+}
+
+impl CallSettings {
+    /// Fills every field left `None` here from `other`.
+    pub fn or(self, other: &CallSettings) -> CallSettings {
+        CallSettings {
+            temperature: self.temperature.or(other.temperature),
+            max_output_tokens: self.max_output_tokens.or(other.max_output_tokens),
+            top_p: self.top_p.or(other.top_p),
+            stop_sequences: self.stop_sequences.or_else(|| other.stop_sequences.clone()),
+            seed: self.seed.or(other.seed),
+        }
+    }
+}
+
+/// One event of a model's stream.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelEvent {
+    /// A piece of visible text.
+    TextDelta(String),
+    /// A piece of reasoning.
+    ReasoningDelta(String),
+    /// A piece of a tool call's arguments, as it streams (for observers).
+    ToolInputDelta {
+        /// The call id.
+        id: String,
+        /// The argument text added.
+        delta: String,
+    },
+    /// A complete tool call.
+    ToolCall(ToolCall),
+    /// Token usage so far (later events replace earlier ones).
+    Usage(Usage),
+    /// The stream's end marker, with why the model stopped.
+    Finish(FinishReason),
+    /// An error the provider reported inside the stream.
+    Error(String),
+}
+
+/// Token usage of a model call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input (prompt) tokens.
+    pub input_tokens: u64,
+    /// Output (completion) tokens.
+    pub output_tokens: u64,
+    /// Reasoning tokens, when reported.
+    pub reasoning_tokens: u64,
+    /// Input tokens served from a cache, when reported.
+    pub cached_input_tokens: u64,
+}
+
+impl Usage {
+    /// Input plus output tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// Adds another call's usage to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+    }
+}
+
+/// Why a model stopped generating.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end.
+    Stop,
+    /// The output token limit was hit.
+    Length,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// A content filter stopped the output.
+    ContentFilter,
+    /// Any other reason, as the provider named it.
+    Other(String),
+}
+
+/// A failed model call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError {
+    /// What kind of failure this is.
+    pub kind: ModelErrorKind,
+    /// A readable description, including any provider error body.
+    pub message: String,
+}
+
+/// Kinds of model failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// The request could not be made or the connection broke.
+    Transport,
+    /// The provider answered with an error.
+    Provider,
+    /// The stream ended without its end marker.
+    StreamTruncated,
+    /// The stream held something that could not be parsed.
+    StreamMalformed,
+    /// Anything else.
+    Other,
+}
+
+impl ModelError {
+    /// A new error of this kind.
+    pub fn new(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        ModelError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Polls the next item of a stream (a small `StreamExt::next` without the dependency).
+pub(crate) async fn next_event<S: Stream + Unpin + ?Sized>(stream: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
+}

@@ -1,0 +1,291 @@
+//! The type-erased tool the engine calls, and the erased values that carry typed arguments and
+//! outputs through it without serializing them.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Tool, ToolContext, ToolError};
+use crate::BoxFuture;
+use crate::model::ToolSpec;
+
+type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
+
+/// A typed value (a tool's arguments or output) with the ability to turn itself into JSON.
+///
+/// Hooks typed for a tool read it back with [`downcast_ref`](Self::downcast_ref); untyped hooks
+/// and the model read [`to_json`](Self::to_json).
+pub struct AnyValue {
+    value: Box<dyn Any + Send + Sync>,
+    json: JsonFn,
+}
+
+impl AnyValue {
+    /// Wraps a value.
+    pub fn new<T: Serialize + Send + Sync + 'static>(value: T) -> Self {
+        fn json<T: Serialize + 'static>(value: &(dyn Any + Send + Sync)) -> Result<Value, String> {
+            match value.downcast_ref::<T>() {
+                Some(value) => serde_json::to_value(value).map_err(|e| e.to_string()),
+                None => Err("internal: erased value of an unexpected type".to_owned()),
+            }
+        }
+        AnyValue {
+            value: Box::new(value),
+            json: json::<T>,
+        }
+    }
+
+    /// The value, if it is a `T`.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        self.value.downcast_ref::<T>()
+    }
+
+    /// Takes the value out, if it is a `T`.
+    pub fn downcast<T: 'static>(self) -> Result<T, AnyValue> {
+        let AnyValue { value, json } = self;
+        match value.downcast::<T>() {
+            Ok(value) => Ok(*value),
+            Err(value) => Err(AnyValue { value, json }),
+        }
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> Result<Value, String> {
+        if let Some(value) = self.value.downcast_ref::<Value>() {
+            return Ok(value.clone());
+        }
+        (self.json)(&*self.value)
+    }
+
+    /// The value as the model reads it: a string as itself, anything else as JSON text.
+    pub fn to_model_text(&self) -> Result<String, String> {
+        if let Some(text) = self.value.downcast_ref::<String>() {
+            return Ok(text.clone());
+        }
+        Ok(match self.to_json()? {
+            Value::String(text) => text,
+            other => other.to_string(),
+        })
+    }
+}
+
+impl fmt::Debug for AnyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_json() {
+            Ok(json) => write!(f, "{json}"),
+            Err(_) => f.write_str("AnyValue(..)"),
+        }
+    }
+}
+
+/// Arguments the model sent that do not fit the tool's arguments type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgsError {
+    /// The tool's name.
+    pub tool: String,
+    /// Where in the arguments the problem is (`.` for the top level).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid arguments for tool `{}` at `{}`: {}",
+            self.tool, self.path, self.message
+        )
+    }
+}
+
+impl std::error::Error for ArgsError {}
+
+/// A tool with its types erased: what the engine registers and calls.
+pub trait DynTool: Send + Sync + 'static {
+    /// The tool as the model sees it.
+    fn spec(&self) -> &Arc<ToolSpec>;
+
+    /// Parses the model's raw JSON arguments.
+    fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError>;
+
+    /// Validates JSON arguments (an untyped hook's modified input) against the arguments type.
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError>;
+
+    /// Runs the tool with arguments produced by [`parse_args`](Self::parse_args).
+    fn call(
+        &self,
+        args: Arc<AnyValue>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<AnyValue, ToolError>>;
+}
+
+impl fmt::Debug for dyn DynTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynTool")
+            .field("name", &self.spec().name)
+            .finish()
+    }
+}
+
+fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) -> ArgsError {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    // serde_json appends the position; the path already says where.
+    let message = inner.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message,
+    };
+    ArgsError {
+        tool: tool.to_owned(),
+        path,
+        message,
+    }
+}
+
+/// A typed [`Tool`] behind the [`DynTool`] interface.
+pub struct TypedTool<T: Tool> {
+    tool: Arc<T>,
+    spec: Arc<ToolSpec>,
+}
+
+impl<T: Tool> TypedTool<T> {
+    /// Erases a tool.
+    pub fn new(tool: T) -> Self {
+        TypedTool {
+            tool: Arc::new(tool),
+            spec: Arc::new(T::spec()),
+        }
+    }
+}
+
+impl<T: Tool> DynTool for TypedTool<T> {
+    fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+
+    fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
+        let raw = if raw.trim().is_empty() { "{}" } else { raw };
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let args: T::Args =
+            serde_path_to_error::deserialize(&mut de).map_err(|e| args_error(T::NAME, e))?;
+        de.end().map_err(|e| ArgsError {
+            tool: T::NAME.to_owned(),
+            path: ".".to_owned(),
+            message: e.to_string(),
+        })?;
+        Ok(AnyValue::new(args))
+    }
+
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        let args: T::Args =
+            serde_path_to_error::deserialize(value).map_err(|e| args_error(T::NAME, e))?;
+        Ok(AnyValue::new(args))
+    }
+
+    fn call(
+        &self,
+        args: Arc<AnyValue>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
+        let tool = Arc::clone(&self.tool);
+        Box::pin(async move {
+            let args = match Arc::try_unwrap(args) {
+                Ok(owned) => owned.downcast::<T::Args>().ok(),
+                Err(shared) => shared.downcast_ref::<T::Args>().cloned(),
+            };
+            let Some(args) = args else {
+                return Err(ToolError::new(format!(
+                    "internal: arguments of the wrong type for tool `{}`",
+                    T::NAME
+                )));
+            };
+            tool.call(args, ctx).await.map(AnyValue::new)
+        })
+    }
+}
+
+type FnToolBody =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+
+/// A tool made at run time from a name, a description, a JSON Schema and a closure over JSON.
+///
+/// ```
+/// use agent_core::{FnTool, ToolError};
+/// let echo = FnTool::new("echo", "Echo the input.", serde_json::json!({"type": "object"}), |args, _ctx| async move {
+///     Ok::<_, ToolError>(args)
+/// });
+/// ```
+pub struct FnTool {
+    spec: Arc<ToolSpec>,
+    body: Box<FnToolBody>,
+}
+
+impl FnTool {
+    /// A tool that runs `body` with the model's JSON arguments.
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        body: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        };
+        FnTool {
+            spec: Arc::new(spec),
+            body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
+        }
+    }
+}
+
+use std::future::Future;
+
+impl DynTool for FnTool {
+    fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+
+    fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
+        let raw = if raw.trim().is_empty() { "{}" } else { raw };
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let value: Value = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| args_error(&self.spec.name, e))?;
+        self.args_from_json(value)
+    }
+
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        if !value.is_object() {
+            let message = format!("expected a JSON object, found {value}");
+            return Err(ArgsError {
+                tool: self.spec.name.clone(),
+                path: ".".to_owned(),
+                message,
+            });
+        }
+        Ok(AnyValue::new(value))
+    }
+
+    fn call(
+        &self,
+        args: Arc<AnyValue>,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
+        let args = match Arc::try_unwrap(args) {
+            Ok(owned) => owned.downcast::<Value>().unwrap_or_default(),
+            Err(shared) => shared.downcast_ref::<Value>().cloned().unwrap_or_default(),
+        };
+        let future = (self.body)(args, ctx);
+        Box::pin(async move { future.await.map(AnyValue::new) })
+    }
+}

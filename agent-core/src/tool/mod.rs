@@ -1,0 +1,125 @@
+//! Tools: the typed [`Tool`] trait that `#[tool]` implements, its type-erased form the engine
+//! calls, and the input types tool-call hooks may take.
+
+mod erased;
+mod input;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cancel::CancelToken;
+use crate::model::ToolSpec;
+
+pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
+pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
+
+/// A tool the model can call, with typed arguments and output.
+///
+/// `#[tool]` implements this for a generated type; it can also be implemented by hand.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool",
+    label = "not a tool",
+    note = "annotate a function with `#[tool]` to make a tool, or implement `agent_core::Tool`"
+)]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls the tool by (1 to 64 of `[A-Za-z0-9_-]`).
+    const NAME: &'static str;
+    /// What the tool does, as the model reads it.
+    const DESCRIPTION: &'static str;
+    /// The arguments, deserialized from the model's JSON.
+    type Args: DeserializeOwned + Serialize + Clone + Send + Sync + 'static;
+    /// The output, serialized for the model.
+    type Output: Serialize + Send + Sync + 'static;
+
+    /// JSON Schema 2020-12 of [`Self::Args`], built once.
+    fn schema() -> &'static Value;
+
+    /// Runs the tool.
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// The tool as the model sees it.
+    fn spec() -> ToolSpec {
+        ToolSpec {
+            name: Self::NAME.to_owned(),
+            description: Self::DESCRIPTION.to_owned(),
+            parameters: Self::schema().clone(),
+        }
+    }
+}
+
+/// What a tool call knows about where it runs. Tools may take it as a parameter; it is not part
+/// of the arguments schema.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The model's id for this call.
+    pub call_id: Arc<str>,
+    /// The name of the tool called.
+    pub tool_name: Arc<str>,
+    /// The step (zero-based) whose model reply asked for the call.
+    pub step: usize,
+    /// Cancelled when the turn is aborted.
+    pub cancel: CancelToken,
+}
+
+/// A tool failure. The model receives its message as an error result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// A failure from anything displayable (used for `Result<T, E>` tools).
+    pub fn from_display(error: impl fmt::Display) -> Self {
+        ToolError {
+            message: error.to_string(),
+        }
+    }
+
+    /// The message the model reads.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        ToolError::from_display(error)
+    }
+}
+
+/// Builds a tool's arguments schema (JSON Schema 2020-12) from its args type.
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    generator.into_root_schema_for::<T>().to_value()
+}
+
+/// Checks a tool name: 1 to 64 characters of `[A-Za-z0-9_-]`. `#[tool]` checks this at compile
+/// time; tools added at run time are checked when the agent is built.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

@@ -1,0 +1,255 @@
+//! One tool call from the model's request to its result: lookup, argument parsing, the
+//! before_tool_call chain (merge rule), execution, after_tool_call, and the text the model reads.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+
+use crate::agent::ToolSlot;
+use crate::cancel::CancelToken;
+use crate::hooks::tool_hooks::{CallState, ErasedDecision};
+use crate::hooks::{
+    FailurePolicy, ToolOutcome, ToolResultRecord, TurnError, TurnErrorKind, catch_unwind,
+};
+use crate::message::{Message, ToolCall};
+use crate::tool::{ToolContext, ToolError};
+
+/// Where a call runs: the turn's id, step and tools.
+pub(crate) struct CallScope<'a> {
+    pub(crate) request_id: &'a Arc<str>,
+    pub(crate) step: usize,
+    pub(crate) messages: &'a Arc<Vec<Message>>,
+    pub(crate) cancel: &'a CancelToken,
+    pub(crate) tools: &'a TurnTools<'a>,
+}
+
+/// The tools of one turn: the agent's, plus those a before_turn hook added, limited to the
+/// active ones.
+pub(crate) struct TurnTools<'a> {
+    pub(crate) agent: &'a crate::agent::AgentInner,
+    pub(crate) extra: Vec<ToolSlot>,
+    pub(crate) active: Option<Vec<String>>,
+    /// The current step's own limit (before_step's `active_tools`).
+    pub(crate) step_active: Option<Vec<String>>,
+}
+
+impl TurnTools<'_> {
+    /// Whether the model may call this tool in the current step.
+    pub(crate) fn is_active(&self, name: &str) -> bool {
+        let allowed = |list: &Option<Vec<String>>| {
+            list.as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == name))
+        };
+        allowed(&self.active) && allowed(&self.step_active)
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&ToolSlot> {
+        if !self.is_active(name) {
+            return None;
+        }
+        match self.agent.tool_index.get(name) {
+            Some(&index) => self.agent.tools.get(index),
+            None => self.extra.iter().find(|slot| slot.spec().name == name),
+        }
+    }
+
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let all = self
+            .agent
+            .tools
+            .iter()
+            .chain(&self.extra)
+            .map(|slot| slot.spec().name.as_str());
+        all.filter(|name| self.is_active(name)).collect()
+    }
+}
+
+/// What a finished call contributes to the step.
+pub(crate) struct CallResult {
+    pub(crate) record: ToolResultRecord,
+    /// Set when a fail-closed after_tool_call hook failed: the turn fails after this step.
+    pub(crate) error: Option<TurnError>,
+}
+
+fn rejected(call: &ToolCall, content: String) -> CallResult {
+    let record = ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: true,
+        outcome: "rejected",
+        duration: Duration::ZERO,
+    };
+    CallResult {
+        record,
+        error: None,
+    }
+}
+
+/// Runs one call. Never panics on anything the model sent: unknown tools and bad arguments
+/// become error results.
+pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {}", call.name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+    );
+    execute_inner(scope, call).instrument(span).await
+}
+
+async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
+    let Some(slot) = scope.tools.get(&call.name) else {
+        let available = scope.tools.names().join(", ");
+        return rejected(
+            call,
+            format!("unknown tool `{}`; available tools: {available}", call.name),
+        );
+    };
+    let parsed = match slot.tool.parse_args(&call.arguments) {
+        Ok(args) => Arc::new(args),
+        Err(error) => return rejected(call, error.to_string()),
+    };
+    let mut state = CallState {
+        request_id: scope.request_id.clone(),
+        call_id: call.id.as_str().into(),
+        tool_name: slot.spec().name.as_str().into(),
+        step: scope.step,
+        dynamic: slot.dynamic,
+        messages: scope.messages.clone(),
+        cancel: scope.cancel.clone(),
+        tool: slot.tool.clone(),
+        model_input: parsed.clone(),
+        effective_input: parsed,
+    };
+
+    let mut outcome = None;
+    for hook in &slot.before {
+        let meta = hook.meta();
+        let span =
+            tracing::debug_span!("hook", otel.name = "before_tool_call", hook.name = %meta.name);
+        match hook.run(&state).instrument(span).await {
+            Ok(ErasedDecision::Allow) => {}
+            Ok(ErasedDecision::Modify(input)) => state.effective_input = Arc::new(input),
+            Ok(ErasedDecision::Block(reason)) => {
+                let reason =
+                    reason.unwrap_or_else(|| format!("tool `{}` was blocked by a hook", call.name));
+                outcome = Some(ToolOutcome::Blocked(reason));
+                break;
+            }
+            Ok(ErasedDecision::Substitute(output)) => {
+                outcome = Some(ToolOutcome::Substituted(output));
+                break;
+            }
+            Err(failure) => match meta.policy {
+                FailurePolicy::FailOpen => {
+                    tracing::warn!(hook.name = %meta.name, "before_tool_call hook failed (fail open): {failure}");
+                }
+                FailurePolicy::FailClosed => {
+                    tracing::warn!(hook.name = %meta.name, "before_tool_call hook failed (fail closed): {failure}");
+                    let message = format!(
+                        "tool `{}` did not run: before_tool_call hook `{}` {failure}",
+                        call.name, meta.name
+                    );
+                    outcome = Some(ToolOutcome::Failed(ToolError::new(message)));
+                    break;
+                }
+            },
+        }
+    }
+
+    let (outcome, duration, state) = match outcome {
+        Some(outcome) => (outcome, Duration::ZERO, Some(state)),
+        None => {
+            let ctx = ToolContext {
+                call_id: state.call_id.clone(),
+                tool_name: state.tool_name.clone(),
+                step: scope.step,
+                cancel: scope.cancel.clone(),
+            };
+            // Without after hooks nobody reads the inputs again: hand the tool the only
+            // reference, so it takes its arguments without a clone.
+            let (args, state) = if slot.after.is_empty() {
+                let CallState {
+                    effective_input,
+                    model_input,
+                    ..
+                } = state;
+                drop(model_input);
+                (effective_input, None)
+            } else {
+                (state.effective_input.clone(), Some(state))
+            };
+            let started = Instant::now();
+            let result = catch_unwind(slot.tool.call(args, ctx)).await;
+            let duration = started.elapsed();
+            let outcome = match result {
+                Ok(Ok(output)) => ToolOutcome::Executed(output),
+                Ok(Err(error)) => ToolOutcome::Failed(error),
+                Err(panic) => ToolOutcome::Failed(ToolError::new(format!(
+                    "tool `{}` panicked: {panic}",
+                    call.name
+                ))),
+            };
+            (outcome, duration, state)
+        }
+    };
+
+    let (content, is_error) = model_text(&call.name, &outcome);
+    let kind = outcome.kind();
+    let mut error = None;
+    if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
+        let outcome = Arc::new(outcome);
+        for hook in &slot.after {
+            let meta = hook.meta();
+            let span =
+                tracing::debug_span!("hook", otel.name = "after_tool_call", hook.name = %meta.name);
+            if let Err(failure) = hook.run(&state, &outcome, duration).instrument(span).await {
+                match meta.policy {
+                    FailurePolicy::FailOpen => {
+                        tracing::warn!(hook.name = %meta.name, "after_tool_call hook failed (fail open): {failure}");
+                    }
+                    FailurePolicy::FailClosed => {
+                        let message = format!("after_tool_call hook `{}` {failure}", meta.name);
+                        error = Some(TurnError::new(
+                            TurnErrorKind::Hook {
+                                event: "after_tool_call",
+                                hook: meta.name.clone(),
+                            },
+                            message,
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let record = ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error,
+        outcome: kind,
+        duration,
+    };
+    CallResult { record, error }
+}
+
+/// The text the model reads for an outcome, and whether it is an error.
+fn model_text(tool: &str, outcome: &ToolOutcome) -> (String, bool) {
+    match outcome {
+        ToolOutcome::Executed(value) | ToolOutcome::Substituted(value) => {
+            match value.to_model_text() {
+                Ok(text) => (text, false),
+                Err(error) => (
+                    format!("tool `{tool}` returned an output that cannot be serialized: {error}"),
+                    true,
+                ),
+            }
+        }
+        ToolOutcome::Blocked(reason) => (reason.clone(), false),
+        ToolOutcome::Failed(error) => (error.message().to_owned(), true),
+    }
+}

@@ -1,0 +1,557 @@
+//! One turn, from the user's input to on_chat_response: every turn-wide hook fires here, in the
+//! order of DESIGN §5. Model streams are read in `stream.rs`; tool calls run in `tool_call/`.
+
+mod classify;
+pub(crate) mod dispatch;
+mod stream;
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+pub use classify::default_classifier;
+use dispatch::{each, observe};
+use stream::StepStream;
+
+use crate::agent::{AgentInner, Conversation, ToolSlot, TurnEvent, TurnRequest};
+use crate::hooks::{
+    ChatErrorContext, ChatResponse, ClassifyContext, ErrorStage, LlmEndContext, LlmStartContext,
+    RunContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
+    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+};
+use crate::message::Message;
+use crate::model::{Model, ModelRequest, ToolChoice, Usage};
+use crate::tool_call::{CallResult, CallScope, TurnTools};
+use crate::util::{join_ordered, new_id};
+
+/// Runs one turn of `conversation`; events go to `sink` when streaming.
+pub(crate) async fn run_turn(
+    conversation: &Conversation,
+    request: TurnRequest,
+    sink: Option<mpsc::Sender<TurnEvent>>,
+) -> TurnResult {
+    let agent = &*conversation.agent.inner;
+    let request_id: Arc<str> = new_id("req").into();
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {}", agent.name),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %agent.name,
+        gen_ai.conversation.id = %conversation.session,
+        gen_ai.request.id = %request_id,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+    );
+    let turn = Turn {
+        agent,
+        conversation,
+        request_id,
+        continuation: request.continuation,
+        cancel: request.cancel.clone(),
+        sink,
+        outcome: Outcome::default(),
+    };
+    turn.run(request).instrument(span).await
+}
+
+struct Turn<'a> {
+    agent: &'a AgentInner,
+    conversation: &'a Conversation,
+    request_id: Arc<str>,
+    continuation: bool,
+    cancel: crate::CancelToken,
+    sink: Option<mpsc::Sender<TurnEvent>>,
+    outcome: Outcome,
+}
+
+/// What the turn has produced so far.
+#[derive(Default)]
+struct Outcome {
+    steps: Vec<StepRecord>,
+    /// Messages this turn adds to the history (after the user's).
+    added: Vec<Message>,
+    usage: Usage,
+    /// The last step's text (the answer), or partial text when a stream broke.
+    text: String,
+    user_persisted: bool,
+}
+
+/// How the step loop ended.
+enum End {
+    Completed(StopReason),
+    Failed(TurnError, ErrorStage),
+    Aborted,
+}
+
+impl Turn<'_> {
+    async fn run(mut self, request: TurnRequest) -> TurnResult {
+        let guard = self.conversation.lock.clone().lock_owned().await;
+        let end = self.drive(request).await;
+        self.finish(end, guard).await
+    }
+
+    async fn emit(&self, event: TurnEvent) {
+        if let Some(sink) = &self.sink {
+            // A dropped stream only stops the events; the turn still completes.
+            let _ = sink.send(event).await;
+        }
+    }
+
+    /// before_run, before_turn and the step loop.
+    async fn drive(&mut self, request: TurnRequest) -> End {
+        let agent = self.agent;
+        let hooks = &agent.hooks;
+        let run_ctx = RunContext {
+            agent: agent.name.clone(),
+            request_id: self.request_id.clone(),
+            input: request.input,
+            continuation: request.continuation,
+        };
+        if let Err(error) = observe(&hooks.before_run, &run_ctx).await {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+
+        let store = &agent.store;
+        let mut messages = match store.load(&self.conversation.session).await {
+            Ok(history) => history,
+            Err(error) => return End::Failed(store_error(error), ErrorStage::Persist),
+        };
+        let user = Message::user(run_ctx.input);
+        if let Err(error) = store
+            .append(&self.conversation.session, std::slice::from_ref(&user))
+            .await
+        {
+            return End::Failed(store_error(error), ErrorStage::Persist);
+        }
+        self.outcome.user_persisted = true;
+        messages.push(user);
+
+        let turn_ctx = TurnContext {
+            request_id: self.request_id.clone(),
+            system: agent.instructions.clone(),
+            messages,
+            tools: agent.specs.clone(),
+            model: agent.model.id().to_owned(),
+            continuation: self.continuation,
+            body: request.body,
+        };
+        let mut config = TurnConfig::default();
+        if let Err(error) = each(&hooks.before_turn, &turn_ctx, |c| {
+            if let Some(c) = c {
+                config.merge(c)
+            }
+        })
+        .await
+        {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+        let TurnContext {
+            system, messages, ..
+        } = turn_ctx;
+        let plan = TurnPlan::new(agent, config, system, messages);
+        self.steps(plan).await
+    }
+
+    async fn steps(&mut self, mut plan: TurnPlan<'_>) -> End {
+        let hooks = &self.agent.hooks;
+        for step in 0..plan.max_steps {
+            // before_step
+            let step_ctx = StepContext {
+                request_id: self.request_id.clone(),
+                step,
+                previous: self.outcome.steps.clone(),
+                messages: plan.messages.clone(),
+            };
+            let mut step_config = StepConfig::default();
+            if let Err(error) = each(&hooks.before_step, &step_ctx, |c| {
+                if let Some(c) = c {
+                    step_config.merge(c)
+                }
+            })
+            .await
+            {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+            let StepContext {
+                messages: step_messages,
+                ..
+            } = step_ctx;
+            let model = step_config
+                .model
+                .clone()
+                .unwrap_or_else(|| plan.model.clone());
+            let request = plan.request(&*model, step_config, step_messages);
+
+            // on_llm_start
+            let start = LlmStartContext {
+                request_id: self.request_id.clone(),
+                step,
+                request,
+            };
+            if let Err(error) = observe(&hooks.on_llm_start, &start).await {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+            let span = tracing::info_span!(
+                "chat",
+                otel.name = %format_args!("chat {}", model.id()),
+                gen_ai.operation.name = "chat",
+                gen_ai.request.model = %model.id(),
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                gen_ai.response.finish_reasons = tracing::field::Empty,
+            );
+            let started = std::time::Instant::now();
+            let streamed = StepStream::new(self, step)
+                .read(model.stream(start.request))
+                .instrument(span.clone())
+                .await;
+            span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
+
+            // on_llm_end
+            let end_ctx = LlmEndContext {
+                request_id: self.request_id.clone(),
+                step,
+                model: model.id().to_owned(),
+                text: streamed.text,
+                tool_calls: streamed.tool_calls,
+                finish_reason: streamed.finish.as_ref().ok().cloned(),
+                usage: streamed.usage,
+                latency: started.elapsed(),
+                error: streamed
+                    .finish
+                    .as_ref()
+                    .err()
+                    .and_then(|e| e.as_ref().map(|e| e.message.clone())),
+            };
+            self.outcome.usage.add(&end_ctx.usage);
+            let llm_end = observe(&hooks.on_llm_end, &end_ctx).await;
+            let LlmEndContext {
+                text,
+                tool_calls,
+                usage,
+                ..
+            } = end_ctx;
+            let finish_reason = match streamed.finish {
+                Ok(reason) => reason,
+                Err(error) => {
+                    // A broken stream keeps its partial text; its tool calls never run.
+                    self.outcome.text = text.clone();
+                    if !text.is_empty() || !streamed.reasoning.is_empty() {
+                        self.outcome.added.push(Message::Assistant {
+                            content: text,
+                            reasoning: streamed.reasoning,
+                            tool_calls: Vec::new(),
+                        });
+                    }
+                    return match error {
+                        Some(error) => End::Failed(error, ErrorStage::Stream),
+                        None => End::Aborted,
+                    };
+                }
+            };
+            if let Err(error) = llm_end {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+            span.record(
+                "gen_ai.response.finish_reasons",
+                tracing::field::debug(&finish_reason),
+            );
+
+            let assistant = Message::Assistant {
+                content: text.clone(),
+                reasoning: streamed.reasoning.clone(),
+                tool_calls: tool_calls.clone(),
+            };
+            self.outcome.text = text.clone();
+            self.outcome.added.push(assistant.clone());
+            plan.messages.push(assistant);
+
+            // Tool calls: concurrently, results in the model's order.
+            let mut tool_results = Vec::with_capacity(tool_calls.len());
+            let mut failed_hook = None;
+            if !tool_calls.is_empty() {
+                let step_messages = Arc::new(plan.messages.clone());
+                let scope = CallScope {
+                    request_id: &self.request_id,
+                    step,
+                    messages: &step_messages,
+                    cancel: &self.cancel,
+                    tools: &plan.tools,
+                };
+                let calls = tool_calls
+                    .iter()
+                    .map(|call| {
+                        Box::pin(crate::tool_call::execute(&scope, call))
+                            as crate::BoxFuture<'_, CallResult>
+                    })
+                    .collect();
+                let joined = join_ordered(calls, self.agent.tool_concurrency);
+                let results = tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return End::Aborted,
+                    results = joined => results,
+                };
+                for result in results {
+                    let record = result.record;
+                    failed_hook = failed_hook.or(result.error);
+                    let message = Message::Tool {
+                        call_id: record.call_id.clone(),
+                        name: record.name.clone(),
+                        content: record.content.clone(),
+                        is_error: record.is_error,
+                    };
+                    let chunk = crate::hooks::Chunk::ToolResult {
+                        id: record.call_id.clone(),
+                        name: record.name.clone(),
+                        content: record.content.clone(),
+                        is_error: record.is_error,
+                    };
+                    if let Err(error) = StepStream::new(self, step).chunk(chunk).await {
+                        return End::Failed(error, ErrorStage::Turn);
+                    }
+                    self.outcome.added.push(message.clone());
+                    plan.messages.push(message);
+                    tool_results.push(record);
+                }
+            }
+
+            let record = StepRecord {
+                step,
+                model: model.id().to_owned(),
+                text,
+                reasoning: streamed.reasoning,
+                tool_calls,
+                tool_results,
+                finish_reason,
+                usage,
+            };
+            if let Err(error) = observe(&hooks.on_step_finish, &record).await {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+            let more = !record.tool_calls.is_empty();
+            self.emit(TurnEvent::StepFinished(record.clone())).await;
+            self.outcome.steps.push(record);
+            if let Some(error) = failed_hook {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+            if self.cancel.is_cancelled() {
+                return End::Aborted;
+            }
+            if !more {
+                return End::Completed(StopReason::Finished);
+            }
+        }
+        self.stop(StopReason::MaxSteps).await
+    }
+
+    /// on_stop: a limit ended the turn.
+    async fn stop(&mut self, reason: StopReason) -> End {
+        let ctx = StopContext {
+            request_id: self.request_id.clone(),
+            reason,
+            steps: self.outcome.steps.len(),
+            text: self.outcome.text.clone(),
+        };
+        let mut decision = StopDecision::Complete;
+        if let Err(error) = each(&self.agent.hooks.on_stop, &ctx, |d| decision = d).await {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+        match decision {
+            StopDecision::Complete => End::Completed(reason),
+            StopDecision::Output(text) => {
+                self.outcome.added.push(Message::assistant(text.clone()));
+                self.outcome.text = text;
+                End::Completed(reason)
+            }
+            StopDecision::Fail(message) => End::Failed(
+                TurnError::new(TurnErrorKind::Stopped, message),
+                ErrorStage::Turn,
+            ),
+        }
+    }
+
+    /// Persists, classifies, runs the error and response hooks, and builds the result.
+    async fn finish(self, end: End, guard: tokio::sync::OwnedMutexGuard<()>) -> TurnResult {
+        let Turn {
+            agent,
+            conversation,
+            request_id,
+            continuation,
+            outcome,
+            sink,
+            ..
+        } = self;
+        let hooks = &agent.hooks;
+        let mut end = end;
+        if !outcome.added.is_empty()
+            && let Err(error) = agent
+                .store
+                .append(&conversation.session, &outcome.added)
+                .await
+            && !matches!(end, End::Failed(..))
+        {
+            end = End::Failed(store_error(error), ErrorStage::Persist);
+        }
+        let (status, stop_reason, error, classification) = match end {
+            End::Completed(reason) => (TurnStatus::Completed, Some(reason), None, None),
+            End::Aborted => (TurnStatus::Aborted, None, None, None),
+            End::Failed(error, stage) => {
+                tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
+                let classify = ClassifyContext {
+                    request_id: request_id.clone(),
+                    error: error.clone(),
+                    stage,
+                };
+                let mut classification = None;
+                let _ = each(&hooks.classify_chat_error, &classify, |c| {
+                    classification = classification.or(c)
+                })
+                .await;
+                let classification = classification.unwrap_or_else(|| default_classifier(&error));
+                let ctx = ChatErrorContext {
+                    request_id: request_id.clone(),
+                    error,
+                    stage,
+                    messages_persisted: outcome.user_persisted,
+                    classification,
+                    partial_text: outcome.text.clone(),
+                };
+                let mut surfaced = None;
+                let _ = each(&hooks.on_chat_error, &ctx, |e| {
+                    surfaced = e.or(surfaced.take())
+                })
+                .await;
+                (
+                    TurnStatus::Error,
+                    None,
+                    Some(surfaced.unwrap_or(ctx.error)),
+                    Some(classification),
+                )
+            }
+        };
+        let result = TurnResult {
+            request_id: request_id.clone(),
+            status,
+            text: outcome.text,
+            stop_reason,
+            steps: outcome.steps,
+            messages: outcome.added,
+            usage: outcome.usage,
+            error,
+            classification,
+        };
+        tracing::Span::current().record("gen_ai.usage.input_tokens", result.usage.input_tokens);
+        tracing::Span::current().record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+        if status == TurnStatus::Completed {
+            let _ = observe(&hooks.after_run, &result).await;
+        }
+        // The turn lock is released before on_chat_response, so the hook may start a new turn.
+        drop(guard);
+        let message = result
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant { .. }))
+            .cloned()
+            .unwrap_or_else(|| Message::assistant(""));
+        let response = ChatResponse {
+            request_id,
+            message,
+            continuation,
+            status,
+            error: result.error.clone(),
+        };
+        let _ = observe(&hooks.on_chat_response, &response).await;
+        if let Some(sink) = &sink {
+            let _ = sink.send(TurnEvent::Finished(result.clone())).await;
+        }
+        result
+    }
+}
+
+fn store_error(error: crate::store::StoreError) -> TurnError {
+    TurnError::new(
+        TurnErrorKind::Store,
+        format!("history store failed: {error}"),
+    )
+}
+
+/// The turn after before_turn: its model, prompt, messages, tools and settings.
+struct TurnPlan<'a> {
+    model: Arc<dyn Model>,
+    system: Option<String>,
+    messages: Vec<Message>,
+    tools: TurnTools<'a>,
+    tool_choice: ToolChoice,
+    max_steps: usize,
+    send_reasoning: bool,
+    settings: crate::model::CallSettings,
+    provider_options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<'a> TurnPlan<'a> {
+    fn new(
+        agent: &'a AgentInner,
+        config: TurnConfig,
+        system: Option<String>,
+        messages: Vec<Message>,
+    ) -> Self {
+        let extra = config
+            .tools
+            .into_iter()
+            .map(|tool| ToolSlot::resolve(tool, true, &agent.before_hooks, &agent.after_hooks))
+            .collect();
+        let mut provider_options = agent.provider_options.clone();
+        provider_options.extend(config.provider_options.unwrap_or_default());
+        TurnPlan {
+            model: config.model.unwrap_or_else(|| agent.model.clone()),
+            system: config.system.or(system),
+            messages: config.messages.unwrap_or(messages),
+            tools: TurnTools {
+                agent,
+                extra,
+                active: config.active_tools,
+                step_active: None,
+            },
+            tool_choice: config.tool_choice.unwrap_or_default(),
+            max_steps: config.max_steps.unwrap_or(agent.max_steps).max(1),
+            send_reasoning: config.send_reasoning.unwrap_or(false),
+            settings: config.settings.or(&agent.settings),
+            provider_options,
+        }
+    }
+
+    /// The model request of one step, with that step's overrides.
+    fn request(
+        &mut self,
+        model: &dyn Model,
+        config: StepConfig,
+        messages: Vec<Message>,
+    ) -> ModelRequest {
+        self.tools.step_active = config.active_tools;
+        let tools = self
+            .tools
+            .agent
+            .tools
+            .iter()
+            .chain(&self.tools.extra)
+            .map(|slot| slot.spec())
+            .filter(|spec| self.tools.is_active(&spec.name))
+            .cloned()
+            .collect();
+        ModelRequest {
+            model: model.id().to_owned(),
+            system: config.system.or_else(|| self.system.clone()),
+            messages: config.messages.unwrap_or(messages),
+            tools,
+            tool_choice: config
+                .tool_choice
+                .unwrap_or_else(|| self.tool_choice.clone()),
+            settings: self.settings.clone(),
+            send_reasoning: self.send_reasoning,
+            provider_options: self.provider_options.clone(),
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Reading one model stream: on_chunk per chunk, accumulation (linear: text is appended, never
+//! re-copied), cancellation, and the rule that a stream without its end marker is an error.
+
+use crate::agent::TurnEvent;
+use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
+use crate::message::ToolCall;
+use crate::model::{FinishReason, ModelErrorKind, ModelEvent, ModelStream, Usage, next_event};
+
+use super::Turn;
+use super::dispatch::observe;
+
+/// What one model call streamed.
+pub(super) struct Streamed {
+    pub(super) text: String,
+    pub(super) reasoning: String,
+    pub(super) tool_calls: Vec<ToolCall>,
+    pub(super) usage: Usage,
+    /// The finish reason, or why the stream broke (`None`: the turn was cancelled).
+    pub(super) finish: Result<FinishReason, Option<TurnError>>,
+}
+
+pub(super) struct StepStream<'t, 'a> {
+    turn: &'t Turn<'a>,
+    step: usize,
+}
+
+impl<'t, 'a> StepStream<'t, 'a> {
+    pub(super) fn new(turn: &'t Turn<'a>, step: usize) -> Self {
+        StepStream { turn, step }
+    }
+
+    /// Fires on_chunk for one chunk and forwards it to the stream API.
+    pub(super) async fn chunk(&self, chunk: Chunk) -> Result<(), TurnError> {
+        let hooks = &self.turn.agent.hooks.on_chunk;
+        if hooks.is_empty() && self.turn.sink.is_none() {
+            return Ok(());
+        }
+        let ctx = ChunkContext {
+            request_id: self.turn.request_id.clone(),
+            step: self.step,
+            chunk,
+        };
+        observe(hooks, &ctx).await?;
+        self.turn
+            .emit(TurnEvent::Chunk {
+                step: self.step,
+                chunk: ctx.chunk,
+            })
+            .await;
+        Ok(())
+    }
+
+    pub(super) async fn read(self, mut stream: ModelStream) -> Streamed {
+        let mut out = Streamed {
+            text: String::new(),
+            reasoning: String::new(),
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            finish: Err(None),
+        };
+        let cancelled = self.turn.cancel.cancelled();
+        tokio::pin!(cancelled);
+        let finish = loop {
+            let event = tokio::select! {
+                biased;
+                () = &mut cancelled => break Err(None),
+                event = next_event(&mut stream) => event,
+            };
+            let event = match event {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => {
+                    break Err(Some(TurnError::new(
+                        TurnErrorKind::Model(error.kind),
+                        error.message,
+                    )));
+                }
+                None => {
+                    let message =
+                        "the model's stream ended without its end marker (truncated stream)";
+                    break Err(Some(TurnError::new(
+                        TurnErrorKind::Model(ModelErrorKind::StreamTruncated),
+                        message,
+                    )));
+                }
+            };
+            let chunk = match event {
+                ModelEvent::TextDelta(delta) => {
+                    out.text.push_str(&delta);
+                    Chunk::TextDelta(delta)
+                }
+                ModelEvent::ReasoningDelta(delta) => {
+                    out.reasoning.push_str(&delta);
+                    Chunk::ReasoningDelta(delta)
+                }
+                ModelEvent::ToolInputDelta { id, delta } => Chunk::ToolInputDelta { id, delta },
+                ModelEvent::ToolCall(call) => {
+                    out.tool_calls.push(call.clone());
+                    Chunk::ToolCall(call)
+                }
+                ModelEvent::Usage(usage) => {
+                    out.usage = usage;
+                    continue;
+                }
+                ModelEvent::Finish(reason) => break Ok(reason),
+                ModelEvent::Error(message) => {
+                    break Err(Some(TurnError::new(
+                        TurnErrorKind::ModelInBand,
+                        format!("the model reported an error: {message}"),
+                    )));
+                }
+            };
+            if let Err(error) = self.chunk(chunk).await {
+                break Err(Some(error));
+            }
+        };
+        out.finish = finish;
+        out
+    }
+}

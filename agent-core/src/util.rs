@@ -1,0 +1,80 @@
+//! Small async helpers the engine needs without pulling in `futures`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::BoxFuture;
+
+/// Runs futures concurrently, at most `limit` at a time, and returns their outputs in the order
+/// given (not the order they finish).
+pub(crate) fn join_ordered<'a, T>(
+    futures: Vec<BoxFuture<'a, T>>,
+    limit: usize,
+) -> JoinOrdered<'a, T> {
+    let total = futures.len();
+    JoinOrdered {
+        pending: futures.into_iter().map(Some).collect(),
+        results: (0..total).map(|_| None).collect(),
+        next: 0,
+        running: Vec::new(),
+        limit: limit.max(1),
+    }
+}
+
+pub(crate) struct JoinOrdered<'a, T> {
+    pending: Vec<Option<BoxFuture<'a, T>>>,
+    results: Vec<Option<T>>,
+    next: usize,
+    running: Vec<(usize, BoxFuture<'a, T>)>,
+    limit: usize,
+}
+
+impl<T> Unpin for JoinOrdered<'_, T> {}
+
+impl<T> Future for JoinOrdered<'_, T> {
+    type Output = Vec<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Vec<T>> {
+        let this = &mut *self;
+        loop {
+            while this.running.len() < this.limit && this.next < this.pending.len() {
+                if let Some(future) = this.pending[this.next].take() {
+                    this.running.push((this.next, future));
+                }
+                this.next += 1;
+            }
+            let mut finished_any = false;
+            let mut index = 0;
+            while index < this.running.len() {
+                let (slot, future) = &mut this.running[index];
+                if let Poll::Ready(value) = future.as_mut().poll(cx) {
+                    this.results[*slot] = Some(value);
+                    drop(this.running.swap_remove(index));
+                    finished_any = true;
+                } else {
+                    index += 1;
+                }
+            }
+            if this.running.is_empty() && this.next >= this.pending.len() {
+                return Poll::Ready(this.results.iter_mut().filter_map(Option::take).collect());
+            }
+            if !finished_any || this.next >= this.pending.len() {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+/// A process-unique id with a prefix, such as `req_18c2f0a91b3e_1`.
+pub(crate) fn new_id(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or_default();
+    format!("{prefix}_{micros:x}_{count}")
+}
