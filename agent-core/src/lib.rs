@@ -62,4 +62,20 @@ pub mod __private {
     pub use std::sync::{Arc, OnceLock};
 
     pub use crate::tool::{args_from, args_into};
+
+    /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
+    pub const fn str_eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
 }

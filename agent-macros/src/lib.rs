@@ -1,17 +1,48 @@
-//! placeholder
+//! The `#[agent]`, `#[tool]` and `#[hook]` attributes of `agent-core`.
+//!
+//! Use them through `agent_core::{agent, tool, hook}`; this crate is an implementation detail.
+//! Each attribute lives in its own module, split into parse (syntax to a typed model that keeps
+//! spans), check (rules across items, such as matchers against the agent's tools) and expand
+//! (model to code against agent-core's public builder API).
+#![forbid(unsafe_code)]
+
+mod agent;
+mod common;
+mod ctxt;
+mod hook;
+mod tool;
+
 use proc_macro::TokenStream;
-/// x
+
+/// Makes a function a tool the model can call.
+///
+/// The doc comment is the tool's description (required). Parameters become a generated
+/// `<ToolName>Args` struct (serde + JSON Schema 2020-12); a parameter's doc comment describes it,
+/// `Option<T>` parameters are optional and `#[arg(default = EXPR)]` gives a default. A parameter
+/// of type `ToolContext` receives the call's context and is not part of the schema. Options:
+/// `name = "..."` (1 to 64 of `[A-Za-z0-9_-]`), `crate = path`.
 #[proc_macro_attribute]
-pub fn agent(_a: TokenStream, i: TokenStream) -> TokenStream {
-    i
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    tool::entry(args.into(), input.into()).into()
 }
-/// x
+
+/// Makes a function a lifecycle hook: `#[hook(EVENT, ...)]`.
+///
+/// Options: `tool = "name"`, `tools = ["a", "b"]`, `match = "regex"` (tool events only),
+/// `dynamic`, `priority = N`, `on_error = "fail_open" | "fail_closed"`, `timeout_ms = N`,
+/// `crate = path`. Inside an `#[agent]` impl the matcher is checked against the agent's tools at
+/// compile time; on a free function it is checked when the agent is built.
 #[proc_macro_attribute]
-pub fn tool(_a: TokenStream, i: TokenStream) -> TokenStream {
-    i
+pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
+    hook::entry(args.into(), input.into()).into()
 }
-/// x
+
+/// Makes an impl block an agent, collecting its `#[tool]` and `#[hook]` methods.
+///
+/// Options: `name = "..."`, `description = "..."`, `instructions = "..."`, `max_steps = N`,
+/// `tools(path, ...)` for tools defined elsewhere, `hooks(path, ...)` for hooks defined
+/// elsewhere, `crate = path`.
 #[proc_macro_attribute]
-pub fn hook(_a: TokenStream, i: TokenStream) -> TokenStream {
-    i
+pub fn agent(args: TokenStream, input: TokenStream) -> TokenStream {
+    agent::entry(args.into(), input.into()).into()
 }

@@ -162,6 +162,11 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds hooks defined apart from the agent (a `#[hook]` free function's type).
+    pub fn hooks(self, hooks: impl super::HookSet) -> Self {
+        hooks.register(self)
+    }
+
     /// Adds a before_tool_call hook for the tools `matcher` selects.
     pub fn before_tool_call<I: ToolInput>(
         mut self,

@@ -35,6 +35,14 @@ pub trait AgentSpec: Send + Sync + Sized + 'static {
     }
 }
 
+/// Hooks kept apart from any agent (a free function under `#[hook]`), attached with
+/// `#[agent(hooks(...))]` or [`AgentBuilder::hooks`]. Their matchers are checked when the agent
+/// is built.
+pub trait HookSet {
+    /// Registers the hooks on a builder.
+    fn register(self, builder: AgentBuilder) -> AgentBuilder;
+}
+
 /// A built agent: cheap to clone, shareable across tasks. Run turns with [`Agent::run`] (a
 /// one-turn conversation) or open a [`Conversation`] to keep history across turns.
 #[derive(Clone)]

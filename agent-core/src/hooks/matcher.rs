@@ -2,11 +2,12 @@
 
 use std::fmt;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 /// Selects the tools a before/after_tool_call hook applies to.
 ///
-/// Regexes use the `regex` crate's syntax and are searched unanchored, like JavaScript's
+/// Regexes use the `regex` crate's syntax (matched with `regex-lite`, so without Unicode
+/// classes such as `\p{L}`; tool names are ASCII) and are searched unanchored, like JavaScript's
 /// `RegExp.test`: `"..._file"` matches `read_file` and `write_file`; write `^...$` to anchor.
 /// `#[hook]` resolves matchers against the agent's tools at compile time and registers the
 /// resulting names, so static tools are never matched by regex at run time.

@@ -1,0 +1,179 @@
+//! Rules across the agent's items: unique tool names, matchers resolved against the tool set,
+//! and which hook input enums to generate.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{Ident, Path};
+
+use super::parse::AgentModel;
+use crate::common::{crate_path, generic_args, is_json_value, last_ident, pascal_case};
+use crate::ctxt::Ctxt;
+use crate::hook::{HookFn, MatcherSpec};
+
+/// A tool the agent knows at compile time.
+pub(crate) struct StaticTool {
+    pub(crate) name: String,
+    /// The tool type (`ReadFile`, or `files::ReadFile` for a tool listed in `tools(...)`).
+    pub(crate) ty: TokenStream,
+    /// The enum variant naming it in generated input enums.
+    pub(crate) variant: Ident,
+    /// The args type's name, when the agent generates it.
+    pub(crate) args_ident: Option<Ident>,
+    /// For tools listed in `tools(...)`: the path written there.
+    pub(crate) external: Option<Path>,
+}
+
+/// What the agent does with one hook.
+pub(crate) struct HookPlan {
+    /// The static tools the matcher resolved to (tool events only).
+    pub(crate) matched: Vec<usize>,
+    /// Index into `Plan::enums` when this hook's input is a generated enum.
+    pub(crate) generated_enum: Option<usize>,
+}
+
+/// An input enum to generate: one variant per matched tool.
+pub(crate) struct EnumDef {
+    pub(crate) ident: Ident,
+    pub(crate) tools: Vec<usize>,
+}
+
+pub(crate) struct Plan {
+    pub(crate) krate: TokenStream,
+    pub(crate) tools: Vec<StaticTool>,
+    pub(crate) hooks: Vec<HookPlan>,
+    pub(crate) enums: Vec<EnumDef>,
+    /// The enum of all the agent's tool inputs (`<Agent>Input`).
+    pub(crate) all_enum: Option<Ident>,
+}
+
+pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
+    let krate = crate_path(model.attr.crate_path.as_ref());
+    let mut tools: Vec<StaticTool> = Vec::new();
+    let mut spans: Vec<Span> = Vec::new();
+    for tool in &model.tools {
+        tools.push(StaticTool {
+            name: tool.name.clone(),
+            ty: {
+                let ty = tool.type_ident();
+                quote!(#ty)
+            },
+            variant: tool.type_ident(),
+            args_ident: Some(tool.args_ident()),
+            external: None,
+        });
+        spans.push(tool.name_span);
+    }
+    for path in &model.attr.tools {
+        let Some(last) = path.segments.last() else { continue };
+        let name = last.ident.to_string();
+        let variant = format_ident!("{}", pascal_case(&name), span = last.ident.span());
+        let mut ty_path = path.clone();
+        if let Some(segment) = ty_path.segments.last_mut() {
+            segment.ident = variant.clone();
+        }
+        tools.push(StaticTool { name, ty: quote!(#ty_path), variant, args_ident: None, external: Some(path.clone()) });
+        spans.push(last.ident.span());
+    }
+    for (index, tool) in tools.iter().enumerate() {
+        if tools[..index].iter().any(|earlier| earlier.name == tool.name) {
+            cx.error_at(spans[index], format!("duplicate tool name `{}`: every tool of an agent needs its own name", tool.name));
+        }
+    }
+
+    let all_enum = (!tools.is_empty())
+        .then(|| last_ident(&model.self_ty).map(|ident| format_ident!("{}Input", ident)))
+        .flatten();
+    let mut enums: Vec<EnumDef> = Vec::new();
+    let hooks = model
+        .hooks
+        .iter()
+        .map(|hook| plan_hook(cx, hook, &tools, all_enum.as_ref(), &mut enums))
+        .collect();
+    Plan { krate, tools, hooks, enums, all_enum }
+}
+
+fn tool_list(tools: &[StaticTool]) -> String {
+    if tools.is_empty() {
+        "the agent has no tools".to_owned()
+    } else {
+        format!("the agent's tools: {}", tools.iter().map(|t| format!("`{}`", t.name)).collect::<Vec<_>>().join(", "))
+    }
+}
+
+fn plan_hook(
+    cx: &Ctxt,
+    hook: &HookFn,
+    tools: &[StaticTool],
+    all_enum: Option<&Ident>,
+    enums: &mut Vec<EnumDef>,
+) -> HookPlan {
+    let mut plan = HookPlan { matched: Vec::new(), generated_enum: None };
+    if !hook.event.tool {
+        return plan;
+    }
+    let dynamic = hook.attr.dynamic;
+    let find = |lit: &syn::LitStr| -> Option<usize> {
+        let found = tools.iter().position(|t| t.name == lit.value());
+        if found.is_none() && !dynamic {
+            cx.error_spanned_by(lit, format!("no tool named `{}`; {}", lit.value(), tool_list(tools)));
+        }
+        found
+    };
+    plan.matched = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
+        None => (0..tools.len()).collect(),
+        Some(MatcherSpec::Tool(lit)) => find(lit).into_iter().collect(),
+        Some(MatcherSpec::Tools(lits)) => lits.iter().filter_map(find).collect(),
+        Some(MatcherSpec::Match(lit, regex)) => {
+            let matched: Vec<usize> = (0..tools.len()).filter(|&i| regex.is_match(&tools[i].name)).collect();
+            if matched.is_empty() && !dynamic {
+                cx.error_spanned_by(
+                    lit,
+                    format!(
+                        "`match = \"{}\"` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+                        lit.value(),
+                        tool_list(tools)
+                    ),
+                );
+            }
+            matched
+        }
+    };
+    if hook.attr.matcher.is_none() && tools.is_empty() && !dynamic {
+        cx.error_spanned_by(&hook.ident, format!("this tool-call hook matches no tool: {}", tool_list(tools)));
+    }
+
+    let Some(input) = &hook.input_ty else { return plan };
+    if plan.matched.len() >= 2
+        && !is_json_value(input)
+        && generic_args(input).is_empty()
+        && let syn::Type::Path(path) = input
+        && let Some(ident) = path.path.get_ident()
+        && all_enum != Some(ident)
+        && !tools.iter().any(|t| t.args_ident.as_ref() == Some(ident))
+    {
+        match enums.iter().position(|e| e.ident == *ident) {
+            Some(existing) if enums[existing].tools == plan.matched => plan.generated_enum = Some(existing),
+            Some(_) => cx.error_spanned_by(
+                input,
+                format!("`{ident}` is already generated for another set of tools; give this hook's input enum its own name"),
+            ),
+            None => {
+                enums.push(EnumDef { ident: ident.clone(), tools: plan.matched.clone() });
+                plan.generated_enum = Some(enums.len() - 1);
+            }
+        }
+    }
+    if let Some(output) = &hook.output_ty
+        && !is_json_value(output)
+        && plan.matched.len() > 1
+    {
+        cx.error_spanned_by(
+            output,
+            format!(
+                "this hook matches several tools ({}): it receives their outputs as `serde_json::Value`",
+                plan.matched.iter().map(|&i| format!("`{}`", tools[i].name)).collect::<Vec<_>>().join(", ")
+            ),
+        );
+    }
+    plan
+}

@@ -1,0 +1,180 @@
+//! The agent's generated code: its tools, the hook input enums, compile-time checks, and the
+//! `AgentSpec` impl that registers everything through the builder.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::check::{Plan, StaticTool};
+use super::parse::AgentModel;
+use crate::common::{is_json_value, last_ident, pascal_case};
+use crate::hook::{MatcherCode, MatcherSpec, registration};
+use crate::tool::{ToolOwner, expand_tool_with};
+
+pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
+    let krate = &plan.krate;
+    let self_ty = &model.self_ty;
+    let tool_items = model.tools.iter().map(|tool| expand_tool_with(tool, &ToolOwner::Method(self_ty), krate));
+
+    let mut enums: Vec<TokenStream> = plan
+        .enums
+        .iter()
+        .map(|def| {
+            let tools: Vec<&StaticTool> = def.tools.iter().map(|&i| &plan.tools[i]).collect();
+            input_enum(krate, &def.ident, &tools)
+        })
+        .collect();
+    if let Some(ident) = &plan.all_enum {
+        let tools: Vec<&StaticTool> = plan.tools.iter().collect();
+        enums.push(input_enum(krate, ident, &tools));
+    }
+
+    let mut checks = Vec::new();
+    for (hook, hook_plan) in model.hooks.iter().zip(&plan.hooks) {
+        let Some(input) = &hook.input_ty else { continue };
+        if hook_plan.generated_enum.is_none() && !is_json_value(input) {
+            for &index in &hook_plan.matched {
+                let tool_ty = &plan.tools[index].ty;
+                checks.push(quote_spanned!(input.span()=> __accepts::<#input, #tool_ty>();));
+            }
+        }
+        if let (Some(output), [index]) = (&hook.output_ty, hook_plan.matched.as_slice())
+            && !is_json_value(output)
+        {
+            let tool_ty = &plan.tools[*index].ty;
+            checks.push(quote_spanned!(output.span()=> __output::<#tool_ty, #output>();));
+        }
+    }
+    for tool in &plan.tools {
+        let Some(path) = &tool.external else { continue };
+        let ty = &tool.ty;
+        let name = &tool.name;
+        let message = format!(
+            "the tool listed as `{}` in `#[agent(tools(...))]` must be named `{name}` (its function's name), because the agent matches hooks against that name",
+            quote!(#path).to_string().replace(' ', "")
+        );
+        checks.push(quote_spanned! {path.span()=>
+            const _: () = ::core::assert!(#krate::__private::str_eq(<#ty as #krate::Tool>::NAME, #name), #message);
+        });
+    }
+    let checks = (!checks.is_empty()).then(|| {
+        quote! {
+            const _: () = {
+                #[allow(dead_code)]
+                fn __accepts<I: #krate::AcceptsTool<T>, T: #krate::Tool>() {}
+                #[allow(dead_code)]
+                fn __output<T: #krate::OutputIs<O>, O>() {}
+                #[allow(dead_code)]
+                fn __checks() {
+                    #(#checks)*
+                }
+            };
+        }
+    });
+
+    let name = match &model.attr.name {
+        Some(lit) => lit.value(),
+        None => last_ident(self_ty).map(ToString::to_string).unwrap_or_else(|| "agent".to_owned()),
+    };
+    let description = model.attr.description.as_ref().map(|d| d.value()).or_else(|| model.description.clone());
+    let description = description.map(|d| quote!(.description(#d)));
+    let instructions = model.attr.instructions.as_ref().map(|i| quote!(.instructions(#i)));
+    let max_steps = model.attr.max_steps.as_ref().map(|m| quote!(.max_steps(#m)));
+    let tool_registrations = plan.tools.iter().enumerate().map(|(index, tool)| {
+        let ty = &tool.ty;
+        let value = match model.tools.get(index) {
+            Some(method) if method.has_receiver => quote!(#ty(::std::sync::Arc::clone(&this))),
+            _ => quote!(#ty),
+        };
+        quote!(let builder = builder.tool(#value);)
+    });
+    let hook_registrations = model.hooks.iter().zip(&plan.hooks).map(|(hook, hook_plan)| {
+        let matcher = hook.event.tool.then(|| {
+            let pattern = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
+                Some(MatcherSpec::Match(lit, _)) => Some(lit.value()),
+                _ => None,
+            };
+            let names = hook_plan.matched.iter().map(|&i| plan.tools[i].name.clone()).collect();
+            MatcherCode::Resolved { names, dynamic: hook.attr.dynamic, pattern }
+        });
+        let register = registration(hook, krate, Some(self_ty), matcher.as_ref());
+        quote!(let builder = #register;)
+    });
+    let hook_sets = model.attr.hooks.iter().map(|path| {
+        let mut path = path.clone();
+        if let Some(last) = path.segments.last_mut() {
+            last.ident = syn::Ident::new(&pascal_case(&last.ident.to_string()), last.ident.span());
+        }
+        quote!(let builder = builder.hooks(#path);)
+    });
+
+    quote! {
+        #(#tool_items)*
+        #(#enums)*
+        #checks
+
+        impl #krate::AgentSpec for #self_ty {
+            const NAME: &'static str = #name;
+
+            fn register(
+                this: ::std::sync::Arc<Self>,
+                builder: #krate::AgentBuilder,
+            ) -> #krate::AgentBuilder {
+                let builder = builder #description #instructions #max_steps;
+                #(#tool_registrations)*
+                #(#hook_registrations)*
+                #(#hook_sets)*
+                let _ = this;
+                builder
+            }
+        }
+    }
+}
+
+/// An enum carrying the arguments of exactly `tools`, usable as a hook's input.
+fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) -> TokenStream {
+    let names: Vec<&String> = tools.iter().map(|t| &t.name).collect();
+    let variants: Vec<&syn::Ident> = tools.iter().map(|t| &t.variant).collect();
+    let types: Vec<&TokenStream> = tools.iter().map(|t| &t.ty).collect();
+    let doc = format!(
+        "The input of a hook matching the tools {}: one variant per tool, holding its arguments.",
+        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    );
+    let variant_docs = names.iter().map(|n| format!("Arguments of the `{n}` tool."));
+    quote! {
+        #[doc = #doc]
+        #[derive(::core::clone::Clone)]
+        pub enum #ident {
+            #(
+                #[doc = #variant_docs]
+                #variants(<#types as #krate::Tool>::Args),
+            )*
+        }
+
+        impl #krate::ToolInput for #ident {
+            type Output = #krate::__private::serde_json::Value;
+
+            fn accepts(tool: &str) -> bool {
+                ::core::matches!(tool, #(#names)|*)
+            }
+
+            fn from_args(tool: &str, args: &#krate::AnyValue) -> ::core::option::Option<Self> {
+                match tool {
+                    #(#names => #krate::__private::args_from(tool, #names, args).map(Self::#variants),)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            fn into_args(
+                self,
+                tool: &dyn #krate::DynTool,
+            ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
+                match self {
+                    #(Self::#variants(args) => #krate::__private::args_into(args, #names, tool),)*
+                }
+            }
+        }
+
+        #(impl #krate::AcceptsTool<#types> for #ident {})*
+    }
+}

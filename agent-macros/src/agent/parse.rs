@@ -1,0 +1,135 @@
+//! Parsing `#[agent(...)]` options and collecting the impl block's tools and hooks.
+
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
+
+use crate::common::{doc_text, is_our_attr, parse_crate_value};
+use crate::ctxt::Ctxt;
+use crate::hook::{HookAttr, HookFn, parse_hook};
+use crate::tool::{ToolAttr, ToolFn, parse_tool};
+
+/// The options of `#[agent(...)]`.
+#[derive(Default)]
+pub(crate) struct AgentAttr {
+    pub(crate) name: Option<LitStr>,
+    pub(crate) description: Option<LitStr>,
+    pub(crate) instructions: Option<LitStr>,
+    pub(crate) max_steps: Option<LitInt>,
+    pub(crate) tools: Vec<Path>,
+    pub(crate) hooks: Vec<Path>,
+    pub(crate) crate_path: Option<Path>,
+}
+
+fn set<T>(meta: &syn::meta::ParseNestedMeta<'_>, slot: &mut Option<T>, key: &str, value: T) -> syn::Result<()> {
+    if slot.is_some() {
+        return Err(meta.error(format!("duplicate `{key}` option")));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+impl AgentAttr {
+    pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> AgentAttr {
+        let mut attr = AgentAttr::default();
+        let (mut saw_tools, mut saw_hooks) = (false, false);
+        let parser = syn::meta::parser(|meta| {
+            let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+            match key.as_str() {
+                "name" => set(&meta, &mut attr.name, "name", meta.value()?.parse()?),
+                "description" => set(&meta, &mut attr.description, "description", meta.value()?.parse()?),
+                "instructions" => set(&meta, &mut attr.instructions, "instructions", meta.value()?.parse()?),
+                "max_steps" => {
+                    let lit: LitInt = meta.value()?.parse()?;
+                    if lit.base10_parse::<usize>()? == 0 {
+                        return Err(syn::Error::new(lit.span(), "`max_steps` must be at least 1"));
+                    }
+                    set(&meta, &mut attr.max_steps, "max_steps", lit)
+                }
+                "tools" | "hooks" => {
+                    let seen = if key == "tools" { &mut saw_tools } else { &mut saw_hooks };
+                    if std::mem::replace(seen, true) {
+                        return Err(meta.error(format!("duplicate `{key}` option")));
+                    }
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let paths = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
+                    let list = if key == "tools" { &mut attr.tools } else { &mut attr.hooks };
+                    list.extend(paths);
+                    Ok(())
+                }
+                "crate" => {
+                    let path = parse_crate_value(&meta)?;
+                    set(&meta, &mut attr.crate_path, "crate", path)
+                }
+                _ => Err(meta.error(
+                    "unknown `#[agent]` option; expected one of: `name`, `description`, `instructions`, `max_steps`, `tools`, `hooks`, `crate`",
+                )),
+            }
+        });
+        if let Err(error) = parser.parse2(args) {
+            cx.syn_error(error);
+        }
+        attr
+    }
+}
+
+/// Everything `#[agent]` found.
+pub(crate) struct AgentModel {
+    pub(crate) attr: AgentAttr,
+    pub(crate) self_ty: Type,
+    pub(crate) description: Option<String>,
+    pub(crate) tools: Vec<ToolFn>,
+    pub(crate) hooks: Vec<HookFn>,
+}
+
+/// Collects `#[tool]` and `#[hook]` methods, removing those attributes from the impl block.
+pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentModel {
+    if let Some((trait_path, _)) = &item.trait_ {
+        cx.error_spanned_by(trait_path, "`#[agent]` goes on an inherent impl block, not a trait impl");
+    }
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(&item.generics, "`#[agent]` does not support generic impl blocks");
+    }
+    let description = doc_text(&item.attrs);
+    let mut tools = Vec::new();
+    let mut hooks = Vec::new();
+    for impl_item in &mut item.items {
+        let ImplItem::Fn(method) = impl_item else { continue };
+        let tool_attrs: Vec<_> = method.attrs.iter().filter(|a| is_our_attr(a, "tool")).cloned().collect();
+        let hook_attrs: Vec<_> = method.attrs.iter().filter(|a| is_our_attr(a, "hook")).cloned().collect();
+        method.attrs.retain(|a| !is_our_attr(a, "tool") && !is_our_attr(a, "hook"));
+        if tool_attrs.len() + hook_attrs.len() > 1 {
+            cx.error_spanned_by(&method.sig.ident, "a method is either one `#[tool]` or one `#[hook]`, not several");
+            continue;
+        }
+        if let Some(tool_attr) = tool_attrs.first() {
+            let args = attr_args(cx, tool_attr);
+            let parsed = ToolAttr::parse(cx, args);
+            if let Some(tool) = parse_tool(cx, parsed, &method.attrs, &method.vis, &mut method.sig) {
+                tools.push(tool);
+            }
+        }
+        if let Some(hook_attr) = hook_attrs.first() {
+            let args = attr_args(cx, hook_attr);
+            let parsed = HookAttr::parse(cx, args, syn::spanned::Spanned::span(hook_attr));
+            if let Some(hook) = parse_hook(cx, parsed, &method.sig) {
+                hooks.push(hook);
+            }
+        }
+    }
+    AgentModel { attr, self_ty: (*item.self_ty).clone(), description, tools, hooks }
+}
+
+/// The tokens inside `#[tool(...)]`, or none for `#[tool]`.
+fn attr_args(cx: &Ctxt, attr: &syn::Attribute) -> TokenStream {
+    match &attr.meta {
+        syn::Meta::Path(_) => TokenStream::new(),
+        syn::Meta::List(list) => list.tokens.clone(),
+        syn::Meta::NameValue(nv) => {
+            cx.error_spanned_by(nv, "expected `#[tool]` or `#[tool(...)]`");
+            TokenStream::new()
+        }
+    }
+}

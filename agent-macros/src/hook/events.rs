@@ -1,0 +1,44 @@
+//! The hook events `#[hook]` knows, with their marker types and context types.
+
+/// One event.
+pub(crate) struct EventInfo {
+    /// The snake-case name written in `#[hook(...)]`.
+    pub(crate) name: &'static str,
+    /// The marker type in `agent_core::event`.
+    pub(crate) marker: &'static str,
+    /// The context type the hook borrows.
+    pub(crate) context: &'static str,
+    /// Whether it is a tool-call event (takes matchers and typed inputs).
+    pub(crate) tool: bool,
+}
+
+const fn event(name: &'static str, marker: &'static str, context: &'static str, tool: bool) -> EventInfo {
+    EventInfo { name, marker, context, tool }
+}
+
+pub(crate) const EVENTS: &[EventInfo] = &[
+    event("before_run", "BeforeRun", "RunContext", false),
+    event("before_turn", "BeforeTurn", "TurnContext", false),
+    event("before_step", "BeforeStep", "StepContext", false),
+    event("on_llm_start", "OnLlmStart", "LlmStartContext", false),
+    event("on_llm_end", "OnLlmEnd", "LlmEndContext", false),
+    event("on_chunk", "OnChunk", "ChunkContext", false),
+    event("before_tool_call", "BeforeToolCall", "ToolCallContext<I>", true),
+    event("after_tool_call", "AfterToolCall", "ToolCallResultContext<I, O>", true),
+    event("on_step_finish", "OnStepFinish", "StepRecord", false),
+    event("on_stop", "OnStop", "StopContext", false),
+    event("after_run", "AfterRun", "TurnResult", false),
+    event("on_chat_response", "OnChatResponse", "ChatResponse", false),
+    event("on_chat_error", "OnChatError", "ChatErrorContext", false),
+    event("classify_chat_error", "ClassifyChatError", "ClassifyContext", false),
+];
+
+/// The event with this name.
+pub(crate) fn find(name: &str) -> Option<&'static EventInfo> {
+    EVENTS.iter().find(|event| event.name == name)
+}
+
+/// Every event's name, for "expected one of" messages.
+pub(crate) fn names() -> String {
+    EVENTS.iter().map(|event| format!("`{}`", event.name)).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,112 @@
+//! The builder call that registers one hook.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::parse::{HookFn, MatcherSpec};
+
+/// How a tool hook's matcher is registered.
+pub(crate) enum MatcherCode<'a> {
+    /// As written (free hooks: checked when the agent is built).
+    Runtime(&'a MatcherSpec),
+    /// Resolved at expansion time to these tool names. A `dynamic` regex keeps its pattern so
+    /// tools added at run time are matched too.
+    Resolved { names: Vec<String>, dynamic: bool, pattern: Option<String> },
+}
+
+fn matcher_tokens(krate: &TokenStream, matcher: Option<&MatcherCode<'_>>, dynamic: bool) -> TokenStream {
+    let dynamic_call = dynamic.then(|| quote!(.dynamic()));
+    match matcher {
+        None => quote!(#krate::Matcher::all()),
+        Some(MatcherCode::Runtime(spec)) => {
+            let base = match spec {
+                MatcherSpec::Tool(lit) => quote!(#krate::Matcher::tool(#lit)),
+                MatcherSpec::Tools(lits) => quote!(#krate::Matcher::tools([#(#lits),*])),
+                MatcherSpec::Match(lit, _) => quote!(#krate::Matcher::regex(#lit)),
+            };
+            quote!(#base #dynamic_call)
+        }
+        Some(MatcherCode::Resolved { names, dynamic: true, pattern: Some(pattern) }) => {
+            let _ = names;
+            quote!(#krate::Matcher::regex(#pattern).dynamic())
+        }
+        Some(MatcherCode::Resolved { names, .. }) => quote!(#krate::Matcher::tools([#(#names),*]) #dynamic_call),
+    }
+}
+
+/// An expression registering `hook` on `builder` (and, for methods, using `this: Arc<Self>`).
+pub(crate) fn registration(
+    hook: &HookFn,
+    krate: &TokenStream,
+    self_ty: Option<&syn::Type>,
+    matcher: Option<&MatcherCode<'_>>,
+) -> TokenStream {
+    let event = hook.event;
+    let name = hook.ident.to_string();
+    let ident = &hook.ident;
+    let marker = format_ident!("{}", event.marker);
+    let json = quote!(#krate::__private::serde_json::Value);
+    let event_ty = match (event.name, &hook.input_ty) {
+        ("before_tool_call", Some(input)) => quote!(#krate::event::BeforeToolCall<#input>),
+        ("after_tool_call", Some(input)) => {
+            let output = hook.output_ty.as_ref().map(|o| quote!(#o)).unwrap_or_else(|| json.clone());
+            quote!(#krate::event::AfterToolCall<#input, #output>)
+        }
+        _ => quote!(#krate::event::#marker),
+    };
+    // Errors about the context type land on the parameter's type; errors about the return type
+    // land on the return type (or the function's name when it returns `()`).
+    let ctx_span = hook.ctx_ty.span();
+    let ret_span = hook.ret.as_ref().map(|ret| ret.span()).unwrap_or_else(|| hook.ident.span());
+    let ctx_ty = &hook.ctx_ty;
+    let callee = match (self_ty, hook.has_receiver) {
+        (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, __ctx)),
+        (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(__ctx)),
+        (None, _) => quote_spanned!(ctx_span=> #ident(__ctx)),
+    };
+    let capture = hook.has_receiver.then(|| quote!(let __this = ::std::sync::Arc::clone(&this);));
+    let body = if hook.is_async {
+        let inner_capture = hook.has_receiver.then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
+        quote_spanned! {ret_span=>
+            #krate::Hook::<#event_ty>::from_async(#name, {
+                #capture
+                move |__ctx: &#ctx_ty| {
+                    #inner_capture
+                    ::std::boxed::Box::pin(async move { #callee.await })
+                }
+            })
+        }
+    } else {
+        quote_spanned! {ret_span=>
+            #krate::Hook::<#event_ty>::sync(#name, {
+                #capture
+                move |__ctx: &#ctx_ty| #callee
+            })
+        }
+    };
+    let priority = hook.attr.priority.unwrap_or(0);
+    let on_error = match hook.attr.on_error {
+        Some((true, _)) => quote!(::core::option::Option::Some(#krate::FailurePolicy::FailOpen)),
+        Some((false, _)) => quote!(::core::option::Option::Some(#krate::FailurePolicy::FailClosed)),
+        None => quote!(::core::option::Option::None),
+    };
+    let timeout = match hook.attr.timeout_ms {
+        Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+        None => quote!(::core::option::Option::None),
+    };
+    let hook_value = quote! {
+        #body.options(#krate::HookOptions { priority: #priority, on_error: #on_error, timeout: #timeout })
+    };
+    match event.name {
+        "before_tool_call" => {
+            let matcher = matcher_tokens(krate, matcher, hook.attr.dynamic);
+            quote!(builder.before_tool_call(#matcher, #hook_value))
+        }
+        "after_tool_call" => {
+            let matcher = matcher_tokens(krate, matcher, hook.attr.dynamic);
+            quote!(builder.after_tool_call(#matcher, #hook_value))
+        }
+        _ => quote!(builder.hook(#hook_value)),
+    }
+}

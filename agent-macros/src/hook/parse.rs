@@ -1,0 +1,284 @@
+//! Parsing `#[hook(...)]` options and the hook function's signature.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, LitInt, LitStr, Path, ReturnType, Signature, Type};
+
+use super::events::{self, EventInfo};
+use crate::common::{generic_args, parse_crate_value};
+use crate::ctxt::Ctxt;
+
+/// Which tools a tool-call hook applies to, as written.
+pub(crate) enum MatcherSpec {
+    /// `tool = "name"`.
+    Tool(LitStr),
+    /// `tools = ["a", "b"]`.
+    Tools(Vec<LitStr>),
+    /// `match = "regex"`, validated and compiled.
+    Match(LitStr, regex_lite::Regex),
+}
+
+/// The options of `#[hook(...)]`.
+#[derive(Default)]
+pub(crate) struct HookAttr {
+    pub(crate) event: Option<&'static EventInfo>,
+    pub(crate) event_span: Option<Span>,
+    /// The matcher and the span of its key.
+    pub(crate) matcher: Option<(MatcherSpec, Span)>,
+    pub(crate) dynamic: bool,
+    pub(crate) dynamic_span: Option<Span>,
+    pub(crate) priority: Option<i32>,
+    pub(crate) on_error: Option<(bool, Span)>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) crate_path: Option<Path>,
+}
+
+fn duplicate(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Error {
+    meta.error(format!("duplicate `{key}` option"))
+}
+
+/// Validates a regex with the `regex` crate's parser (so errors read like `regex`'s) and compiles
+/// it for matching tool names at expansion time.
+fn parse_regex(lit: &LitStr) -> syn::Result<regex_lite::Regex> {
+    let pattern = lit.value();
+    if let Err(error) = regex_syntax::Parser::new().parse(&pattern) {
+        return Err(syn::Error::new(lit.span(), format!("invalid regex in `match`:\n{error}")));
+    }
+    regex_lite::Regex::new(&pattern).map_err(|error| {
+        syn::Error::new(
+            lit.span(),
+            format!("this regex uses a feature tool matchers do not support (Unicode classes): {error}"),
+        )
+    })
+}
+
+impl HookAttr {
+    pub(crate) fn parse(cx: &Ctxt, args: TokenStream, span: Span) -> HookAttr {
+        let mut attr = HookAttr::default();
+        let mut first = true;
+        let parser = syn::meta::parser(|meta| {
+            let is_first = std::mem::replace(&mut first, false);
+            let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+            if is_first && meta.input.is_empty() || is_first && meta.input.peek(syn::Token![,]) {
+                let Some(event) = events::find(&key) else {
+                    return Err(meta.error(format!("unknown hook event `{key}`; expected one of: {}", events::names())));
+                };
+                attr.event = Some(event);
+                attr.event_span = Some(meta.path.span());
+                return Ok(());
+            }
+            if is_first {
+                return Err(meta.error(format!(
+                    "`#[hook]` starts with the event, for example `#[hook(on_chunk)]`; events: {}",
+                    events::names()
+                )));
+            }
+            let key_span = meta.path.span();
+            match key.as_str() {
+                "tool" | "tools" | "match" => {
+                    if attr.matcher.is_some() {
+                        return Err(meta.error("a hook takes one matcher: `tool`, `tools` or `match`"));
+                    }
+                    let spec = match key.as_str() {
+                        "tool" => MatcherSpec::Tool(meta.value()?.parse()?),
+                        "tools" => {
+                            let content;
+                            let value = meta.value()?;
+                            syn::bracketed!(content in value);
+                            let names = content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
+                            if names.is_empty() {
+                                return Err(meta.error("`tools` lists at least one tool name"));
+                            }
+                            MatcherSpec::Tools(names.into_iter().collect())
+                        }
+                        _ => {
+                            let lit: LitStr = meta.value()?.parse()?;
+                            let regex = parse_regex(&lit)?;
+                            MatcherSpec::Match(lit, regex)
+                        }
+                    };
+                    attr.matcher = Some((spec, key_span));
+                }
+                "dynamic" => {
+                    if attr.dynamic_span.is_some() {
+                        return Err(duplicate(&meta, "dynamic"));
+                    }
+                    attr.dynamic_span = Some(key_span);
+                    attr.dynamic = if meta.input.peek(syn::Token![=]) {
+                        meta.value()?.parse::<syn::LitBool>()?.value
+                    } else {
+                        true
+                    };
+                }
+                "priority" => {
+                    if attr.priority.is_some() {
+                        return Err(duplicate(&meta, "priority"));
+                    }
+                    let value = meta.value()?;
+                    let negative = value.parse::<Option<syn::Token![-]>>()?.is_some();
+                    let lit: LitInt = value.parse()?;
+                    let number: i32 = lit.base10_parse()?;
+                    attr.priority = Some(if negative { -number } else { number });
+                }
+                "on_error" => {
+                    if attr.on_error.is_some() {
+                        return Err(duplicate(&meta, "on_error"));
+                    }
+                    let lit: LitStr = meta.value()?.parse()?;
+                    let fail_open = match lit.value().as_str() {
+                        "fail_open" => true,
+                        "fail_closed" => false,
+                        other => {
+                            return Err(syn::Error::new(
+                                lit.span(),
+                                format!("unknown `on_error` policy `{other}`; expected `\"fail_open\"` or `\"fail_closed\"`"),
+                            ));
+                        }
+                    };
+                    attr.on_error = Some((fail_open, key_span));
+                }
+                "timeout_ms" => {
+                    if attr.timeout_ms.is_some() {
+                        return Err(duplicate(&meta, "timeout_ms"));
+                    }
+                    let lit: LitInt = meta.value()?.parse()?;
+                    let ms: u64 = lit.base10_parse()?;
+                    if ms == 0 {
+                        return Err(syn::Error::new(lit.span(), "`timeout_ms` must be at least 1"));
+                    }
+                    attr.timeout_ms = Some(ms);
+                }
+                "crate" => {
+                    if attr.crate_path.is_some() {
+                        return Err(duplicate(&meta, "crate"));
+                    }
+                    attr.crate_path = Some(parse_crate_value(&meta)?);
+                }
+                _ => {
+                    return Err(meta.error(
+                        "unknown `#[hook]` option; expected one of: `tool`, `tools`, `match`, `dynamic`, `priority`, `on_error`, `timeout_ms`, `crate`",
+                    ));
+                }
+            }
+            Ok(())
+        });
+        if let Err(error) = parser.parse2(args) {
+            cx.syn_error(error);
+            return attr;
+        }
+        match attr.event {
+            None if first => cx.error_at(
+                span,
+                format!("`#[hook]` needs an event, for example `#[hook(on_chunk)]`; events: {}", events::names()),
+            ),
+            Some(event) if !event.tool => {
+                if let Some((_, key_span)) = &attr.matcher {
+                    cx.error_at(
+                        *key_span,
+                        format!("`{}` is not a tool-call event: matchers only apply to `before_tool_call` and `after_tool_call`", event.name),
+                    );
+                }
+                if let Some(span) = attr.dynamic_span {
+                    cx.error_at(span, "`dynamic` only applies to `before_tool_call` and `after_tool_call` matchers");
+                }
+            }
+            _ => {}
+        }
+        attr
+    }
+}
+
+/// A parsed hook function.
+pub(crate) struct HookFn {
+    pub(crate) attr: HookAttr,
+    pub(crate) event: &'static EventInfo,
+    pub(crate) ident: Ident,
+    pub(crate) is_async: bool,
+    pub(crate) has_receiver: bool,
+    /// The borrowed context type (`ChunkContext` in `ctx: &ChunkContext`).
+    pub(crate) ctx_ty: Type,
+    /// For tool events: the input type `I` and, for after_tool_call, the output type `O`.
+    pub(crate) input_ty: Option<Type>,
+    pub(crate) output_ty: Option<Type>,
+    /// The declared return type (`None` for `()`).
+    pub(crate) ret: Option<Type>,
+}
+
+/// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
+pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<HookFn> {
+    let event = attr.event?;
+    if !sig.generics.params.is_empty() {
+        cx.error_spanned_by(&sig.generics, "a hook function cannot be generic");
+    }
+    if let Some(receiver) = sig.receiver()
+        && !crate::common::is_shared_receiver(receiver)
+    {
+        cx.error_spanned_by(receiver, "a hook method takes `&self` (agents are shared between concurrent turns)");
+    }
+    let typed: Vec<&syn::PatType> = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            FnArg::Typed(typed) => Some(typed),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let expected = format!("`ctx: &{}`", event.context);
+    let ctx = match typed.as_slice() {
+        [] => {
+            cx.error_spanned_by(&sig.ident, format!("a `{}` hook takes its context: add a parameter {expected}", event.name));
+            return None;
+        }
+        [ctx] => ctx,
+        [_, extra, ..] => {
+            cx.error_spanned_by(extra, format!("a `{}` hook takes one parameter, {expected}", event.name));
+            return None;
+        }
+    };
+    let ctx_ty = match &*ctx.ty {
+        Type::Reference(reference) if reference.mutability.is_none() => (*reference.elem).clone(),
+        other => {
+            cx.error_spanned_by(other, format!("a hook borrows its context: expected {expected}"));
+            return None;
+        }
+    };
+    let (mut input_ty, mut output_ty) = (None, None);
+    if event.tool {
+        let shape = if event.name == "before_tool_call" { "ToolCallContext" } else { "ToolCallResultContext" };
+        let args = generic_args(&ctx_ty);
+        let named = crate::common::last_ident(&ctx_ty).is_some_and(|ident| ident == shape);
+        match (named, args.as_slice()) {
+            (true, [input]) => input_ty = Some((*input).clone()),
+            (true, [input, output]) if event.name == "after_tool_call" => {
+                input_ty = Some((*input).clone());
+                output_ty = Some((*output).clone());
+            }
+            _ => {
+                cx.error_spanned_by(
+                    &ctx_ty,
+                    format!(
+                        "a `{}` hook takes `&{}`: `I` is the matched tool's args type, the enum `#[agent]` generates for several tools, or `serde_json::Value`",
+                        event.name, event.context
+                    ),
+                );
+                return None;
+            }
+        }
+    }
+    let ret = match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+    };
+    Some(HookFn {
+        event,
+        ident: sig.ident.clone(),
+        is_async: sig.asyncness.is_some(),
+        has_receiver: sig.receiver().is_some(),
+        ctx_ty,
+        input_ty,
+        output_ty,
+        ret,
+        attr,
+    })
+}
