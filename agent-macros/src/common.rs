@@ -116,3 +116,21 @@ pub(crate) fn is_json_value(ty: &syn::Type) -> bool {
 pub(crate) fn is_shared_receiver(receiver: &syn::Receiver) -> bool {
     matches!(receiver.kind, syn::ReceiverKind::Reference(_, _, None)) && receiver.mutability.is_none()
 }
+
+/// Gives every token the same span, so rustc reports errors about generated code (an unmet
+/// trait bound on a call, say) on the user's token that caused them.
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let proc_macro2::TokenTree::Group(group) = &token {
+                let mut respanned = proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                respanned.set_span(span);
+                token = proc_macro2::TokenTree::Group(respanned);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::check::{Plan, StaticTool};
 use super::parse::AgentModel;
-use crate::common::{is_json_value, last_ident, pascal_case};
+use crate::common::{is_json_value, last_ident, pascal_case, respan};
 use crate::hook::{MatcherCode, MatcherSpec, registration};
 use crate::tool::{ToolOwner, expand_tool_with};
 
@@ -42,7 +42,7 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
             && !is_json_value(output)
         {
             let tool_ty = &plan.tools[*index].ty;
-            checks.push(quote_spanned!(output.span()=> __output::<#tool_ty, #output>();));
+            checks.push(respan(quote!(__output::<#tool_ty, #output>();), output.span()));
         }
     }
     for tool in &plan.tools {

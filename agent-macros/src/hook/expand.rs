@@ -2,6 +2,8 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+
+use crate::common::respan;
 use syn::spanned::Spanned;
 
 use super::parse::{HookFn, MatcherSpec};
@@ -65,26 +67,31 @@ pub(crate) fn registration(
         (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(__ctx)),
         (None, _) => quote_spanned!(ctx_span=> #ident(__ctx)),
     };
-    let capture = hook.has_receiver.then(|| quote!(let __this = ::std::sync::Arc::clone(&this);));
-    let body = if hook.is_async {
+    let closure = if hook.is_async {
         let inner_capture = hook.has_receiver.then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
-        quote_spanned! {ret_span=>
-            #krate::Hook::<#event_ty>::from_async(#name, {
-                #capture
-                move |__ctx: &#ctx_ty| {
-                    #inner_capture
-                    ::std::boxed::Box::pin(async move { #callee.await })
-                }
-            })
+        quote_spanned! {ctx_span=>
+            move |__ctx: &#ctx_ty| {
+                #inner_capture
+                ::std::boxed::Box::pin(async move { #callee.await })
+            }
         }
     } else {
-        quote_spanned! {ret_span=>
-            #krate::Hook::<#event_ty>::sync(#name, {
-                #capture
-                move |__ctx: &#ctx_ty| #callee
-            })
-        }
+        quote_spanned!(ctx_span=> move |__ctx: &#ctx_ty| #callee)
     };
+    // Methods capture the agent (`this: Arc<Self>`) in a block; free functions need no block.
+    let closure = if hook.has_receiver {
+        quote_spanned!(ctx_span=> {
+            let __this = ::std::sync::Arc::clone(&this);
+            #closure
+        })
+    } else {
+        closure
+    };
+    let constructor = if hook.is_async { quote!(from_async) } else { quote!(sync) };
+    let constructor_path = respan(quote!(#krate::Hook::<#event_ty>::#constructor), ret_span);
+    let mut arguments = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#name, #closure));
+    arguments.set_span(ret_span);
+    let body = quote!(#constructor_path #arguments);
     let priority = hook.attr.priority.unwrap_or(0);
     let on_error = match hook.attr.on_error {
         Some((true, _)) => quote!(::core::option::Option::Some(#krate::FailurePolicy::FailOpen)),

@@ -161,7 +161,7 @@ pub(crate) fn expand_tool_with(tool: &ToolFn, owner: &ToolOwner<'_>, krate: &Tok
         }
 
         impl #krate::ToolInput for #args_ty {
-            type Output = #output_ty;
+            type Output = <#tool_ty as #krate::Tool>::Output;
 
             fn accepts(tool: &str) -> bool {
                 tool == #name

@@ -1,0 +1,91 @@
+//! trybuild UI tests of the macros: every diagnostic has a compile-fail case with its `.stderr`
+//! snapshot; pass cases show what compiles. Fixtures are registered here by name, and a test
+//! fails when a file under `tests/ui` is not registered (or a registered one is missing).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const FAIL: &[&str] = &[
+    "agent/fail/context_does_not_fit.rs",
+    "agent/fail/duplicate_tool_name.rs",
+    "agent/fail/external_tool_renamed.rs",
+    "agent/fail/gate_returns_wrong_decision.rs",
+    "agent/fail/matcher_matches_no_tool.rs",
+    "agent/fail/mut_self_tool.rs",
+    "agent/fail/return_type_does_not_fit.rs",
+    "agent/fail/several_tools_typed_output.rs",
+    "agent/fail/tool_and_hook_on_one_method.rs",
+    "agent/fail/unknown_option.rs",
+    "agent/fail/unknown_tool.rs",
+    "agent/fail/wrong_context_type.rs",
+    "agent/fail/wrong_output_type.rs",
+    "hook/fail/bad_on_error.rs",
+    "hook/fail/duplicate_option.rs",
+    "hook/fail/invalid_regex.rs",
+    "hook/fail/matcher_on_turn_event.rs",
+    "hook/fail/missing_context.rs",
+    "hook/fail/missing_event.rs",
+    "hook/fail/timeout_not_a_number.rs",
+    "hook/fail/tool_context_shape.rs",
+    "hook/fail/unknown_event.rs",
+    "tool/fail/borrowed_param.rs",
+    "tool/fail/generic.rs",
+    "tool/fail/invalid_name.rs",
+    "tool/fail/method_without_agent.rs",
+    "tool/fail/missing_description.rs",
+    "tool/fail/output_not_serialize.rs",
+    "tool/fail/pattern_param.rs",
+    "tool/fail/unknown_option.rs",
+];
+
+const PASS: &[&str] = &[
+    "agent/pass/exhaustive_match.rs",
+    "agent/pass/external_and_renamed.rs",
+    "hook/pass/free_hooks.rs",
+    "tool/pass/free_tools.rs",
+];
+
+fn ui_dir() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/ui"))
+}
+
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    for fixture in FAIL {
+        cases.compile_fail(ui_dir().join(fixture));
+    }
+    for fixture in PASS {
+        cases.pass(ui_dir().join(fixture));
+    }
+}
+
+fn files_under(dir: &Path, root: &Path, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).expect("read tests/ui") {
+        let path = entry.expect("read tests/ui entry").path();
+        if path.is_dir() {
+            files_under(&path, root, out);
+        } else {
+            let relative = path.strip_prefix(root).expect("under tests/ui");
+            out.insert(relative.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+#[test]
+fn every_fixture_is_registered() {
+    let mut on_disk = BTreeSet::new();
+    files_under(ui_dir(), ui_dir(), &mut on_disk);
+    let mut expected = BTreeSet::new();
+    for fail in FAIL {
+        expected.insert((*fail).to_owned());
+        expected.insert(fail.replace(".rs", ".stderr"));
+    }
+    for pass in PASS {
+        expected.insert((*pass).to_owned());
+    }
+    let unregistered: Vec<_> = on_disk.difference(&expected).collect();
+    let missing: Vec<_> = expected.difference(&on_disk).collect();
+    assert!(unregistered.is_empty(), "files under tests/ui not registered in tests/ui.rs: {unregistered:?}");
+    assert!(missing.is_empty(), "registered UI fixtures (or their .stderr snapshots) missing: {missing:?}");
+}

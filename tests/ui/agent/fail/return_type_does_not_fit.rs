@@ -1,0 +1,32 @@
+use agent_core::{agent, ToolError, ChunkContext};
+
+struct Files;
+
+#[agent]
+impl Files {
+    /// Read a file.
+    #[tool]
+    async fn read_file(&self, path: String) -> Result<String, ToolError> {
+        Ok(path)
+    }
+
+    /// Write a file.
+    #[tool]
+    fn write_file(&self, path: String, contents: String) -> usize {
+        let _ = path;
+        contents.len()
+    }
+
+    /// Weather for a city.
+    #[tool]
+    fn get_weather(&self, city: String) -> String {
+        city
+    }
+
+    #[hook(on_chunk)]
+    fn meter(&self, ctx: &ChunkContext) -> String {
+        format!("{:?}", ctx.chunk)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use agent_core::hook;
+
+#[hook(on_step_finish)]
+fn finished() {}
+
+fn main() {}
