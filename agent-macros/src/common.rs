@@ -32,12 +32,18 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
         .filter(|attr| attr.path().is_ident("doc"))
         .filter_map(|attr| match &attr.meta {
             Meta::NameValue(nv) => match &nv.value {
-                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(s), ..
+                }) => Some(s.value()),
                 _ => None,
             },
             _ => None,
         })
-        .flat_map(|text| text.lines().map(|line| line.trim().to_owned()).collect::<Vec<_>>())
+        .flat_map(|text| {
+            text.lines()
+                .map(|line| line.trim().to_owned())
+                .collect::<Vec<_>>()
+        })
         .collect();
     let text = lines.join("\n").trim().to_owned();
     (!text.is_empty()).then_some(text)
@@ -62,7 +68,10 @@ pub(crate) fn pascal_case(snake: &str) -> String {
 
 /// 1 to 64 of `[A-Za-z0-9_-]`: what every provider accepts as a tool name.
 pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Whether an attribute is ours: `#[name]` or `#[agent_core::name]` (or the overridden crate).
@@ -72,7 +81,9 @@ pub(crate) fn is_our_attr(attr: &Attribute, name: &str) -> bool {
         return true;
     }
     let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    segments.len() == 2 && segments[1] == name && (segments[0] == "agent_core" || segments[0] == "crate")
+    segments.len() == 2
+        && segments[1] == name
+        && (segments[0] == "agent_core" || segments[0] == "crate")
 }
 
 /// Checks a tool name, reporting a bad one on `span`.
@@ -80,7 +91,9 @@ pub(crate) fn check_tool_name(cx: &Ctxt, name: &str, span: Span) {
     if !is_valid_tool_name(name) {
         cx.error_at(
             span,
-            format!("invalid tool name `{name}`: a tool name is 1 to 64 characters of `[A-Za-z0-9_-]`"),
+            format!(
+                "invalid tool name `{name}`: a tool name is 1 to 64 characters of `[A-Za-z0-9_-]`"
+            ),
         );
     }
 }
@@ -95,9 +108,15 @@ pub(crate) fn last_ident(ty: &syn::Type) -> Option<&syn::Ident> {
 
 /// The generic type arguments of a type path's last segment.
 pub(crate) fn generic_args(ty: &syn::Type) -> Vec<&syn::Type> {
-    let syn::Type::Path(p) = ty else { return Vec::new() };
-    let Some(last) = p.path.segments.last() else { return Vec::new() };
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return Vec::new() };
+    let syn::Type::Path(p) = ty else {
+        return Vec::new();
+    };
+    let Some(last) = p.path.segments.last() else {
+        return Vec::new();
+    };
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return Vec::new();
+    };
     args.args
         .iter()
         .filter_map(|arg| match arg {
@@ -114,7 +133,8 @@ pub(crate) fn is_json_value(ty: &syn::Type) -> bool {
 
 /// Whether a receiver is `&self` (not `self`, `&mut self` or `self: Type`).
 pub(crate) fn is_shared_receiver(receiver: &syn::Receiver) -> bool {
-    matches!(receiver.kind, syn::ReceiverKind::Reference(_, _, None)) && receiver.mutability.is_none()
+    matches!(receiver.kind, syn::ReceiverKind::Reference(_, _, None))
+        && receiver.mutability.is_none()
 }
 
 /// Gives every token the same span, so rustc reports errors about generated code (an unmet
@@ -124,7 +144,8 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .into_iter()
         .map(|mut token| {
             if let proc_macro2::TokenTree::Group(group) = &token {
-                let mut respanned = proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                let mut respanned =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
                 respanned.set_span(span);
                 token = proc_macro2::TokenTree::Group(respanned);
             } else {

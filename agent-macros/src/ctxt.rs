@@ -13,7 +13,9 @@ pub(crate) struct Ctxt {
 
 impl Ctxt {
     pub(crate) fn new() -> Self {
-        Ctxt { errors: RefCell::new(Some(Vec::new())) }
+        Ctxt {
+            errors: RefCell::new(Some(Vec::new())),
+        }
     }
 
     /// Records an error spanned on `tokens`.
@@ -35,13 +37,19 @@ impl Ctxt {
 
     /// Whether any error was recorded so far.
     pub(crate) fn has_errors(&self) -> bool {
-        self.errors.borrow().as_ref().is_some_and(|errors| !errors.is_empty())
+        self.errors
+            .borrow()
+            .as_ref()
+            .is_some_and(|errors| !errors.is_empty())
     }
 
     /// Consumes the context: the errors as `compile_error!` tokens (empty when none).
     pub(crate) fn check(self) -> TokenStream {
         let errors = self.errors.borrow_mut().take().unwrap_or_default();
-        errors.into_iter().map(|error| error.to_compile_error()).collect()
+        errors
+            .into_iter()
+            .map(|error| error.to_compile_error())
+            .collect()
     }
 }
 

@@ -12,6 +12,9 @@ mod ctxt;
 mod hook;
 mod tool;
 
+#[cfg(test)]
+mod expand_tests;
+
 use proc_macro::TokenStream;
 
 /// Makes a function a tool the model can call.

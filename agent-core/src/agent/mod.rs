@@ -18,6 +18,7 @@ use crate::store::HistoryStore;
 use crate::tool::DynTool;
 
 pub use builder::{AgentBuilder, BuildError};
+use conversation::SessionLocks;
 pub use conversation::{Conversation, TurnEvent, TurnRequest, TurnStream};
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its
@@ -31,7 +32,12 @@ pub trait AgentSpec: Send + Sync + Sized + 'static {
 
     /// A builder with this agent's tools, hooks and options; add a model and build.
     fn builder(self) -> AgentBuilder {
-        Self::register(Arc::new(self), AgentBuilder::new(Self::NAME))
+        Self::shared_builder(Arc::new(self))
+    }
+
+    /// Like [`builder`](Self::builder), for state you keep a handle to (to read it after a turn).
+    fn shared_builder(this: Arc<Self>) -> AgentBuilder {
+        Self::register(this, AgentBuilder::new(Self::NAME))
     }
 }
 
@@ -83,6 +89,8 @@ pub(crate) struct AgentInner {
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
     pub(crate) store: Arc<dyn HistoryStore>,
+    /// The turn lock of each open session.
+    pub(crate) sessions: SessionLocks,
 }
 
 /// A tool with the hooks that apply to it, resolved once when the agent (or turn) is built.
@@ -157,7 +165,8 @@ impl Agent {
         Conversation::new(self.clone(), crate::util::new_id("session"))
     }
 
-    /// Opens (or resumes) the conversation with this session id.
+    /// Opens (or resumes) the conversation with this session id. Every handle opened on one
+    /// session shares its turn lock, so their turns never overlap.
     pub fn session(&self, session_id: impl Into<String>) -> Conversation {
         Conversation::new(self.clone(), session_id.into())
     }

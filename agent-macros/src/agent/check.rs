@@ -21,6 +21,8 @@ pub(crate) struct StaticTool {
     pub(crate) args_ident: Option<Ident>,
     /// For tools listed in `tools(...)`: the path written there.
     pub(crate) external: Option<Path>,
+    /// The tool type's visibility (generated enums holding it get no more than this).
+    pub(crate) vis: syn::Visibility,
 }
 
 /// What the agent does with one hook.
@@ -60,23 +62,42 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
             variant: tool.type_ident(),
             args_ident: Some(tool.args_ident()),
             external: None,
+            vis: tool.vis.clone(),
         });
         spans.push(tool.name_span);
     }
     for path in &model.attr.tools {
-        let Some(last) = path.segments.last() else { continue };
+        let Some(last) = path.segments.last() else {
+            continue;
+        };
         let name = last.ident.to_string();
         let variant = format_ident!("{}", pascal_case(&name), span = last.ident.span());
         let mut ty_path = path.clone();
         if let Some(segment) = ty_path.segments.last_mut() {
             segment.ident = variant.clone();
         }
-        tools.push(StaticTool { name, ty: quote!(#ty_path), variant, args_ident: None, external: Some(path.clone()) });
+        tools.push(StaticTool {
+            name,
+            ty: quote!(#ty_path),
+            variant,
+            args_ident: None,
+            external: Some(path.clone()),
+            vis: syn::parse_quote!(pub),
+        });
         spans.push(last.ident.span());
     }
     for (index, tool) in tools.iter().enumerate() {
-        if tools[..index].iter().any(|earlier| earlier.name == tool.name) {
-            cx.error_at(spans[index], format!("duplicate tool name `{}`: every tool of an agent needs its own name", tool.name));
+        if tools[..index]
+            .iter()
+            .any(|earlier| earlier.name == tool.name)
+        {
+            cx.error_at(
+                spans[index],
+                format!(
+                    "duplicate tool name `{}`: every tool of an agent needs its own name",
+                    tool.name
+                ),
+            );
         }
     }
 
@@ -89,14 +110,27 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         .iter()
         .map(|hook| plan_hook(cx, hook, &tools, all_enum.as_ref(), &mut enums))
         .collect();
-    Plan { krate, tools, hooks, enums, all_enum }
+    Plan {
+        krate,
+        tools,
+        hooks,
+        enums,
+        all_enum,
+    }
 }
 
 fn tool_list(tools: &[StaticTool]) -> String {
     if tools.is_empty() {
         "the agent has no tools".to_owned()
     } else {
-        format!("the agent's tools: {}", tools.iter().map(|t| format!("`{}`", t.name)).collect::<Vec<_>>().join(", "))
+        format!(
+            "the agent's tools: {}",
+            tools
+                .iter()
+                .map(|t| format!("`{}`", t.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 }
 
@@ -107,7 +141,10 @@ fn plan_hook(
     all_enum: Option<&Ident>,
     enums: &mut Vec<EnumDef>,
 ) -> HookPlan {
-    let mut plan = HookPlan { matched: Vec::new(), generated_enum: None };
+    let mut plan = HookPlan {
+        matched: Vec::new(),
+        generated_enum: None,
+    };
     if !hook.event.tool {
         return plan;
     }
@@ -115,7 +152,10 @@ fn plan_hook(
     let find = |lit: &syn::LitStr| -> Option<usize> {
         let found = tools.iter().position(|t| t.name == lit.value());
         if found.is_none() && !dynamic {
-            cx.error_spanned_by(lit, format!("no tool named `{}`; {}", lit.value(), tool_list(tools)));
+            cx.error_spanned_by(
+                lit,
+                format!("no tool named `{}`; {}", lit.value(), tool_list(tools)),
+            );
         }
         found
     };
@@ -124,7 +164,9 @@ fn plan_hook(
         Some(MatcherSpec::Tool(lit)) => find(lit).into_iter().collect(),
         Some(MatcherSpec::Tools(lits)) => lits.iter().filter_map(find).collect(),
         Some(MatcherSpec::Match(lit, regex)) => {
-            let matched: Vec<usize> = (0..tools.len()).filter(|&i| regex.is_match(&tools[i].name)).collect();
+            let matched: Vec<usize> = (0..tools.len())
+                .filter(|&i| regex.is_match(&tools[i].name))
+                .collect();
             if matched.is_empty() && !dynamic {
                 cx.error_spanned_by(
                     lit,
@@ -139,10 +181,15 @@ fn plan_hook(
         }
     };
     if hook.attr.matcher.is_none() && tools.is_empty() && !dynamic {
-        cx.error_spanned_by(&hook.ident, format!("this tool-call hook matches no tool: {}", tool_list(tools)));
+        cx.error_spanned_by(
+            &hook.ident,
+            format!("this tool-call hook matches no tool: {}", tool_list(tools)),
+        );
     }
 
-    let Some(input) = &hook.input_ty else { return plan };
+    let Some(input) = &hook.input_ty else {
+        return plan;
+    };
     if plan.matched.len() >= 2
         && !is_json_value(input)
         && generic_args(input).is_empty()

@@ -14,7 +14,10 @@ use crate::tool::{ToolOwner, expand_tool_with};
 pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
     let krate = &plan.krate;
     let self_ty = &model.self_ty;
-    let tool_items = model.tools.iter().map(|tool| expand_tool_with(tool, &ToolOwner::Method(self_ty), krate));
+    let tool_items = model
+        .tools
+        .iter()
+        .map(|tool| expand_tool_with(tool, &ToolOwner::Method(self_ty), krate));
 
     let mut enums: Vec<TokenStream> = plan
         .enums
@@ -31,7 +34,9 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
 
     let mut checks = Vec::new();
     for (hook, hook_plan) in model.hooks.iter().zip(&plan.hooks) {
-        let Some(input) = &hook.input_ty else { continue };
+        let Some(input) = &hook.input_ty else {
+            continue;
+        };
         if hook_plan.generated_enum.is_none() && !is_json_value(input) {
             for &index in &hook_plan.matched {
                 let tool_ty = &plan.tools[index].ty;
@@ -42,7 +47,10 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
             && !is_json_value(output)
         {
             let tool_ty = &plan.tools[*index].ty;
-            checks.push(respan(quote!(__output::<#tool_ty, #output>();), output.span()));
+            checks.push(respan(
+                quote!(__output::<#tool_ty, #output>();),
+                output.span(),
+            ));
         }
     }
     for tool in &plan.tools {
@@ -74,12 +82,27 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
 
     let name = match &model.attr.name {
         Some(lit) => lit.value(),
-        None => last_ident(self_ty).map(ToString::to_string).unwrap_or_else(|| "agent".to_owned()),
+        None => last_ident(self_ty)
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "agent".to_owned()),
     };
-    let description = model.attr.description.as_ref().map(|d| d.value()).or_else(|| model.description.clone());
+    let description = model
+        .attr
+        .description
+        .as_ref()
+        .map(|d| d.value())
+        .or_else(|| model.description.clone());
     let description = description.map(|d| quote!(.description(#d)));
-    let instructions = model.attr.instructions.as_ref().map(|i| quote!(.instructions(#i)));
-    let max_steps = model.attr.max_steps.as_ref().map(|m| quote!(.max_steps(#m)));
+    let instructions = model
+        .attr
+        .instructions
+        .as_ref()
+        .map(|i| quote!(.instructions(#i)));
+    let max_steps = model
+        .attr
+        .max_steps
+        .as_ref()
+        .map(|m| quote!(.max_steps(#m)));
     let tool_registrations = plan.tools.iter().enumerate().map(|(index, tool)| {
         let ty = &tool.ty;
         let value = match model.tools.get(index) {
@@ -88,18 +111,30 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
         };
         quote!(let builder = builder.tool(#value);)
     });
-    let hook_registrations = model.hooks.iter().zip(&plan.hooks).map(|(hook, hook_plan)| {
-        let matcher = hook.event.tool.then(|| {
-            let pattern = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
-                Some(MatcherSpec::Match(lit, _)) => Some(lit.value()),
-                _ => None,
-            };
-            let names = hook_plan.matched.iter().map(|&i| plan.tools[i].name.clone()).collect();
-            MatcherCode::Resolved { names, dynamic: hook.attr.dynamic, pattern }
+    let hook_registrations = model
+        .hooks
+        .iter()
+        .zip(&plan.hooks)
+        .map(|(hook, hook_plan)| {
+            let matcher = hook.event.tool.then(|| {
+                let pattern = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
+                    Some(MatcherSpec::Match(lit, _)) => Some(lit.value()),
+                    _ => None,
+                };
+                let names = hook_plan
+                    .matched
+                    .iter()
+                    .map(|&i| plan.tools[i].name.clone())
+                    .collect();
+                MatcherCode::Resolved {
+                    names,
+                    dynamic: hook.attr.dynamic,
+                    pattern,
+                }
+            });
+            let register = registration(hook, krate, Some(self_ty), matcher.as_ref());
+            quote!(let builder = #register;)
         });
-        let register = registration(hook, krate, Some(self_ty), matcher.as_ref());
-        quote!(let builder = #register;)
-    });
     let hook_sets = model.attr.hooks.iter().map(|path| {
         let mut path = path.clone();
         if let Some(last) = path.segments.last_mut() {
@@ -138,13 +173,24 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
     let types: Vec<&TokenStream> = tools.iter().map(|t| &t.ty).collect();
     let doc = format!(
         "The input of a hook matching the tools {}: one variant per tool, holding its arguments.",
-        names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    let variant_docs = names.iter().map(|n| format!("Arguments of the `{n}` tool."));
+    let variant_docs = names
+        .iter()
+        .map(|n| format!("Arguments of the `{n}` tool."));
+    // The enum is as visible as the tools it holds, when they agree; private otherwise.
+    let vis = match tools.split_first() {
+        Some((first, rest)) if rest.iter().all(|t| t.vis == first.vis) => first.vis.clone(),
+        _ => syn::Visibility::Inherited,
+    };
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone)]
-        pub enum #ident {
+        #vis enum #ident {
             #(
                 #[doc = #variant_docs]
                 #variants(<#types as #krate::Tool>::Args),

@@ -16,7 +16,10 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut item: syn::ItemImpl = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
-            cx.error_spanned_by(&input, "`#[agent]` goes on an inherent impl block: `#[agent] impl MyAgent { ... }`");
+            cx.error_spanned_by(
+                &input,
+                "`#[agent]` goes on an inherent impl block: `#[agent] impl MyAgent { ... }`",
+            );
             let errors = cx.check();
             return quote!(#errors #input);
         }
@@ -24,7 +27,11 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
     let attr = parse::AgentAttr::parse(&cx, args);
     let model = parse::collect(&cx, attr, &mut item);
     let plan = check::check(&cx, &model);
-    let generated = if cx.has_errors() { TokenStream::new() } else { expand::expand(&model, &plan) };
+    let generated = if cx.has_errors() {
+        TokenStream::new()
+    } else {
+        expand::expand(&model, &plan)
+    };
     let errors = cx.check();
     quote! {
         #item

@@ -22,7 +22,12 @@ pub(crate) struct AgentAttr {
     pub(crate) crate_path: Option<Path>,
 }
 
-fn set<T>(meta: &syn::meta::ParseNestedMeta<'_>, slot: &mut Option<T>, key: &str, value: T) -> syn::Result<()> {
+fn set<T>(
+    meta: &syn::meta::ParseNestedMeta<'_>,
+    slot: &mut Option<T>,
+    key: &str,
+    value: T,
+) -> syn::Result<()> {
     if slot.is_some() {
         return Err(meta.error(format!("duplicate `{key}` option")));
     }
@@ -35,7 +40,11 @@ impl AgentAttr {
         let mut attr = AgentAttr::default();
         let (mut saw_tools, mut saw_hooks) = (false, false);
         let parser = syn::meta::parser(|meta| {
-            let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             match key.as_str() {
                 "name" => set(&meta, &mut attr.name, "name", meta.value()?.parse()?),
                 "description" => set(&meta, &mut attr.description, "description", meta.value()?.parse()?),
@@ -87,27 +96,51 @@ pub(crate) struct AgentModel {
 /// Collects `#[tool]` and `#[hook]` methods, removing those attributes from the impl block.
 pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentModel {
     if let Some((trait_path, _)) = &item.trait_ {
-        cx.error_spanned_by(trait_path, "`#[agent]` goes on an inherent impl block, not a trait impl");
+        cx.error_spanned_by(
+            trait_path,
+            "`#[agent]` goes on an inherent impl block, not a trait impl",
+        );
     }
     if !item.generics.params.is_empty() {
-        cx.error_spanned_by(&item.generics, "`#[agent]` does not support generic impl blocks");
+        cx.error_spanned_by(
+            &item.generics,
+            "`#[agent]` does not support generic impl blocks",
+        );
     }
     let description = doc_text(&item.attrs);
     let mut tools = Vec::new();
     let mut hooks = Vec::new();
     for impl_item in &mut item.items {
-        let ImplItem::Fn(method) = impl_item else { continue };
-        let tool_attrs: Vec<_> = method.attrs.iter().filter(|a| is_our_attr(a, "tool")).cloned().collect();
-        let hook_attrs: Vec<_> = method.attrs.iter().filter(|a| is_our_attr(a, "hook")).cloned().collect();
-        method.attrs.retain(|a| !is_our_attr(a, "tool") && !is_our_attr(a, "hook"));
+        let ImplItem::Fn(method) = impl_item else {
+            continue;
+        };
+        let tool_attrs: Vec<_> = method
+            .attrs
+            .iter()
+            .filter(|a| is_our_attr(a, "tool"))
+            .cloned()
+            .collect();
+        let hook_attrs: Vec<_> = method
+            .attrs
+            .iter()
+            .filter(|a| is_our_attr(a, "hook"))
+            .cloned()
+            .collect();
+        method
+            .attrs
+            .retain(|a| !is_our_attr(a, "tool") && !is_our_attr(a, "hook"));
         if tool_attrs.len() + hook_attrs.len() > 1 {
-            cx.error_spanned_by(&method.sig.ident, "a method is either one `#[tool]` or one `#[hook]`, not several");
+            cx.error_spanned_by(
+                &method.sig.ident,
+                "a method is either one `#[tool]` or one `#[hook]`, not several",
+            );
             continue;
         }
         if let Some(tool_attr) = tool_attrs.first() {
             let args = attr_args(cx, tool_attr);
             let parsed = ToolAttr::parse(cx, args);
-            if let Some(tool) = parse_tool(cx, parsed, &method.attrs, &method.vis, &mut method.sig) {
+            if let Some(tool) = parse_tool(cx, parsed, &method.attrs, &method.vis, &mut method.sig)
+            {
                 tools.push(tool);
             }
         }
@@ -119,7 +152,13 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
             }
         }
     }
-    AgentModel { attr, self_ty: (*item.self_ty).clone(), description, tools, hooks }
+    AgentModel {
+        attr,
+        self_ty: (*item.self_ty).clone(),
+        description,
+        tools,
+        hooks,
+    }
 }
 
 /// The tokens inside `#[tool(...)]`, or none for `#[tool]`.

@@ -12,8 +12,18 @@ pub(crate) struct EventInfo {
     pub(crate) tool: bool,
 }
 
-const fn event(name: &'static str, marker: &'static str, context: &'static str, tool: bool) -> EventInfo {
-    EventInfo { name, marker, context, tool }
+const fn event(
+    name: &'static str,
+    marker: &'static str,
+    context: &'static str,
+    tool: bool,
+) -> EventInfo {
+    EventInfo {
+        name,
+        marker,
+        context,
+        tool,
+    }
 }
 
 pub(crate) const EVENTS: &[EventInfo] = &[
@@ -23,14 +33,29 @@ pub(crate) const EVENTS: &[EventInfo] = &[
     event("on_llm_start", "OnLlmStart", "LlmStartContext", false),
     event("on_llm_end", "OnLlmEnd", "LlmEndContext", false),
     event("on_chunk", "OnChunk", "ChunkContext", false),
-    event("before_tool_call", "BeforeToolCall", "ToolCallContext<I>", true),
-    event("after_tool_call", "AfterToolCall", "ToolCallResultContext<I, O>", true),
+    event(
+        "before_tool_call",
+        "BeforeToolCall",
+        "ToolCallContext<I>",
+        true,
+    ),
+    event(
+        "after_tool_call",
+        "AfterToolCall",
+        "ToolCallResultContext<I, O>",
+        true,
+    ),
     event("on_step_finish", "OnStepFinish", "StepRecord", false),
     event("on_stop", "OnStop", "StopContext", false),
     event("after_run", "AfterRun", "TurnResult", false),
     event("on_chat_response", "OnChatResponse", "ChatResponse", false),
     event("on_chat_error", "OnChatError", "ChatErrorContext", false),
-    event("classify_chat_error", "ClassifyChatError", "ClassifyContext", false),
+    event(
+        "classify_chat_error",
+        "ClassifyChatError",
+        "ClassifyContext",
+        false,
+    ),
 ];
 
 /// The event with this name.
@@ -40,5 +65,9 @@ pub(crate) fn find(name: &str) -> Option<&'static EventInfo> {
 
 /// Every event's name, for "expected one of" messages.
 pub(crate) fn names() -> String {
-    EVENTS.iter().map(|event| format!("`{}`", event.name)).collect::<Vec<_>>().join(", ")
+    EVENTS
+        .iter()
+        .map(|event| format!("`{}`", event.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

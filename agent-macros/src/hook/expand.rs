@@ -14,10 +14,18 @@ pub(crate) enum MatcherCode<'a> {
     Runtime(&'a MatcherSpec),
     /// Resolved at expansion time to these tool names. A `dynamic` regex keeps its pattern so
     /// tools added at run time are matched too.
-    Resolved { names: Vec<String>, dynamic: bool, pattern: Option<String> },
+    Resolved {
+        names: Vec<String>,
+        dynamic: bool,
+        pattern: Option<String>,
+    },
 }
 
-fn matcher_tokens(krate: &TokenStream, matcher: Option<&MatcherCode<'_>>, dynamic: bool) -> TokenStream {
+fn matcher_tokens(
+    krate: &TokenStream,
+    matcher: Option<&MatcherCode<'_>>,
+    dynamic: bool,
+) -> TokenStream {
     let dynamic_call = dynamic.then(|| quote!(.dynamic()));
     match matcher {
         None => quote!(#krate::Matcher::all()),
@@ -29,11 +37,17 @@ fn matcher_tokens(krate: &TokenStream, matcher: Option<&MatcherCode<'_>>, dynami
             };
             quote!(#base #dynamic_call)
         }
-        Some(MatcherCode::Resolved { names, dynamic: true, pattern: Some(pattern) }) => {
+        Some(MatcherCode::Resolved {
+            names,
+            dynamic: true,
+            pattern: Some(pattern),
+        }) => {
             let _ = names;
             quote!(#krate::Matcher::regex(#pattern).dynamic())
         }
-        Some(MatcherCode::Resolved { names, .. }) => quote!(#krate::Matcher::tools([#(#names),*]) #dynamic_call),
+        Some(MatcherCode::Resolved { names, .. }) => {
+            quote!(#krate::Matcher::tools([#(#names),*]) #dynamic_call)
+        }
     }
 }
 
@@ -52,7 +66,11 @@ pub(crate) fn registration(
     let event_ty = match (event.name, &hook.input_ty) {
         ("before_tool_call", Some(input)) => quote!(#krate::event::BeforeToolCall<#input>),
         ("after_tool_call", Some(input)) => {
-            let output = hook.output_ty.as_ref().map(|o| quote!(#o)).unwrap_or_else(|| json.clone());
+            let output = hook
+                .output_ty
+                .as_ref()
+                .map(|o| quote!(#o))
+                .unwrap_or_else(|| json.clone());
             quote!(#krate::event::AfterToolCall<#input, #output>)
         }
         _ => quote!(#krate::event::#marker),
@@ -60,7 +78,11 @@ pub(crate) fn registration(
     // Errors about the context type land on the parameter's type; errors about the return type
     // land on the return type (or the function's name when it returns `()`).
     let ctx_span = hook.ctx_ty.span();
-    let ret_span = hook.ret.as_ref().map(|ret| ret.span()).unwrap_or_else(|| hook.ident.span());
+    let ret_span = hook
+        .ret
+        .as_ref()
+        .map(|ret| ret.span())
+        .unwrap_or_else(|| hook.ident.span());
     let ctx_ty = &hook.ctx_ty;
     let callee = match (self_ty, hook.has_receiver) {
         (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, __ctx)),
@@ -68,7 +90,9 @@ pub(crate) fn registration(
         (None, _) => quote_spanned!(ctx_span=> #ident(__ctx)),
     };
     let closure = if hook.is_async {
-        let inner_capture = hook.has_receiver.then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
+        let inner_capture = hook
+            .has_receiver
+            .then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
         quote_spanned! {ctx_span=>
             move |__ctx: &#ctx_ty| {
                 #inner_capture
@@ -87,9 +111,14 @@ pub(crate) fn registration(
     } else {
         closure
     };
-    let constructor = if hook.is_async { quote!(from_async) } else { quote!(sync) };
+    let constructor = if hook.is_async {
+        quote!(from_async)
+    } else {
+        quote!(sync)
+    };
     let constructor_path = respan(quote!(#krate::Hook::<#event_ty>::#constructor), ret_span);
-    let mut arguments = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#name, #closure));
+    let mut arguments =
+        proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#name, #closure));
     arguments.set_span(ret_span);
     let body = quote!(#constructor_path #arguments);
     let priority = hook.attr.priority.unwrap_or(0);

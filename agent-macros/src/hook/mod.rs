@@ -38,8 +38,14 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
             let ident = &item.sig.ident;
             let vis = &item.vis;
             let set_ty = format_ident!("{}", pascal_case(&ident.to_string()), span = ident.span());
-            let doc = format!("The `{ident}` hook, to attach with `#[agent(hooks({ident}))]` or `AgentBuilder::hooks`.");
-            let matcher = hook.attr.matcher.as_ref().map(|(spec, _)| MatcherCode::Runtime(spec));
+            let doc = format!(
+                "The `{ident}` hook, to attach with `#[agent(hooks({ident}))]` or `AgentBuilder::hooks`."
+            );
+            let matcher = hook
+                .attr
+                .matcher
+                .as_ref()
+                .map(|(spec, _)| MatcherCode::Runtime(spec));
             let register = registration(hook, &krate, None, matcher.as_ref());
             quote! {
                 #[doc = #doc]

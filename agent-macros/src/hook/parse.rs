@@ -43,12 +43,17 @@ fn duplicate(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Error {
 fn parse_regex(lit: &LitStr) -> syn::Result<regex_lite::Regex> {
     let pattern = lit.value();
     if let Err(error) = regex_syntax::Parser::new().parse(&pattern) {
-        return Err(syn::Error::new(lit.span(), format!("invalid regex in `match`:\n{error}")));
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("invalid regex in `match`:\n{error}"),
+        ));
     }
     regex_lite::Regex::new(&pattern).map_err(|error| {
         syn::Error::new(
             lit.span(),
-            format!("this regex uses a feature tool matchers do not support (Unicode classes): {error}"),
+            format!(
+                "this regex uses a feature tool matchers do not support (Unicode classes): {error}"
+            ),
         )
     })
 }
@@ -59,10 +64,17 @@ impl HookAttr {
         let mut first = true;
         let parser = syn::meta::parser(|meta| {
             let is_first = std::mem::replace(&mut first, false);
-            let key = meta.path.get_ident().map(Ident::to_string).unwrap_or_default();
+            let key = meta
+                .path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_default();
             if is_first && meta.input.is_empty() || is_first && meta.input.peek(syn::Token![,]) {
                 let Some(event) = events::find(&key) else {
-                    return Err(meta.error(format!("unknown hook event `{key}`; expected one of: {}", events::names())));
+                    return Err(meta.error(format!(
+                        "unknown hook event `{key}`; expected one of: {}",
+                        events::names()
+                    )));
                 };
                 attr.event = Some(event);
                 attr.event_span = Some(meta.path.span());
@@ -78,7 +90,9 @@ impl HookAttr {
             match key.as_str() {
                 "tool" | "tools" | "match" => {
                     if attr.matcher.is_some() {
-                        return Err(meta.error("a hook takes one matcher: `tool`, `tools` or `match`"));
+                        return Err(
+                            meta.error("a hook takes one matcher: `tool`, `tools` or `match`")
+                        );
                     }
                     let spec = match key.as_str() {
                         "tool" => MatcherSpec::Tool(meta.value()?.parse()?),
@@ -86,7 +100,10 @@ impl HookAttr {
                             let content;
                             let value = meta.value()?;
                             syn::bracketed!(content in value);
-                            let names = content.parse_terminated(<LitStr as syn::parse::Parse>::parse, syn::Token![,])?;
+                            let names = content.parse_terminated(
+                                <LitStr as syn::parse::Parse>::parse,
+                                syn::Token![,],
+                            )?;
                             if names.is_empty() {
                                 return Err(meta.error("`tools` lists at least one tool name"));
                             }
@@ -132,7 +149,9 @@ impl HookAttr {
                         other => {
                             return Err(syn::Error::new(
                                 lit.span(),
-                                format!("unknown `on_error` policy `{other}`; expected `\"fail_open\"` or `\"fail_closed\"`"),
+                                format!(
+                                    "unknown `on_error` policy `{other}`; expected `\"fail_open\"` or `\"fail_closed\"`"
+                                ),
                             ));
                         }
                     };
@@ -145,7 +164,10 @@ impl HookAttr {
                     let lit: LitInt = meta.value()?.parse()?;
                     let ms: u64 = lit.base10_parse()?;
                     if ms == 0 {
-                        return Err(syn::Error::new(lit.span(), "`timeout_ms` must be at least 1"));
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            "`timeout_ms` must be at least 1",
+                        ));
                     }
                     attr.timeout_ms = Some(ms);
                 }
@@ -170,7 +192,10 @@ impl HookAttr {
         match attr.event {
             None if first => cx.error_at(
                 span,
-                format!("`#[hook]` needs an event, for example `#[hook(on_chunk)]`; events: {}", events::names()),
+                format!(
+                    "`#[hook]` needs an event, for example `#[hook(on_chunk)]`; events: {}",
+                    events::names()
+                ),
             ),
             Some(event) if !event.tool => {
                 if let Some((_, key_span)) = &attr.matcher {
@@ -214,7 +239,10 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
     if let Some(receiver) = sig.receiver()
         && !crate::common::is_shared_receiver(receiver)
     {
-        cx.error_spanned_by(receiver, "a hook method takes `&self` (agents are shared between concurrent turns)");
+        cx.error_spanned_by(
+            receiver,
+            "a hook method takes `&self` (agents are shared between concurrent turns)",
+        );
     }
     let typed: Vec<&syn::PatType> = sig
         .inputs
@@ -227,25 +255,41 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
     let expected = format!("`ctx: &{}`", event.context);
     let ctx = match typed.as_slice() {
         [] => {
-            cx.error_spanned_by(&sig.ident, format!("a `{}` hook takes its context: add a parameter {expected}", event.name));
+            cx.error_spanned_by(
+                &sig.ident,
+                format!(
+                    "a `{}` hook takes its context: add a parameter {expected}",
+                    event.name
+                ),
+            );
             return None;
         }
         [ctx] => ctx,
         [_, extra, ..] => {
-            cx.error_spanned_by(extra, format!("a `{}` hook takes one parameter, {expected}", event.name));
+            cx.error_spanned_by(
+                extra,
+                format!("a `{}` hook takes one parameter, {expected}", event.name),
+            );
             return None;
         }
     };
     let ctx_ty = match &*ctx.ty {
         Type::Reference(reference) if reference.mutability.is_none() => (*reference.elem).clone(),
         other => {
-            cx.error_spanned_by(other, format!("a hook borrows its context: expected {expected}"));
+            cx.error_spanned_by(
+                other,
+                format!("a hook borrows its context: expected {expected}"),
+            );
             return None;
         }
     };
     let (mut input_ty, mut output_ty) = (None, None);
     if event.tool {
-        let shape = if event.name == "before_tool_call" { "ToolCallContext" } else { "ToolCallResultContext" };
+        let shape = if event.name == "before_tool_call" {
+            "ToolCallContext"
+        } else {
+            "ToolCallResultContext"
+        };
         let args = generic_args(&ctx_ty);
         let named = crate::common::last_ident(&ctx_ty).is_some_and(|ident| ident == shape);
         match (named, args.as_slice()) {

@@ -26,7 +26,11 @@ pub(crate) fn expand_tool(tool: &ToolFn, owner: &ToolOwner<'_>) -> TokenStream {
     expand_tool_with(tool, owner, &crate_path(tool.attr.crate_path.as_ref()))
 }
 
-pub(crate) fn expand_tool_with(tool: &ToolFn, owner: &ToolOwner<'_>, krate: &TokenStream) -> TokenStream {
+pub(crate) fn expand_tool_with(
+    tool: &ToolFn,
+    owner: &ToolOwner<'_>,
+    krate: &TokenStream,
+) -> TokenStream {
     let private = quote!(#krate::__private);
     let serde_crate = path_string(quote!(#private::serde));
     let schemars_crate = path_string(quote!(#private::schemars));
@@ -37,7 +41,10 @@ pub(crate) fn expand_tool_with(tool: &ToolFn, owner: &ToolOwner<'_>, krate: &Tok
     let name = &tool.name;
     let description = &tool.description;
     let args_doc = format!("Arguments of the `{name}` tool.");
-    let tool_doc = format!("The `{name}` tool: {}", tool.description.lines().next().unwrap_or_default());
+    let tool_doc = format!(
+        "The `{name}` tool: {}",
+        tool.description.lines().next().unwrap_or_default()
+    );
 
     let mut fields = Vec::new();
     let mut defaults = Vec::new();
@@ -104,10 +111,23 @@ pub(crate) fn expand_tool_with(tool: &ToolFn, owner: &ToolOwner<'_>, krate: &Tok
             quote!(<#self_ty>::#fn_ident),
         ),
     };
-    let awaited = if tool.is_async { quote!(.await) } else { quote!() };
+    let awaited = if tool.is_async {
+        quote!(.await)
+    } else {
+        quote!()
+    };
     let (output_ty, wrap) = match &tool.output {
-        Output::Unit => (quote!(()), quote!({ __output; ::core::result::Result::Ok(()) })),
-        Output::Plain(ty) => (quote_spanned!(ty.span()=> #ty), quote!(::core::result::Result::Ok(__output))),
+        Output::Unit => (
+            quote!(()),
+            quote!({
+                __output;
+                ::core::result::Result::Ok(())
+            }),
+        ),
+        Output::Plain(ty) => (
+            quote_spanned!(ty.span()=> #ty),
+            quote!(::core::result::Result::Ok(__output)),
+        ),
         Output::Fallible(ty) => (
             quote_spanned!(ty.span()=> #ty),
             quote!(::core::result::Result::map_err(__output, #krate::ToolError::from_display)),

@@ -29,7 +29,9 @@ impl ToolAttr {
                 }
                 attr.crate_path = Some(parse_crate_value(&meta)?);
             } else {
-                return Err(meta.error("unknown `#[tool]` option; expected one of: `name`, `crate`"));
+                return Err(
+                    meta.error("unknown `#[tool]` option; expected one of: `name`, `crate`")
+                );
             }
             Ok(())
         });
@@ -84,7 +86,10 @@ impl ToolFn {
 
     /// The generated args type's name (`ReadFileArgs`).
     pub(crate) fn args_ident(&self) -> Ident {
-        Ident::new(&format!("{}Args", pascal_case(&self.ident.to_string())), self.ident.span())
+        Ident::new(
+            &format!("{}Args", pascal_case(&self.ident.to_string())),
+            self.ident.span(),
+        )
     }
 }
 
@@ -99,7 +104,10 @@ pub(crate) fn parse_tool(
 ) -> Option<ToolFn> {
     let (name, name_span) = match &attr.name {
         Some(lit) => (lit.value(), lit.span()),
-        None => (sig.ident.to_string().trim_start_matches("r#").to_owned(), sig.ident.span()),
+        None => (
+            sig.ident.to_string().trim_start_matches("r#").to_owned(),
+            sig.ident.span(),
+        ),
     };
     check_tool_name(cx, &name, name_span);
     let description = doc_text(attrs).unwrap_or_else(|| {
@@ -110,7 +118,10 @@ pub(crate) fn parse_tool(
         String::new()
     });
     if !sig.generics.params.is_empty() {
-        cx.error_spanned_by(&sig.generics, "a tool function cannot be generic: its arguments must have one JSON Schema");
+        cx.error_spanned_by(
+            &sig.generics,
+            "a tool function cannot be generic: its arguments must have one JSON Schema",
+        );
     }
     if let Some(variadic) = &sig.variadic {
         cx.error_spanned_by(variadic, "a tool function cannot be variadic");
@@ -118,14 +129,22 @@ pub(crate) fn parse_tool(
     if let Some(receiver) = sig.receiver()
         && !crate::common::is_shared_receiver(receiver)
     {
-        cx.error_spanned_by(receiver, "a tool method takes `&self` (agents are shared between concurrent calls)");
+        cx.error_spanned_by(
+            receiver,
+            "a tool method takes `&self` (agents are shared between concurrent calls)",
+        );
     }
 
     let mut params = Vec::new();
     let mut call_order = Vec::new();
     for input in sig.inputs.iter_mut() {
         let FnArg::Typed(typed) = input else { continue };
-        let docs: Vec<Attribute> = typed.attrs.iter().filter(|a| a.path().is_ident("doc")).cloned().collect();
+        let docs: Vec<Attribute> = typed
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .cloned()
+            .collect();
         let mut default = None;
         for arg_attr in typed.attrs.iter().filter(|a| a.path().is_ident("arg")) {
             let result = arg_attr.parse_nested_meta(|meta| {
@@ -143,10 +162,15 @@ pub(crate) fn parse_tool(
                 cx.syn_error(error);
             }
         }
-        typed.attrs.retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"));
+        typed
+            .attrs
+            .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"));
         if last_ident(&typed.ty).is_some_and(|ident| ident == "ToolContext") {
             if call_order.contains(&None) {
-                cx.error_spanned_by(&typed.ty, "a tool takes at most one `ToolContext` parameter");
+                cx.error_spanned_by(
+                    &typed.ty,
+                    "a tool takes at most one `ToolContext` parameter",
+                );
             }
             call_order.push(None);
             continue;
@@ -154,7 +178,10 @@ pub(crate) fn parse_tool(
         let ident = match &*typed.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
             other => {
-                cx.error_spanned_by(other, "a tool parameter must be a plain name: it becomes a field of the arguments");
+                cx.error_spanned_by(
+                    other,
+                    "a tool parameter must be a plain name: it becomes a field of the arguments",
+                );
                 continue;
             }
         };
@@ -166,18 +193,29 @@ pub(crate) fn parse_tool(
             continue;
         }
         if let Type::ImplTrait(impl_trait) = &*typed.ty {
-            cx.error_spanned_by(impl_trait, "a tool parameter needs a concrete type (it gets a JSON Schema)");
+            cx.error_spanned_by(
+                impl_trait,
+                "a tool parameter needs a concrete type (it gets a JSON Schema)",
+            );
             continue;
         }
         call_order.push(Some(params.len()));
-        params.push(ToolParam { ident, ty: (*typed.ty).clone(), docs, default });
+        params.push(ToolParam {
+            ident,
+            ty: (*typed.ty).clone(),
+            docs,
+            default,
+        });
     }
 
     let output = match &sig.output {
         ReturnType::Default => Output::Unit,
         ReturnType::Type(_, ty) => {
             if let Type::ImplTrait(impl_trait) = &**ty {
-                cx.error_spanned_by(impl_trait, "a tool must return a concrete type that implements `Serialize`");
+                cx.error_spanned_by(
+                    impl_trait,
+                    "a tool must return a concrete type that implements `Serialize`",
+                );
                 return None;
             }
             let is_result = last_ident(ty).is_some_and(|ident| ident == "Result");

@@ -1,0 +1,339 @@
+impl FileAgent {
+    /// Read a UTF-8 text file.
+    async fn read_file(&self, path: String) -> Result<String, ToolError> {
+        Ok(path)
+    }
+    /// Replace a file's contents.
+    fn write_file(&self, path: String, contents: String) -> usize {
+        contents.len()
+    }
+    async fn sandbox(
+        &self,
+        ctx: &ToolCallContext<FileCall>,
+    ) -> ToolCallDecision<FileCall> {
+        ToolCallDecision::Allow
+    }
+    fn audit(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {}
+    fn meter(&self, ctx: &ChunkContext) {}
+}
+///Arguments of the `read_file` tool.
+#[derive(
+    ::core::clone::Clone,
+    ::core::fmt::Debug,
+    ::agent_core::__private::serde::Serialize,
+    ::agent_core::__private::serde::Deserialize,
+    ::agent_core::__private::schemars::JsonSchema,
+)]
+#[serde(crate = "::agent_core::__private::serde")]
+#[schemars(crate = "::agent_core::__private::schemars")]
+struct ReadFileArgs {
+    pub path: String,
+}
+///The `read_file` tool: Read a UTF-8 text file.
+#[derive(::core::clone::Clone)]
+struct ReadFile(pub ::std::sync::Arc<FileAgent>);
+impl ::agent_core::Tool for ReadFile {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a UTF-8 text file.";
+    type Args = ReadFileArgs;
+    type Output = String;
+    fn schema() -> &'static ::agent_core::__private::serde_json::Value {
+        static SCHEMA: ::agent_core::__private::OnceLock<
+            ::agent_core::__private::serde_json::Value,
+        > = ::agent_core::__private::OnceLock::new();
+        SCHEMA.get_or_init(::agent_core::schema_for::<ReadFileArgs>)
+    }
+    #[allow(unused_variables)]
+    fn call(
+        &self,
+        __args: ReadFileArgs,
+        __ctx: ::agent_core::ToolContext,
+    ) -> impl ::core::future::Future<
+        Output = ::core::result::Result<String, ::agent_core::ToolError>,
+    > + ::core::marker::Send {
+        let ReadFileArgs { path } = __args;
+        async move {
+            let __output = self.0.read_file(path).await;
+            ::core::result::Result::map_err(
+                __output,
+                ::agent_core::ToolError::from_display,
+            )
+        }
+    }
+}
+impl ::agent_core::ToolInput for ReadFileArgs {
+    type Output = <ReadFile as ::agent_core::Tool>::Output;
+    fn accepts(tool: &str) -> bool {
+        tool == "read_file"
+    }
+    fn from_args(
+        tool: &str,
+        args: &::agent_core::AnyValue,
+    ) -> ::core::option::Option<Self> {
+        ::agent_core::__private::args_from(tool, "read_file", args)
+    }
+    fn into_args(
+        self,
+        tool: &dyn ::agent_core::DynTool,
+    ) -> ::core::result::Result<::agent_core::AnyValue, ::std::string::String> {
+        ::agent_core::__private::args_into(self, "read_file", tool)
+    }
+}
+impl ::agent_core::AcceptsTool<ReadFile> for ReadFileArgs {}
+///Arguments of the `write_file` tool.
+#[derive(
+    ::core::clone::Clone,
+    ::core::fmt::Debug,
+    ::agent_core::__private::serde::Serialize,
+    ::agent_core::__private::serde::Deserialize,
+    ::agent_core::__private::schemars::JsonSchema,
+)]
+#[serde(crate = "::agent_core::__private::serde")]
+#[schemars(crate = "::agent_core::__private::schemars")]
+struct WriteFileArgs {
+    pub path: String,
+    pub contents: String,
+}
+///The `write_file` tool: Replace a file's contents.
+#[derive(::core::clone::Clone)]
+struct WriteFile(pub ::std::sync::Arc<FileAgent>);
+impl ::agent_core::Tool for WriteFile {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Replace a file's contents.";
+    type Args = WriteFileArgs;
+    type Output = usize;
+    fn schema() -> &'static ::agent_core::__private::serde_json::Value {
+        static SCHEMA: ::agent_core::__private::OnceLock<
+            ::agent_core::__private::serde_json::Value,
+        > = ::agent_core::__private::OnceLock::new();
+        SCHEMA.get_or_init(::agent_core::schema_for::<WriteFileArgs>)
+    }
+    #[allow(unused_variables)]
+    fn call(
+        &self,
+        __args: WriteFileArgs,
+        __ctx: ::agent_core::ToolContext,
+    ) -> impl ::core::future::Future<
+        Output = ::core::result::Result<usize, ::agent_core::ToolError>,
+    > + ::core::marker::Send {
+        let WriteFileArgs { path, contents } = __args;
+        async move {
+            let __output = self.0.write_file(path, contents);
+            ::core::result::Result::Ok(__output)
+        }
+    }
+}
+impl ::agent_core::ToolInput for WriteFileArgs {
+    type Output = <WriteFile as ::agent_core::Tool>::Output;
+    fn accepts(tool: &str) -> bool {
+        tool == "write_file"
+    }
+    fn from_args(
+        tool: &str,
+        args: &::agent_core::AnyValue,
+    ) -> ::core::option::Option<Self> {
+        ::agent_core::__private::args_from(tool, "write_file", args)
+    }
+    fn into_args(
+        self,
+        tool: &dyn ::agent_core::DynTool,
+    ) -> ::core::result::Result<::agent_core::AnyValue, ::std::string::String> {
+        ::agent_core::__private::args_into(self, "write_file", tool)
+    }
+}
+impl ::agent_core::AcceptsTool<WriteFile> for WriteFileArgs {}
+///The input of a hook matching the tools `read_file`, `write_file`: one variant per tool, holding its arguments.
+#[derive(::core::clone::Clone)]
+enum FileCall {
+    ///Arguments of the `read_file` tool.
+    ReadFile(<ReadFile as ::agent_core::Tool>::Args),
+    ///Arguments of the `write_file` tool.
+    WriteFile(<WriteFile as ::agent_core::Tool>::Args),
+}
+impl ::agent_core::ToolInput for FileCall {
+    type Output = ::agent_core::__private::serde_json::Value;
+    fn accepts(tool: &str) -> bool {
+        ::core::matches!(tool, "read_file" | "write_file")
+    }
+    fn from_args(
+        tool: &str,
+        args: &::agent_core::AnyValue,
+    ) -> ::core::option::Option<Self> {
+        match tool {
+            "read_file" => {
+                ::agent_core::__private::args_from(tool, "read_file", args)
+                    .map(Self::ReadFile)
+            }
+            "write_file" => {
+                ::agent_core::__private::args_from(tool, "write_file", args)
+                    .map(Self::WriteFile)
+            }
+            _ => ::core::option::Option::None,
+        }
+    }
+    fn into_args(
+        self,
+        tool: &dyn ::agent_core::DynTool,
+    ) -> ::core::result::Result<::agent_core::AnyValue, ::std::string::String> {
+        match self {
+            Self::ReadFile(args) => {
+                ::agent_core::__private::args_into(args, "read_file", tool)
+            }
+            Self::WriteFile(args) => {
+                ::agent_core::__private::args_into(args, "write_file", tool)
+            }
+        }
+    }
+}
+impl ::agent_core::AcceptsTool<ReadFile> for FileCall {}
+impl ::agent_core::AcceptsTool<WriteFile> for FileCall {}
+///The input of a hook matching the tools `read_file`, `write_file`, `current_time`: one variant per tool, holding its arguments.
+#[derive(::core::clone::Clone)]
+enum FileAgentInput {
+    ///Arguments of the `read_file` tool.
+    ReadFile(<ReadFile as ::agent_core::Tool>::Args),
+    ///Arguments of the `write_file` tool.
+    WriteFile(<WriteFile as ::agent_core::Tool>::Args),
+    ///Arguments of the `current_time` tool.
+    CurrentTime(<CurrentTime as ::agent_core::Tool>::Args),
+}
+impl ::agent_core::ToolInput for FileAgentInput {
+    type Output = ::agent_core::__private::serde_json::Value;
+    fn accepts(tool: &str) -> bool {
+        ::core::matches!(tool, "read_file" | "write_file" | "current_time")
+    }
+    fn from_args(
+        tool: &str,
+        args: &::agent_core::AnyValue,
+    ) -> ::core::option::Option<Self> {
+        match tool {
+            "read_file" => {
+                ::agent_core::__private::args_from(tool, "read_file", args)
+                    .map(Self::ReadFile)
+            }
+            "write_file" => {
+                ::agent_core::__private::args_from(tool, "write_file", args)
+                    .map(Self::WriteFile)
+            }
+            "current_time" => {
+                ::agent_core::__private::args_from(tool, "current_time", args)
+                    .map(Self::CurrentTime)
+            }
+            _ => ::core::option::Option::None,
+        }
+    }
+    fn into_args(
+        self,
+        tool: &dyn ::agent_core::DynTool,
+    ) -> ::core::result::Result<::agent_core::AnyValue, ::std::string::String> {
+        match self {
+            Self::ReadFile(args) => {
+                ::agent_core::__private::args_into(args, "read_file", tool)
+            }
+            Self::WriteFile(args) => {
+                ::agent_core::__private::args_into(args, "write_file", tool)
+            }
+            Self::CurrentTime(args) => {
+                ::agent_core::__private::args_into(args, "current_time", tool)
+            }
+        }
+    }
+}
+impl ::agent_core::AcceptsTool<ReadFile> for FileAgentInput {}
+impl ::agent_core::AcceptsTool<WriteFile> for FileAgentInput {}
+impl ::agent_core::AcceptsTool<CurrentTime> for FileAgentInput {}
+const _: () = {
+    #[allow(dead_code)]
+    fn __accepts<I: ::agent_core::AcceptsTool<T>, T: ::agent_core::Tool>() {}
+    #[allow(dead_code)]
+    fn __output<T: ::agent_core::OutputIs<O>, O>() {}
+    #[allow(dead_code)]
+    fn __checks() {
+        __accepts::<WriteFileArgs, WriteFile>();
+        __output::<WriteFile, usize>();
+        const _: () = ::core::assert!(
+            ::agent_core::__private::str_eq(< CurrentTime as ::agent_core::Tool > ::NAME,
+            "current_time"),
+            "the tool listed as `current_time` in `#[agent(tools(...))]` must be named `current_time` (its function's name), because the agent matches hooks against that name"
+        );
+    }
+};
+impl ::agent_core::AgentSpec for FileAgent {
+    const NAME: &'static str = "FileAgent";
+    fn register(
+        this: ::std::sync::Arc<Self>,
+        builder: ::agent_core::AgentBuilder,
+    ) -> ::agent_core::AgentBuilder {
+        let builder = builder.instructions("Be careful.").max_steps(8);
+        let builder = builder.tool(ReadFile(::std::sync::Arc::clone(&this)));
+        let builder = builder.tool(WriteFile(::std::sync::Arc::clone(&this)));
+        let builder = builder.tool(CurrentTime);
+        let builder = builder
+            .before_tool_call(
+                ::agent_core::Matcher::tools(["read_file", "write_file"]),
+                ::agent_core::Hook::<
+                    ::agent_core::event::BeforeToolCall<FileCall>,
+                >::from_async(
+                        "sandbox",
+                        {
+                            let __this = ::std::sync::Arc::clone(&this);
+                            move |__ctx: &ToolCallContext<FileCall>| {
+                                let __this = ::std::sync::Arc::clone(&__this);
+                                ::std::boxed::Box::pin(async move {
+                                    <FileAgent>::sandbox(&__this, __ctx).await
+                                })
+                            }
+                        },
+                    )
+                    .options(::agent_core::HookOptions {
+                        priority: 0i32,
+                        on_error: ::core::option::Option::None,
+                        timeout: ::core::option::Option::None,
+                    }),
+            );
+        let builder = builder
+            .after_tool_call(
+                ::agent_core::Matcher::tools(["write_file"]),
+                ::agent_core::Hook::<
+                    ::agent_core::event::AfterToolCall<WriteFileArgs, usize>,
+                >::sync(
+                        "audit",
+                        {
+                            let __this = ::std::sync::Arc::clone(&this);
+                            move |__ctx: &ToolCallResultContext<WriteFileArgs, usize>| <FileAgent>::audit(
+                                &__this,
+                                __ctx,
+                            )
+                        },
+                    )
+                    .options(::agent_core::HookOptions {
+                        priority: 0i32,
+                        on_error: ::core::option::Option::None,
+                        timeout: ::core::option::Option::None,
+                    }),
+            );
+        let builder = builder
+            .hook(
+                ::agent_core::Hook::<
+                    ::agent_core::event::OnChunk,
+                >::sync(
+                        "meter",
+                        {
+                            let __this = ::std::sync::Arc::clone(&this);
+                            move |__ctx: &ChunkContext| <FileAgent>::meter(
+                                &__this,
+                                __ctx,
+                            )
+                        },
+                    )
+                    .options(::agent_core::HookOptions {
+                        priority: 0i32,
+                        on_error: ::core::option::Option::None,
+                        timeout: ::core::option::Option::None,
+                    }),
+            );
+        let builder = builder.hooks(AuditAll);
+        let _ = this;
+        builder
+    }
+}

@@ -1,0 +1,88 @@
+/// Search the notes.
+pub async fn search(
+    query: String,
+    limit: u32,
+    tag: Option<String>,
+    ctx: ToolContext,
+) -> Result<Vec<String>, std::io::Error> {
+    Ok(vec![query])
+}
+///Arguments of the `search-notes` tool.
+#[derive(
+    ::core::clone::Clone,
+    ::core::fmt::Debug,
+    ::agent_core::__private::serde::Serialize,
+    ::agent_core::__private::serde::Deserialize,
+    ::agent_core::__private::schemars::JsonSchema,
+)]
+#[serde(crate = "::agent_core::__private::serde")]
+#[schemars(crate = "::agent_core::__private::schemars")]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    #[serde(default = "SearchArgs::__default_limit")]
+    pub limit: u32,
+    pub tag: Option<String>,
+}
+impl SearchArgs {
+    #[doc(hidden)]
+    fn __default_limit() -> u32 {
+        10
+    }
+}
+///The `search-notes` tool: Search the notes.
+#[derive(
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::fmt::Debug,
+    ::core::default::Default
+)]
+pub struct Search;
+impl ::agent_core::Tool for Search {
+    const NAME: &'static str = "search-notes";
+    const DESCRIPTION: &'static str = "Search the notes.";
+    type Args = SearchArgs;
+    type Output = Vec<String>;
+    fn schema() -> &'static ::agent_core::__private::serde_json::Value {
+        static SCHEMA: ::agent_core::__private::OnceLock<
+            ::agent_core::__private::serde_json::Value,
+        > = ::agent_core::__private::OnceLock::new();
+        SCHEMA.get_or_init(::agent_core::schema_for::<SearchArgs>)
+    }
+    #[allow(unused_variables)]
+    fn call(
+        &self,
+        __args: SearchArgs,
+        __ctx: ::agent_core::ToolContext,
+    ) -> impl ::core::future::Future<
+        Output = ::core::result::Result<Vec<String>, ::agent_core::ToolError>,
+    > + ::core::marker::Send {
+        let SearchArgs { query, limit, tag } = __args;
+        async move {
+            let __output = search(query, limit, tag, __ctx).await;
+            ::core::result::Result::map_err(
+                __output,
+                ::agent_core::ToolError::from_display,
+            )
+        }
+    }
+}
+impl ::agent_core::ToolInput for SearchArgs {
+    type Output = <Search as ::agent_core::Tool>::Output;
+    fn accepts(tool: &str) -> bool {
+        tool == "search-notes"
+    }
+    fn from_args(
+        tool: &str,
+        args: &::agent_core::AnyValue,
+    ) -> ::core::option::Option<Self> {
+        ::agent_core::__private::args_from(tool, "search-notes", args)
+    }
+    fn into_args(
+        self,
+        tool: &dyn ::agent_core::DynTool,
+    ) -> ::core::result::Result<::agent_core::AnyValue, ::std::string::String> {
+        ::agent_core::__private::args_into(self, "search-notes", tool)
+    }
+}
+impl ::agent_core::AcceptsTool<Search> for SearchArgs {}

@@ -1,0 +1,120 @@
+//! Expansion snapshots: representative inputs of each attribute, expanded and pretty-printed,
+//! compared with `snapshots/<name>.expanded.rs`. Set `UPDATE_EXPANSIONS=1` to rewrite them.
+
+use std::path::PathBuf;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn check(name: &str, expanded: TokenStream) {
+    let file: syn::File = syn::parse2(expanded).expect("the expansion parses as a file");
+    let pretty = prettyplease::unparse(&file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("snapshots")
+        .join(format!("{name}.expanded.rs"));
+    if std::env::var_os("UPDATE_EXPANSIONS").is_some() {
+        std::fs::write(&path, &pretty).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing snapshot {}; run with UPDATE_EXPANSIONS=1",
+            path.display()
+        )
+    });
+    assert_eq!(
+        pretty, expected,
+        "expansion of `{name}` changed; rerun with UPDATE_EXPANSIONS=1 and review the diff"
+    );
+}
+
+#[test]
+fn free_tool_with_options() {
+    let expanded = crate::tool::entry(
+        quote!(name = "search-notes"),
+        quote! {
+            /// Search the notes.
+            pub async fn search(
+                /// What to look for.
+                query: String,
+                #[arg(default = 10)]
+                limit: u32,
+                tag: Option<String>,
+                ctx: ToolContext,
+            ) -> Result<Vec<String>, std::io::Error> {
+                Ok(vec![query])
+            }
+        },
+    );
+    check("free_tool", expanded);
+}
+
+#[test]
+fn free_hook_with_matcher() {
+    let expanded = crate::hook::entry(
+        quote!(before_tool_call, match = "^rm_", dynamic, priority = -5, on_error = "fail_open", timeout_ms = 250),
+        quote! {
+            async fn no_deletes(ctx: &ToolCallContext<Value>) -> ToolCallDecision<Value> {
+                ToolCallDecision::block("no")
+            }
+        },
+    );
+    check("free_hook", expanded);
+}
+
+#[test]
+fn agent_with_tools_hooks_and_enum() {
+    let expanded = crate::agent::entry(
+        quote!(
+            instructions = "Be careful.",
+            max_steps = 8,
+            tools(current_time),
+            hooks(audit_all)
+        ),
+        quote! {
+            impl FileAgent {
+                /// Read a UTF-8 text file.
+                #[tool]
+                async fn read_file(&self, path: String) -> Result<String, ToolError> {
+                    Ok(path)
+                }
+
+                /// Replace a file's contents.
+                #[tool]
+                fn write_file(&self, path: String, contents: String) -> usize {
+                    contents.len()
+                }
+
+                #[hook(before_tool_call, match = "..._file")]
+                async fn sandbox(&self, ctx: &ToolCallContext<FileCall>) -> ToolCallDecision<FileCall> {
+                    ToolCallDecision::Allow
+                }
+
+                #[hook(after_tool_call, tool = "write_file")]
+                fn audit(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {}
+
+                #[hook(on_chunk)]
+                fn meter(&self, ctx: &ChunkContext) {}
+            }
+        },
+    );
+    check("agent", expanded);
+}
+
+#[test]
+fn errors_are_reported_together_and_the_item_is_kept() {
+    let expanded = crate::tool::entry(
+        quote!(name = "bad name", colour = "red"),
+        quote! {
+            fn read(path: &str) -> String { path.to_owned() }
+        },
+    );
+    let text = expanded.to_string();
+    assert!(
+        text.contains("fn read"),
+        "the item is still emitted: {text}"
+    );
+    assert!(text.contains("unknown `#[tool]` option"), "{text}");
+    assert!(text.contains("has no description"), "{text}");
+    assert!(text.contains("must be an owned type"), "{text}");
+}
