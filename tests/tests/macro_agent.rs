@@ -3,8 +3,8 @@
 use std::sync::Mutex;
 
 use agent_core::{
-    AgentSpec, ChunkContext, ScriptedModel, ScriptedStep, ToolCallContext, ToolCallDecision, ToolCallResultContext,
-    ToolError, TurnStatus, agent,
+    AgentSpec, ChunkContext, ScriptedModel, ScriptedStep, ToolCallContext, ToolCallDecision,
+    ToolCallResultContext, ToolError, TurnStatus, agent,
 };
 use serde::Serialize;
 
@@ -30,7 +30,11 @@ impl FileAgent {
 impl FileAgent {
     /// Read a UTF-8 text file.
     #[tool]
-    async fn read_file(&self, /** Path relative to the workspace root. */ path: String) -> Result<String, ToolError> {
+    async fn read_file(
+        &self,
+        /** Path relative to the workspace root. */
+        path: String,
+    ) -> Result<String, ToolError> {
         self.note(format!("read_file({path})"));
         Ok(format!("contents of {path}"))
     }
@@ -51,12 +55,16 @@ impl FileAgent {
     #[hook(before_tool_call, match = "..._file")]
     async fn sandbox(&self, ctx: &ToolCallContext<FileCall>) -> ToolCallDecision<FileCall> {
         match &ctx.input {
-            FileCall::ReadFile(args) if args.path.starts_with('/') => ToolCallDecision::block("outside the workspace"),
+            FileCall::ReadFile(args) if args.path.starts_with('/') => {
+                ToolCallDecision::block("outside the workspace")
+            }
             FileCall::ReadFile(_) => ToolCallDecision::Allow,
-            FileCall::WriteFile(args) => ToolCallDecision::Modify(FileCall::WriteFile(WriteFileArgs {
-                path: format!("sandbox/{}", args.path),
-                contents: args.contents.clone(),
-            })),
+            FileCall::WriteFile(args) => {
+                ToolCallDecision::Modify(FileCall::WriteFile(WriteFileArgs {
+                    path: format!("sandbox/{}", args.path),
+                    contents: args.contents.clone(),
+                }))
+            }
         }
     }
 
@@ -89,13 +97,25 @@ async fn the_design_dsl_runs() {
     let agent = this.builder().model(model.clone()).build().unwrap();
     let result = agent.run("go").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    let contents: Vec<&str> = result.steps[0].tool_results.iter().map(|r| r.content.as_str()).collect();
+    let contents: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| r.content.as_str())
+        .collect();
     assert_eq!(
         contents,
-        ["contents of notes.txt", "outside the workspace", "2", r#"{"celsius":20,"city":"Oslo"}"#]
+        [
+            "contents of notes.txt",
+            "outside the workspace",
+            "2",
+            r#"{"celsius":20,"city":"Oslo"}"#
+        ]
     );
     let request = &model.requests()[0];
-    assert_eq!(request.system.as_deref(), Some("You are a careful file assistant."));
+    assert_eq!(
+        request.system.as_deref(),
+        Some("You are a careful file assistant.")
+    );
     let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["read_file", "write_file", "get_weather"]);
 }

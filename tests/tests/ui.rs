@@ -86,6 +86,12 @@ fn every_fixture_is_registered() {
     }
     let unregistered: Vec<_> = on_disk.difference(&expected).collect();
     let missing: Vec<_> = expected.difference(&on_disk).collect();
-    assert!(unregistered.is_empty(), "files under tests/ui not registered in tests/ui.rs: {unregistered:?}");
-    assert!(missing.is_empty(), "registered UI fixtures (or their .stderr snapshots) missing: {missing:?}");
+    assert!(
+        unregistered.is_empty(),
+        "files under tests/ui not registered in tests/ui.rs: {unregistered:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "registered UI fixtures (or their .stderr snapshots) missing: {missing:?}"
+    );
 }

@@ -109,10 +109,25 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
-/// Builds a tool's arguments schema (JSON Schema 2020-12) from its args type.
+/// Builds a tool's arguments schema (JSON Schema 2020-12) from its args type. The args type's
+/// own title and doc comment are dropped (the tool's name and description say it), and an object
+/// without parameters still lists its (empty) `properties`, which some providers require.
 pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    generator.into_root_schema_for::<T>().to_value()
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("title");
+        map.remove("description");
+        if map.get("type").and_then(Value::as_str) == Some("object")
+            && !map.contains_key("properties")
+        {
+            map.insert(
+                "properties".to_owned(),
+                Value::Object(serde_json::Map::new()),
+            );
+        }
+    }
+    schema
 }
 
 /// Checks a tool name: 1 to 64 characters of `[A-Za-z0-9_-]`. `#[tool]` checks this at compile

@@ -1,0 +1,217 @@
+//! `#[hook]` end to end: matchers resolved at compile time (exact, list, unanchored regex),
+//! priority order, typed inputs and outputs, free hooks attached with `hooks(...)`, and their
+//! matchers checked when the agent is built.
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentBuilder, AgentSpec, ScriptedModel, ScriptedStep, ToolCallContext, ToolCallDecision,
+    ToolCallResultContext, TurnStatus, agent, hook, tool,
+};
+use serde_json::Value;
+use tests::Trace;
+
+struct Desk {
+    trace: Trace,
+}
+
+/// Current weather for a city.
+#[tool]
+fn get_weather(city: String) -> String {
+    format!("sunny in {city}")
+}
+
+static AUDITED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[hook(after_tool_call)]
+fn audit_all(ctx: &ToolCallResultContext<Value>) {
+    if ctx.tool_name.as_ref() == "get_weather" {
+        AUDITED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A desk with files and the weather.
+#[agent(tools(get_weather), hooks(audit_all))]
+impl Desk {
+    /// Read a file.
+    #[tool]
+    fn read_file(&self, path: String) -> String {
+        self.trace.push(format!("run read_file({path})"));
+        format!("<{path}>")
+    }
+
+    /// Write a file.
+    #[tool]
+    fn write_file(&self, path: String, contents: String) -> usize {
+        self.trace.push(format!("run write_file({path})"));
+        contents.len()
+    }
+
+    /// Delete a file.
+    #[tool]
+    fn delete_file(&self, path: String) -> bool {
+        self.trace.push(format!("run delete_file({path})"));
+        true
+    }
+
+    // Unanchored: `..._file` matches every `*_file` tool, not `get_weather`.
+    #[hook(before_tool_call, match = "..._file", priority = 2)]
+    fn files_late(&self, ctx: &ToolCallContext<AnyFile>) {
+        let which = match &ctx.input {
+            AnyFile::ReadFile(_) => "read",
+            AnyFile::WriteFile(_) => "write",
+            AnyFile::DeleteFile(_) => "delete",
+        };
+        self.trace.push(format!("files_late({which})"));
+    }
+
+    // Anchored regex: only `write_file`; exactly one tool, so its own args type.
+    #[hook(before_tool_call, match = "^write_", priority = -1)]
+    fn writes_first(
+        &self,
+        ctx: &ToolCallContext<WriteFileArgs>,
+    ) -> ToolCallDecision<WriteFileArgs> {
+        self.trace.push(format!("writes_first({})", ctx.input.path));
+        ToolCallDecision::Modify(WriteFileArgs {
+            path: format!("safe/{}", ctx.input.path),
+            contents: ctx.input.contents.clone(),
+        })
+    }
+
+    #[hook(before_tool_call, tools = ["delete_file", "get_weather"])]
+    fn list(&self, ctx: &ToolCallContext<DeleteOrWeather>) -> ToolCallDecision<DeleteOrWeather> {
+        match &ctx.input {
+            DeleteOrWeather::DeleteFile(args) => {
+                self.trace
+                    .push(format!("list blocks delete({})", args.path));
+                ToolCallDecision::block("deleting is not allowed")
+            }
+            DeleteOrWeather::GetWeather(args) => {
+                self.trace.push(format!("list({})", args.city));
+                ToolCallDecision::Allow
+            }
+        }
+    }
+
+    #[hook(after_tool_call, tool = "write_file")]
+    fn written(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {
+        self.trace.push(format!(
+            "written model={} effective={} bytes={:?}",
+            ctx.model_input.path,
+            ctx.effective_input.path,
+            ctx.output()
+        ));
+    }
+
+    #[hook(after_tool_call, tool = "get_weather")]
+    async fn weather_seen(&self, ctx: &ToolCallResultContext<GetWeatherArgs, String>) {
+        tokio::task::yield_now().await;
+        self.trace.push(format!("weather_seen {:?}", ctx.output()));
+    }
+}
+
+#[tokio::test]
+async fn matchers_priorities_and_typed_views_in_order() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "read_file", r#"{"path":"a"}"#)
+            .tool_call("c2", "write_file", r#"{"path":"b","contents":"xyz"}"#)
+            .tool_call("c3", "delete_file", r#"{"path":"c"}"#)
+            .tool_call("c4", "get_weather", r#"{"city":"Oslo"}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let trace = Trace::new();
+    let desk = Arc::new(Desk {
+        trace: trace.clone(),
+    });
+    let agent = Desk::shared_builder(desk)
+        .model(model)
+        .tool_concurrency(1)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        [
+            "files_late(read)",
+            "run read_file(a)",
+            "writes_first(b)",
+            "files_late(write)",
+            "run write_file(safe/b)",
+            "written model=b effective=safe/b bytes=Some(3)",
+            "list blocks delete(c)",
+            "list(Oslo)",
+            "weather_seen Some(\"sunny in Oslo\")",
+        ]
+    );
+    assert_eq!(
+        AUDITED.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the free hook attached with hooks(...) ran"
+    );
+    let outcomes: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| r.outcome)
+        .collect();
+    assert_eq!(outcomes, ["executed", "executed", "blocked", "executed"]);
+}
+
+#[hook(before_tool_call, tool = "missing_tool")]
+fn guards_a_missing_tool(ctx: &ToolCallContext<Value>) {
+    let _ = ctx;
+}
+
+#[hook(before_tool_call, match = "^dyn_", dynamic)]
+fn dynamic_guard(ctx: &ToolCallContext<Value>) -> ToolCallDecision<Value> {
+    ToolCallDecision::block(format!("{} is blocked", ctx.tool_name))
+}
+
+#[test]
+fn a_free_hook_matcher_is_checked_when_the_agent_is_built() {
+    let error = AgentBuilder::new("a")
+        .model(ScriptedModel::new([]))
+        .tool(GetWeather)
+        .hooks(GuardsAMissingTool)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        [
+            "hook `guards_a_missing_tool`: `tool = \"missing_tool\"` matches none of the agent's tools (get_weather); add `dynamic` if tools are added at run time"
+        ]
+    );
+    assert!(
+        AgentBuilder::new("a")
+            .model(ScriptedModel::new([]))
+            .hooks(DynamicGuard)
+            .build()
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_dynamic_regex_matches_tools_added_at_run_time() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "dyn_echo", r#"{"x":1}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let echo = agent_core::FnTool::new(
+        "dyn_echo",
+        "Echo.",
+        serde_json::json!({"type": "object"}),
+        |args, _| async move { Ok(args) },
+    );
+    let agent = AgentBuilder::new("a")
+        .model(model)
+        .dyn_tool(echo)
+        .hooks(DynamicGuard)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(
+        result.steps[0].tool_results[0].content,
+        "dyn_echo is blocked"
+    );
+}

@@ -1,0 +1,125 @@
+//! `#[tool]` end to end: generated schemas, optional and defaulted parameters, the context
+//! parameter, sync and async bodies, fallible outputs and name overrides.
+
+use agent_core::{
+    AgentBuilder, ScriptedModel, ScriptedStep, Tool, ToolContext, ToolError, TurnStatus, tool,
+};
+use serde_json::json;
+
+/// Search the notes.
+#[tool(name = "search-notes")]
+async fn search(
+    /// What to look for.
+    query: String,
+    /// How many hits at most.
+    #[arg(default = 2)]
+    limit: u32,
+    /// Only notes with this tag.
+    tag: Option<String>,
+    ctx: ToolContext,
+) -> Result<Vec<String>, std::io::Error> {
+    let tag = tag.unwrap_or_else(|| "any".to_owned());
+    Ok((0..limit)
+        .map(|i| {
+            format!(
+                "{query}#{i} tag={tag} call={} step={}",
+                ctx.call_id, ctx.step
+            )
+        })
+        .collect())
+}
+
+/// Divide two numbers.
+#[tool]
+fn divide(a: f64, b: f64) -> Result<f64, ToolError> {
+    if b == 0.0 {
+        return Err(ToolError::new("division by zero"));
+    }
+    Ok(a / b)
+}
+
+/// Say hello.
+#[tool]
+fn hello() -> String {
+    "hello".to_owned()
+}
+
+#[test]
+fn the_schema_is_json_schema_2020_12_with_descriptions_optional_fields_and_defaults() {
+    let schema = Search::schema();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], json!(["query"]));
+    assert_eq!(
+        schema["properties"]["query"]["description"],
+        "What to look for."
+    );
+    assert_eq!(schema["properties"]["limit"]["default"], 2);
+    assert_eq!(
+        schema["properties"]["tag"]["description"],
+        "Only notes with this tag."
+    );
+    assert!(
+        schema["properties"].get("ctx").is_none(),
+        "the context parameter is not in the schema"
+    );
+    assert_eq!(<Search as Tool>::NAME, "search-notes");
+    assert_eq!(<Search as Tool>::DESCRIPTION, "Search the notes.");
+    assert!(
+        std::ptr::eq(Search::schema(), Search::schema()),
+        "the schema is built once"
+    );
+    assert_eq!(Hello::schema()["properties"], json!({}));
+}
+
+#[tokio::test]
+async fn tools_run_with_defaults_context_and_errors_as_results() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "search-notes", r#"{"query":"rust"}"#)
+            .tool_call("c2", "divide", r#"{"a":1,"b":0}"#)
+            .tool_call("c3", "divide", r#"{"a":9,"b":3}"#)
+            .tool_call("c4", "hello", "")
+            .tool_call("c5", "divide", r#"{"a":"nine","b":3}"#),
+        ScriptedStep::new().text("ok"),
+    ]);
+    let agent = AgentBuilder::new("tools")
+        .model(model.clone())
+        .tool(Search)
+        .tool(Divide)
+        .tool(Hello)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let received: Vec<(&str, bool)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.content.as_str(), r.is_error))
+        .collect();
+    assert_eq!(
+        received,
+        [
+            (
+                r#"["rust#0 tag=any call=c1 step=0","rust#1 tag=any call=c1 step=0"]"#,
+                false
+            ),
+            ("division by zero", true),
+            ("3.0", false),
+            ("hello", false),
+            (
+                "invalid arguments for tool `divide` at `a`: invalid type: string \"nine\", expected f64",
+                true
+            ),
+        ]
+    );
+    let offered: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(offered, ["search-notes", "divide", "hello"]);
+}
