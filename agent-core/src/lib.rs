@@ -26,7 +26,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, TurnEvent, TurnRequest, TurnStream,
+    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnEvent, TurnRequest,
+    TurnStream,
 };
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;

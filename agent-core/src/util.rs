@@ -52,7 +52,9 @@ impl<T> Future for JoinOrdered<'_, T> {
                 let (slot, future) = &mut this.running[index];
                 if let Poll::Ready(value) = future.as_mut().poll(cx) {
                     this.results[*slot] = Some(value);
-                    drop(this.running.swap_remove(index));
+                    // `remove`, not `swap_remove`: the calls still running keep the model's
+                    // order, so they are polled (and their hooks fire) in that order.
+                    drop(this.running.remove(index));
                     finished_any = true;
                 } else {
                     index += 1;

@@ -1,1 +1,599 @@
+//! Support for the engine's integration tests (`tests/engine_*.rs`): a [`Trace`] recorder, hooks
+//! that record every event they see as `event(detail)` entries, and a few hand-written tools
+//! (no macros: these tests exercise the public builder API alone).
 
+use std::fmt::Display;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use agent_core::{
+    AgentBuilder, AnyValue, Chunk, DynTool, Event, Hook, HookReturn, Matcher, StopReason, Tool,
+    ToolContext, ToolError, ToolInput, TurnStatus, event, schema_for,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// An ordered, shared record of what happened: hooks and tools push entries, tests compare the
+/// whole list.
+#[derive(Clone, Debug, Default)]
+pub struct Trace(Arc<Mutex<Vec<String>>>);
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends one entry.
+    pub fn push(&self, entry: impl Into<String>) {
+        self.lock().push(entry.into());
+    }
+
+    /// Returns every entry so far and empties the trace.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Every entry so far, leaving them in place.
+    pub fn snapshot(&self) -> Vec<String> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Builds an expected trace from string literals.
+pub fn lines(entries: &[&str]) -> Vec<String> {
+    entries.iter().map(|entry| (*entry).to_owned()).collect()
+}
+
+/// A chunk as trace entries spell it: `text:Hi`, `reasoning:..`, `tool_input:c1`,
+/// `tool_call:c1 add`, `tool_result:c1 add ok` (or `error`).
+pub fn describe_chunk(chunk: &Chunk) -> String {
+    match chunk {
+        Chunk::TextDelta(text) => format!("text:{text}"),
+        Chunk::ReasoningDelta(text) => format!("reasoning:{text}"),
+        Chunk::ToolInputDelta { id, .. } => format!("tool_input:{id}"),
+        Chunk::ToolCall(call) => format!("tool_call:{} {}", call.id, call.name),
+        Chunk::ToolResult {
+            id, name, is_error, ..
+        } => {
+            let status = if *is_error { "error" } else { "ok" };
+            format!("tool_result:{id} {name} {status}")
+        }
+    }
+}
+
+/// A turn status as trace entries spell it.
+pub fn status_name(status: TurnStatus) -> &'static str {
+    match status {
+        TurnStatus::Completed => "completed",
+        TurnStatus::Error => "error",
+        TurnStatus::Aborted => "aborted",
+    }
+}
+
+/// A stop reason as trace entries spell it.
+pub fn stop_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Finished => "finished",
+        StopReason::MaxSteps => "max_steps",
+    }
+}
+
+/// Keeps a clone of every context a hook of some event received, for assertions on fields the
+/// trace does not spell out.
+#[derive(Debug)]
+pub struct Seen<T>(Arc<Mutex<Vec<T>>>);
+
+impl<T> Clone for Seen<T> {
+    fn clone(&self) -> Self {
+        Seen(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Default for Seen<T> {
+    fn default() -> Self {
+        Seen(Arc::default())
+    }
+}
+
+impl<T: Clone + Send + 'static> Seen<T> {
+    /// Nothing seen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A hook of event `E` that keeps what it receives and returns `()` (no change).
+    pub fn hook<E>(&self, name: &str) -> Hook<E>
+    where
+        E: Event<Ctx = T>,
+        (): HookReturn<E>,
+    {
+        let seen = self.clone();
+        Hook::sync(name, move |ctx: &T| seen.lock().push(ctx.clone()))
+    }
+
+    /// Everything seen so far, emptying the list.
+    pub fn take(&self) -> Vec<T> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How a hook built by [`failing`] fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// It returns `Err("it broke")`.
+    Error,
+    /// It panics with `it exploded`.
+    Panic,
+    /// An async hook that sleeps a minute under a 20 ms timeout.
+    Timeout,
+}
+
+impl Failure {
+    /// How the engine reports this failure after the hook's name (`hook `NAME` ...`).
+    pub fn reported(self) -> &'static str {
+        match self {
+            Failure::Error => "returned an error: it broke",
+            Failure::Panic => "panicked: it exploded",
+            Failure::Timeout => "timed out after 20 ms",
+        }
+    }
+}
+
+/// A hook of any event that fails the way `failure` says.
+pub fn failing<E: Event>(name: &str, failure: Failure) -> Hook<E>
+where
+    (): HookReturn<E>,
+{
+    match failure {
+        Failure::Error => Hook::sync(name, |_: &E::Ctx| Err::<(), _>("it broke")),
+        Failure::Panic => Hook::sync(name, |_: &E::Ctx| -> Result<(), String> {
+            panic!("it exploded")
+        }),
+        Failure::Timeout => Hook::from_async(name, |_: &E::Ctx| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            })
+        })
+        .timeout(Duration::from_millis(20)),
+    }
+}
+
+/// Registers hooks that record events into a [`Trace`].
+pub trait Recorded: Sized {
+    /// One recording hook for every turn-wide event:
+    ///
+    /// `before_run(INPUT)`, `before_turn`, `before_step(N)`, `on_llm_start(N)`,
+    /// `on_chunk(CHUNK)` (see [`describe_chunk`]), `on_llm_end(N)`, `on_step_finish(N)`,
+    /// `on_stop(REASON)`, `after_run(STATUS)`, `classify_chat_error(STAGE)`,
+    /// `on_chat_error(STAGE)`, `on_chat_response(STATUS)`.
+    fn record_turn(self, trace: &Trace) -> Self;
+
+    /// An untyped before and after_tool_call hook on every tool (also tools added at run time):
+    /// `before_tool_call(NAME ID)` (allows the call) and `after_tool_call(NAME ID OUTCOME)`.
+    fn record_tool_calls(self, trace: &Trace) -> Self;
+
+    /// Both of the above.
+    fn record_all(self, trace: &Trace) -> Self {
+        self.record_turn(trace).record_tool_calls(trace)
+    }
+}
+
+impl Recorded for AgentBuilder {
+    fn record_turn(self, trace: &Trace) -> Self {
+        let t = trace.clone();
+        let builder = self.hook(Hook::<event::BeforeRun>::sync("trace", move |ctx| {
+            t.push(format!("before_run({})", ctx.input));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::BeforeTurn>::sync("trace", move |_| {
+            t.push("before_turn");
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::BeforeStep>::sync("trace", move |ctx| {
+            t.push(format!("before_step({})", ctx.step));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnLlmStart>::sync("trace", move |ctx| {
+            t.push(format!("on_llm_start({})", ctx.step));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnChunk>::sync("trace", move |ctx| {
+            t.push(format!("on_chunk({})", describe_chunk(&ctx.chunk)));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnLlmEnd>::sync("trace", move |ctx| {
+            t.push(format!("on_llm_end({})", ctx.step));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnStepFinish>::sync("trace", move |ctx| {
+            t.push(format!("on_step_finish({})", ctx.step));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnStop>::sync("trace", move |ctx| {
+            t.push(format!("on_stop({})", stop_name(ctx.reason)));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::AfterRun>::sync("trace", move |ctx| {
+            t.push(format!("after_run({})", status_name(ctx.status)));
+        }));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::ClassifyChatError>::sync(
+            "trace",
+            move |ctx| t.push(format!("classify_chat_error({})", ctx.stage.as_str())),
+        ));
+        let t = trace.clone();
+        let builder = builder.hook(Hook::<event::OnChatError>::sync("trace", move |ctx| {
+            t.push(format!("on_chat_error({})", ctx.stage.as_str()));
+        }));
+        let t = trace.clone();
+        builder.hook(Hook::<event::OnChatResponse>::sync("trace", move |ctx| {
+            t.push(format!("on_chat_response({})", status_name(ctx.status)));
+        }))
+    }
+
+    fn record_tool_calls(self, trace: &Trace) -> Self {
+        let t = trace.clone();
+        let builder = self.before_tool_call(
+            Matcher::all().dynamic(),
+            Hook::<event::BeforeToolCall<Value>>::sync("trace", move |ctx| {
+                t.push(format!(
+                    "before_tool_call({} {})",
+                    ctx.tool_name, ctx.call_id
+                ));
+            }),
+        );
+        let t = trace.clone();
+        builder.after_tool_call(
+            Matcher::all().dynamic(),
+            Hook::<event::AfterToolCall<Value>>::sync("trace", move |ctx| {
+                t.push(format!(
+                    "after_tool_call({} {} {})",
+                    ctx.tool_name,
+                    ctx.call_id,
+                    ctx.outcome.kind()
+                ));
+            }),
+        )
+    }
+}
+
+/// Implements [`ToolInput`] for a tool's own args type, the way `#[tool]` does: the type carries
+/// that one tool's arguments, and substitutes the tool's own output type.
+#[macro_export]
+macro_rules! own_args {
+    ($args:ty => $tool:ty) => {
+        impl ::agent_core::ToolInput for $args {
+            type Output = <$tool as ::agent_core::Tool>::Output;
+
+            fn accepts(tool: &str) -> bool {
+                tool == <$tool as ::agent_core::Tool>::NAME
+            }
+
+            fn from_args(tool: &str, args: &::agent_core::AnyValue) -> Option<Self> {
+                if tool == <$tool as ::agent_core::Tool>::NAME {
+                    args.downcast_ref::<$args>().cloned()
+                } else {
+                    None
+                }
+            }
+
+            fn into_args(
+                self,
+                tool: &dyn ::agent_core::DynTool,
+            ) -> Result<::agent_core::AnyValue, String> {
+                if tool.spec().name == <$tool as ::agent_core::Tool>::NAME {
+                    Ok(::agent_core::AnyValue::new(self))
+                } else {
+                    Err(format!(
+                        "arguments of tool `{}` given for tool `{}`",
+                        <$tool as ::agent_core::Tool>::NAME,
+                        tool.spec().name
+                    ))
+                }
+            }
+        }
+    };
+}
+
+fn schema_of<T: schemars::JsonSchema>(cell: &'static OnceLock<Value>) -> &'static Value {
+    cell.get_or_init(schema_for::<T>)
+}
+
+/// Arguments of [`Add`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AddArgs {
+    /// The first addend.
+    pub a: i64,
+    /// The second addend.
+    pub b: i64,
+}
+
+/// `add`: adds two integers; records `add(A,B)` when it runs.
+#[derive(Clone, Debug, Default)]
+pub struct Add {
+    /// Where the tool records its runs.
+    pub trace: Trace,
+}
+
+impl Add {
+    /// An `add` tool recording into `trace`.
+    pub fn traced(trace: &Trace) -> Self {
+        Add {
+            trace: trace.clone(),
+        }
+    }
+}
+
+impl Tool for Add {
+    const NAME: &'static str = "add";
+    const DESCRIPTION: &'static str = "Add two integers.";
+    type Args = AddArgs;
+    type Output = i64;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: OnceLock<Value> = OnceLock::new();
+        schema_of::<AddArgs>(&SCHEMA)
+    }
+
+    async fn call(&self, args: AddArgs, _ctx: ToolContext) -> Result<i64, ToolError> {
+        self.trace.push(format!("add({},{})", args.a, args.b));
+        args.a
+            .checked_add(args.b)
+            .ok_or_else(|| ToolError::new("the sum overflows"))
+    }
+}
+
+own_args!(AddArgs => Add);
+
+/// Arguments of [`ReadFile`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReadFileArgs {
+    /// Path relative to the workspace root.
+    pub path: String,
+}
+
+/// `read_file`: answers `contents of PATH`; records `read_file(PATH)`.
+#[derive(Clone, Debug, Default)]
+pub struct ReadFile {
+    /// Where the tool records its runs.
+    pub trace: Trace,
+}
+
+impl ReadFile {
+    /// A `read_file` tool recording into `trace`.
+    pub fn traced(trace: &Trace) -> Self {
+        ReadFile {
+            trace: trace.clone(),
+        }
+    }
+}
+
+impl Tool for ReadFile {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a UTF-8 text file.";
+    type Args = ReadFileArgs;
+    type Output = String;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: OnceLock<Value> = OnceLock::new();
+        schema_of::<ReadFileArgs>(&SCHEMA)
+    }
+
+    async fn call(&self, args: ReadFileArgs, _ctx: ToolContext) -> Result<String, ToolError> {
+        self.trace.push(format!("read_file({})", args.path));
+        Ok(format!("contents of {}", args.path))
+    }
+}
+
+own_args!(ReadFileArgs => ReadFile);
+
+/// Arguments of [`WriteFile`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WriteFileArgs {
+    /// Path relative to the workspace root.
+    pub path: String,
+    /// The new contents.
+    pub contents: String,
+}
+
+/// What [`WriteFile`] reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WriteReport {
+    /// The file written.
+    pub path: String,
+    /// How many bytes were written.
+    pub bytes: usize,
+}
+
+/// `write_file`: pretends to write; records `write_file(PATH)`.
+#[derive(Clone, Debug, Default)]
+pub struct WriteFile {
+    /// Where the tool records its runs.
+    pub trace: Trace,
+}
+
+impl WriteFile {
+    /// A `write_file` tool recording into `trace`.
+    pub fn traced(trace: &Trace) -> Self {
+        WriteFile {
+            trace: trace.clone(),
+        }
+    }
+}
+
+impl Tool for WriteFile {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Replace a file's contents.";
+    type Args = WriteFileArgs;
+    type Output = WriteReport;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: OnceLock<Value> = OnceLock::new();
+        schema_of::<WriteFileArgs>(&SCHEMA)
+    }
+
+    async fn call(&self, args: WriteFileArgs, _ctx: ToolContext) -> Result<WriteReport, ToolError> {
+        self.trace.push(format!("write_file({})", args.path));
+        Ok(WriteReport {
+            bytes: args.contents.len(),
+            path: args.path,
+        })
+    }
+}
+
+own_args!(WriteFileArgs => WriteFile);
+
+/// Arguments of [`GetWeather`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GetWeatherArgs {
+    /// The city.
+    pub city: String,
+}
+
+/// What [`GetWeather`] reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Weather {
+    /// The city.
+    pub city: String,
+    /// The temperature in degrees Celsius.
+    pub celsius: i32,
+}
+
+/// `get_weather`: always 21 °C; records `get_weather(CITY)`.
+#[derive(Clone, Debug, Default)]
+pub struct GetWeather {
+    /// Where the tool records its runs.
+    pub trace: Trace,
+}
+
+impl GetWeather {
+    /// A `get_weather` tool recording into `trace`.
+    pub fn traced(trace: &Trace) -> Self {
+        GetWeather {
+            trace: trace.clone(),
+        }
+    }
+}
+
+impl Tool for GetWeather {
+    const NAME: &'static str = "get_weather";
+    const DESCRIPTION: &'static str = "Current weather for a city.";
+    type Args = GetWeatherArgs;
+    type Output = Weather;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: OnceLock<Value> = OnceLock::new();
+        schema_of::<GetWeatherArgs>(&SCHEMA)
+    }
+
+    async fn call(&self, args: GetWeatherArgs, _ctx: ToolContext) -> Result<Weather, ToolError> {
+        self.trace.push(format!("get_weather({})", args.city));
+        Ok(Weather {
+            city: args.city,
+            celsius: 21,
+        })
+    }
+}
+
+own_args!(GetWeatherArgs => GetWeather);
+
+/// The input of a hook matching both file tools: what `#[agent]` generates for `"..._file"`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileCall {
+    /// A `read_file` call.
+    Read(ReadFileArgs),
+    /// A `write_file` call.
+    Write(WriteFileArgs),
+}
+
+impl FileCall {
+    /// The path either call names.
+    pub fn path(&self) -> &str {
+        match self {
+            FileCall::Read(args) => &args.path,
+            FileCall::Write(args) => &args.path,
+        }
+    }
+}
+
+impl ToolInput for FileCall {
+    type Output = Value;
+
+    fn accepts(tool: &str) -> bool {
+        tool == ReadFile::NAME || tool == WriteFile::NAME
+    }
+
+    fn from_args(tool: &str, args: &AnyValue) -> Option<Self> {
+        ReadFileArgs::from_args(tool, args)
+            .map(FileCall::Read)
+            .or_else(|| WriteFileArgs::from_args(tool, args).map(FileCall::Write))
+    }
+
+    fn into_args(self, tool: &dyn DynTool) -> Result<AnyValue, String> {
+        match self {
+            FileCall::Read(args) => args.into_args(tool),
+            FileCall::Write(args) => args.into_args(tool),
+        }
+    }
+}
+
+/// Arguments of [`Nap`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NapArgs {
+    /// How long to sleep, in milliseconds.
+    pub ms: u64,
+}
+
+/// `nap`: sleeps; records `nap(MS)` before and `nap done` after sleeping.
+#[derive(Clone, Debug, Default)]
+pub struct Nap {
+    /// Where the tool records its runs.
+    pub trace: Trace,
+}
+
+impl Nap {
+    /// A `nap` tool recording into `trace`.
+    pub fn traced(trace: &Trace) -> Self {
+        Nap {
+            trace: trace.clone(),
+        }
+    }
+}
+
+impl Tool for Nap {
+    const NAME: &'static str = "nap";
+    const DESCRIPTION: &'static str = "Sleep for a while.";
+    type Args = NapArgs;
+    type Output = String;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: OnceLock<Value> = OnceLock::new();
+        schema_of::<NapArgs>(&SCHEMA)
+    }
+
+    async fn call(&self, args: NapArgs, _ctx: ToolContext) -> Result<String, ToolError> {
+        self.trace.push(format!("nap({})", args.ms));
+        tokio::time::sleep(Duration::from_millis(args.ms)).await;
+        self.trace.push("nap done");
+        Ok("rested".to_owned())
+    }
+}
+
+own_args!(NapArgs => Nap);
+
+/// Fails a test that would otherwise hang: awaits `future` for at most ten seconds.
+pub async fn within<T>(what: impl Display, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(10), future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out: {what}"),
+    }
+}

@@ -309,6 +309,7 @@ impl AgentBuilder {
                 before_hooks,
                 after_hooks,
                 store: store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                sessions: Default::default(),
             }),
         })
     }

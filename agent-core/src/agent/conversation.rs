@@ -1,7 +1,8 @@
 //! A conversation: one session's history and its turn lock, with the `run` and `stream` APIs.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, Weak};
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
@@ -103,10 +104,12 @@ impl std::fmt::Debug for Conversation {
 
 impl Conversation {
     pub(crate) fn new(agent: Agent, session: String) -> Self {
+        let session: Arc<str> = session.into();
+        let lock = agent.inner.sessions.lock_for(&session);
         Conversation {
             agent,
-            session: session.into(),
-            lock: Arc::new(Mutex::new(())),
+            session,
+            lock,
         }
     }
 
@@ -141,6 +144,37 @@ impl Conversation {
             crate::turn::run_turn(&conversation, request, Some(sender)).await;
         });
         TurnStream { receiver }
+    }
+}
+
+/// The turn locks of an agent's open sessions: every [`Conversation`] opened on one session id
+/// shares one lock, so turns in a session never overlap, however many handles serve it.
+#[derive(Default)]
+pub(crate) struct SessionLocks {
+    inner: std::sync::Mutex<LockTable>,
+}
+
+#[derive(Default)]
+struct LockTable {
+    locks: HashMap<Arc<str>, Weak<Mutex<()>>>,
+    /// Sessions no handle keeps open are forgotten when the table grows to this size.
+    prune_at: usize,
+}
+
+impl SessionLocks {
+    /// The turn lock of `session`, shared with every open handle on it.
+    pub(crate) fn lock_for(&self, session: &Arc<str>) -> Arc<Mutex<()>> {
+        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
+            return lock;
+        }
+        if table.locks.len() >= table.prune_at {
+            table.locks.retain(|_, lock| lock.strong_count() > 0);
+            table.prune_at = (table.locks.len() * 2).max(64);
+        }
+        let lock = Arc::new(Mutex::new(()));
+        table.locks.insert(session.clone(), Arc::downgrade(&lock));
+        lock
     }
 }
 

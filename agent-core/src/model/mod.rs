@@ -223,8 +223,3 @@ impl fmt::Display for ModelError {
 }
 
 impl std::error::Error for ModelError {}
-
-/// Polls the next item of a stream (a small `StreamExt::next` without the dependency).
-pub(crate) async fn next_event<S: Stream + Unpin + ?Sized>(stream: &mut S) -> Option<S::Item> {
-    std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
-}

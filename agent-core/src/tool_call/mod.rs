@@ -183,7 +183,10 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
                 (state.effective_input.clone(), Some(state))
             };
             let started = Instant::now();
-            let result = catch_unwind(slot.tool.call(args, ctx)).await;
+            // The tool is called inside the guarded future: a `DynTool` may panic while making
+            // its future (an `FnTool` closure), not only while it runs.
+            let tool = &slot.tool;
+            let result = catch_unwind(Box::pin(async move { tool.call(args, ctx).await })).await;
             let duration = started.elapsed();
             let outcome = match result {
                 Ok(Ok(output)) => ToolOutcome::Executed(output),

@@ -246,6 +246,11 @@ impl Turn<'_> {
                         });
                     }
                     return match error {
+                        // A fail-closed on_chunk hook breaks the stream too, but the stream
+                        // itself was fine: the failure belongs to the turn's hooks.
+                        Some(error) if matches!(error.kind, TurnErrorKind::Hook { .. }) => {
+                            End::Failed(error, ErrorStage::Turn)
+                        }
                         Some(error) => End::Failed(error, ErrorStage::Stream),
                         None => End::Aborted,
                     };
@@ -290,8 +295,24 @@ impl Turn<'_> {
                 let joined = join_ordered(calls, self.agent.tool_concurrency);
                 let results = tokio::select! {
                     biased;
-                    () = self.cancel.cancelled() => return End::Aborted,
-                    results = joined => results,
+                    () = self.cancel.cancelled() => None,
+                    results = joined => Some(results),
+                };
+                let Some(results) = results else {
+                    // The assistant message is kept with its tool calls: answer each one, so
+                    // the stored history stays valid for the next turn.
+                    for call in &tool_calls {
+                        self.outcome.added.push(Message::Tool {
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                            content: format!(
+                                "tool `{}` did not finish: the turn was aborted",
+                                call.name
+                            ),
+                            is_error: true,
+                        });
+                    }
+                    return End::Aborted;
                 };
                 for result in results {
                     let record = result.record;

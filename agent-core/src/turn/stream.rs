@@ -1,10 +1,13 @@
 //! Reading one model stream: on_chunk per chunk, accumulation (linear: text is appended, never
 //! re-copied), cancellation, and the rule that a stream without its end marker is an error.
 
+use std::future::Future;
+use std::task::Poll;
+
 use crate::agent::TurnEvent;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::ToolCall;
-use crate::model::{FinishReason, ModelErrorKind, ModelEvent, ModelStream, Usage, next_event};
+use crate::model::{FinishReason, ModelErrorKind, ModelEvent, ModelStream, Usage};
 
 use super::Turn;
 use super::dispatch::observe;
@@ -41,12 +44,16 @@ impl<'t, 'a> StepStream<'t, 'a> {
             chunk,
         };
         observe(hooks, &ctx).await?;
-        self.turn
-            .emit(TurnEvent::Chunk {
-                step: self.step,
-                chunk: ctx.chunk,
-            })
-            .await;
+        // Only build the event when someone streams: `TurnEvent` is large, and moving it into
+        // `emit` costs more per chunk than the hooks do.
+        if self.turn.sink.is_some() {
+            self.turn
+                .emit(TurnEvent::Chunk {
+                    step: self.step,
+                    chunk: ctx.chunk,
+                })
+                .await;
+        }
         Ok(())
     }
 
@@ -58,13 +65,25 @@ impl<'t, 'a> StepStream<'t, 'a> {
             usage: Usage::default(),
             finish: Err(None),
         };
-        let cancelled = self.turn.cancel.cancelled();
+        let cancel = &self.turn.cancel;
+        let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         let finish = loop {
-            let event = tokio::select! {
-                biased;
-                () = &mut cancelled => break Err(None),
-                event = next_event(&mut stream) => event,
+            // Cancellation wins over a ready event. The flag is an atomic load per event; the
+            // token's waiter (a lock and a waker clone per poll) is only polled when the stream
+            // is pending, so a burst of ready chunks does not pay for it on each one.
+            let event = std::future::poll_fn(|cx| {
+                if cancel.is_cancelled() {
+                    return Poll::Ready(None);
+                }
+                if let Poll::Ready(event) = stream.as_mut().poll_next(cx) {
+                    return Poll::Ready(Some(event));
+                }
+                cancelled.as_mut().poll(cx).map(|()| None)
+            })
+            .await;
+            let Some(event) = event else {
+                break Err(None);
             };
             let event = match event {
                 Some(Ok(event)) => event,

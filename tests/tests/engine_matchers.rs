@@ -1,0 +1,476 @@
+//! Which tools a tool-call hook applies to (DESIGN §6 "Matchers"), hook priority, the problems
+//! `AgentBuilder::build` reports, and hooks matching tools added at run time.
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentBuilder, BuildError, FnTool, Hook, Matcher, ScriptedModel, ScriptedStep, StepConfig,
+    ToolCallDecision, ToolError, TurnConfig, TurnStatus, event,
+};
+use serde_json::{Value, json};
+use tests::{
+    Add, FileCall, GetWeather, ReadFile, ReadFileArgs, Recorded, Trace, WriteFile, WriteFileArgs,
+    lines,
+};
+
+type AnyBefore = event::BeforeToolCall<Value>;
+
+/// An untyped before hook recording `NAME(TOOL)`.
+fn probe(trace: &Trace, name: &'static str) -> Hook<AnyBefore> {
+    let trace = trace.clone();
+    Hook::<AnyBefore>::sync(name, move |ctx| {
+        trace.push(format!("{name}({})", ctx.tool_name));
+    })
+}
+
+/// The three tools of DESIGN §2's file agent.
+fn file_agent(model: &ScriptedModel, trace: &Trace) -> AgentBuilder {
+    AgentBuilder::new("files")
+        .model(model.clone())
+        .tool(ReadFile::traced(trace))
+        .tool(WriteFile::traced(trace))
+        .tool(GetWeather::traced(trace))
+}
+
+/// One step calling all three tools, then an answer.
+fn call_all_three() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "read_file", r#"{"path":"notes.txt"}"#)
+            .tool_call("c2", "write_file", r#"{"path":"out.txt","contents":"hi"}"#)
+            .tool_call("c3", "get_weather", r#"{"city":"Oslo"}"#),
+        ScriptedStep::new().text("done"),
+    ])
+}
+
+#[tokio::test]
+async fn each_matcher_kind_selects_its_tools() {
+    let trace = Trace::new();
+    let model = call_all_three();
+    let agent = file_agent(&model, &trace)
+        .before_tool_call(Matcher::tool("read_file"), probe(&trace, "exact"))
+        .before_tool_call(
+            Matcher::tools(["write_file", "get_weather"]),
+            probe(&trace, "list"),
+        )
+        .before_tool_call(Matcher::regex("..._file"), probe(&trace, "regex"))
+        .before_tool_call(Matcher::regex("weather"), probe(&trace, "substring"))
+        .before_tool_call(Matcher::regex("^read"), probe(&trace, "prefix"))
+        .before_tool_call(Matcher::regex("^....._file$"), probe(&trace, "anchored"))
+        .before_tool_call(Matcher::all(), probe(&trace, "all"))
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "exact(read_file)",
+            "regex(read_file)",
+            "prefix(read_file)",
+            "all(read_file)",
+            "read_file(notes.txt)",
+            "list(write_file)",
+            "regex(write_file)",
+            "anchored(write_file)",
+            "all(write_file)",
+            "write_file(out.txt)",
+            "list(get_weather)",
+            "substring(get_weather)",
+            "all(get_weather)",
+            "get_weather(Oslo)",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_hook_matching_several_tools_receives_their_args_enum() {
+    let trace = Trace::new();
+    let model = call_all_three();
+    let t = trace.clone();
+    let agent = file_agent(&model, &trace)
+        .before_tool_call(
+            Matcher::regex("..._file"),
+            Hook::<event::BeforeToolCall<FileCall>>::sync("sandbox", move |ctx| {
+                t.push(format!("sandbox({} {})", ctx.tool_name, ctx.input.path()));
+                let path = format!("sandbox/{}", ctx.input.path());
+                ToolCallDecision::Modify(match &ctx.input {
+                    FileCall::Read(_) => FileCall::Read(ReadFileArgs { path }),
+                    FileCall::Write(args) => FileCall::Write(WriteFileArgs {
+                        path,
+                        contents: args.contents.clone(),
+                    }),
+                })
+            }),
+        )
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "sandbox(read_file notes.txt)",
+            "read_file(sandbox/notes.txt)",
+            "sandbox(write_file out.txt)",
+            "write_file(sandbox/out.txt)",
+            "get_weather(Oslo)",
+        ])
+    );
+    let contents: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| r.content.as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "contents of sandbox/notes.txt",
+            r#"{"bytes":2,"path":"sandbox/out.txt"}"#,
+            r#"{"celsius":21,"city":"Oslo"}"#,
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tool_hooks_of_both_kinds_run_by_priority_then_registration() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":1}"#),
+        ScriptedStep::new().text("2"),
+    ]);
+    let after = |name: &'static str, priority: i32| {
+        let trace = trace.clone();
+        Hook::<event::AfterToolCall<Value>>::sync(name, move |_| trace.push(name))
+            .priority(priority)
+    };
+    let agent = AgentBuilder::new("calc")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(Matcher::all(), probe(&trace, "b_zero_first").priority(0))
+        .before_tool_call(Matcher::all(), probe(&trace, "b_plus_two").priority(2))
+        .before_tool_call(
+            Matcher::tool("add"),
+            probe(&trace, "b_minus_one").priority(-1),
+        )
+        .before_tool_call(Matcher::all(), probe(&trace, "b_zero_second"))
+        .after_tool_call(Matcher::all(), after("a_plus_one", 1))
+        .after_tool_call(Matcher::tool("add"), after("a_minus_three", -3))
+        .after_tool_call(Matcher::all(), after("a_zero", 0))
+        .build()
+        .unwrap();
+
+    let result = agent.run("1+1").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "b_minus_one(add)",
+            "b_zero_first(add)",
+            "b_zero_second(add)",
+            "b_plus_two(add)",
+            "add(1,1)",
+            "a_minus_three",
+            "a_zero",
+            "a_plus_one",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn turn_hooks_run_by_priority_then_registration() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([ScriptedStep::new().text("ok")]);
+    let hook = |name: &'static str, priority: i32| {
+        let trace = trace.clone();
+        Hook::<event::BeforeStep>::sync(name, move |_| trace.push(name)).priority(priority)
+    };
+    let agent = AgentBuilder::new("order")
+        .model(model)
+        .hook(hook("plus_three", 3))
+        .hook(hook("zero_first", 0))
+        .hook(hook("minus_two", -2))
+        .hook(hook("zero_second", 0))
+        .build()
+        .unwrap();
+
+    let result = agent.run("hi").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&["minus_two", "zero_first", "zero_second", "plus_three"])
+    );
+}
+
+/// A lookup tool made at run time.
+fn lookup_user(trace: &Trace) -> FnTool {
+    let trace = trace.clone();
+    FnTool::new(
+        "lookup_user",
+        "Look up a user by name.",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        move |args, _ctx| {
+            let trace = trace.clone();
+            async move {
+                let name = args["name"].as_str().unwrap_or_default().to_owned();
+                trace.push(format!("lookup_user({name})"));
+                Ok::<_, ToolError>(json!({"name": name, "id": 7}))
+            }
+        },
+    )
+}
+
+#[tokio::test]
+async fn dynamic_hooks_match_tools_added_for_one_turn() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "lookup_user", r#"{"name":"ada"}"#)
+            .tool_call("c2", "add", r#"{"a":1,"b":2}"#),
+        ScriptedStep::new().text("found"),
+    ]);
+    let (t1, t2, t3) = (trace.clone(), trace.clone(), trace.clone());
+    let agent = AgentBuilder::new("dyn")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .hook(Hook::<event::BeforeTurn>::sync("add_lookup", move |_| {
+            TurnConfig {
+                tools: vec![Arc::new(lookup_user(&t1))],
+                ..TurnConfig::default()
+            }
+        }))
+        .before_tool_call(
+            Matcher::regex("^lookup_").dynamic(),
+            Hook::<AnyBefore>::sync("dyn_before", move |ctx| {
+                t2.push(format!(
+                    "dyn_before({} dynamic={} name={})",
+                    ctx.tool_name, ctx.dynamic, ctx.input["name"]
+                ));
+            }),
+        )
+        .after_tool_call(
+            Matcher::regex("^lookup_").dynamic(),
+            Hook::<event::AfterToolCall<Value>>::sync("dyn_after", move |ctx| {
+                t3.push(format!(
+                    "dyn_after({} {} {})",
+                    ctx.tool_name,
+                    ctx.outcome.kind(),
+                    ctx.output_json().unwrap_or_default()
+                ));
+            }),
+        )
+        .build()
+        .unwrap();
+
+    let result = agent.run("who is ada?").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            r#"dyn_before(lookup_user dynamic=true name="ada")"#,
+            "lookup_user(ada)",
+            r#"dyn_after(lookup_user executed {"id":7,"name":"ada"})"#,
+            "add(1,2)",
+        ])
+    );
+    let offered: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(offered, ["add", "lookup_user"]);
+}
+
+#[tokio::test]
+async fn a_dynamic_hook_that_matches_nothing_never_fires() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":2}"#),
+        ScriptedStep::new().text("3"),
+    ]);
+    let agent = AgentBuilder::new("dyn")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(Matcher::tool("plugin_tool").dynamic(), probe(&trace, "dyn"))
+        .hook(Hook::<event::BeforeStep>::sync("noop", |_| {
+            StepConfig::default()
+        }))
+        .build()
+        .unwrap();
+    let result = agent.run("1+2").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(trace.take(), lines(&["add(1,2)"]));
+}
+
+// ---- Build errors ----
+
+fn build_error(builder: AgentBuilder) -> BuildError {
+    match builder.build() {
+        Ok(agent) => panic!("expected a build error, built {agent:?}"),
+        Err(error) => error,
+    }
+}
+
+fn no_model() -> ScriptedModel {
+    ScriptedModel::new([])
+}
+
+#[test]
+fn a_matcher_matching_no_tool_is_a_build_error_listing_the_tools() {
+    let trace = Trace::new();
+    let error = build_error(
+        file_agent(&no_model(), &trace)
+            .before_tool_call(Matcher::tool("delete_file"), probe(&trace, "guard"))
+            .after_tool_call(
+                Matcher::regex("^file"),
+                Hook::<event::AfterToolCall<Value>>::sync("audit", |_| {}),
+            ),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "hook `guard`: `tool = \"delete_file\"` matches none of the agent's tools \
+             (read_file, write_file, get_weather); add `dynamic` if tools are added at run time",
+            "hook `audit`: `match = \"^file\"` matches none of the agent's tools \
+             (read_file, write_file, get_weather); add `dynamic` if tools are added at run time",
+        ])
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("the agent cannot be built: hook `guard`: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn dynamic_opts_a_matcher_out_of_the_build_check() {
+    let trace = Trace::new();
+    let built = file_agent(&no_model(), &trace)
+        .before_tool_call(
+            Matcher::tool("delete_file").dynamic(),
+            probe(&trace, "guard"),
+        )
+        .before_tool_call(Matcher::regex("^plugin_").dynamic(), probe(&trace, "p"))
+        .build();
+    assert!(built.is_ok(), "{built:?}");
+}
+
+#[test]
+fn matcher_all_on_an_agent_without_tools_needs_dynamic() {
+    let trace = Trace::new();
+    let error = build_error(
+        AgentBuilder::new("bare")
+            .model(no_model())
+            .before_tool_call(Matcher::all(), probe(&trace, "every")),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "hook `every`: `every tool` matches none of the agent's tools (); add `dynamic` if tools are added at run time"
+        ])
+    );
+    // The recorder hooks of `tests` use `Matcher::all().dynamic()`.
+    let built = AgentBuilder::new("bare")
+        .model(no_model())
+        .record_all(&trace)
+        .build();
+    assert!(built.is_ok(), "{built:?}");
+}
+
+#[test]
+fn an_invalid_regex_is_a_build_error() {
+    let trace = Trace::new();
+    let error = build_error(
+        file_agent(&no_model(), &trace)
+            .before_tool_call(Matcher::regex("(read_file").dynamic(), probe(&trace, "bad")),
+    );
+    assert_eq!(error.problems.len(), 1, "{error}");
+    assert!(
+        error.problems[0].starts_with("hook `bad`: invalid regex `(read_file`: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn duplicate_tool_names_are_a_build_error() {
+    let error = build_error(
+        AgentBuilder::new("dup")
+            .model(no_model())
+            .tool(Add::default())
+            .tool(ReadFile::default())
+            .tool(Add::default()),
+    );
+    assert_eq!(error.problems, lines(&["duplicate tool name `add`"]));
+}
+
+#[test]
+fn an_invalid_tool_name_is_a_build_error() {
+    let tool = |name: &str| {
+        FnTool::new(
+            name,
+            "A tool.",
+            json!({"type": "object"}),
+            |args, _ctx| async move { Ok::<_, ToolError>(args) },
+        )
+    };
+    let error = build_error(
+        AgentBuilder::new("names")
+            .model(no_model())
+            .dyn_tool(tool("has space"))
+            .dyn_tool(tool(""))
+            .dyn_tool(tool(&"x".repeat(65)))
+            .dyn_tool(tool("ok-name_64"))
+            .dyn_tool(tool(&"y".repeat(64))),
+    );
+    assert_eq!(
+        error.problems,
+        vec![
+            "invalid tool name `has space`: use 1 to 64 of `[A-Za-z0-9_-]`".to_owned(),
+            "invalid tool name ``: use 1 to 64 of `[A-Za-z0-9_-]`".to_owned(),
+            format!(
+                "invalid tool name `{}`: use 1 to 64 of `[A-Za-z0-9_-]`",
+                "x".repeat(65)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_typed_hook_that_cannot_carry_a_matched_tools_args_is_a_build_error() {
+    let trace = Trace::new();
+    let error = build_error(
+        file_agent(&no_model(), &trace)
+            .before_tool_call(
+                Matcher::regex("_file"),
+                Hook::<event::BeforeToolCall<ReadFileArgs>>::sync("reader", |_| {}),
+            )
+            .after_tool_call(
+                Matcher::all(),
+                Hook::<event::AfterToolCall<FileCall>>::sync("files_only", |_| {}),
+            ),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "hook `reader`: its input type cannot carry the arguments of tool `write_file`",
+            "hook `files_only`: its input type cannot carry the arguments of tool `get_weather`",
+        ])
+    );
+}
+
+#[test]
+fn a_builder_without_a_model_is_a_build_error() {
+    let error = build_error(AgentBuilder::new("mute").tool(Add::default()));
+    assert_eq!(
+        error.problems,
+        lines(&["no model: call `.model(...)` on the builder"])
+    );
+}

@@ -1,0 +1,166 @@
+//! The engine's `tracing` spans: names and OpenTelemetry gen_ai attributes for the turn, each
+//! step, each model call, each tool call and each hook run, recorded by a minimal subscriber.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_core::{AgentBuilder, Hook, Matcher, ScriptedModel, ScriptedStep, event};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+/// Each span as `name {field=value, ...}`, fields in the order they were set.
+#[derive(Clone, Default)]
+struct Spans {
+    spans: Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>,
+    next: Arc<AtomicU64>,
+}
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name().to_owned(), value.to_owned()));
+    }
+}
+
+impl Subscriber for Spans {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let mut fields = Vec::new();
+        span.record(&mut Fields(&mut fields));
+        let mut spans = self.spans.lock().unwrap();
+        spans.push((span.metadata().name().to_owned(), fields));
+        self.next.fetch_add(1, Ordering::SeqCst);
+        Id::from_u64(spans.len() as u64)
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut spans = self.spans.lock().unwrap();
+        let index = span.into_u64() as usize - 1;
+        values.record(&mut Fields(&mut spans[index].1));
+    }
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}
+
+impl Spans {
+    fn find(&self, name: &str) -> Vec<Vec<(String, String)>> {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, fields)| fields.clone())
+            .collect()
+    }
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .rev()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn turn_step_model_tool_and_hook_spans_carry_gen_ai_attributes() {
+    let spans = Spans::default();
+    let _guard = tracing::subscriber::set_default(spans.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let model = ScriptedModel::with_id(
+        "gpt-test",
+        [
+            ScriptedStep::new()
+                .tool_call("call_7", "echo", r#"{"x":1}"#)
+                .usage(11, 3),
+            ScriptedStep::new().text("done").usage(20, 2),
+        ],
+    );
+    let echo = agent_core::FnTool::new(
+        "echo",
+        "Echo.",
+        serde_json::json!({"type": "object"}),
+        |args, _| async move { Ok(args) },
+    );
+    let agent = AgentBuilder::new("tracer")
+        .model(model)
+        .dyn_tool(echo)
+        .hook(Hook::<event::OnStepFinish>::sync("finished", |_| {}))
+        .before_tool_call(
+            Matcher::tool("echo"),
+            Hook::<event::BeforeToolCall<serde_json::Value>>::sync("gate", |_| {}),
+        )
+        .build()
+        .unwrap();
+    let result = runtime.block_on(agent.run("hi"));
+    assert!(result.is_completed(), "{result:?}");
+
+    let turns = spans.find("invoke_agent");
+    assert_eq!(turns.len(), 1);
+    assert_eq!(
+        field(&turns[0], "gen_ai.operation.name"),
+        Some("invoke_agent")
+    );
+    assert_eq!(field(&turns[0], "gen_ai.agent.name"), Some("tracer"));
+    assert_eq!(field(&turns[0], "gen_ai.usage.input_tokens"), Some("31"));
+    assert_eq!(field(&turns[0], "gen_ai.usage.output_tokens"), Some("5"));
+
+    let step_numbers: Vec<String> = spans
+        .find("step")
+        .iter()
+        .map(|f| field(f, "gen_ai.agent.step").unwrap_or("?").to_owned())
+        .collect();
+    assert_eq!(step_numbers, ["0", "1"]);
+
+    let chats = spans.find("chat");
+    assert_eq!(chats.len(), 2);
+    assert_eq!(field(&chats[0], "gen_ai.operation.name"), Some("chat"));
+    assert_eq!(field(&chats[0], "gen_ai.request.model"), Some("gpt-test"));
+    assert_eq!(field(&chats[0], "gen_ai.usage.input_tokens"), Some("11"));
+    assert_eq!(field(&chats[1], "gen_ai.usage.output_tokens"), Some("2"));
+
+    let tools = spans.find("execute_tool");
+    assert_eq!(tools.len(), 1);
+    assert_eq!(
+        field(&tools[0], "gen_ai.operation.name"),
+        Some("execute_tool")
+    );
+    assert_eq!(field(&tools[0], "gen_ai.tool.name"), Some("echo"));
+    assert_eq!(field(&tools[0], "gen_ai.tool.call.id"), Some("call_7"));
+
+    let hooks: Vec<(String, String)> = spans
+        .find("hook")
+        .iter()
+        .map(|f| {
+            (
+                field(f, "hook.event").unwrap_or("?").to_owned(),
+                field(f, "hook.name").unwrap_or("?").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            ("before_tool_call".to_owned(), "gate".to_owned()),
+            ("on_step_finish".to_owned(), "finished".to_owned()),
+            ("on_step_finish".to_owned(), "finished".to_owned()),
+        ]
+    );
+}
