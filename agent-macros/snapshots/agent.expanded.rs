@@ -144,6 +144,7 @@ impl ::agent_core::ToolInput for WriteFileArgs {
 impl ::agent_core::AcceptsTool<WriteFile> for WriteFileArgs {}
 ///The input of a hook matching the tools `read_file`, `write_file`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
+#[allow(clippy::enum_variant_names)]
 enum FileCall {
     ///Arguments of the `read_file` tool.
     ReadFile(<ReadFile as ::agent_core::Tool>::Args),
@@ -189,6 +190,7 @@ impl ::agent_core::AcceptsTool<ReadFile> for FileCall {}
 impl ::agent_core::AcceptsTool<WriteFile> for FileCall {}
 ///The input of a hook matching the tools `read_file`, `write_file`, `current_time`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
+#[allow(clippy::enum_variant_names)]
 enum FileAgentInput {
     ///Arguments of the `read_file` tool.
     ReadFile(<ReadFile as ::agent_core::Tool>::Args),

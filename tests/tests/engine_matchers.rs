@@ -130,8 +130,8 @@ async fn a_hook_matching_several_tools_receives_their_args_enum() {
         contents,
         [
             "contents of sandbox/notes.txt",
-            r#"{"bytes":2,"path":"sandbox/out.txt"}"#,
-            r#"{"celsius":21,"city":"Oslo"}"#,
+            r#"{"path":"sandbox/out.txt","bytes":2}"#,
+            r#"{"city":"Oslo","celsius":21}"#,
         ]
     );
 }

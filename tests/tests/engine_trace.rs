@@ -110,7 +110,7 @@ async fn a_two_tool_call_turn_fires_every_hook_in_order() {
             ("add", "5", false, "executed"),
             (
                 "get_weather",
-                r#"{"celsius":21,"city":"Oslo"}"#,
+                r#"{"city":"Oslo","celsius":21}"#,
                 false,
                 "executed"
             ),
@@ -138,7 +138,7 @@ async fn a_two_tool_call_turn_fires_every_hook_in_order() {
             ("user", "2+3, and the weather in Oslo?"),
             ("assistant", "Let me check."),
             ("tool", "5"),
-            ("tool", r#"{"celsius":21,"city":"Oslo"}"#),
+            ("tool", r#"{"city":"Oslo","celsius":21}"#),
         ]
     );
 }

@@ -108,7 +108,7 @@ async fn the_design_dsl_runs() {
             "contents of notes.txt",
             "outside the workspace",
             "2",
-            r#"{"celsius":20,"city":"Oslo"}"#
+            r#"{"city":"Oslo","celsius":20}"#
         ]
     );
     let request = &model.requests()[0];

@@ -1,7 +1,6 @@
 //! The engine's `tracing` spans: names and OpenTelemetry gen_ai attributes for the turn, each
 //! step, each model call, each tool call and each hook run, recorded by a minimal subscriber.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_core::{AgentBuilder, Hook, Matcher, ScriptedModel, ScriptedStep, event};
@@ -9,11 +8,13 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// Each span as `name {field=value, ...}`, fields in the order they were set.
+/// A span's fields as `(name, value)`, in the order they were set.
+type SpanFields = Vec<(String, String)>;
+
+/// Every span as its name and fields, in creation order.
 #[derive(Clone, Default)]
 struct Spans {
-    spans: Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>,
-    next: Arc<AtomicU64>,
+    spans: Arc<Mutex<Vec<(String, SpanFields)>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -38,7 +39,6 @@ impl Subscriber for Spans {
         span.record(&mut Fields(&mut fields));
         let mut spans = self.spans.lock().unwrap();
         spans.push((span.metadata().name().to_owned(), fields));
-        self.next.fetch_add(1, Ordering::SeqCst);
         Id::from_u64(spans.len() as u64)
     }
 
@@ -58,7 +58,7 @@ impl Subscriber for Spans {
 }
 
 impl Spans {
-    fn find(&self, name: &str) -> Vec<Vec<(String, String)>> {
+    fn find(&self, name: &str) -> Vec<SpanFields> {
         let spans = self.spans.lock().unwrap();
         spans
             .iter()

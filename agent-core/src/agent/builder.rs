@@ -335,6 +335,17 @@ fn check_matchers<'a>(
                 tools.join(", ")
             ));
         }
+        if !matcher.is_dynamic() && !matched.is_empty() {
+            for name in matcher.names().unwrap_or_default() {
+                if !tools.contains(&name.as_str()) {
+                    problems.push(format!(
+                        "hook `{}`: no tool named `{name}` (tools: {})",
+                        meta.name,
+                        tools.join(", ")
+                    ));
+                }
+            }
+        }
         for tool in matched {
             if !(meta.accepts)(tool) {
                 problems.push(format!(

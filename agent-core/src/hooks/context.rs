@@ -275,9 +275,10 @@ pub struct ToolCallContext<I> {
 }
 
 /// What a before_tool_call hook decides. Returning `()` means [`Allow`](Self::Allow).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub enum ToolCallDecision<I: ToolInput> {
     /// Run the tool with the current input.
+    #[default]
     Allow,
     /// Run the tool with this input instead (the next hook sees it).
     Modify(I),
@@ -285,12 +286,6 @@ pub enum ToolCallDecision<I: ToolInput> {
     Block(Option<String>),
     /// Do not run; the model receives this output.
     Substitute(I::Output),
-}
-
-impl<I: ToolInput> Default for ToolCallDecision<I> {
-    fn default() -> Self {
-        ToolCallDecision::Allow
-    }
 }
 
 impl<I: ToolInput> ToolCallDecision<I> {

@@ -74,6 +74,14 @@ impl Matcher {
         self
     }
 
+    /// The tool names of a `tool`/`tools` matcher (`None` for a regex or every tool).
+    pub fn names(&self) -> Option<&[String]> {
+        match &self.kind {
+            MatcherKind::Names(names) => Some(names),
+            _ => None,
+        }
+    }
+
     /// Whether the matcher may match nothing at build time.
     pub fn is_dynamic(&self) -> bool {
         self.dynamic

@@ -13,6 +13,7 @@ use crate::BoxFuture;
 use crate::model::ToolSpec;
 
 type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
+type TextFn = fn(&(dyn Any + Send + Sync)) -> Result<String, String>;
 
 /// A typed value (a tool's arguments or output) with the ability to turn itself into JSON.
 ///
@@ -21,6 +22,7 @@ type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
 pub struct AnyValue {
     value: Box<dyn Any + Send + Sync>,
     json: JsonFn,
+    text: TextFn,
 }
 
 impl AnyValue {
@@ -32,9 +34,16 @@ impl AnyValue {
                 None => Err("internal: erased value of an unexpected type".to_owned()),
             }
         }
+        fn text<T: Serialize + 'static>(value: &(dyn Any + Send + Sync)) -> Result<String, String> {
+            match value.downcast_ref::<T>() {
+                Some(value) => serde_json::to_string(value).map_err(|e| e.to_string()),
+                None => Err("internal: erased value of an unexpected type".to_owned()),
+            }
+        }
         AnyValue {
             value: Box::new(value),
             json: json::<T>,
+            text: text::<T>,
         }
     }
 
@@ -45,10 +54,10 @@ impl AnyValue {
 
     /// Takes the value out, if it is a `T`.
     pub fn downcast<T: 'static>(self) -> Result<T, AnyValue> {
-        let AnyValue { value, json } = self;
+        let AnyValue { value, json, text } = self;
         match value.downcast::<T>() {
             Ok(value) => Ok(*value),
-            Err(value) => Err(AnyValue { value, json }),
+            Err(value) => Err(AnyValue { value, json, text }),
         }
     }
 
@@ -60,15 +69,21 @@ impl AnyValue {
         (self.json)(&*self.value)
     }
 
-    /// The value as the model reads it: a string as itself, anything else as JSON text.
+    /// The value as the model reads it: a string as itself, anything else as JSON text
+    /// (serialized directly, so struct fields keep their declared order).
     pub fn to_model_text(&self) -> Result<String, String> {
         if let Some(text) = self.value.downcast_ref::<String>() {
             return Ok(text.clone());
         }
-        Ok(match self.to_json()? {
-            Value::String(text) => text,
-            other => other.to_string(),
-        })
+        if let Some(Value::String(text)) = self.value.downcast_ref::<Value>() {
+            return Ok(text.clone());
+        }
+        let text = (self.text)(&*self.value)?;
+        if text.starts_with('"') {
+            // Something that serializes as a JSON string (an enum variant, a `Cow<str>`).
+            return serde_json::from_str(&text).map_err(|e| e.to_string());
+        }
+        Ok(text)
     }
 }
 
@@ -134,8 +149,16 @@ impl fmt::Debug for dyn DynTool {
 fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) -> ArgsError {
     let path = error.path().to_string();
     let inner = error.into_inner();
-    // serde_json appends the position; the path already says where.
     let message = inner.to_string();
+    if inner.is_syntax() || inner.is_eof() {
+        // Not JSON at all: the position is what tells the model where it went wrong.
+        return ArgsError {
+            tool: tool.to_owned(),
+            path: ".".to_owned(),
+            message,
+        };
+    }
+    // serde_json appends the position; the path already says where.
     let message = match message.rfind(" at line ") {
         Some(at) => message[..at].to_owned(),
         None => message,

@@ -128,8 +128,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     let mut outcome = None;
     for hook in &slot.before {
         let meta = hook.meta();
-        let span =
-            tracing::debug_span!("hook", otel.name = "before_tool_call", hook.name = %meta.name);
+        let span = tracing::debug_span!("hook", otel.name = "before_tool_call", hook.event = "before_tool_call", hook.name = %meta.name);
         match hook.run(&state).instrument(span).await {
             Ok(ErasedDecision::Allow) => {}
             Ok(ErasedDecision::Modify(input)) => state.effective_input = Arc::new(input),
@@ -207,8 +206,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         let outcome = Arc::new(outcome);
         for hook in &slot.after {
             let meta = hook.meta();
-            let span =
-                tracing::debug_span!("hook", otel.name = "after_tool_call", hook.name = %meta.name);
+            let span = tracing::debug_span!("hook", otel.name = "after_tool_call", hook.event = "after_tool_call", hook.name = %meta.name);
             if let Err(failure) = hook.run(&state, &outcome, duration).instrument(span).await {
                 match meta.policy {
                     FailurePolicy::FailOpen => {

@@ -51,6 +51,7 @@ pub(crate) async fn run_turn(
         cancel: request.cancel.clone(),
         sink,
         outcome: Outcome::default(),
+        span: span.clone(),
     };
     turn.run(request).instrument(span).await
 }
@@ -63,6 +64,8 @@ struct Turn<'a> {
     cancel: crate::CancelToken,
     sink: Option<mpsc::Sender<TurnEvent>>,
     outcome: Outcome,
+    /// The turn's `invoke_agent` span, to record usage on when the turn ends.
+    span: tracing::Span,
 }
 
 /// What the turn has produced so far.
@@ -154,217 +157,234 @@ impl Turn<'_> {
     }
 
     async fn steps(&mut self, mut plan: TurnPlan<'_>) -> End {
-        let hooks = &self.agent.hooks;
         for step in 0..plan.max_steps {
-            // before_step
-            let step_ctx = StepContext {
-                request_id: self.request_id.clone(),
-                step,
-                previous: self.outcome.steps.clone(),
-                messages: plan.messages.clone(),
-            };
-            let mut step_config = StepConfig::default();
-            if let Err(error) = each(&hooks.before_step, &step_ctx, |c| {
-                if let Some(c) = c {
-                    step_config.merge(c)
-                }
-            })
-            .await
-            {
-                return End::Failed(error, ErrorStage::Turn);
-            }
-            let StepContext {
-                messages: step_messages,
-                ..
-            } = step_ctx;
-            let model = step_config
-                .model
-                .clone()
-                .unwrap_or_else(|| plan.model.clone());
-            let request = plan.request(&*model, step_config, step_messages);
-
-            // on_llm_start
-            let start = LlmStartContext {
-                request_id: self.request_id.clone(),
-                step,
-                request,
-            };
-            if let Err(error) = observe(&hooks.on_llm_start, &start).await {
-                return End::Failed(error, ErrorStage::Turn);
-            }
-            let span = tracing::info_span!(
-                "chat",
-                otel.name = %format_args!("chat {}", model.id()),
-                gen_ai.operation.name = "chat",
-                gen_ai.request.model = %model.id(),
-                gen_ai.usage.input_tokens = tracing::field::Empty,
-                gen_ai.usage.output_tokens = tracing::field::Empty,
-                gen_ai.response.finish_reasons = tracing::field::Empty,
-            );
-            let started = std::time::Instant::now();
-            let streamed = StepStream::new(self, step)
-                .read(model.stream(start.request))
-                .instrument(span.clone())
-                .await;
-            span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
-
-            // on_llm_end
-            let end_ctx = LlmEndContext {
-                request_id: self.request_id.clone(),
-                step,
-                model: model.id().to_owned(),
-                text: streamed.text,
-                tool_calls: streamed.tool_calls,
-                finish_reason: streamed.finish.as_ref().ok().cloned(),
-                usage: streamed.usage,
-                latency: started.elapsed(),
-                error: streamed
-                    .finish
-                    .as_ref()
-                    .err()
-                    .and_then(|e| e.as_ref().map(|e| e.message.clone())),
-            };
-            self.outcome.usage.add(&end_ctx.usage);
-            let llm_end = observe(&hooks.on_llm_end, &end_ctx).await;
-            let LlmEndContext {
-                text,
-                tool_calls,
-                usage,
-                ..
-            } = end_ctx;
-            let finish_reason = match streamed.finish {
-                Ok(reason) => reason,
-                Err(error) => {
-                    // A broken stream keeps its partial text; its tool calls never run.
-                    self.outcome.text = text.clone();
-                    if !text.is_empty() || !streamed.reasoning.is_empty() {
-                        self.outcome.added.push(Message::Assistant {
-                            content: text,
-                            reasoning: streamed.reasoning,
-                            tool_calls: Vec::new(),
-                        });
-                    }
-                    return match error {
-                        // A fail-closed on_chunk hook breaks the stream too, but the stream
-                        // itself was fine: the failure belongs to the turn's hooks.
-                        Some(error) if matches!(error.kind, TurnErrorKind::Hook { .. }) => {
-                            End::Failed(error, ErrorStage::Turn)
-                        }
-                        Some(error) => End::Failed(error, ErrorStage::Stream),
-                        None => End::Aborted,
-                    };
-                }
-            };
-            if let Err(error) = llm_end {
-                return End::Failed(error, ErrorStage::Turn);
-            }
-            span.record(
-                "gen_ai.response.finish_reasons",
-                tracing::field::debug(&finish_reason),
-            );
-
-            let assistant = Message::Assistant {
-                content: text.clone(),
-                reasoning: streamed.reasoning.clone(),
-                tool_calls: tool_calls.clone(),
-            };
-            self.outcome.text = text.clone();
-            self.outcome.added.push(assistant.clone());
-            plan.messages.push(assistant);
-
-            // Tool calls: concurrently, results in the model's order.
-            let mut tool_results = Vec::with_capacity(tool_calls.len());
-            let mut failed_hook = None;
-            if !tool_calls.is_empty() {
-                let step_messages = Arc::new(plan.messages.clone());
-                let scope = CallScope {
-                    request_id: &self.request_id,
-                    step,
-                    messages: &step_messages,
-                    cancel: &self.cancel,
-                    tools: &plan.tools,
-                };
-                let calls = tool_calls
-                    .iter()
-                    .map(|call| {
-                        Box::pin(crate::tool_call::execute(&scope, call))
-                            as crate::BoxFuture<'_, CallResult>
-                    })
-                    .collect();
-                let joined = join_ordered(calls, self.agent.tool_concurrency);
-                let results = tokio::select! {
-                    biased;
-                    () = self.cancel.cancelled() => None,
-                    results = joined => Some(results),
-                };
-                let Some(results) = results else {
-                    // The assistant message is kept with its tool calls: answer each one, so
-                    // the stored history stays valid for the next turn.
-                    for call in &tool_calls {
-                        self.outcome.added.push(Message::Tool {
-                            call_id: call.id.clone(),
-                            name: call.name.clone(),
-                            content: format!(
-                                "tool `{}` did not finish: the turn was aborted",
-                                call.name
-                            ),
-                            is_error: true,
-                        });
-                    }
-                    return End::Aborted;
-                };
-                for result in results {
-                    let record = result.record;
-                    failed_hook = failed_hook.or(result.error);
-                    let message = Message::Tool {
-                        call_id: record.call_id.clone(),
-                        name: record.name.clone(),
-                        content: record.content.clone(),
-                        is_error: record.is_error,
-                    };
-                    let chunk = crate::hooks::Chunk::ToolResult {
-                        id: record.call_id.clone(),
-                        name: record.name.clone(),
-                        content: record.content.clone(),
-                        is_error: record.is_error,
-                    };
-                    if let Err(error) = StepStream::new(self, step).chunk(chunk).await {
-                        return End::Failed(error, ErrorStage::Turn);
-                    }
-                    self.outcome.added.push(message.clone());
-                    plan.messages.push(message);
-                    tool_results.push(record);
-                }
-            }
-
-            let record = StepRecord {
-                step,
-                model: model.id().to_owned(),
-                text,
-                reasoning: streamed.reasoning,
-                tool_calls,
-                tool_results,
-                finish_reason,
-                usage,
-            };
-            if let Err(error) = observe(&hooks.on_step_finish, &record).await {
-                return End::Failed(error, ErrorStage::Turn);
-            }
-            let more = !record.tool_calls.is_empty();
-            self.emit(TurnEvent::StepFinished(record.clone())).await;
-            self.outcome.steps.push(record);
-            if let Some(error) = failed_hook {
-                return End::Failed(error, ErrorStage::Turn);
-            }
             if self.cancel.is_cancelled() {
                 return End::Aborted;
             }
-            if !more {
-                return End::Completed(StopReason::Finished);
+            let span = tracing::info_span!(
+                "step",
+                otel.name = %format_args!("step {step}"),
+                gen_ai.agent.step = step,
+            );
+            if let Some(end) = self.step(&mut plan, step).instrument(span).await {
+                return end;
             }
         }
         self.stop(StopReason::MaxSteps).await
+    }
+
+    /// One step: before_step, the model call, its tool calls, on_step_finish. `None` when the
+    /// turn goes on to another step.
+    async fn step(&mut self, plan: &mut TurnPlan<'_>, step: usize) -> Option<End> {
+        let hooks = &self.agent.hooks;
+        // before_step
+        let step_ctx = StepContext {
+            request_id: self.request_id.clone(),
+            step,
+            previous: self.outcome.steps.clone(),
+            messages: plan.messages.clone(),
+        };
+        let mut step_config = StepConfig::default();
+        if let Err(error) = each(&hooks.before_step, &step_ctx, |c| {
+            if let Some(c) = c {
+                step_config.merge(c)
+            }
+        })
+        .await
+        {
+            return Some(End::Failed(error, ErrorStage::Turn));
+        }
+        let StepContext {
+            messages: step_messages,
+            ..
+        } = step_ctx;
+        let model = step_config
+            .model
+            .clone()
+            .unwrap_or_else(|| plan.model.clone());
+        let request = plan.request(&*model, step_config, step_messages);
+
+        // on_llm_start
+        let start = LlmStartContext {
+            request_id: self.request_id.clone(),
+            step,
+            request,
+        };
+        if let Err(error) = observe(&hooks.on_llm_start, &start).await {
+            return Some(End::Failed(error, ErrorStage::Turn));
+        }
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {}", model.id()),
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %model.id(),
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+        );
+        let started = std::time::Instant::now();
+        let streamed = StepStream::new(self, step)
+            .read(model.stream(start.request))
+            .instrument(span.clone())
+            .await;
+        span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
+
+        // on_llm_end
+        let end_ctx = LlmEndContext {
+            request_id: self.request_id.clone(),
+            step,
+            model: model.id().to_owned(),
+            text: streamed.text,
+            tool_calls: streamed.tool_calls,
+            finish_reason: streamed.finish.as_ref().ok().cloned(),
+            usage: streamed.usage,
+            latency: started.elapsed(),
+            error: streamed
+                .finish
+                .as_ref()
+                .err()
+                .and_then(|e| e.as_ref().map(|e| e.message.clone())),
+        };
+        self.outcome.usage.add(&end_ctx.usage);
+        let llm_end = observe(&hooks.on_llm_end, &end_ctx).await;
+        let LlmEndContext {
+            text,
+            tool_calls,
+            usage,
+            ..
+        } = end_ctx;
+        let finish_reason = match streamed.finish {
+            Ok(reason) => reason,
+            Err(error) => {
+                // A broken stream keeps its partial text; its tool calls never run.
+                self.outcome.text = text.clone();
+                if !text.is_empty() || !streamed.reasoning.is_empty() {
+                    self.outcome.added.push(Message::Assistant {
+                        content: text,
+                        reasoning: streamed.reasoning,
+                        tool_calls: Vec::new(),
+                    });
+                }
+                return Some(match error {
+                    // A fail-closed on_chunk hook breaks the stream too, but the stream
+                    // itself was fine: the failure belongs to the turn's hooks.
+                    Some(error) if matches!(error.kind, TurnErrorKind::Hook { .. }) => {
+                        End::Failed(error, ErrorStage::Turn)
+                    }
+                    Some(error) => End::Failed(error, ErrorStage::Stream),
+                    None => End::Aborted,
+                });
+            }
+        };
+        if let Err(error) = llm_end {
+            return Some(End::Failed(error, ErrorStage::Turn));
+        }
+        span.record(
+            "gen_ai.response.finish_reasons",
+            tracing::field::debug(&finish_reason),
+        );
+
+        let assistant = Message::Assistant {
+            content: text.clone(),
+            reasoning: streamed.reasoning.clone(),
+            tool_calls: tool_calls.clone(),
+        };
+        self.outcome.text = text.clone();
+        self.outcome.added.push(assistant.clone());
+        plan.messages.push(assistant);
+
+        // Tool calls: concurrently, results in the model's order.
+        let mut tool_results = Vec::with_capacity(tool_calls.len());
+        let mut failed_hook = None;
+        if !tool_calls.is_empty() {
+            let step_messages = Arc::new(plan.messages.clone());
+            let scope = CallScope {
+                request_id: &self.request_id,
+                step,
+                messages: &step_messages,
+                cancel: &self.cancel,
+                tools: &plan.tools,
+            };
+            let calls = tool_calls
+                .iter()
+                .map(|call| {
+                    Box::pin(crate::tool_call::execute(&scope, call))
+                        as crate::BoxFuture<'_, CallResult>
+                })
+                .collect();
+            let joined = join_ordered(calls, self.agent.tool_concurrency);
+            let results = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => None,
+                results = joined => Some(results),
+            };
+            let Some(results) = results else {
+                // The assistant message is kept with its tool calls: answer each one, so
+                // the stored history stays valid for the next turn.
+                for call in &tool_calls {
+                    self.outcome.added.push(Message::Tool {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: format!(
+                            "tool `{}` did not finish: the turn was aborted",
+                            call.name
+                        ),
+                        is_error: true,
+                    });
+                }
+                return Some(End::Aborted);
+            };
+            for result in results {
+                let record = result.record;
+                failed_hook = failed_hook.or(result.error);
+                let message = Message::Tool {
+                    call_id: record.call_id.clone(),
+                    name: record.name.clone(),
+                    content: record.content.clone(),
+                    is_error: record.is_error,
+                };
+                let chunk = crate::hooks::Chunk::ToolResult {
+                    id: record.call_id.clone(),
+                    name: record.name.clone(),
+                    content: record.content.clone(),
+                    is_error: record.is_error,
+                };
+                if let Err(error) = StepStream::new(self, step).chunk(chunk).await {
+                    return Some(End::Failed(error, ErrorStage::Turn));
+                }
+                self.outcome.added.push(message.clone());
+                plan.messages.push(message);
+                tool_results.push(record);
+            }
+        }
+
+        let record = StepRecord {
+            step,
+            model: model.id().to_owned(),
+            text,
+            reasoning: streamed.reasoning,
+            tool_calls,
+            tool_results,
+            finish_reason,
+            usage,
+        };
+        if let Err(error) = observe(&hooks.on_step_finish, &record).await {
+            return Some(End::Failed(error, ErrorStage::Turn));
+        }
+        let more = !record.tool_calls.is_empty();
+        self.emit(TurnEvent::StepFinished(record.clone())).await;
+        self.outcome.steps.push(record);
+        if let Some(error) = failed_hook {
+            return Some(End::Failed(error, ErrorStage::Turn));
+        }
+        if self.cancel.is_cancelled() {
+            return Some(End::Aborted);
+        }
+        if !more {
+            return Some(End::Completed(StopReason::Finished));
+        }
+        None
     }
 
     /// on_stop: a limit ended the turn.
@@ -402,6 +422,7 @@ impl Turn<'_> {
             continuation,
             outcome,
             sink,
+            span,
             ..
         } = self;
         let hooks = &agent.hooks;
@@ -463,8 +484,8 @@ impl Turn<'_> {
             error,
             classification,
         };
-        tracing::Span::current().record("gen_ai.usage.input_tokens", result.usage.input_tokens);
-        tracing::Span::current().record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+        span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
         if status == TurnStatus::Completed {
             let _ = observe(&hooks.after_run, &result).await;
         }

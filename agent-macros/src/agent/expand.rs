@@ -190,6 +190,7 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone)]
+        #[allow(clippy::enum_variant_names)]
         #vis enum #ident {
             #(
                 #[doc = #variant_docs]

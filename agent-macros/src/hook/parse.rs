@@ -69,7 +69,7 @@ impl HookAttr {
                 .get_ident()
                 .map(Ident::to_string)
                 .unwrap_or_default();
-            if is_first && meta.input.is_empty() || is_first && meta.input.peek(syn::Token![,]) {
+            if is_first && (meta.input.is_empty() || meta.input.peek(syn::Token![,])) {
                 let Some(event) = events::find(&key) else {
                     return Err(meta.error(format!(
                         "unknown hook event `{key}`; expected one of: {}",
