@@ -181,7 +181,13 @@ impl Turn<'_> {
         let step_ctx = StepContext {
             request_id: self.request_id.clone(),
             step,
-            previous: self.outcome.steps.clone(),
+            // Only before_step hooks read the earlier steps: without one, copying every earlier
+            // step's record on each step would make a long turn quadratic for nothing.
+            previous: if hooks.before_step.is_empty() {
+                Vec::new()
+            } else {
+                self.outcome.steps.clone()
+            },
             messages: plan.messages.clone(),
         };
         let mut step_config = StepConfig::default();
@@ -298,7 +304,17 @@ impl Turn<'_> {
         let mut tool_results = Vec::with_capacity(tool_calls.len());
         let mut failed_hook = None;
         if !tool_calls.is_empty() {
-            let step_messages = Arc::new(plan.messages.clone());
+            // Only tool-call hooks read the history; skip the copy when no called tool has one.
+            let hooked = tool_calls.iter().any(|call| {
+                plan.tools
+                    .get(&call.name)
+                    .is_some_and(|slot| !slot.before.is_empty() || !slot.after.is_empty())
+            });
+            let step_messages = Arc::new(if hooked {
+                plan.messages.clone()
+            } else {
+                Vec::new()
+            });
             let scope = CallScope {
                 request_id: &self.request_id,
                 step,
@@ -344,14 +360,17 @@ impl Turn<'_> {
                     content: record.content.clone(),
                     is_error: record.is_error,
                 };
-                let chunk = crate::hooks::Chunk::ToolResult {
-                    id: record.call_id.clone(),
-                    name: record.name.clone(),
-                    content: record.content.clone(),
-                    is_error: record.is_error,
-                };
-                if let Err(error) = StepStream::new(self, step).chunk(chunk).await {
-                    return Some(End::Failed(error, ErrorStage::Turn));
+                let stream = StepStream::new(self, step);
+                if stream.listening() {
+                    let chunk = crate::hooks::Chunk::ToolResult {
+                        id: record.call_id.clone(),
+                        name: record.name.clone(),
+                        content: record.content.clone(),
+                        is_error: record.is_error,
+                    };
+                    if let Err(error) = stream.chunk(chunk).await {
+                        return Some(End::Failed(error, ErrorStage::Turn));
+                    }
                 }
                 self.outcome.added.push(message.clone());
                 plan.messages.push(message);
@@ -373,7 +392,10 @@ impl Turn<'_> {
             return Some(End::Failed(error, ErrorStage::Turn));
         }
         let more = !record.tool_calls.is_empty();
-        self.emit(TurnEvent::StepFinished(record.clone())).await;
+        if self.sink.is_some() {
+            // Cloned only for a stream: a record holds the step's whole text.
+            self.emit(TurnEvent::StepFinished(record.clone())).await;
+        }
         self.outcome.steps.push(record);
         if let Some(error) = failed_hook {
             return Some(End::Failed(error, ErrorStage::Turn));

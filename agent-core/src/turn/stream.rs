@@ -32,12 +32,18 @@ impl<'t, 'a> StepStream<'t, 'a> {
         StepStream { turn, step }
     }
 
+    /// Whether anyone sees chunks (an on_chunk hook or the stream API): when nobody does, the
+    /// copies made only to build a chunk are skipped.
+    pub(super) fn listening(&self) -> bool {
+        !self.turn.agent.hooks.on_chunk.is_empty() || self.turn.sink.is_some()
+    }
+
     /// Fires on_chunk for one chunk and forwards it to the stream API.
     pub(super) async fn chunk(&self, chunk: Chunk) -> Result<(), TurnError> {
-        let hooks = &self.turn.agent.hooks.on_chunk;
-        if hooks.is_empty() && self.turn.sink.is_none() {
+        if !self.listening() {
             return Ok(());
         }
+        let hooks = &self.turn.agent.hooks.on_chunk;
         let ctx = ChunkContext {
             request_id: self.turn.request_id.clone(),
             step: self.step,
@@ -112,9 +118,13 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     Chunk::ReasoningDelta(delta)
                 }
                 ModelEvent::ToolInputDelta { id, delta } => Chunk::ToolInputDelta { id, delta },
-                ModelEvent::ToolCall(call) => {
+                ModelEvent::ToolCall(call) if self.listening() => {
                     out.tool_calls.push(call.clone());
                     Chunk::ToolCall(call)
+                }
+                ModelEvent::ToolCall(call) => {
+                    out.tool_calls.push(call);
+                    continue;
                 }
                 ModelEvent::Usage(usage) => {
                     out.usage = usage;
