@@ -42,7 +42,7 @@ pub use hooks::{
 pub use message::{Message, ToolCall};
 pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
-    ModelStream, ScriptedModel, ScriptedStep, ToolChoice, ToolSpec, Usage,
+    ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, ToolSpec, Usage,
 };
 pub use store::{HistoryStore, MemoryStore, StoreError};
 pub use tool::{

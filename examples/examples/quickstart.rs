@@ -112,6 +112,7 @@ impl Assistant {
             Chunk::ToolInputDelta { id, .. } => format!("tool input for {id}"),
             Chunk::ToolCall(call) => format!("tool call {}", call.name),
             Chunk::ToolResult { name, .. } => format!("tool result {name}"),
+            Chunk::Discarded { reason } => format!("discarded ({reason})"),
         };
         self.record(2, format!("on_chunk          {what}"));
     }

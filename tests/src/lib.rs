@@ -54,6 +54,7 @@ pub fn lines(entries: &[&str]) -> Vec<String> {
 pub fn describe_chunk(chunk: &Chunk) -> String {
     match chunk {
         Chunk::TextDelta(text) => format!("text:{text}"),
+        Chunk::Discarded { reason } => format!("discarded:{reason}"),
         Chunk::ReasoningDelta(text) => format!("reasoning:{text}"),
         Chunk::ToolInputDelta { id, .. } => format!("tool_input:{id}"),
         Chunk::ToolCall(call) => format!("tool_call:{} {}", call.id, call.name),

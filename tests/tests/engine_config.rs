@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CallSettings, FnTool, Hook, Message, ModelRequest, ScriptedModel, ScriptedStep,
-    StepConfig, StopReason, ToolChoice, ToolError, TurnConfig, TurnContext, TurnRequest,
-    TurnStatus, event,
+    AgentBuilder, CallSettings, FnTool, Hook, Message, ModelRequest, OutputSchema, ScriptedModel,
+    ScriptedStep, StepConfig, StopReason, ToolChoice, ToolError, TurnConfig, TurnContext,
+    TurnRequest, TurnStatus, event,
 };
 use serde_json::{Map, Value, json};
 use tests::{Add, GetWeather, ReadFile, Recorded, Seen, Trace, lines, within};
@@ -162,6 +162,11 @@ async fn turn_config_and_step_config_reach_the_requests() {
                     seed: None,
                 },
                 provider_options: Some(options(json!({"shared": "turn", "turn_opt": true}))),
+                stall_timeout: Some(Duration::from_millis(1500)),
+                output_schema: Some(OutputSchema {
+                    name: "answer".to_owned(),
+                    schema: json!({"type": "object"}),
+                }),
             }
         }))
         .hook(Hook::<event::BeforeStep>::sync(
@@ -244,6 +249,11 @@ async fn turn_config_and_step_config_reach_the_requests() {
     assert!(step0.send_reasoning);
     assert_eq!(step0.settings, turn_settings);
     assert_eq!(step0.provider_options, turn_options);
+    assert_eq!(step0.stall_timeout, Some(Duration::from_millis(1500)));
+    assert_eq!(
+        step0.output_schema.as_ref().map(|o| o.name.as_str()),
+        Some("answer")
+    );
 
     // Step 1: before_step's overrides, for this step only.
     let step_requests = step_model.requests();

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use crate::cancel::CancelToken;
 use crate::message::{Message, ToolCall};
 use crate::model::{
-    CallSettings, FinishReason, Model, ModelErrorKind, ModelRequest, ToolChoice, ToolSpec, Usage,
+    CallSettings, FinishReason, Model, ModelErrorKind, ModelRequest, OutputSchema, ToolChoice,
+    ToolSpec, Usage,
 };
 use crate::tool::{AnyValue, DynTool, ToolError, ToolInput};
 
@@ -71,6 +72,10 @@ pub struct TurnConfig {
     pub settings: CallSettings,
     /// Provider options, merged over the agent's.
     pub provider_options: Option<Map<String, Value>>,
+    /// Overrides the provider's idle timeout between chunks (`Duration::ZERO` turns it off).
+    pub stall_timeout: Option<Duration>,
+    /// Asks for a final answer that is JSON matching this schema.
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl fmt::Debug for TurnConfig {
@@ -93,6 +98,8 @@ impl fmt::Debug for TurnConfig {
             .field("send_reasoning", &self.send_reasoning)
             .field("settings", &self.settings)
             .field("provider_options", &self.provider_options)
+            .field("stall_timeout", &self.stall_timeout)
+            .field("output_schema", &self.output_schema)
             .finish()
     }
 }
@@ -111,6 +118,8 @@ impl TurnConfig {
             send_reasoning,
             settings,
             provider_options,
+            stall_timeout,
+            output_schema,
         } = later;
         self.model = model.or(self.model.take());
         self.system = system.or(self.system.take());
@@ -121,6 +130,8 @@ impl TurnConfig {
         self.max_steps = max_steps.or(self.max_steps);
         self.send_reasoning = send_reasoning.or(self.send_reasoning);
         self.settings = settings.or(&self.settings);
+        self.stall_timeout = stall_timeout.or(self.stall_timeout);
+        self.output_schema = output_schema.or(self.output_schema.take());
         match (&mut self.provider_options, provider_options) {
             (Some(existing), Some(more)) => existing.extend(more),
             (slot @ None, more) => *slot = more,
@@ -231,6 +242,11 @@ pub enum Chunk {
     TextDelta(String),
     /// Reasoning.
     ReasoningDelta(String),
+    /// A broken stream is being retried: drop what this step streamed so far.
+    Discarded {
+        /// Why the attempt was discarded.
+        reason: String,
+    },
     /// A piece of a tool call's arguments.
     ToolInputDelta {
         /// The call id.

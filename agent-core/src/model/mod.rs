@@ -8,6 +8,7 @@ mod scripted;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_core::Stream;
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,29 @@ pub struct ModelRequest {
     pub send_reasoning: bool,
     /// Provider-specific options, passed through untouched.
     pub provider_options: Map<String, Value>,
+    /// Overrides the provider's idle timeout between chunks (`Duration::ZERO` turns it off).
+    pub stall_timeout: Option<Duration>,
+    /// Asks for a final answer that is JSON matching this schema (structured output).
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A JSON Schema the model's answer must match (structured output).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A name for the schema (1 to 64 of `[A-Za-z0-9_-]`).
+    pub name: String,
+    /// The JSON Schema.
+    pub schema: Value,
+}
+
+impl OutputSchema {
+    /// The schema of a Rust type.
+    pub fn of<T: schemars::JsonSchema>(name: impl Into<String>) -> Self {
+        OutputSchema {
+            name: name.into(),
+            schema: crate::tool::schema_for::<T>(),
+        }
+    }
 }
 
 /// A tool as the model sees it: name, description and JSON Schema of its arguments.
@@ -135,6 +159,12 @@ pub enum ModelEvent {
     Finish(FinishReason),
     /// An error the provider reported inside the stream.
     Error(String),
+    /// A broken stream is being retried: everything this call streamed so far is discarded,
+    /// and the retry streams the step again from its start.
+    Discard {
+        /// Why the attempt was discarded.
+        reason: String,
+    },
 }
 
 /// Token usage of a model call.
@@ -188,20 +218,38 @@ pub struct ModelError {
     pub kind: ModelErrorKind,
     /// A readable description, including any provider error body.
     pub message: String,
+    /// The HTTP status, when the provider answered with one.
+    pub status: Option<u16>,
+    /// How long the provider asked to wait before retrying (rate limits).
+    pub retry_after: Option<Duration>,
 }
 
 /// Kinds of model failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ModelErrorKind {
-    /// The request could not be made or the connection broke.
+    /// The request could not be made (connection refused, DNS, TLS).
     Transport,
-    /// The provider answered with an error.
+    /// The provider answered with an error not covered below, or reported one in its stream.
     Provider,
+    /// Too many requests (HTTP 429); `retry_after` says how long to wait, when known.
+    RateLimited,
+    /// The input is longer than the model's context window.
+    ContextOverflow,
+    /// The API key is missing, wrong or not allowed (HTTP 401, 403).
+    Authentication,
+    /// The request was rejected as invalid (HTTP 400, 404, 422).
+    BadRequest,
+    /// The provider failed (HTTP 5xx, 529 overloaded).
+    Server,
+    /// No response, or no data for longer than a timeout allows (connect, first byte, idle).
+    Timeout,
     /// The stream ended without its end marker.
     StreamTruncated,
     /// The stream held something that could not be parsed.
     StreamMalformed,
+    /// The connection broke while the stream was being read.
+    Disconnected,
     /// Anything else.
     Other,
 }
@@ -212,7 +260,21 @@ impl ModelError {
         ModelError {
             kind,
             message: message.into(),
+            status: None,
+            retry_after: None,
         }
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Sets the delay the provider asked for.
+    pub fn with_retry_after(mut self, delay: Option<Duration>) -> Self {
+        self.retry_after = delay;
+        self
     }
 }
 

@@ -26,7 +26,8 @@ const CONTEXT_OVERFLOW: &[&str] = &[
 
 /// Classifies an error the way Think's `defaultContextOverflowClassifier` does, and a little more:
 /// provider context-overflow messages are `ContextOverflow`, rate limits `RateLimit`, broken
-/// streams and transport failures `Transient`; everything else is `Unknown`.
+/// streams, timeouts, server errors and transport failures `Transient`, authentication and bad
+/// requests `Fatal`; everything else is `Unknown`.
 pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
     let message = error.message.to_ascii_lowercase();
     if CONTEXT_OVERFLOW

@@ -553,6 +553,8 @@ struct TurnPlan<'a> {
     send_reasoning: bool,
     settings: crate::model::CallSettings,
     provider_options: serde_json::Map<String, serde_json::Value>,
+    stall_timeout: Option<std::time::Duration>,
+    output_schema: Option<crate::model::OutputSchema>,
 }
 
 impl<'a> TurnPlan<'a> {
@@ -584,6 +586,8 @@ impl<'a> TurnPlan<'a> {
             send_reasoning: config.send_reasoning.unwrap_or(false),
             settings: config.settings.or(&agent.settings),
             provider_options,
+            stall_timeout: config.stall_timeout,
+            output_schema: config.output_schema,
         }
     }
 
@@ -616,6 +620,8 @@ impl<'a> TurnPlan<'a> {
             settings: self.settings.clone(),
             send_reasoning: self.send_reasoning,
             provider_options: self.provider_options.clone(),
+            stall_timeout: self.stall_timeout,
+            output_schema: self.output_schema.clone(),
         }
     }
 }

@@ -131,6 +131,14 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     continue;
                 }
                 ModelEvent::Finish(reason) => break Ok(reason),
+                ModelEvent::Discard { reason } => {
+                    // The provider retries a broken stream from the start of the step.
+                    out.text.clear();
+                    out.reasoning.clear();
+                    out.tool_calls.clear();
+                    out.usage = Usage::default();
+                    Chunk::Discarded { reason }
+                }
                 ModelEvent::Error(message) => {
                     break Err(Some(TurnError::new(
                         TurnErrorKind::ModelInBand,
