@@ -49,7 +49,7 @@ pub use tool::{
     AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,
     ToolInput, TypedTool, is_valid_tool_name, schema_for,
 };
-pub use turn::default_classifier;
+pub use turn::{default_classifier, is_context_overflow};
 
 /// A boxed, sendable future (what async hooks and dynamic tools return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

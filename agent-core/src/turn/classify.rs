@@ -48,3 +48,10 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         _ => ChatErrorClassification::Unknown,
     }
 }
+
+/// Whether a provider's error text says the input is longer than the model's context window
+/// (the wordings of OpenAI, Anthropic, Google, Bedrock and OpenAI-compatible servers).
+pub fn is_context_overflow(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    CONTEXT_OVERFLOW.iter().any(|phrase| message.contains(phrase))
+}

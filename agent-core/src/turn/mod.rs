@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-pub use classify::default_classifier;
+pub use classify::{default_classifier, is_context_overflow};
 use dispatch::{each, observe};
 use stream::StepStream;
 
