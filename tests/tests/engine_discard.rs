@@ -15,7 +15,9 @@ async fn a_discarded_attempt_leaves_no_trace_in_the_step() {
             .text("Adding")
             .tool_call("c1", "add", r#"{"a":1,"b":1}"#)
             .usage(10, 1)
-            .event(ModelEvent::Discard { reason: "stream truncated".to_owned() })
+            .event(ModelEvent::Discard {
+                reason: "stream truncated".to_owned(),
+            })
             .text("Adding again")
             .tool_call("c2", "add", r#"{"a":2,"b":3}"#)
             .usage(10, 4),
@@ -38,7 +40,10 @@ async fn a_discarded_attempt_leaves_no_trace_in_the_step() {
     let mut result = None;
     while let Some(event) = stream.next().await {
         match event {
-            TurnEvent::Chunk { chunk: Chunk::Discarded { .. }, .. } => discarded += 1,
+            TurnEvent::Chunk {
+                chunk: Chunk::Discarded { .. },
+                ..
+            } => discarded += 1,
             TurnEvent::Finished(finished) => result = Some(finished),
             _ => {}
         }

@@ -53,5 +53,7 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
 /// (the wordings of OpenAI, Anthropic, Google, Bedrock and OpenAI-compatible servers).
 pub fn is_context_overflow(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
-    CONTEXT_OVERFLOW.iter().any(|phrase| message.contains(phrase))
+    CONTEXT_OVERFLOW
+        .iter()
+        .any(|phrase| message.contains(phrase))
 }

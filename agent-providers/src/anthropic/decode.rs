@@ -1,0 +1,419 @@
+//! The stream side of the Messages API: each SSE frame is parsed straight into one typed
+//! [`Frame`] (a flat struct whose `type` is an enum, so serde reads the JSON once and buffers
+//! nothing), then mapped onto the core's events.
+//!
+//! | Anthropic | Core |
+//! |---|---|
+//! | `message_start` usage | [`ModelEvent::Usage`] |
+//! | `text_delta` | [`ModelEvent::TextDelta`] |
+//! | `thinking_delta` | [`ModelEvent::ReasoningDelta`] (`signature_delta` is ignored) |
+//! | `tool_use` block, `input_json_delta` | [`ModelEvent::ToolInputDelta`] per delta |
+//! | `tool_use` block's `content_block_stop` | one [`ModelEvent::ToolCall`] |
+//! | `message_delta` usage and `stop_reason` | [`ModelEvent::Usage`], the finish reason |
+//! | `message_stop` | [`ModelEvent::Finish`], the end marker |
+//! | `event: error` | an error of the kind its `type` says |
+//! | `ping`, unknown events and blocks | nothing |
+
+use agent_core::{
+    FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
+};
+use serde::Deserialize;
+
+use crate::drive::Decoder;
+
+/// One SSE frame's data, whatever its type: only the fields of its type are present.
+#[derive(Deserialize)]
+struct Frame {
+    #[serde(rename = "type")]
+    kind: FrameKind,
+    #[serde(default)]
+    index: u32,
+    /// `message_start`.
+    message: Option<MessageHead>,
+    /// `content_block_start`.
+    content_block: Option<BlockHead>,
+    /// `content_block_delta` (a block's delta) and `message_delta` (the stop reason).
+    delta: Option<Delta>,
+    /// `message_delta`.
+    usage: Option<WireUsage>,
+    /// `error`.
+    error: Option<ErrorBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum FrameKind {
+    MessageStart,
+    ContentBlockStart,
+    ContentBlockDelta,
+    ContentBlockStop,
+    MessageDelta,
+    MessageStop,
+    Ping,
+    Error,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct MessageHead {
+    usage: Option<WireUsage>,
+}
+
+/// Token counts. Anthropic's `input_tokens` leaves out the tokens read from or written to the
+/// prompt cache, which are counted apart.
+#[derive(Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct BlockHead {
+    #[serde(rename = "type")]
+    kind: BlockKind,
+    id: Option<String>,
+    name: Option<String>,
+    text: Option<String>,
+    thinking: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum BlockKind {
+    Text,
+    Thinking,
+    ToolUse,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(rename = "type")]
+    kind: Option<DeltaKind>,
+    text: Option<String>,
+    thinking: Option<String>,
+    partial_json: Option<String>,
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DeltaKind {
+    TextDelta,
+    ThinkingDelta,
+    InputJsonDelta,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Default, Deserialize)]
+struct ErrorBody {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// A content block between its start and its stop.
+struct Open {
+    index: u32,
+    block: OpenBlock,
+}
+
+enum OpenBlock {
+    /// Text, thinking, and blocks that stream nothing the core reads.
+    Passive,
+    /// A tool call: its arguments gather here until the block stops.
+    Tool {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The tool that carries the structured answer: its input streams as the answer's text.
+    Answer { streamed: bool },
+}
+
+/// Decodes one Anthropic Messages stream.
+pub(super) struct AnthropicDecoder {
+    /// The name of the tool that carries a structured answer, if one was asked for.
+    answer_tool: Option<String>,
+    open: Vec<Open>,
+    /// Prompt tokens neither read from nor written to the cache.
+    uncached_input: u64,
+    cache_creation: u64,
+    cache_read: u64,
+    usage: Usage,
+    stop_reason: Option<String>,
+    tool_calls: bool,
+    finished: bool,
+}
+
+impl AnthropicDecoder {
+    pub(super) fn new(answer_tool: Option<String>) -> Self {
+        AnthropicDecoder {
+            answer_tool,
+            open: Vec::new(),
+            uncached_input: 0,
+            cache_creation: 0,
+            cache_read: 0,
+            usage: Usage::default(),
+            stop_reason: None,
+            tool_calls: false,
+            finished: false,
+        }
+    }
+
+    /// Takes the counts a frame reports (later counts replace earlier ones) and pushes the
+    /// usage so far. The core's input tokens are all of the prompt, cached or not.
+    fn usage(&mut self, usage: &WireUsage, out: &mut Vec<ModelEvent>) {
+        self.uncached_input = usage.input_tokens.unwrap_or(self.uncached_input);
+        self.cache_creation = usage
+            .cache_creation_input_tokens
+            .unwrap_or(self.cache_creation);
+        self.cache_read = usage.cache_read_input_tokens.unwrap_or(self.cache_read);
+        self.usage.input_tokens = self.uncached_input + self.cache_creation + self.cache_read;
+        self.usage.cached_input_tokens = self.cache_read;
+        self.usage.output_tokens = usage.output_tokens.unwrap_or(self.usage.output_tokens);
+        out.push(ModelEvent::Usage(self.usage));
+    }
+
+    fn start(&mut self, index: u32, head: BlockHead, out: &mut Vec<ModelEvent>) {
+        let block = match head.kind {
+            BlockKind::Text => {
+                push_text(out, head.text, ModelEvent::TextDelta);
+                OpenBlock::Passive
+            }
+            BlockKind::Thinking => {
+                push_text(out, head.thinking, ModelEvent::ReasoningDelta);
+                OpenBlock::Passive
+            }
+            BlockKind::ToolUse => {
+                let name = head.name.unwrap_or_default();
+                if self.answer_tool.as_deref() == Some(name.as_str()) {
+                    OpenBlock::Answer { streamed: false }
+                } else {
+                    OpenBlock::Tool {
+                        id: head.id.unwrap_or_default(),
+                        name,
+                        arguments: String::new(),
+                    }
+                }
+            }
+            BlockKind::Other => OpenBlock::Passive,
+        };
+        self.open.retain(|open| open.index != index);
+        self.open.push(Open { index, block });
+    }
+
+    fn delta(
+        &mut self,
+        index: u32,
+        delta: Delta,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        match delta.kind {
+            Some(DeltaKind::TextDelta) => push_text(out, delta.text, ModelEvent::TextDelta),
+            Some(DeltaKind::ThinkingDelta) => {
+                push_text(out, delta.thinking, ModelEvent::ReasoningDelta)
+            }
+            Some(DeltaKind::InputJsonDelta) => {
+                let Some(open) = self.open.iter_mut().find(|open| open.index == index) else {
+                    return Err(malformed(format!(
+                        "input_json_delta for block {index}, which never started"
+                    )));
+                };
+                let piece = delta.partial_json.unwrap_or_default();
+                if piece.is_empty() {
+                    return Ok(());
+                }
+                match &mut open.block {
+                    OpenBlock::Tool { id, arguments, .. } => {
+                        arguments.push_str(&piece);
+                        out.push(ModelEvent::ToolInputDelta {
+                            id: id.clone(),
+                            delta: piece,
+                        });
+                    }
+                    OpenBlock::Answer { streamed } => {
+                        *streamed = true;
+                        out.push(ModelEvent::TextDelta(piece));
+                    }
+                    OpenBlock::Passive => {}
+                }
+            }
+            Some(DeltaKind::Other) | None => {}
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self, index: u32, out: &mut Vec<ModelEvent>) {
+        if let Some(position) = self.open.iter().position(|open| open.index == index) {
+            let open = self.open.remove(position);
+            self.complete(open.block, out);
+        }
+    }
+
+    fn complete(&mut self, block: OpenBlock, out: &mut Vec<ModelEvent>) {
+        match block {
+            OpenBlock::Tool {
+                id,
+                name,
+                mut arguments,
+            } => {
+                if arguments.trim().is_empty() {
+                    arguments.push_str("{}");
+                }
+                self.tool_calls = true;
+                out.push(ModelEvent::ToolCall(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }));
+            }
+            // A tool input that streamed no delta is the empty object.
+            OpenBlock::Answer { streamed: false } => {
+                out.push(ModelEvent::TextDelta("{}".to_owned()))
+            }
+            OpenBlock::Answer { streamed: true } | OpenBlock::Passive => {}
+        }
+    }
+
+    fn finish_reason(&self) -> FinishReason {
+        match self.stop_reason.as_deref() {
+            Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+            Some("max_tokens") => FinishReason::Length,
+            // A stop for the answer tool alone is the end of the answer.
+            Some("tool_use") if self.tool_calls => FinishReason::ToolCalls,
+            Some("tool_use") => FinishReason::Stop,
+            Some("refusal") => FinishReason::ContentFilter,
+            Some(other) => FinishReason::Other(other.to_owned()),
+            None => FinishReason::Other("unknown".to_owned()),
+        }
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn decode(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        // A frame without data (a keep-alive) says nothing.
+        if data.trim().is_empty() {
+            return Ok(());
+        }
+        let frame: Frame = serde_json::from_str(data).map_err(|error| {
+            malformed(format!(
+                "an event that is not valid JSON ({error}): {}",
+                excerpt(data)
+            ))
+        })?;
+        match frame.kind {
+            FrameKind::MessageStart => {
+                if let Some(usage) = frame.message.and_then(|message| message.usage) {
+                    self.usage(&usage, out);
+                }
+            }
+            FrameKind::ContentBlockStart => {
+                let Some(head) = frame.content_block else {
+                    return Err(malformed(
+                        "content_block_start without its content_block".to_owned(),
+                    ));
+                };
+                self.start(frame.index, head, out);
+            }
+            FrameKind::ContentBlockDelta => {
+                let Some(delta) = frame.delta else {
+                    return Err(malformed(
+                        "content_block_delta without its delta".to_owned(),
+                    ));
+                };
+                self.delta(frame.index, delta, out)?;
+            }
+            FrameKind::ContentBlockStop => self.stop(frame.index, out),
+            FrameKind::MessageDelta => {
+                if let Some(reason) = frame.delta.and_then(|delta| delta.stop_reason) {
+                    self.stop_reason = Some(reason);
+                }
+                if let Some(usage) = &frame.usage {
+                    self.usage(usage, out);
+                }
+            }
+            FrameKind::MessageStop => {
+                // Blocks the stream never stopped end with the message.
+                for open in std::mem::take(&mut self.open) {
+                    self.complete(open.block, out);
+                }
+                self.finished = true;
+                out.push(ModelEvent::Finish(self.finish_reason()));
+            }
+            FrameKind::Error => return Err(stream_error(frame.error.unwrap_or_default())),
+            FrameKind::Ping | FrameKind::Unknown => {}
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+/// Pushes a piece of text, unless it is empty.
+fn push_text(out: &mut Vec<ModelEvent>, text: Option<String>, event: fn(String) -> ModelEvent) {
+    if let Some(text) = text.filter(|text| !text.is_empty()) {
+        out.push(event(text));
+    }
+}
+
+fn malformed(what: String) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamMalformed,
+        format!("anthropic: malformed stream: {what}"),
+    )
+}
+
+/// The start of an event's data, for an error message.
+fn excerpt(data: &str) -> &str {
+    const MAX: usize = 200;
+    if data.len() <= MAX {
+        return data;
+    }
+    let mut end = MAX;
+    while !data.is_char_boundary(end) {
+        end -= 1;
+    }
+    &data[..end]
+}
+
+/// The error an `event: error` reports, with the kind its type deserves: an overload or an API
+/// error is a server failure (retried), a rate limit is one too, and an invalid request that
+/// says the prompt is too long is a context overflow (not retried).
+fn stream_error(error: ErrorBody) -> ModelError {
+    let kind = match error.kind.as_str() {
+        _ if is_context_overflow(&error.message) => ModelErrorKind::ContextOverflow,
+        "overloaded_error" | "api_error" => ModelErrorKind::Server,
+        "rate_limit_error" => ModelErrorKind::RateLimited,
+        "authentication_error" | "permission_error" => ModelErrorKind::Authentication,
+        "invalid_request_error" | "not_found_error" | "request_too_large" => {
+            ModelErrorKind::BadRequest
+        }
+        "timeout_error" => ModelErrorKind::Timeout,
+        _ => ModelErrorKind::Provider,
+    };
+    let name = if error.kind.is_empty() {
+        "error"
+    } else {
+        error.kind.as_str()
+    };
+    let message = if error.message.is_empty() {
+        format!("anthropic: the stream reported {name}")
+    } else {
+        format!("anthropic: the stream reported {name}: {}", error.message)
+    };
+    ModelError::new(kind, message)
+}

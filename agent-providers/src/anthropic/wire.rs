@@ -1,0 +1,332 @@
+//! The request side of the Messages API: serde types that borrow from the [`ModelRequest`], and
+//! the mapping of the core's conversation onto Anthropic's content blocks.
+
+use std::borrow::Cow;
+
+use agent_core::{Message, ModelError, ModelErrorKind, ModelRequest, OutputSchema, ToolChoice};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+/// The body of `POST /v1/messages`. Provider options are merged into its top level and win
+/// over the fields built here, except `stream`, which is always `true`.
+pub(super) struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    system: Option<Cow<'a, str>>,
+    messages: Vec<WireMessage<'a>>,
+    tools: Vec<WireTool<'a>>,
+    tool_choice: Option<WireToolChoice<'a>>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    stop_sequences: Option<&'a [String]>,
+    options: &'a Map<String, Value>,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let options = self.options;
+        let mut map = serializer.serialize_map(None)?;
+        entry(&mut map, options, "model", self.model)?;
+        entry(&mut map, options, "max_tokens", &self.max_tokens)?;
+        if let Some(system) = &self.system {
+            entry(&mut map, options, "system", system)?;
+        }
+        entry(&mut map, options, "messages", &self.messages)?;
+        if !self.tools.is_empty() {
+            entry(&mut map, options, "tools", &self.tools)?;
+        }
+        if let Some(choice) = &self.tool_choice {
+            entry(&mut map, options, "tool_choice", choice)?;
+        }
+        if let Some(temperature) = &self.temperature {
+            entry(&mut map, options, "temperature", temperature)?;
+        }
+        if let Some(top_p) = &self.top_p {
+            entry(&mut map, options, "top_p", top_p)?;
+        }
+        if let Some(stop) = &self.stop_sequences {
+            entry(&mut map, options, "stop_sequences", stop)?;
+        }
+        map.serialize_entry("stream", &true)?;
+        for (key, value) in options.iter().filter(|(key, _)| key.as_str() != "stream") {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Writes a field of the body, unless a provider option of that name replaces it.
+fn entry<M: SerializeMap, T: Serialize + ?Sized>(
+    map: &mut M,
+    options: &Map<String, Value>,
+    key: &str,
+    value: &T,
+) -> Result<(), M::Error> {
+    if options.contains_key(key) {
+        Ok(())
+    } else {
+        map.serialize_entry(key, value)
+    }
+}
+
+/// One message of the conversation: `user` or `assistant`, always as content blocks.
+#[derive(Serialize)]
+pub(super) struct WireMessage<'a> {
+    role: Role,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    User,
+    Assistant,
+}
+
+/// A content block of a message.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+/// A tool offered to the model.
+#[derive(Serialize)]
+pub(super) struct WireTool<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    input_schema: Schema<'a>,
+}
+
+/// A canonical JSON Schema as Anthropic takes it: unchanged but for `$schema`, which is
+/// dropped while serializing (no copy of the schema is made).
+struct Schema<'a>(&'a Value);
+
+impl Serialize for Schema<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(object) => {
+                let mut map = serializer.serialize_map(None)?;
+                for (key, value) in object.iter().filter(|(key, _)| key.as_str() != "$schema") {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+/// How the model may choose tools.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum WireToolChoice<'a> {
+    Auto,
+    Any,
+    None,
+    Tool { name: &'a str },
+}
+
+/// The description of the tool that carries a structured answer.
+const ANSWER_TOOL_DESCRIPTION: &str = "Gives the final answer: this tool's input is the answer.";
+
+/// Builds the request body of one call.
+///
+/// `model` and `max_tokens` are the values to use when the request leaves them open. A
+/// structured answer ([`ModelRequest::output_schema`]) is asked for through a tool named after
+/// the schema: forced (`{"type": "tool"}`) when the model may call no other tool, else the model
+/// must call some tool (`{"type": "any"}`), so that it can still use tools before it answers.
+/// With extended thinking on (a `thinking` provider option), which forbids forcing tools, the
+/// choice stays `auto`.
+pub(super) fn body<'a>(
+    request: &'a ModelRequest,
+    model: &'a str,
+    max_tokens: u32,
+) -> Result<Body<'a>, ModelError> {
+    let settings = &request.settings;
+    if settings.seed.is_some() {
+        tracing::debug!(
+            provider = "anthropic",
+            "the Messages API has no seed: the setting is ignored"
+        );
+    }
+    let answer = request.output_schema.as_ref();
+    let mut tools: Vec<WireTool<'a>> = request
+        .tools
+        .iter()
+        .map(|tool| WireTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: Schema(&tool.parameters),
+        })
+        .collect();
+    let tool_choice = match answer {
+        Some(answer) => Some(answer_choice(answer, request, &mut tools)?),
+        None if tools.is_empty() => None,
+        None => Some(choice(&request.tool_choice)),
+    };
+    Ok(Body {
+        model: if request.model.is_empty() {
+            model
+        } else {
+            &request.model
+        },
+        max_tokens: settings.max_output_tokens.unwrap_or(max_tokens),
+        system: system(request),
+        messages: messages(&request.messages),
+        tools,
+        tool_choice,
+        temperature: settings.temperature,
+        top_p: settings.top_p,
+        stop_sequences: settings.stop_sequences.as_deref(),
+        options: &request.provider_options,
+    })
+}
+
+fn choice(choice: &ToolChoice) -> WireToolChoice<'_> {
+    match choice {
+        ToolChoice::Auto => WireToolChoice::Auto,
+        ToolChoice::None => WireToolChoice::None,
+        ToolChoice::Required => WireToolChoice::Any,
+        ToolChoice::Tool(name) => WireToolChoice::Tool { name },
+    }
+}
+
+/// Adds the answer tool and picks the tool choice that makes the model use it.
+fn answer_choice<'a>(
+    answer: &'a OutputSchema,
+    request: &'a ModelRequest,
+    tools: &mut Vec<WireTool<'a>>,
+) -> Result<WireToolChoice<'a>, ModelError> {
+    if tools.iter().any(|tool| tool.name == answer.name) {
+        return Err(ModelError::new(
+            ModelErrorKind::BadRequest,
+            format!(
+                "anthropic: the output schema `{}` has the name of a tool",
+                answer.name
+            ),
+        ));
+    }
+    let thinking = request
+        .provider_options
+        .get("thinking")
+        .and_then(|thinking| thinking.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind != "disabled");
+    let choice = match &request.tool_choice {
+        ToolChoice::Tool(name) => WireToolChoice::Tool { name },
+        _ if thinking => WireToolChoice::Auto,
+        // Other tools stay listed (earlier messages may use them), but cannot be called.
+        ToolChoice::None => WireToolChoice::Tool { name: &answer.name },
+        _ if tools.is_empty() => WireToolChoice::Tool { name: &answer.name },
+        ToolChoice::Auto | ToolChoice::Required => WireToolChoice::Any,
+    };
+    tools.push(WireTool {
+        name: &answer.name,
+        description: ANSWER_TOOL_DESCRIPTION,
+        input_schema: Schema(&answer.schema),
+    });
+    Ok(choice)
+}
+
+/// The top-level system prompt: the request's, then any system messages, blank-line separated.
+fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
+    let mut parts =
+        request
+            .system
+            .iter()
+            .map(String::as_str)
+            .chain(request.messages.iter().filter_map(|message| match message {
+                Message::System { content } => Some(content.as_str()),
+                _ => None,
+            }));
+    let first = parts.next()?;
+    let Some(second) = parts.next() else {
+        return Some(Cow::Borrowed(first));
+    };
+    let mut joined = format!("{first}\n\n{second}");
+    for part in parts {
+        joined.push_str("\n\n");
+        joined.push_str(part);
+    }
+    Some(Cow::Owned(joined))
+}
+
+/// The conversation as Anthropic messages. Tool results go back in a user message as
+/// `tool_result` blocks; consecutive messages of one role (several tool results, a user message
+/// after them) are merged into one message, as the API wants roles to alternate.
+fn messages<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage<'a>> = Vec::with_capacity(messages.len());
+    let mut push = |role: Role, block: Block<'a>| match out.last_mut() {
+        Some(last) if last.role == role => last.content.push(block),
+        _ => out.push(WireMessage {
+            role,
+            content: vec![block],
+        }),
+    };
+    for message in messages {
+        match message {
+            Message::System { .. } => {}
+            Message::User { content } => push(Role::User, Block::Text { text: content }),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
+                // Reasoning is not sent back: Anthropic only takes thinking blocks with the
+                // signature they were streamed with, which the core does not keep.
+                if !content.is_empty() {
+                    push(Role::Assistant, Block::Text { text: content });
+                }
+                for call in tool_calls {
+                    push(
+                        Role::Assistant,
+                        Block::ToolUse {
+                            id: &call.id,
+                            name: &call.name,
+                            input: input(&call.arguments),
+                        },
+                    );
+                }
+            }
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => push(
+                Role::User,
+                Block::ToolResult {
+                    tool_use_id: call_id,
+                    content,
+                    is_error: *is_error,
+                },
+            ),
+        }
+    }
+    out
+}
+
+/// A stored tool call's arguments as a `tool_use` input: the JSON object they hold, or `{}` when
+/// they are not one (a model may have streamed invalid JSON).
+fn input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::Object(Map::new()),
+    }
+}

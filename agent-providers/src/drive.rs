@@ -1,0 +1,317 @@
+//! The one streaming loop every provider shares: send the request, read its SSE stream through
+//! the provider's [`Decoder`], enforce the first-byte and idle timeouts, and retry transient
+//! failures (connection errors, retryable statuses, and streams that break partway) with
+//! backoff. A broken stream is retried as a whole step: the engine is told with
+//! [`ModelEvent::Discard`] that the failed attempt's output is void, and since tools only run
+//! once a stream ended cleanly, no tool runs twice or from a broken stream.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{
+    ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream, is_context_overflow,
+};
+use futures_core::Stream;
+use reqwest::header::{HeaderName, HeaderValue};
+use sse_stream::SseByteStream;
+
+use crate::config::{ApiKey, ConfigError, HttpSettings};
+use crate::retry::{backoff, retry_after, retryable};
+
+/// One HTTP request a provider builds for a model call.
+pub(crate) struct HttpRequest {
+    pub(crate) url: String,
+    /// Headers other than the API key's.
+    pub(crate) headers: Vec<(&'static str, String)>,
+    /// The API key's header name and value prefix (`("authorization", "Bearer ")`), if any.
+    pub(crate) auth: Option<(&'static str, &'static str, ApiKey)>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// A provider's stream format: turns SSE events into model events.
+pub(crate) trait Decoder: Send + 'static {
+    /// Feeds one SSE event (its `event:` name, if any, and its `data:`). Pushes the model events
+    /// it completes. An event that cannot be parsed is [`ModelErrorKind::StreamMalformed`]; an
+    /// error the provider reports in the stream is returned with the kind it deserves (so an
+    /// overload is retried and a context overflow is not).
+    fn decode(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError>;
+
+    /// Whether the provider's end marker was seen (its last event pushed [`ModelEvent::Finish`]).
+    fn finished(&self) -> bool;
+}
+
+/// A provider's wire format: how a model request becomes an HTTP request, and how its stream
+/// is decoded.
+pub(crate) trait Wire: Send + Sync + 'static {
+    /// The stream decoder.
+    type Decoder: Decoder;
+
+    /// The provider's name, for error messages (`openai`).
+    fn name(&self) -> &'static str;
+
+    /// Builds the HTTP request (a bad request, such as a schema strict mode cannot express, is
+    /// [`ModelErrorKind::BadRequest`]).
+    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError>;
+
+    /// A fresh decoder for one attempt.
+    fn decoder(&self) -> Self::Decoder;
+}
+
+/// The HTTP client and its settings, shared by a provider's calls.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    pub(crate) settings: HttpSettings,
+}
+
+impl Transport {
+    pub(crate) fn new(settings: HttpSettings) -> Result<Self, ConfigError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .build()
+            .map_err(|error| ConfigError(format!("cannot build the HTTP client: {error}")))?;
+        Ok(Transport { client, settings })
+    }
+}
+
+/// Streams one model call through `wire`, with timeouts and retries.
+pub(crate) fn stream<W: Wire>(
+    transport: Arc<Transport>,
+    wire: Arc<W>,
+    request: ModelRequest,
+) -> ModelStream {
+    Box::pin(async_stream::stream! {
+        let http = match wire.request(&request) {
+            Ok(http) => http,
+            Err(error) => {
+                yield Err(error);
+                return;
+            }
+        };
+        let settings = &transport.settings;
+        let idle = request.stall_timeout.unwrap_or(settings.idle_timeout);
+        let idle = (!idle.is_zero()).then_some(idle);
+        let mut attempt = 0;
+        loop {
+            let failure = match send(&transport, wire.name(), &http).await {
+                Err(error) => error,
+                Ok(response) => {
+                    let mut events = SseByteStream::new(response.bytes_stream());
+                    let mut decoder = wire.decoder();
+                    let mut decoded = Vec::new();
+                    let mut streamed = false;
+                    let mut limit = Some(settings.first_byte_timeout);
+                    let failure = loop {
+                        let next = match limit {
+                            Some(limit) => match tokio::time::timeout(limit, next(&mut events)).await {
+                                Ok(next) => next,
+                                Err(_) => break stalled(wire.name(), limit),
+                            },
+                            None => next(&mut events).await,
+                        };
+                        limit = idle;
+                        match next {
+                            None if decoder.finished() => return,
+                            None => break truncated(wire.name()),
+                            Some(Err(error)) => break broken(wire.name(), error),
+                            Some(Ok(event)) => {
+                                let data = event.data.as_deref().unwrap_or_default();
+                                if let Err(error) = decoder.decode(event.event.as_deref(), data, &mut decoded) {
+                                    break error;
+                                }
+                                for event in decoded.drain(..) {
+                                    streamed = true;
+                                    yield Ok(event);
+                                }
+                                if decoder.finished() {
+                                    return;
+                                }
+                            }
+                        }
+                    };
+                    // Redacted before the discard event carries its message to observers.
+                    let failure = redact(failure, http.auth.as_ref().map(|(_, _, key)| key));
+                    // Only a stream that broke partway is discarded: an attempt that failed
+                    // before its response streamed anything has nothing to take back.
+                    if streamed && attempt < settings.max_retries && retryable(&failure) {
+                        yield Ok(ModelEvent::Discard { reason: failure.message.clone() });
+                    }
+                    failure
+                }
+            };
+            let failure = redact(failure, http.auth.as_ref().map(|(_, _, key)| key));
+            if attempt >= settings.max_retries || !retryable(&failure) {
+                yield Err(failure);
+                return;
+            }
+            attempt += 1;
+            let delay = backoff(settings, attempt, failure.retry_after);
+            tracing::warn!(
+                provider = wire.name(),
+                attempt,
+                delay_ms = delay.as_millis() as u64,
+                "retrying a failed model call: {failure}"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    })
+}
+
+/// Sends the request and waits for the response headers; a non-success status is an error
+/// carrying the provider's body.
+async fn send(
+    transport: &Transport,
+    provider: &str,
+    http: &HttpRequest,
+) -> Result<reqwest::Response, ModelError> {
+    let mut builder = transport.client.post(&http.url).body(http.body.clone());
+    for (name, value) in &http.headers {
+        builder = builder.header(*name, value);
+    }
+    if let Some((name, prefix, key)) = &http.auth {
+        let mut value =
+            HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
+                ModelError::new(
+                    ModelErrorKind::Authentication,
+                    format!("{provider}: the API key holds characters a header cannot"),
+                )
+            })?;
+        value.set_sensitive(true);
+        builder = builder.header(HeaderName::from_static(name), value);
+    }
+    let limit = transport.settings.first_byte_timeout;
+    let response = match tokio::time::timeout(limit, builder.send()).await {
+        Err(_) => return Err(stalled(provider, limit)),
+        Ok(Err(error)) => {
+            let kind = if error.is_timeout() {
+                ModelErrorKind::Timeout
+            } else {
+                ModelErrorKind::Transport
+            };
+            return Err(ModelError::new(
+                kind,
+                format!("{provider}: request failed: {}", error_chain(&error)),
+            ));
+        }
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    if status.is_success() {
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if content_type.contains("text/event-stream") {
+            return Ok(response);
+        }
+        // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
+        // worth another try.
+        let body = match tokio::time::timeout(limit, response.text()).await {
+            Ok(Ok(body)) => body,
+            _ => String::new(),
+        };
+        let shown: String = body.chars().take(200).collect();
+        return Err(ModelError::new(
+            ModelErrorKind::StreamMalformed,
+            format!("{provider}: expected an event stream, got `{content_type}`: {shown}"),
+        )
+        .with_status(status.as_u16()));
+    }
+    let delay = retry_after(response.headers());
+    let body = match tokio::time::timeout(limit, response.text()).await {
+        Ok(Ok(body)) => body,
+        _ => String::new(),
+    };
+    Err(status_error(
+        provider,
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        &body,
+    )
+    .with_retry_after(delay))
+}
+
+/// The typed error for an HTTP error status, keeping the provider's body.
+pub(crate) fn status_error(provider: &str, status: u16, reason: &str, body: &str) -> ModelError {
+    let kind = match status {
+        _ if is_context_overflow(body) => ModelErrorKind::ContextOverflow,
+        401 | 403 => ModelErrorKind::Authentication,
+        429 => ModelErrorKind::RateLimited,
+        400 | 404 | 422 => ModelErrorKind::BadRequest,
+        408 => ModelErrorKind::Timeout,
+        500..=599 => ModelErrorKind::Server,
+        _ => ModelErrorKind::Provider,
+    };
+    let body = body.trim();
+    let message = if body.is_empty() {
+        format!("{provider}: HTTP {status} {reason}")
+    } else {
+        format!("{provider}: HTTP {status} {reason}: {body}")
+    };
+    ModelError::new(kind, message).with_status(status)
+}
+
+fn stalled(provider: &str, limit: Duration) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::Timeout,
+        format!("{provider}: no data for {} ms (stalled)", limit.as_millis()),
+    )
+}
+
+fn truncated(provider: &str) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamTruncated,
+        format!("{provider}: the stream ended without its end marker (truncated)"),
+    )
+}
+
+fn broken(provider: &str, error: sse_stream::Error) -> ModelError {
+    match error {
+        sse_stream::Error::Body(source) => ModelError::new(
+            ModelErrorKind::Disconnected,
+            format!(
+                "{provider}: the connection broke mid-stream: {}",
+                error_chain(&*source)
+            ),
+        ),
+        other => ModelError::new(
+            ModelErrorKind::StreamMalformed,
+            format!("{provider}: malformed stream: {other}"),
+        ),
+    }
+}
+
+/// An error with its sources, which is where reqwest keeps the useful part.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Removes the API key from an error message, should a server echo it.
+fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
+    if let Some(key) = key.map(ApiKey::expose).filter(|key| key.len() >= 4)
+        && error.message.contains(key)
+    {
+        error.message = error.message.replace(key, "[redacted]");
+    }
+    error
+}
+
+fn next<S: Stream + Unpin>(stream: &mut S) -> impl Future<Output = Option<S::Item>> + '_ {
+    std::future::poll_fn(move |cx| Pin::new(&mut *stream).poll_next(cx))
+}

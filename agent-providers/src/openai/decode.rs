@@ -1,0 +1,487 @@
+//! The Chat Completions stream decoder: `data:` frames to model events.
+//!
+//! Text and reasoning deltas pass straight through. Tool calls arrive as argument deltas keyed
+//! by `index` (several calls may interleave): each delta is forwarded as
+//! [`ModelEvent::ToolInputDelta`] and appended to its call, and the complete calls are emitted,
+//! in index order, once the choice reports its finish reason. Usage arrives in its own chunk
+//! after that (`stream_options.include_usage`), and only `data: [DONE]` ends the stream with
+//! [`ModelEvent::Finish`].
+
+use agent_core::{
+    FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
+};
+
+use super::wire::{ErrorBody, ErrorCode, ErrorFrame, StreamChunk, Text, ToolCallDelta, WireUsage};
+use crate::drive::{Decoder, status_error};
+
+const PROVIDER: &str = "openai";
+
+/// Decodes one attempt's stream.
+#[derive(Default)]
+pub(crate) struct OpenAiDecoder {
+    /// Tool calls still streaming, in order of first appearance.
+    calls: Vec<PendingCall>,
+    /// Whether complete tool calls were emitted.
+    emitted_calls: bool,
+    finish: Option<FinishReason>,
+    done: bool,
+}
+
+struct PendingCall {
+    index: u32,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Decoder for OpenAiDecoder {
+    fn decode(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        // Chunks are JSON objects: anything else is the end marker, nothing, or malformed.
+        if !data.starts_with('{') {
+            return self.marker(event, data.trim(), out);
+        }
+        if event == Some("error") {
+            return Err(stream_error(data));
+        }
+        let chunk: StreamChunk<'_> =
+            serde_json::from_str(data).map_err(|error| malformed(&error, data))?;
+        if chunk.error.is_some() {
+            return Err(stream_error(data));
+        }
+        // Only the first choice is read (`n` is never asked for).
+        let choice = chunk
+            .choices
+            .into_iter()
+            .flatten()
+            .find(|choice| choice.index == 0);
+        if let Some(choice) = choice {
+            if let Some(delta) = choice.delta {
+                // A server may send both reasoning fields; one is enough.
+                if let Some(reasoning) = delta
+                    .reasoning_content
+                    .or(delta.reasoning)
+                    .filter(non_empty)
+                {
+                    out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
+                }
+                if let Some(text) = delta.content.filter(non_empty) {
+                    out.push(ModelEvent::TextDelta(text.into_string()));
+                }
+                if let Some(refusal) = delta.refusal.filter(non_empty) {
+                    out.push(ModelEvent::TextDelta(refusal.into_string()));
+                }
+                for call in delta.tool_calls.into_iter().flatten() {
+                    self.tool_delta(call, out);
+                }
+            }
+            if let Some(reason) = choice.finish_reason.filter(non_empty) {
+                self.finish = Some(finish_reason(&reason.0));
+                // The calls are complete once the choice finished.
+                self.flush_calls(out);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            out.push(ModelEvent::Usage(usage_of(&usage)));
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+}
+
+impl OpenAiDecoder {
+    /// A frame that is not a JSON object: `[DONE]`, nothing (a block with only an id or a retry
+    /// field), or something malformed.
+    fn marker(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.flush_calls(out);
+            let reason = self.finish.take().unwrap_or(if self.emitted_calls {
+                FinishReason::ToolCalls
+            } else {
+                FinishReason::Stop
+            });
+            out.push(ModelEvent::Finish(reason));
+            self.done = true;
+            return Ok(());
+        }
+        if event == Some("error") {
+            return Err(stream_error(data));
+        }
+        if data.starts_with('{') {
+            // An object after leading whitespace, now trimmed.
+            return self.decode(event, data, out);
+        }
+        Err(match serde_json::from_str::<serde::de::IgnoredAny>(data) {
+            Err(error) => malformed(&error, data),
+            Ok(_) => ModelError::new(
+                ModelErrorKind::StreamMalformed,
+                format!(
+                    "{PROVIDER}: a stream chunk is not a JSON object: {}",
+                    excerpt(data, 200)
+                ),
+            ),
+        })
+    }
+
+    fn tool_delta(&mut self, delta: ToolCallDelta<'_>, out: &mut Vec<ModelEvent>) {
+        let id = delta.id.filter(non_empty);
+        let slot = match delta.index {
+            Some(index) => self.calls.iter().position(|call| call.index == index),
+            // A server that omits the index: a new id starts a call, else the last one goes on.
+            None => match &id {
+                Some(id) => self.calls.iter().position(|call| call.id == id.0),
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let slot = slot.unwrap_or_else(|| {
+            let index = delta.index.unwrap_or_else(|| {
+                self.calls
+                    .iter()
+                    .map(|call| call.index + 1)
+                    .max()
+                    .unwrap_or(0)
+            });
+            self.calls.push(PendingCall {
+                index,
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[slot];
+        if let Some(id) = id
+            && call.id.is_empty()
+        {
+            call.id = id.into_string();
+        }
+        let Some(function) = delta.function else {
+            return;
+        };
+        if let Some(name) = function.name.filter(non_empty)
+            && call.name.is_empty()
+        {
+            call.name = name.into_string();
+        }
+        if let Some(arguments) = function.arguments.filter(non_empty) {
+            call.arguments.push_str(&arguments.0);
+            if call.id.is_empty() {
+                call.id = format!("call_{}", call.index);
+            }
+            out.push(ModelEvent::ToolInputDelta {
+                id: call.id.clone(),
+                delta: arguments.into_string(),
+            });
+        }
+    }
+
+    /// Emits every pending call, complete, in index order.
+    fn flush_calls(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.calls.is_empty() {
+            return;
+        }
+        self.calls.sort_by_key(|call| call.index);
+        for call in self.calls.drain(..) {
+            let id = if call.id.is_empty() {
+                format!("call_{}", call.index)
+            } else {
+                call.id
+            };
+            out.push(ModelEvent::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                arguments: call.arguments,
+            }));
+        }
+        self.emitted_calls = true;
+    }
+}
+
+fn non_empty(text: &Text<'_>) -> bool {
+    !text.0.is_empty()
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" | "end_turn" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn usage_of(usage: &WireUsage) -> Usage {
+    Usage {
+        input_tokens: usage.prompt_tokens.unwrap_or(0),
+        output_tokens: usage.completion_tokens.unwrap_or(0),
+        reasoning_tokens: usage
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)
+            .unwrap_or(0),
+        cached_input_tokens: usage
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
+    }
+}
+
+/// A frame that is not a valid chunk.
+fn malformed(error: &serde_json::Error, data: &str) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamMalformed,
+        format!(
+            "{PROVIDER}: malformed stream chunk ({error}): {}",
+            excerpt(data, 200)
+        ),
+    )
+}
+
+/// An error the provider reported inside the stream, keeping its body, with the kind its code
+/// or type deserves (a server error is retried, a context overflow is not).
+fn stream_error(data: &str) -> ModelError {
+    let message = format!("{PROVIDER}: the stream reported an error: {data}");
+    let detail = match serde_json::from_str::<ErrorFrame>(data) {
+        Ok(ErrorFrame {
+            error: Some(ErrorBody::Detail(detail)),
+        }) => Some(detail),
+        _ => None,
+    };
+    let status = detail.as_ref().and_then(|detail| match detail.code {
+        Some(ErrorCode::Number(code)) => u16::try_from(code)
+            .ok()
+            .filter(|code| (400..600).contains(code)),
+        _ => None,
+    });
+    if let Some(status) = status {
+        let kind = status_error(PROVIDER, status, "", data).kind;
+        return ModelError::new(kind, message).with_status(status);
+    }
+    let kind = if is_context_overflow(data) {
+        ModelErrorKind::ContextOverflow
+    } else {
+        let words = detail
+            .iter()
+            .flat_map(|detail| {
+                let code = match &detail.code {
+                    Some(ErrorCode::Text(code)) => Some(code.as_str()),
+                    _ => None,
+                };
+                [detail.kind.as_deref(), code]
+            })
+            .flatten()
+            .map(str::to_ascii_lowercase)
+            .collect::<Vec<_>>();
+        let any = |needles: &[&str]| {
+            words
+                .iter()
+                .any(|word| needles.iter().any(|needle| word.contains(needle)))
+        };
+        if any(&["rate_limit", "rate limit", "too_many_requests"]) {
+            ModelErrorKind::RateLimited
+        } else if any(&[
+            "authentication",
+            "invalid_api_key",
+            "permission",
+            "unauthorized",
+        ]) {
+            ModelErrorKind::Authentication
+        } else if any(&[
+            "server",
+            "overloaded",
+            "internal",
+            "unavailable",
+            "timeout",
+            "api_error",
+        ]) {
+            ModelErrorKind::Server
+        } else if any(&[
+            "invalid_request",
+            "bad_request",
+            "badrequest",
+            "not_found",
+            "unprocessable",
+        ]) {
+            ModelErrorKind::BadRequest
+        } else {
+            ModelErrorKind::Provider
+        }
+    };
+    ModelError::new(kind, message)
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(frames: &[&str]) -> Result<(Vec<ModelEvent>, bool), ModelError> {
+        let mut decoder = OpenAiDecoder::default();
+        let mut out = Vec::new();
+        for frame in frames {
+            decoder.decode(None, frame, &mut out)?;
+        }
+        Ok((out, decoder.finished()))
+    }
+
+    #[test]
+    fn escaped_and_plain_text_both_decode() {
+        let (events, done) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"a \"quoted\"\nline"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"plain"},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("a \"quoted\"\nline".to_owned()),
+                ModelEvent::TextDelta("plain".to_owned()),
+                ModelEvent::Finish(FinishReason::Stop),
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_without_index_or_id_still_assemble() {
+        let (events, _) = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b1","function":{"name":"b","arguments":"{}"}}]}}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        let calls: Vec<_> = events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCall(call) => Some((
+                    call.id.as_str(),
+                    call.name.as_str(),
+                    call.arguments.as_str(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, [("call_0", "a", r#"{"x":1}"#), ("b1", "b", "{}")]);
+        assert_eq!(
+            events.last(),
+            Some(&ModelEvent::Finish(FinishReason::ToolCalls))
+        );
+    }
+
+    #[test]
+    fn in_stream_errors_get_fitting_kinds() {
+        let kind = |data: &str| decode(&[data]).unwrap_err().kind;
+        assert_eq!(
+            kind(r#"{"error":{"message":"boom","type":"server_error"}}"#),
+            ModelErrorKind::Server
+        );
+        assert_eq!(
+            kind(
+                r#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#
+            ),
+            ModelErrorKind::RateLimited
+        );
+        assert_eq!(
+            kind(
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#
+            ),
+            ModelErrorKind::ContextOverflow
+        );
+        assert_eq!(
+            kind(r#"{"error":{"message":"upstream","code":502}}"#),
+            ModelErrorKind::Server
+        );
+        assert_eq!(
+            kind(r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#),
+            ModelErrorKind::BadRequest
+        );
+        assert_eq!(
+            kind(r#"{"error":"something odd"}"#),
+            ModelErrorKind::Provider
+        );
+        let error = decode(&[r#"{"error":{"message":"boom","type":"server_error"}}"#]).unwrap_err();
+        assert!(
+            error.message.contains(r#""message":"boom""#),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_chunk_that_is_not_json_is_malformed() {
+        let error = decode(&["{\"choices\": [ oops"]).unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::StreamMalformed);
+        assert!(error.message.contains("oops"), "{}", error.message);
+    }
+
+    #[test]
+    fn frames_that_are_not_objects() {
+        assert_eq!(decode(&["", "  ", "\n"]).unwrap(), (Vec::new(), false));
+        assert_eq!(
+            decode(&[" [DONE] "]).unwrap(),
+            (vec![ModelEvent::Finish(FinishReason::Stop)], true)
+        );
+        let (events, _) =
+            decode(&["  {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}"]).unwrap();
+        assert_eq!(events, [ModelEvent::TextDelta("x".to_owned())]);
+        for frame in ["42", "[1]", "\"text\"", "nope"] {
+            assert_eq!(
+                decode(&[frame]).unwrap_err().kind,
+                ModelErrorKind::StreamMalformed,
+                "{frame}"
+            );
+        }
+        let mut decoder = OpenAiDecoder::default();
+        let error = decoder
+            .decode(Some("error"), "upstream failed", &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Provider);
+        assert!(error.message.contains("upstream failed"));
+    }
+
+    #[test]
+    fn only_the_first_choice_is_read() {
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":1,"delta":{"content":"other"}},{"index":0,"delta":{"content":"mine"}}]}"#,
+            r#"{"choices":null,"usage":null}"#,
+        ])
+        .unwrap();
+        assert_eq!(events, [ModelEvent::TextDelta("mine".to_owned())]);
+    }
+
+    #[test]
+    fn excerpts_cut_at_char_boundaries() {
+        assert_eq!(excerpt("ééé", 3), "é...");
+        assert_eq!(excerpt("abc", 3), "abc");
+    }
+}

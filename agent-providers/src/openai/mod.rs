@@ -1,0 +1,307 @@
+//! OpenAI Chat Completions, and any OpenAI-compatible server through its base URL.
+
+mod decode;
+mod strict;
+mod wire;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
+
+use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
+use crate::drive::{self, HttpRequest, Transport, Wire};
+use decode::OpenAiDecoder;
+use strict::strict_schema;
+use wire::Body;
+
+/// The default base URL.
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// The default model.
+const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// An OpenAI Chat Completions client (`POST {base_url}/chat/completions`, streamed).
+///
+/// The base URL makes the same client serve any OpenAI-compatible server: Ollama, vLLM, the
+/// llama.cpp server, Groq, OpenRouter. It streams text, reasoning (the `reasoning_content` or
+/// `reasoning` deltas of compatible servers), tool calls and usage, and retries what is worth
+/// retrying (see [`HttpSettings`]). The API key never appears in `Debug` output or errors.
+///
+/// ```no_run
+/// use agent_providers::OpenAi;
+/// # fn main() -> Result<(), agent_providers::ConfigError> {
+/// // OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server).
+/// let openai = OpenAi::from_env()?.model("gpt-4o");
+/// // A local Ollama needs no key.
+/// let ollama = OpenAi::new("").base_url("http://localhost:11434/v1").model("llama3.2");
+/// # let _ = (openai, ollama);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Request mapping: the system prompt is the first message; assistant tool calls and
+/// `role: tool` results go back as Chat Completions expects; [`CallSettings`] map to
+/// `temperature`, `max_completion_tokens`, `top_p`, `stop` and `seed`; an
+/// [`OutputSchema`] becomes `response_format: {type: "json_schema", ...}`. Provider options are
+/// merged into the body's top level: one that names a field the client sets replaces it, and a
+/// `null` option removes the field (for a server that rejects it, such as `stream_options`).
+/// A server that reads `max_tokens` rather than `max_completion_tokens` gets it with the
+/// options `{"max_tokens": 512, "max_completion_tokens": null}`.
+///
+/// [`CallSettings`]: agent_core::CallSettings
+/// [`OutputSchema`]: agent_core::OutputSchema
+#[derive(Clone)]
+pub struct OpenAi {
+    wire: Arc<OpenAiWire>,
+    settings: HttpSettings,
+    /// Built on first use, so the builder methods stay infallible and cheap.
+    transport: OnceLock<Result<Arc<Transport>, ConfigError>>,
+}
+
+/// What one request needs: where to send it and how to shape it.
+#[derive(Clone)]
+pub(crate) struct OpenAiWire {
+    base_url: String,
+    url: String,
+    model: String,
+    key: Option<ApiKey>,
+    strict_tools: bool,
+    strict_output: bool,
+}
+
+impl fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("base_url", &self.wire.base_url)
+            .field("model", &self.wire.model)
+            .field("api_key", &self.wire.key)
+            .field("strict_tools", &self.wire.strict_tools)
+            .field("strict_output", &self.wire.strict_output)
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl OpenAi {
+    /// A client with this API key, the OpenAI API's base URL (`https://api.openai.com/v1`) and
+    /// the model `gpt-4o-mini`. An empty key sends no `Authorization` header (local servers).
+    pub fn new(api_key: impl Into<String>) -> Self {
+        let key: String = api_key.into();
+        let key = (!key.trim().is_empty()).then(|| ApiKey::new(key));
+        OpenAi {
+            wire: Arc::new(OpenAiWire {
+                base_url: OPENAI_BASE_URL.to_owned(),
+                url: chat_url(OPENAI_BASE_URL),
+                model: DEFAULT_MODEL.to_owned(),
+                key,
+                strict_tools: false,
+                strict_output: true,
+            }),
+            settings: HttpSettings::default(),
+            transport: OnceLock::new(),
+        }
+    }
+
+    /// A client configured from the environment: `OPENAI_API_KEY`, and `OPENAI_BASE_URL` for an
+    /// OpenAI-compatible server. The key is required unless the base URL points somewhere
+    /// other than the OpenAI API (a local Ollama needs none).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(env_var("OPENAI_API_KEY"), env_var("OPENAI_BASE_URL"))
+    }
+
+    fn from_vars(key: Option<String>, base_url: Option<String>) -> Result<Self, ConfigError> {
+        let elsewhere = base_url
+            .as_deref()
+            .is_some_and(|url| !url.contains("api.openai.com"));
+        if key.is_none() && !elsewhere {
+            return Err(ConfigError(
+                "OPENAI_API_KEY is not set: set OPENAI_API_KEY, or set OPENAI_BASE_URL to an OpenAI-compatible \
+                 server that needs no key (such as http://localhost:11434/v1 for Ollama)"
+                    .to_owned(),
+            ));
+        }
+        let client = OpenAi::new(key.unwrap_or_default());
+        Ok(match base_url {
+            Some(url) => client.base_url(url),
+            None => client,
+        })
+    }
+
+    /// Sends requests to this base URL (`{base_url}/chat/completions`), such as
+    /// `http://localhost:11434/v1` for Ollama or `https://openrouter.ai/api/v1`.
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        let base_url = base_url.into().trim().trim_end_matches('/').to_owned();
+        let wire = Arc::make_mut(&mut self.wire);
+        wire.url = chat_url(&base_url);
+        wire.base_url = base_url;
+        self
+    }
+
+    /// Uses this model (a request's own non-empty `model` overrides it).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.wire).model = model.into();
+        self
+    }
+
+    /// Timeouts and retries.
+    pub fn settings(mut self, settings: HttpSettings) -> Self {
+        self.settings = settings;
+        self.transport = OnceLock::new();
+        self
+    }
+
+    /// Sends tools in strict mode (`strict: true`, default off), their schemas adapted: every
+    /// property required and optional ones nullable, `additionalProperties: false`. A schema
+    /// strict mode cannot express fails the call with an error naming the keyword and its JSON
+    /// path. The model may then send `null` for a parameter it could omit before: `Option<T>`
+    /// reads it as `None`, but a `#[serde(default)]` (or `#[arg(default)]`) field does not, so
+    /// tools meant for strict mode declare optional parameters as `Option<T>`.
+    pub fn strict_tools(mut self, strict: bool) -> Self {
+        Arc::make_mut(&mut self.wire).strict_tools = strict;
+        self
+    }
+
+    /// Asks for structured output in strict mode (default on), its schema adapted as for
+    /// [`strict_tools`](Self::strict_tools). Off, the schema is sent as it is, with
+    /// `strict: false`.
+    pub fn strict_output(mut self, strict: bool) -> Self {
+        Arc::make_mut(&mut self.wire).strict_output = strict;
+        self
+    }
+
+    fn transport(&self) -> Result<Arc<Transport>, ConfigError> {
+        self.transport
+            .get_or_init(|| Transport::new(self.settings.clone()).map(Arc::new))
+            .clone()
+    }
+}
+
+impl Model for OpenAi {
+    fn id(&self) -> &str {
+        &self.wire.model
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        match self.transport() {
+            Ok(transport) => drive::stream(transport, self.wire.clone(), request),
+            Err(error) => Box::pin(async_stream::stream! {
+                yield Err(ModelError::new(ModelErrorKind::Transport, format!("openai: {error}")));
+            }),
+        }
+    }
+}
+
+impl Wire for OpenAiWire {
+    type Decoder = OpenAiDecoder;
+
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError> {
+        let model = if request.model.is_empty() {
+            &self.model
+        } else {
+            &request.model
+        };
+        let parameters = request
+            .tools
+            .iter()
+            .map(|tool| {
+                if !self.strict_tools {
+                    return Ok(Cow::Borrowed(&tool.parameters));
+                }
+                strict_schema(&tool.parameters)
+                    .map(Cow::Owned)
+                    .map_err(|error| {
+                        bad_request(format!(
+                            "openai: the tool `{}` cannot be sent in strict mode: {error}",
+                            tool.name
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = match &request.output_schema {
+            None => None,
+            Some(output) if !self.strict_output => {
+                Some((output.name.as_str(), Cow::Borrowed(&output.schema)))
+            }
+            Some(output) => {
+                let schema = strict_schema(&output.schema).map_err(|error| {
+                    bad_request(format!(
+                        "openai: the output schema `{}` cannot be sent in strict mode: {error}",
+                        output.name
+                    ))
+                })?;
+                Some((output.name.as_str(), Cow::Owned(schema)))
+            }
+        };
+        let body = Body {
+            model,
+            request,
+            parameters,
+            strict_tools: self.strict_tools,
+            output,
+            strict_output: self.strict_output,
+        };
+        let body = serde_json::to_vec(&body).map_err(|error| {
+            ModelError::new(
+                ModelErrorKind::Other,
+                format!("openai: cannot encode the request: {error}"),
+            )
+        })?;
+        Ok(HttpRequest {
+            url: self.url.clone(),
+            headers: vec![
+                ("content-type", "application/json".to_owned()),
+                ("accept", "text/event-stream".to_owned()),
+            ],
+            auth: self
+                .key
+                .clone()
+                .map(|key| ("authorization", "Bearer ", key)),
+            body,
+        })
+    }
+
+    fn decoder(&self) -> OpenAiDecoder {
+        OpenAiDecoder::default()
+    }
+}
+
+fn chat_url(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+fn bad_request(message: String) -> ModelError {
+    ModelError::new(ModelErrorKind::BadRequest, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_required_only_for_the_openai_api() {
+        let error = OpenAi::from_vars(None, None).unwrap_err();
+        assert!(
+            error.0.contains("OPENAI_API_KEY") && error.0.contains("OPENAI_BASE_URL"),
+            "{error}"
+        );
+        assert!(OpenAi::from_vars(None, Some("https://api.openai.com/v1".to_owned())).is_err());
+        let ollama =
+            OpenAi::from_vars(None, Some("http://localhost:11434/v1/".to_owned())).unwrap();
+        assert_eq!(
+            ollama.wire.url,
+            "http://localhost:11434/v1/chat/completions"
+        );
+        assert!(ollama.wire.key.is_none());
+        let openai = OpenAi::from_vars(Some("sk-test-123".to_owned()), None).unwrap();
+        assert_eq!(
+            openai.wire.url,
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert!(!format!("{openai:?}").contains("sk-test-123"));
+    }
+}

@@ -1,0 +1,467 @@
+//! The Chat Completions wire format: the request body, serialized straight from the core's
+//! [`ModelRequest`] (borrowing it, no intermediate JSON tree), and the stream's chunk types,
+//! deserialized straight from each SSE frame (borrowing its text where no escape forces a copy).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use agent_core::{Message, ModelRequest, ToolCall, ToolChoice, ToolSpec};
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+// ---------------------------------------------------------------------------------------------
+// Request
+// ---------------------------------------------------------------------------------------------
+
+/// The request body of one call. Provider options are written at the top level; one that names
+/// a field this body sets replaces it, and a `null` option removes the field (`stream` stays).
+pub(super) struct Body<'a> {
+    pub(super) model: &'a str,
+    pub(super) request: &'a ModelRequest,
+    /// The tools' parameter schemas, adapted to strict mode when it is on (same order as
+    /// `request.tools`).
+    pub(super) parameters: Vec<Cow<'a, Value>>,
+    /// Whether tools are sent with `strict: true`.
+    pub(super) strict_tools: bool,
+    /// The structured-output schema (adapted when `strict_output`), if any.
+    pub(super) output: Option<(&'a str, Cow<'a, Value>)>,
+    pub(super) strict_output: bool,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let options = &request.provider_options;
+        let mut map = serializer.serialize_map(None)?;
+        let mut put = Entries {
+            map: &mut map,
+            options,
+        };
+        put.entry("model", self.model)?;
+        put.entry(
+            "messages",
+            &Messages {
+                system: request
+                    .system
+                    .as_deref()
+                    .filter(|system| !system.is_empty()),
+                messages: &request.messages,
+                send_reasoning: request.send_reasoning,
+            },
+        )?;
+        put.map.serialize_entry("stream", &true)?;
+        put.entry(
+            "stream_options",
+            &StreamOptions {
+                include_usage: true,
+            },
+        )?;
+        if !request.tools.is_empty() {
+            put.entry(
+                "tools",
+                &Tools {
+                    specs: &request.tools,
+                    parameters: &self.parameters,
+                    strict: self.strict_tools,
+                },
+            )?;
+            put.entry("tool_choice", &WireToolChoice(&request.tool_choice))?;
+        }
+        let settings = &request.settings;
+        if let Some(temperature) = settings.temperature {
+            put.entry("temperature", &temperature)?;
+        }
+        if let Some(max) = settings.max_output_tokens {
+            put.entry("max_completion_tokens", &max)?;
+        }
+        if let Some(top_p) = settings.top_p {
+            put.entry("top_p", &top_p)?;
+        }
+        if let Some(stop) = &settings.stop_sequences {
+            put.entry("stop", stop)?;
+        }
+        if let Some(seed) = settings.seed {
+            put.entry("seed", &seed)?;
+        }
+        if let Some((name, schema)) = &self.output {
+            put.entry(
+                "response_format",
+                &ResponseFormat {
+                    kind: "json_schema",
+                    json_schema: JsonSchemaFormat {
+                        name,
+                        schema,
+                        strict: self.strict_output,
+                    },
+                },
+            )?;
+        }
+        for (key, value) in options {
+            if key != "stream" && !value.is_null() {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Writes the body's own fields, skipping those a provider option replaces.
+struct Entries<'m, M> {
+    map: &'m mut M,
+    options: &'m Map<String, Value>,
+}
+
+impl<M: SerializeMap> Entries<'_, M> {
+    fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), M::Error> {
+        if self.options.contains_key(key) {
+            return Ok(());
+        }
+        self.map.serialize_entry(key, value)
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// The system prompt first, then the conversation.
+struct Messages<'a> {
+    system: Option<&'a str>,
+    messages: &'a [Message],
+    send_reasoning: bool,
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let system = self.system.map(|content| WireMessage::System { content });
+        let rest = self
+            .messages
+            .iter()
+            .map(|message| WireMessage::from_core(message, self.send_reasoning));
+        serializer.collect_seq(system.into_iter().chain(rest))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` when the reply is only tool calls.
+        content: Option<&'a str>,
+        /// Earlier reasoning, sent back the way compatible servers read it (`send_reasoning`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<&'a str>,
+        #[serde(
+            skip_serializing_if = "<[ToolCall]>::is_empty",
+            serialize_with = "serialize_tool_calls"
+        )]
+        tool_calls: &'a [ToolCall],
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> WireMessage<'a> {
+    fn from_core(message: &'a Message, send_reasoning: bool) -> Self {
+        match message {
+            Message::System { content } => WireMessage::System { content },
+            Message::User { content } => WireMessage::User { content },
+            Message::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+            } => WireMessage::Assistant {
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
+                reasoning_content: (send_reasoning && !reasoning.is_empty())
+                    .then_some(reasoning.as_str()),
+                tool_calls,
+            },
+            Message::Tool {
+                call_id, content, ..
+            } => WireMessage::Tool {
+                tool_call_id: call_id,
+                content,
+            },
+        }
+    }
+}
+
+fn serialize_tool_calls<S: Serializer>(
+    calls: &&[ToolCall],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(calls.iter().map(|call| WireToolCall {
+        id: &call.id,
+        kind: "function",
+        function: WireFunctionCall {
+            name: &call.name,
+            // Compatible servers parse the arguments as JSON: an empty string is no arguments.
+            arguments: if call.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &call.arguments
+            },
+        },
+    }))
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+struct Tools<'a> {
+    specs: &'a [std::sync::Arc<ToolSpec>],
+    parameters: &'a [Cow<'a, Value>],
+    strict: bool,
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            self.specs
+                .iter()
+                .zip(self.parameters)
+                .map(|(spec, parameters)| WireTool {
+                    kind: "function",
+                    function: WireFunction {
+                        name: &spec.name,
+                        description: &spec.description,
+                        parameters,
+                        strict: self.strict.then_some(true),
+                    },
+                }),
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+struct WireToolChoice<'a>(&'a ToolChoice);
+
+impl Serialize for WireToolChoice<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Named<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Name<'a>,
+        }
+        #[derive(Serialize)]
+        struct Name<'a> {
+            name: &'a str,
+        }
+        match self.0 {
+            ToolChoice::Auto => serializer.serialize_str("auto"),
+            ToolChoice::None => serializer.serialize_str("none"),
+            ToolChoice::Required => serializer.serialize_str("required"),
+            ToolChoice::Tool(name) => Named {
+                kind: "function",
+                function: Name { name },
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stream
+// ---------------------------------------------------------------------------------------------
+
+/// A string from the stream: borrowed from the frame when it holds no escapes, owned otherwise.
+pub(super) struct Text<'a>(pub(super) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Cow<'de, str>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(text))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(text.to_owned()))
+            }
+
+            fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(text))
+            }
+        }
+
+        deserializer.deserialize_str(TextVisitor).map(Text)
+    }
+}
+
+impl Text<'_> {
+    pub(super) fn into_string(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+/// One `data:` frame of the stream (`chat.completion.chunk`). Fields this client does not use
+/// (`id`, `model`, `created`, ...) are skipped without being built.
+#[derive(Deserialize)]
+pub(super) struct StreamChunk<'a> {
+    #[serde(default, borrow)]
+    pub(super) choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+    /// An error reported in the stream; only its presence is read here.
+    #[serde(default)]
+    pub(super) error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Choice<'a> {
+    #[serde(default)]
+    pub(super) index: u32,
+    #[serde(default, borrow)]
+    pub(super) delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    pub(super) finish_reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub(super) content: Option<Text<'a>>,
+    /// Reasoning as DeepSeek, vLLM and llama.cpp stream it.
+    #[serde(default, borrow)]
+    pub(super) reasoning_content: Option<Text<'a>>,
+    /// Reasoning as OpenRouter, Ollama and Groq stream it.
+    #[serde(default, borrow)]
+    pub(super) reasoning: Option<Text<'a>>,
+    /// A structured-output refusal, shown as text.
+    #[serde(default, borrow)]
+    pub(super) refusal: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub(super) tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ToolCallDelta<'a> {
+    #[serde(default)]
+    pub(super) index: Option<u32>,
+    #[serde(default, borrow)]
+    pub(super) id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub(super) function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    pub(super) name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub(super) arguments: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    pub(super) prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub(super) completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub(super) prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub(super) completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PromptDetails {
+    #[serde(default)]
+    pub(super) cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct CompletionDetails {
+    #[serde(default)]
+    pub(super) reasoning_tokens: Option<u64>,
+}
+
+/// An error frame (`{"error": {...}}` or `{"error": "..."}`), parsed only when one arrives.
+#[derive(Deserialize)]
+pub(super) struct ErrorFrame {
+    #[serde(default)]
+    pub(super) error: Option<ErrorBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum ErrorBody {
+    Detail(ErrorDetail),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+pub(super) struct ErrorDetail {
+    #[serde(default, rename = "type")]
+    pub(super) kind: Option<String>,
+    #[serde(default)]
+    pub(super) code: Option<ErrorCode>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum ErrorCode {
+    Number(i64),
+    Text(String),
+    Other(IgnoredAny),
+}

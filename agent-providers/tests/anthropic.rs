@@ -1,0 +1,951 @@
+//! The Anthropic Messages client over real sockets: the in-process test server replays streams
+//! in Anthropic's exact event format (split at arbitrary byte boundaries), scripted error
+//! statuses and broken streams, and records what the client sent.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_core::{
+    AgentBuilder, CallSettings, Chunk, ChunkContext, FinishReason, FnTool, Hook, Message, Model,
+    ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream, OutputSchema, ToolCall,
+    ToolChoice, ToolError, ToolSpec, TurnConfig, Usage, event,
+};
+use agent_providers::{Anthropic, HttpSettings};
+use serde_json::{Value, json};
+use support::{Reply, TestServer};
+
+const KEY: &str = "sk-ant-test-secret-0123456789";
+
+/// Small timeouts and near-zero backoff: the tests never wait on a clock.
+fn settings(max_retries: u32) -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
+        max_retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    }
+}
+
+fn client(server: &TestServer, max_retries: u32) -> Anthropic {
+    Anthropic::new(KEY)
+        .base_url(&server.url)
+        .settings(settings(max_retries))
+}
+
+async fn collect(mut stream: ModelStream) -> Vec<Result<ModelEvent, ModelError>> {
+    let mut items = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+        items.push(item);
+    }
+    items
+}
+
+/// The events of a stream that must succeed.
+async fn events(model: &Anthropic, request: ModelRequest) -> Vec<ModelEvent> {
+    collect(model.stream(request))
+        .await
+        .into_iter()
+        .map(|item| item.unwrap_or_else(|error| panic!("unexpected error: {error:?}")))
+        .collect()
+}
+
+/// The error a stream must end with.
+async fn error(model: &Anthropic, request: ModelRequest) -> (Vec<ModelEvent>, ModelError) {
+    let mut items = collect(model.stream(request)).await;
+    let last = items.pop().expect("the stream yields something");
+    let error = last.expect_err("the stream ends in an error");
+    let events = items
+        .into_iter()
+        .map(|item| item.expect("only the last item is an error"))
+        .collect();
+    (events, error)
+}
+
+fn text_of(events: &[ModelEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::TextDelta(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn user(text: &str) -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user(text)],
+        ..ModelRequest::default()
+    }
+}
+
+/// One SSE event as Anthropic writes it.
+fn sse(data: Value) -> String {
+    let name = data["type"].as_str().unwrap_or("message").to_owned();
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn message_start(input_tokens: u64) -> String {
+    sse(json!({"type": "message_start", "message": {
+        "id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
+        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 1}
+    }}))
+}
+
+fn text_block(index: u32, pieces: &[&str]) -> String {
+    let mut out = sse(
+        json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+    );
+    for piece in pieces {
+        out += &sse(
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
+        );
+    }
+    out + &sse(json!({"type": "content_block_stop", "index": index}))
+}
+
+fn tool_block(index: u32, id: &str, name: &str, pieces: &[&str]) -> String {
+    let mut out = sse(json!({"type": "content_block_start", "index": index,
+        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
+    for piece in pieces {
+        out += &sse(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "input_json_delta", "partial_json": piece}}));
+    }
+    out + &sse(json!({"type": "content_block_stop", "index": index}))
+}
+
+fn message_end(stop_reason: &str, output_tokens: u64) -> String {
+    sse(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+        "usage": {"output_tokens": output_tokens}}),
+    ) + &sse(json!({"type": "message_stop"}))
+}
+
+/// A whole stream answering with this text.
+fn text_stream(text: &str) -> String {
+    message_start(10) + &text_block(0, &[text]) + &message_end("end_turn", 5)
+}
+
+/// A stream in Anthropic's exact wire format, byte for byte as the API writes it: usage with
+/// cache counts, a ping, a thinking block with its signature, a text block, and two tool calls
+/// whose arguments stream in pieces (the first piece empty, as the API sends it), with
+/// multi-byte characters everywhere.
+const FULL_STREAM: &str = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":120,"cache_creation_input_tokens":10,"cache_read_input_tokens":30,"output_tokens":1}}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The weather in Zürich, é"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" then the time 🦀."}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Let me check 🦀"}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" — café \"au lait\".\n"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Zü"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"rich\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: content_block_start
+data: {"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_02","name":"get_time","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"tz\""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":": \"Europe/"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"Zurich\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":3}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+
+fn full_stream_events() -> Vec<ModelEvent> {
+    let usage = |output_tokens| Usage {
+        input_tokens: 160,
+        output_tokens,
+        reasoning_tokens: 0,
+        cached_input_tokens: 30,
+    };
+    let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
+        id: id.to_owned(),
+        delta: delta.to_owned(),
+    };
+    vec![
+        ModelEvent::Usage(usage(1)),
+        ModelEvent::ReasoningDelta("The weather in Zürich, é".to_owned()),
+        ModelEvent::ReasoningDelta(" then the time 🦀.".to_owned()),
+        ModelEvent::TextDelta("Let me check 🦀".to_owned()),
+        ModelEvent::TextDelta(" — café \"au lait\".\n".to_owned()),
+        input("toolu_01", "{\"city\": \"Zü"),
+        input("toolu_01", "rich\"}"),
+        ModelEvent::ToolCall(ToolCall {
+            id: "toolu_01".to_owned(),
+            name: "get_weather".to_owned(),
+            arguments: "{\"city\": \"Zürich\"}".to_owned(),
+        }),
+        input("toolu_02", "{\"tz\""),
+        input("toolu_02", ": \"Europe/"),
+        input("toolu_02", "Zurich\"}"),
+        ModelEvent::ToolCall(ToolCall {
+            id: "toolu_02".to_owned(),
+            name: "get_time".to_owned(),
+            arguments: "{\"tz\": \"Europe/Zurich\"}".to_owned(),
+        }),
+        ModelEvent::Usage(usage(89)),
+        ModelEvent::Finish(FinishReason::ToolCalls),
+    ]
+}
+
+#[tokio::test]
+async fn a_stream_decodes_the_same_however_its_bytes_are_split() {
+    // Small sizes cut multi-byte characters ("ü", "é", "—", "🦀") in two; larger ones cut events.
+    let cuts_a_character = |size: usize| {
+        FULL_STREAM
+            .char_indices()
+            .any(|(at, c)| (at + 1..at + c.len_utf8()).any(|inside| inside % size == 0))
+    };
+    for size in [1, 2, 3, 7, 13] {
+        assert!(cuts_a_character(size), "{size}");
+    }
+    let expected = full_stream_events();
+    for size in [1, 2, 3, 7, 13, 64, 1000, FULL_STREAM.len()] {
+        let server = TestServer::start([Reply::sse_split(FULL_STREAM, size)]).await;
+        let got = events(&client(&server, 0), user("Weather and time in Zürich?")).await;
+        assert_eq!(got, expected, "split into pieces of {size} bytes");
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn the_request_carries_the_conversation_in_anthropic_form() {
+    let server = TestServer::start([Reply::sse_split(&text_stream("ok"), 64)]).await;
+    let weather = ToolSpec {
+        name: "get_weather".to_owned(),
+        description: "The weather of a city.".to_owned(),
+        parameters: json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"$ref": "#/$defs/Unit"}},
+            "required": ["city"],
+            "additionalProperties": false,
+            "$defs": {"Unit": {"enum": ["c", "f"]}}
+        }),
+    };
+    let time = ToolSpec {
+        name: "get_time".to_owned(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+    };
+    let request = ModelRequest {
+        system: Some("Be brief.".to_owned()),
+        messages: vec![
+            Message::system("Answer in French."),
+            Message::user("Weather and time in Paris?"),
+            Message::Assistant {
+                content: "Checking.".to_owned(),
+                reasoning: "Two tools.".to_owned(),
+                tool_calls: vec![
+                    ToolCall { id: "toolu_1".to_owned(), name: "get_weather".to_owned(), arguments: r#"{"city":"Paris"}"#.to_owned() },
+                    ToolCall { id: "toolu_2".to_owned(), name: "get_time".to_owned(), arguments: "{not json".to_owned() },
+                ],
+            },
+            Message::Tool { call_id: "toolu_1".to_owned(), name: "get_weather".to_owned(), content: "sunny".to_owned(), is_error: false },
+            Message::Tool {
+                call_id: "toolu_2".to_owned(),
+                name: "get_time".to_owned(),
+                content: "invalid arguments".to_owned(),
+                is_error: true,
+            },
+            Message::user("And tomorrow?"),
+        ],
+        tools: vec![Arc::new(weather), Arc::new(time)],
+        tool_choice: ToolChoice::Required,
+        settings: CallSettings {
+            temperature: Some(0.5),
+            max_output_tokens: None,
+            top_p: Some(0.9),
+            stop_sequences: Some(vec!["END".to_owned()]),
+            seed: Some(7),
+        },
+        provider_options: json!({"thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u-1"}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..ModelRequest::default()
+    };
+    let got = events(&client(&server, 0), request).await;
+    assert_eq!(text_of(&got), "ok");
+
+    let sent = &server.requests()[0];
+    assert_eq!(sent.method, "POST");
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent.header("content-type"), Some("application/json"));
+    assert_eq!(sent.header("authorization"), None);
+    assert_eq!(
+        sent.json(),
+        json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "system": "Be brief.\n\nAnswer in French.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Weather and time in Paris?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "invalid arguments", "is_error": true},
+                    {"type": "text", "text": "And tomorrow?"}
+                ]}
+            ],
+            "tools": [
+                {"name": "get_weather", "description": "The weather of a city.", "input_schema": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "unit": {"$ref": "#/$defs/Unit"}},
+                    "required": ["city"],
+                    "additionalProperties": false,
+                    "$defs": {"Unit": {"enum": ["c", "f"]}}
+                }},
+                {"name": "get_time", "input_schema": {"type": "object"}}
+            ],
+            "tool_choice": {"type": "any"},
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "stop_sequences": ["END"],
+            "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "metadata": {"user_id": "u-1"}
+        })
+    );
+}
+
+#[tokio::test]
+async fn tool_choices_limits_models_and_option_overrides() {
+    let tools = vec![
+        Arc::new(ToolSpec {
+            name: "get_weather".to_owned(),
+            description: "Weather.".to_owned(),
+            parameters: json!({"type": "object"}),
+        }),
+        Arc::new(ToolSpec {
+            name: "get_time".to_owned(),
+            description: "Time.".to_owned(),
+            parameters: json!({"type": "object"}),
+        }),
+    ];
+    let with = |choice: ToolChoice| ModelRequest {
+        tools: tools.clone(),
+        tool_choice: choice,
+        ..user("hi")
+    };
+    let options = json!({"max_tokens": 100, "stream": false, "temperature": 1.0})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let cases: Vec<(ModelRequest, Value)> = vec![
+        (with(ToolChoice::Auto), json!({"type": "auto"})),
+        (with(ToolChoice::None), json!({"type": "none"})),
+        (with(ToolChoice::Required), json!({"type": "any"})),
+        (
+            with(ToolChoice::Tool("get_time".to_owned())),
+            json!({"type": "tool", "name": "get_time"}),
+        ),
+        // No tools: neither `tools` nor `tool_choice` is sent.
+        (
+            ModelRequest {
+                tool_choice: ToolChoice::Required,
+                ..user("hi")
+            },
+            Value::Null,
+        ),
+        (
+            ModelRequest {
+                model: "claude-opus-4-1".to_owned(),
+                settings: CallSettings {
+                    max_output_tokens: Some(256),
+                    temperature: Some(0.2),
+                    ..CallSettings::default()
+                },
+                ..user("hi")
+            },
+            Value::Null,
+        ),
+        (
+            ModelRequest {
+                provider_options: options,
+                settings: CallSettings {
+                    temperature: Some(0.2),
+                    ..CallSettings::default()
+                },
+                ..user("hi")
+            },
+            Value::Null,
+        ),
+    ];
+    let server = TestServer::start(
+        cases
+            .iter()
+            .map(|_| Reply::sse_split(&text_stream("ok"), 50)),
+    )
+    .await;
+    let model = client(&server, 0)
+        .model("claude-haiku-4-5")
+        .max_tokens(1000);
+    assert_eq!(model.id(), "claude-haiku-4-5");
+    for (request, _) in &cases {
+        assert_eq!(text_of(&events(&model, request.clone()).await), "ok");
+    }
+    let sent = server.requests();
+    for (index, (_, choice)) in cases.iter().enumerate() {
+        assert_eq!(sent[index].json()["tool_choice"], *choice, "case {index}");
+    }
+    let bodies: Vec<Value> = sent.iter().map(|request| request.json()).collect();
+    assert_eq!(bodies[0]["tools"].as_array().map(Vec::len), Some(2));
+    assert_eq!(bodies[4].get("tools"), None);
+    assert_eq!(bodies[0]["model"], "claude-haiku-4-5");
+    assert_eq!(bodies[0]["max_tokens"], 1000);
+    assert_eq!(bodies[0].get("temperature"), None);
+    assert_eq!(bodies[5]["model"], "claude-opus-4-1");
+    assert_eq!(bodies[5]["max_tokens"], 256);
+    assert_eq!(bodies[5]["temperature"], 0.2);
+    // Provider options win over the fields built from the request, without duplicate keys,
+    // except `stream`, which the client needs.
+    assert_eq!(bodies[6]["max_tokens"], 100);
+    assert_eq!(bodies[6]["temperature"], 1.0);
+    assert_eq!(bodies[6]["stream"], true);
+    for key in ["\"max_tokens\"", "\"temperature\"", "\"stream\""] {
+        assert_eq!(
+            sent[6].body.matches(key).count(),
+            1,
+            "{key} in {}",
+            sent[6].body
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_base_url_ending_in_v1_is_not_doubled() {
+    let server = TestServer::start([Reply::sse_split(&text_stream("ok"), 64)]).await;
+    let model = Anthropic::new(KEY)
+        .base_url(format!("{}/v1/", server.url))
+        .settings(settings(0));
+    assert_eq!(text_of(&events(&model, user("hi")).await), "ok");
+    assert_eq!(server.requests()[0].path, "/v1/messages");
+}
+
+fn report_schema() -> OutputSchema {
+    OutputSchema {
+        name: "weather_report".to_owned(),
+        schema: json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "temp_c": {"type": "integer"}},
+            "required": ["city", "temp_c"]
+        }),
+    }
+}
+
+/// The answer tool's call, streamed in pieces.
+fn answer_stream() -> String {
+    message_start(40)
+        + &tool_block(
+            0,
+            "toolu_answer",
+            "weather_report",
+            &["", "{\"city\": \"Pa", "ris\", \"temp_c\"", ": 21}"],
+        )
+        + &message_end("tool_use", 20)
+}
+
+#[tokio::test]
+async fn structured_output_goes_through_a_forced_tool_and_comes_back_as_text() {
+    let server = TestServer::start([Reply::sse_split(&answer_stream(), 5)]).await;
+    let agent = AgentBuilder::new("reporter")
+        .model(client(&server, 0))
+        .hook(Hook::<event::BeforeTurn>::sync("structured", |_ctx| {
+            Some(TurnConfig {
+                output_schema: Some(report_schema()),
+                ..TurnConfig::default()
+            })
+        }))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("Weather in Paris?").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    assert_eq!(result.text, r#"{"city": "Paris", "temp_c": 21}"#);
+    assert_eq!(result.steps.len(), 1);
+    assert!(result.steps[0].tool_calls.is_empty());
+    assert_eq!(result.steps[0].finish_reason, FinishReason::Stop);
+    let answer: Value = serde_json::from_str(&result.text).expect("the answer is JSON");
+    assert_eq!(answer, json!({"city": "Paris", "temp_c": 21}));
+
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["tools"],
+        json!([{
+            "name": "weather_report",
+            "description": "Gives the final answer: this tool's input is the answer.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "temp_c": {"type": "integer"}},
+                "required": ["city", "temp_c"]
+            }
+        }])
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "weather_report"})
+    );
+}
+
+#[tokio::test]
+async fn structured_output_with_other_tools_lets_the_model_call_them_first() {
+    let stream = message_start(40)
+        + &tool_block(0, "toolu_w", "get_weather", &["{\"city\": \"Paris\"}"])
+        + &message_end("tool_use", 20);
+    let server = TestServer::start([
+        Reply::sse_split(&stream, 64),
+        Reply::sse_split(&answer_stream(), 64),
+    ])
+    .await;
+    let model = client(&server, 0);
+    let tools = vec![Arc::new(ToolSpec {
+        name: "get_weather".to_owned(),
+        description: "Weather.".to_owned(),
+        parameters: json!({"type": "object"}),
+    })];
+    let request = ModelRequest {
+        tools,
+        output_schema: Some(report_schema()),
+        ..user("Weather in Paris?")
+    };
+    let first = events(&model, request.clone()).await;
+    assert!(first.contains(&ModelEvent::ToolCall(ToolCall {
+        id: "toolu_w".to_owned(),
+        name: "get_weather".to_owned(),
+        arguments: "{\"city\": \"Paris\"}".to_owned(),
+    })));
+    assert_eq!(
+        first.last(),
+        Some(&ModelEvent::Finish(FinishReason::ToolCalls))
+    );
+    let second = events(&model, request).await;
+    assert_eq!(text_of(&second), r#"{"city": "Paris", "temp_c": 21}"#);
+    assert!(!second.iter().any(|event| matches!(
+        event,
+        ModelEvent::ToolCall(_) | ModelEvent::ToolInputDelta { .. }
+    )));
+    assert_eq!(second.last(), Some(&ModelEvent::Finish(FinishReason::Stop)));
+
+    let body = server.requests()[0].json();
+    assert_eq!(body["tool_choice"], json!({"type": "any"}));
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(names, ["get_weather", "weather_report"]);
+}
+
+#[tokio::test]
+async fn structured_output_tool_choice_follows_the_request() {
+    let tools = vec![Arc::new(ToolSpec {
+        name: "get_weather".to_owned(),
+        description: "Weather.".to_owned(),
+        parameters: json!({"type": "object"}),
+    })];
+    let structured = |tool_choice: ToolChoice, options: Value| ModelRequest {
+        tools: tools.clone(),
+        tool_choice,
+        output_schema: Some(report_schema()),
+        provider_options: options.as_object().cloned().unwrap_or_default(),
+        ..user("Weather in Paris?")
+    };
+    let thinking = json!({"thinking": {"type": "enabled", "budget_tokens": 2048}});
+    let cases = [
+        // The model may not call tools: only the answer is left, but the tools stay listed.
+        (
+            structured(ToolChoice::None, json!({})),
+            json!({"type": "tool", "name": "weather_report"}),
+        ),
+        (
+            structured(ToolChoice::Required, json!({})),
+            json!({"type": "any"}),
+        ),
+        (
+            structured(ToolChoice::Tool("get_weather".to_owned()), json!({})),
+            json!({"type": "tool", "name": "get_weather"}),
+        ),
+        // Extended thinking forbids forcing a tool.
+        (
+            structured(ToolChoice::Auto, thinking),
+            json!({"type": "auto"}),
+        ),
+    ];
+    let server =
+        TestServer::start(cases.iter().map(|_| Reply::sse_split(&answer_stream(), 64))).await;
+    let model = client(&server, 0);
+    for (request, _) in &cases {
+        assert_eq!(
+            text_of(&events(&model, request.clone()).await),
+            r#"{"city": "Paris", "temp_c": 21}"#
+        );
+    }
+    for (sent, (_, choice)) in server.requests().iter().zip(&cases) {
+        let body = sent.json();
+        assert_eq!(body["tool_choice"], *choice);
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+    }
+    // The answer's name may not be taken by a tool.
+    let clash = ModelRequest {
+        output_schema: Some(OutputSchema {
+            name: "get_weather".to_owned(),
+            schema: json!({"type": "object"}),
+        }),
+        ..structured(ToolChoice::Auto, json!({}))
+    };
+    let (_, error) = error(&model, clash).await;
+    assert_eq!(error.kind, ModelErrorKind::BadRequest, "{error}");
+    assert_eq!(server.requests().len(), cases.len());
+}
+
+#[tokio::test]
+async fn stop_reasons_map_to_finish_reasons() {
+    let cases = [
+        ("end_turn", FinishReason::Stop),
+        ("stop_sequence", FinishReason::Stop),
+        ("max_tokens", FinishReason::Length),
+        ("refusal", FinishReason::ContentFilter),
+        ("pause_turn", FinishReason::Other("pause_turn".to_owned())),
+    ];
+    let streams: Vec<Reply> = cases
+        .iter()
+        .map(|(reason, _)| {
+            Reply::sse_split(
+                &(message_start(3) + &text_block(0, &["x"]) + &message_end(reason, 1)),
+                64,
+            )
+        })
+        .collect();
+    let server = TestServer::start(streams).await;
+    let model = client(&server, 0);
+    for (reason, finish) in cases {
+        let got = events(&model, user("hi")).await;
+        assert_eq!(got.last(), Some(&ModelEvent::Finish(finish)), "{reason}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_without_message_stop_is_retried_then_truncated() {
+    let cut = message_start(10) + &text_block(0, &["Hello"]);
+    let server = TestServer::start((0..3).map(|_| Reply::sse_split(&cut, 16))).await;
+    let (events, error) = error(&client(&server, 2), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamTruncated, "{error}");
+    assert_eq!(server.requests().len(), 3);
+    let discards = events
+        .iter()
+        .filter(|event| matches!(event, ModelEvent::Discard { .. }))
+        .count();
+    assert_eq!(discards, 2, "each retried attempt is discarded: {events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, ModelEvent::Finish(_)))
+    );
+}
+
+#[tokio::test]
+async fn an_overload_inside_the_stream_is_retried_and_observers_see_the_discard() {
+    let overloaded = message_start(10)
+        + &sse(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
+        + &sse(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Partial"}}),
+        )
+        + &sse(
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        );
+    let server = TestServer::start([
+        Reply::sse_split(&overloaded, 7),
+        Reply::sse_split(&text_stream("Whole answer."), 7),
+    ])
+    .await;
+    let chunks = Arc::new(Mutex::new(Vec::new()));
+    let seen = chunks.clone();
+    let agent = AgentBuilder::new("retrying")
+        .model(client(&server, 2))
+        .hook(Hook::<event::OnChunk>::sync(
+            "record",
+            move |ctx: &ChunkContext| {
+                seen.lock().expect("not poisoned").push(ctx.chunk.clone());
+            },
+        ))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("hi").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    assert_eq!(result.text, "Whole answer.");
+    assert_eq!(server.requests().len(), 2);
+    let chunks = chunks.lock().expect("not poisoned").clone();
+    assert_eq!(chunks.len(), 3, "{chunks:?}");
+    assert_eq!(chunks[0], Chunk::TextDelta("Partial".to_owned()));
+    assert!(
+        matches!(&chunks[1], Chunk::Discarded { reason } if reason.contains("overloaded_error")),
+        "{:?}",
+        chunks[1]
+    );
+    assert_eq!(chunks[2], Chunk::TextDelta("Whole answer.".to_owned()));
+}
+
+#[tokio::test]
+async fn errors_inside_the_stream_get_the_kind_their_type_says() {
+    let in_stream = |kind: &str, message: &str| {
+        message_start(10)
+            + &sse(json!({"type": "error", "error": {"type": kind, "message": message}}))
+    };
+    let server = TestServer::start([
+        Reply::sse_split(
+            &in_stream(
+                "rate_limit_error",
+                "Number of request tokens has exceeded your rate limit",
+            ),
+            64,
+        ),
+        Reply::sse_split(
+            &in_stream(
+                "invalid_request_error",
+                "prompt is too long: 210000 tokens > 200000 maximum",
+            ),
+            64,
+        ),
+        Reply::sse_split(
+            &in_stream("api_error", &format!("internal error for key {KEY}")),
+            64,
+        ),
+    ])
+    .await;
+    // Retries would be allowed: a context overflow is not retried.
+    let (_, error1) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error1.kind, ModelErrorKind::RateLimited, "{error1}");
+    let (_, error2) = error(&client(&server, 2), user("hi")).await;
+    assert_eq!(error2.kind, ModelErrorKind::ContextOverflow, "{error2}");
+    assert!(error2.message.contains("prompt is too long"), "{error2}");
+    assert_eq!(server.requests().len(), 2);
+    let (_, error3) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error3.kind, ModelErrorKind::Server, "{error3}");
+    assert!(!error3.message.contains(KEY), "{error3}");
+}
+
+#[tokio::test]
+async fn invalid_json_in_a_data_line_is_malformed() {
+    let broken = message_start(10)
+        + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\n\n";
+    let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+    let (_, error) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{error}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_overloaded_529_is_retried() {
+    let server = TestServer::start([
+        Reply::status(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+        Reply::sse_split(&text_stream("Recovered."), 64),
+    ])
+    .await;
+    let got = events(&client(&server, 2), user("hi")).await;
+    assert_eq!(text_of(&got), "Recovered.");
+    assert!(
+        !got.iter()
+            .any(|event| matches!(event, ModelEvent::Discard { .. })),
+        "nothing streamed before: {got:?}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_401_is_not_retried_and_the_echoed_key_is_redacted() {
+    let body = format!(
+        r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key: {KEY}"}}}}"#
+    );
+    let server = TestServer::start([Reply::status(401, &body)]).await;
+    let (_, error) = error(&client(&server, 2), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::Authentication, "{error}");
+    assert_eq!(error.status, Some(401));
+    assert_eq!(server.requests().len(), 1);
+    assert!(
+        error.message.contains("authentication_error"),
+        "the provider's body is kept: {error}"
+    );
+    assert!(!error.message.contains(KEY), "{error}");
+    assert!(!format!("{error:?}").contains(KEY));
+}
+
+#[tokio::test]
+async fn a_context_overflow_400_is_typed() {
+    let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    let server = TestServer::start([Reply::status(400, body)]).await;
+    let (_, error) = error(&client(&server, 2), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::ContextOverflow, "{error}");
+    assert_eq!(error.status, Some(400));
+    assert!(
+        error.message.contains("210000 tokens > 200000 maximum"),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_agent_turn_calls_a_tool_and_answers() {
+    let first = message_start(50)
+        + &text_block(0, &["Let me add."])
+        + &tool_block(1, "toolu_add", "add", &["", "{\"a\": 2", ", \"b\": 3}"])
+        + &message_end("tool_use", 30);
+    let second =
+        message_start(90) + &text_block(0, &["The sum ", "is 5."]) + &message_end("end_turn", 6);
+    let server =
+        TestServer::start([Reply::sse_split(&first, 11), Reply::sse_split(&second, 11)]).await;
+    let add = FnTool::new(
+        "add",
+        "Adds two integers.",
+        json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
+        |args, _ctx| async move {
+            let a = args["a"]
+                .as_i64()
+                .ok_or_else(|| ToolError::new("a is not an integer"))?;
+            let b = args["b"]
+                .as_i64()
+                .ok_or_else(|| ToolError::new("b is not an integer"))?;
+            Ok(json!(a + b))
+        },
+    );
+    let agent = AgentBuilder::new("adder")
+        .instructions("You add numbers.")
+        .model(client(&server, 0))
+        .dyn_tool(add)
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("What is 2 + 3?").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    assert_eq!(result.text, "The sum is 5.");
+    assert_eq!(result.steps.len(), 2);
+    assert_eq!(result.steps[0].finish_reason, FinishReason::ToolCalls);
+    assert_eq!(result.steps[1].finish_reason, FinishReason::Stop);
+    assert_eq!(result.usage.input_tokens, 140);
+    assert_eq!(result.usage.output_tokens, 36);
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    let first_body = sent[0].json();
+    assert_eq!(first_body["system"], "You add numbers.");
+    assert_eq!(first_body["tools"][0]["name"], "add");
+    assert_eq!(first_body["tool_choice"], json!({"type": "auto"}));
+    let second_body = sent[1].json();
+    assert_eq!(second_body["system"], "You add numbers.");
+    assert_eq!(
+        second_body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "What is 2 + 3?"}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Let me add."},
+                {"type": "tool_use", "id": "toolu_add", "name": "add", "input": {"a": 2, "b": 3}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_add", "content": "5"}]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn an_echoed_key_is_redacted_from_discard_reasons_too() {
+    let echo = message_start(10)
+        + &text_block(0, &["Partial"])
+        + &sse(
+            json!({"type": "error", "error": {"type": "api_error", "message": format!("bad key {KEY}")}}),
+        );
+    let server =
+        TestServer::start([Reply::sse_split(&echo, 64), Reply::sse_split(&echo, 64)]).await;
+    let (events, error) = error(&client(&server, 1), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::Server, "{error}");
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::Discard { reason } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.len(), 1, "{events:?}");
+    assert!(reasons[0].contains("[redacted]"), "{}", reasons[0]);
+    assert!(!reasons[0].contains(KEY), "{}", reasons[0]);
+    assert!(!error.message.contains(KEY), "{error}");
+}
+
+#[tokio::test]
+async fn the_key_never_shows() {
+    let server = TestServer::start([Reply::status(500, &format!("upstream rejected {KEY}"))]).await;
+    let model = client(&server, 0);
+    let debug = format!("{model:?}");
+    assert!(!debug.contains(KEY), "{debug}");
+    assert!(debug.contains("redacted"), "{debug}");
+    assert!(debug.contains("claude-sonnet-4-5"), "{debug}");
+    let (_, error) = error(&model, user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert!(!error.to_string().contains(KEY), "{error}");
+    assert!(!format!("{error:?}").contains(KEY));
+}

@@ -1,0 +1,695 @@
+//! What real APIs do, one fault per test, over real sockets in OpenAI's format: rate limits,
+//! outages, errors never worth retrying, refused connections, silence, and streams that end
+//! early, carry corrupt chunks, break or stall. Transient faults are retried (a broken stream as
+//! a whole step, its partial output discarded); the rest fail at once with a typed error that
+//! keeps the provider's body and never the API key.
+
+mod support;
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_core::{
+    Agent, AgentBuilder, Chunk, ErrorStage, FnTool, Hook, Message, Model, ModelError,
+    ModelErrorKind, ModelEvent, ModelRequest, ModelStream, TurnConfig, TurnErrorKind, TurnEvent,
+    TurnStatus, event,
+};
+use agent_providers::{HttpSettings, OpenAi};
+use futures_core::Stream;
+use serde_json::json;
+use support::{Reply, TestServer, split};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const KEY: &str = "sk-proj-SECRET-0123456789abcdef";
+
+fn settings(max_retries: u32) -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
+        max_retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(20),
+    }
+}
+
+fn client_at(url: &str, settings: HttpSettings) -> OpenAi {
+    OpenAi::new(KEY)
+        .base_url(format!("{url}/v1"))
+        .model("gpt-test")
+        .settings(settings)
+}
+
+fn client(server: &TestServer, max_retries: u32) -> OpenAi {
+    client_at(&server.url, settings(max_retries))
+}
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    }
+}
+
+async fn collect(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
+    let mut events = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+/// A chunk with a text delta.
+fn text(delta: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": null}]})
+    )
+}
+
+/// The end of a stream: finish reason, usage, `[DONE]`.
+fn end(reason: &str) -> String {
+    let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]});
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}});
+    format!("data: {finish}\n\ndata: {usage}\n\ndata: [DONE]\n\n")
+}
+
+/// A complete answer.
+fn answer(words: &str) -> String {
+    format!("{}{}", text(words), end("stop"))
+}
+
+fn ok(words: &str) -> Reply {
+    Reply::sse_split(&answer(words), 16)
+}
+
+/// The visible text of some events, after the last discard (what a reader keeps).
+fn text_of(events: &[ModelEvent]) -> String {
+    let kept = events
+        .iter()
+        .rposition(|event| matches!(event, ModelEvent::Discard { .. }))
+        .map_or(0, |i| i + 1);
+    events[kept..]
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::TextDelta(delta) => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn status(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
+    Reply::Status {
+        status,
+        headers: headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect(),
+        body: body.to_owned(),
+    }
+}
+
+/// The model call succeeds after one failed request.
+async fn recovers_from(first: Reply) -> (Vec<ModelEvent>, TestServer) {
+    let server = TestServer::start([first, ok("Recovered.")]).await;
+    let (events, error) = collect(client(&server, 2).stream(request())).await;
+    assert_eq!(error, None);
+    assert_eq!(text_of(&events), "Recovered.");
+    assert_eq!(server.requests().len(), 2);
+    (events, server)
+}
+
+#[tokio::test]
+async fn rate_limit_with_retry_after_zero_is_retried() {
+    let body = r#"{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let (events, _) = recovers_from(status(429, &[("retry-after", "0")], body)).await;
+    // Nothing had streamed: nothing to discard.
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, ModelEvent::Discard { .. }))
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_with_retry_after_ms_is_retried_and_long_delays_are_capped() {
+    let body = r#"{"error":{"message":"Rate limit reached","type":"tokens","code":"rate_limit_exceeded"}}"#;
+    recovers_from(status(429, &[("retry-after-ms", "5")], body)).await;
+    // An hour asked for is capped at max_backoff (20 ms here), so the test returns.
+    recovers_from(status(429, &[("retry-after", "3600")], body)).await;
+}
+
+#[tokio::test]
+async fn server_error_500_is_retried() {
+    recovers_from(Reply::status(
+        500,
+        r#"{"error":{"message":"The server had an error","type":"server_error"}}"#,
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn overloaded_529_is_retried() {
+    recovers_from(Reply::status(
+        529,
+        r#"{"error":{"message":"Overloaded","type":"overloaded_error"}}"#,
+    ))
+    .await;
+}
+
+/// A status never worth retrying fails at once, with its kind, status and body.
+async fn fails_once(code: u16, body: &str, kind: ModelErrorKind) {
+    let server = TestServer::start([Reply::status(code, body), ok("never")]).await;
+    let (events, error) = collect(client(&server, 2).stream(request())).await;
+    assert!(events.is_empty(), "{events:?}");
+    let error = error.expect("the call fails");
+    assert_eq!(error.kind, kind, "{error:?}");
+    assert_eq!(error.status, Some(code));
+    assert!(
+        error.message.contains(body),
+        "the provider's body is kept: {}",
+        error.message
+    );
+    assert_eq!(server.requests().len(), 1, "never retried");
+}
+
+#[tokio::test]
+async fn bad_request_400_is_not_retried() {
+    let body = r#"{"error":{"message":"Invalid value for 'temperature'","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}"#;
+    fails_once(400, body, ModelErrorKind::BadRequest).await;
+}
+
+#[tokio::test]
+async fn unauthorized_401_is_not_retried() {
+    let body = r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+    fails_once(401, body, ModelErrorKind::Authentication).await;
+}
+
+#[tokio::test]
+async fn not_found_404_is_not_retried() {
+    let body = r#"{"error":{"message":"The model `gpt-9` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#;
+    fails_once(404, body, ModelErrorKind::BadRequest).await;
+}
+
+#[tokio::test]
+async fn unprocessable_422_is_not_retried() {
+    fails_once(
+        422,
+        r#"{"object":"error","message":"tools[0] is invalid","type":"BadRequestError","code":422}"#,
+        ModelErrorKind::BadRequest,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn context_overflow_is_its_own_kind_and_not_retried() {
+    let body = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    fails_once(400, body, ModelErrorKind::ContextOverflow).await;
+}
+
+#[tokio::test]
+async fn retries_are_bounded() {
+    let server =
+        TestServer::start((0..4).map(|_| Reply::status(500, r#"{"error":{"message":"down"}}"#)))
+            .await;
+    let (_, error) = collect(client(&server, 2).stream(request())).await;
+    let error = error.expect("the call fails once retries are spent");
+    assert_eq!(
+        (error.kind, error.status),
+        (ModelErrorKind::Server, Some(500))
+    );
+    assert_eq!(server.requests().len(), 3, "the request and two retries");
+}
+
+/// Counts the warnings providers log (one per retry) while it is the thread's subscriber.
+struct RetryCounter(Arc<AtomicUsize>);
+
+impl tracing::Subscriber for RetryCounter {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() == tracing::Level::WARN
+            && metadata.target().starts_with("agent_providers")
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_transport_error_and_retried() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    drop(listener);
+    let retries = Arc::new(AtomicUsize::new(0));
+    let _guard = tracing::subscriber::set_default(RetryCounter(retries.clone()));
+    let (events, error) = collect(client_at(&url, settings(2)).stream(request())).await;
+    assert!(events.is_empty());
+    let error = error.expect("nothing listens there");
+    assert_eq!(error.kind, ModelErrorKind::Transport, "{error:?}");
+    assert_eq!(error.status, None);
+    assert_eq!(
+        retries.load(Ordering::SeqCst),
+        2,
+        "retried twice before giving up"
+    );
+}
+
+#[tokio::test]
+async fn no_first_byte_is_a_timeout_and_retried() {
+    let server = TestServer::start([
+        Reply::Silence(Duration::from_secs(30)),
+        ok("Late but here."),
+    ])
+    .await;
+    let openai = client_at(
+        &server.url,
+        HttpSettings {
+            first_byte_timeout: Duration::from_millis(300),
+            ..settings(1)
+        },
+    );
+    let (events, error) = collect(openai.stream(request())).await;
+    assert_eq!(error, None);
+    assert_eq!(text_of(&events), "Late but here.");
+    assert_eq!(server.requests().len(), 2);
+    // Without a retry left, the silence is a timeout.
+    let server = TestServer::start([Reply::Silence(Duration::from_secs(30))]).await;
+    let openai = client_at(
+        &server.url,
+        HttpSettings {
+            first_byte_timeout: Duration::from_millis(300),
+            ..settings(0)
+        },
+    );
+    let (_, error) = collect(openai.stream(request())).await;
+    assert_eq!(error.map(|error| error.kind), Some(ModelErrorKind::Timeout));
+}
+
+#[tokio::test]
+async fn a_stream_without_done_is_truncated_even_with_a_finish_reason() {
+    let cut = format!(
+        "{}data: {}\n\n",
+        text("Half an answer"),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    );
+    let server = TestServer::start([Reply::sse_split(&cut, 16)]).await;
+    let (events, error) = collect(client(&server, 0).stream(request())).await;
+    assert_eq!(text_of(&events), "Half an answer");
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, ModelEvent::Finish(_))),
+        "{events:?}"
+    );
+    assert_eq!(
+        error.map(|error| error.kind),
+        Some(ModelErrorKind::StreamTruncated)
+    );
+}
+
+/// Chunks as the engine's observers describe them.
+fn describe(chunk: &Chunk) -> String {
+    match chunk {
+        Chunk::TextDelta(delta) => format!("text:{delta}"),
+        Chunk::ReasoningDelta(delta) => format!("reasoning:{delta}"),
+        Chunk::Discarded { .. } => "discarded".to_owned(),
+        Chunk::ToolInputDelta { id, .. } => format!("tool_input:{id}"),
+        Chunk::ToolCall(call) => format!("tool_call:{} {}", call.id, call.name),
+        Chunk::ToolResult { id, .. } => format!("tool_result:{id}"),
+    }
+}
+
+#[tokio::test]
+async fn a_truncated_stream_is_retried_as_a_whole_step_and_its_tool_never_runs() {
+    // The broken attempt streams a complete tool call, its finish reason and usage, then ends
+    // without `[DONE]`.
+    let call = [
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_boom", "type": "function", "function": {"name": "launch", "arguments": ""}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"target\":\"moon\"}"}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+    ];
+    let truncated: String = call
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    let server = TestServer::start([Reply::sse_split(&truncated, 16), ok("Not launching.")]).await;
+    let launches = Arc::new(AtomicUsize::new(0));
+    let counter = launches.clone();
+    let observed = Arc::new(Mutex::new(Vec::new()));
+    let seen = observed.clone();
+    let agent = AgentBuilder::new("launcher")
+        .model(client(&server, 2))
+        .dyn_tool(FnTool::new(
+            "launch",
+            "Launch.",
+            json!({"type": "object", "properties": {}}),
+            move |_, _| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(json!("launched")) }
+            },
+        ))
+        .hook(Hook::<event::OnChunk>::sync("observe", move |ctx| {
+            seen.lock().unwrap().push(describe(&ctx.chunk))
+        }))
+        .build()
+        .expect("the agent builds");
+    let mut stream = agent.conversation().stream("launch?");
+    let mut streamed = Vec::new();
+    let mut result = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::Chunk { chunk, .. } => streamed.push(describe(&chunk)),
+            TurnEvent::Finished(finished) => result = Some(finished),
+            TurnEvent::StepFinished(_) => {}
+        }
+    }
+    let result = result.expect("the stream ends with Finished");
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.text, "Not launching.");
+    assert_eq!(
+        launches.load(Ordering::SeqCst),
+        0,
+        "a tool never runs from a broken stream"
+    );
+    assert_eq!(result.steps.len(), 1);
+    assert!(result.steps[0].tool_calls.is_empty());
+    let expected = [
+        "tool_input:call_boom",
+        "tool_call:call_boom launch",
+        "discarded",
+        "text:Not launching.",
+    ];
+    assert_eq!(*observed.lock().unwrap(), expected, "on_chunk");
+    assert_eq!(streamed, expected, "the stream API");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_malformed_chunk_is_retried() {
+    let corrupt = format!(
+        "{}{}",
+        text("Partial "),
+        "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"x\"}\n\n"
+    );
+    let (events, _) = recovers_from(Reply::sse_split(&corrupt, 16)).await;
+    let ModelEvent::Discard { reason } = &events[1] else {
+        panic!("a discard after the partial text: {events:?}")
+    };
+    assert!(reason.contains("malformed"), "{reason}");
+    assert_eq!(events[0], ModelEvent::TextDelta("Partial ".to_owned()));
+    // Without a retry left, the kind shows.
+    let server = TestServer::start([Reply::sse_split(&corrupt, 16)]).await;
+    let (_, error) = collect(client(&server, 0).stream(request())).await;
+    assert_eq!(
+        error.map(|error| error.kind),
+        Some(ModelErrorKind::StreamMalformed)
+    );
+}
+
+#[tokio::test]
+async fn a_disconnect_mid_stream_is_retried() {
+    let partial = split(text("Hello wor").as_bytes(), 4);
+    let (events, _) = recovers_from(Reply::SseThenDisconnect(partial.clone())).await;
+    assert!(
+        matches!(&events[1], ModelEvent::Discard { .. }),
+        "{events:?}"
+    );
+    let server = TestServer::start([Reply::SseThenDisconnect(partial)]).await;
+    let (events, error) = collect(client(&server, 0).stream(request())).await;
+    assert_eq!(text_of(&events), "Hello wor");
+    assert_eq!(
+        error.map(|error| error.kind),
+        Some(ModelErrorKind::Disconnected)
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_stream_is_a_timeout_and_retried() {
+    let stall = || Reply::SseThenStall(split(text("Hmm").as_bytes(), 8), Duration::from_secs(30));
+    let fast_idle = |retries| HttpSettings {
+        idle_timeout: Duration::from_millis(200),
+        ..settings(retries)
+    };
+    let server = TestServer::start([stall(), ok("Unstuck.")]).await;
+    let (events, error) = collect(client_at(&server.url, fast_idle(1)).stream(request())).await;
+    assert_eq!(error, None);
+    assert!(
+        matches!(&events[1], ModelEvent::Discard { reason } if reason.contains("stalled")),
+        "{events:?}"
+    );
+    assert_eq!(text_of(&events), "Unstuck.");
+    assert_eq!(server.requests().len(), 2);
+    let server = TestServer::start([stall()]).await;
+    let (_, error) = collect(client_at(&server.url, fast_idle(0)).stream(request())).await;
+    assert_eq!(error.map(|error| error.kind), Some(ModelErrorKind::Timeout));
+}
+
+/// A one-request server whose SSE answer pauses between `before` and `after`.
+async fn pausing_server(before: String, pause: Duration, after: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        let mut received = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // The head, then as much body as it announced.
+        loop {
+            let Ok(read) = socket.read(&mut buffer).await else {
+                return;
+            };
+            if read == 0 {
+                return;
+            }
+            received.extend_from_slice(&buffer[..read]);
+            let text = String::from_utf8_lossy(&received).to_ascii_lowercase();
+            if let Some(head) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if received.len() >= head + 4 + length {
+                    break;
+                }
+            }
+        }
+        let chunk = |body: &str| format!("{:x}\r\n{body}\r\n", body.len());
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = socket
+            .write_all(format!("{head}{}", chunk(&before)).as_bytes())
+            .await;
+        let _ = socket.flush().await;
+        tokio::time::sleep(pause).await;
+        let _ = socket
+            .write_all(format!("{}0\r\n\r\n", chunk(&after)).as_bytes())
+            .await;
+        let _ = socket.flush().await;
+    });
+    url
+}
+
+/// An agent on a client whose idle timeout is 100 ms, with a before_turn hook setting
+/// `TurnConfig::stall_timeout`.
+fn stalling_agent(url: &str, stall_timeout: Option<Duration>) -> Agent {
+    let settings = HttpSettings {
+        idle_timeout: Duration::from_millis(100),
+        ..settings(0)
+    };
+    AgentBuilder::new("patient")
+        .model(client_at(url, settings))
+        .hook(Hook::<event::BeforeTurn>::sync("stall", move |_ctx| {
+            TurnConfig {
+                stall_timeout,
+                ..TurnConfig::default()
+            }
+        }))
+        .build()
+        .expect("the agent builds")
+}
+
+#[tokio::test]
+async fn a_turn_stall_timeout_overrides_the_idle_timeout() {
+    let pause = Duration::from_millis(400);
+    // The client alone gives up on a 400 ms pause...
+    let url = pausing_server(text("Slow "), pause, answer("but sure.")).await;
+    let result = stalling_agent(&url, None).run("hi").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        result.error.map(|error| error.kind),
+        Some(TurnErrorKind::Model(ModelErrorKind::Timeout))
+    );
+    // ...a turn allowing 10 s between chunks waits it out.
+    let url = pausing_server(text("Slow "), pause, answer("but sure.")).await;
+    let result = stalling_agent(&url, Some(Duration::from_secs(10)))
+        .run("hi")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.text, "Slow but sure.");
+}
+
+#[tokio::test]
+async fn a_zero_turn_stall_timeout_turns_the_idle_timeout_off() {
+    let url = pausing_server(
+        text("Slow "),
+        Duration::from_millis(400),
+        answer("but sure."),
+    )
+    .await;
+    let result = stalling_agent(&url, Some(Duration::ZERO)).run("hi").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.text, "Slow but sure.");
+}
+
+#[tokio::test]
+async fn a_broken_stream_past_its_retries_ends_the_turn_in_error_keeping_partial_text() {
+    let partial = || {
+        Reply::SseThenDisconnect(split(
+            format!("{}{}", text("Hello "), text("wor")).as_bytes(),
+            8,
+        ))
+    };
+    let server = TestServer::start([partial(), partial()]).await;
+    let stages = Arc::new(Mutex::new(Vec::new()));
+    let seen = stages.clone();
+    let agent = AgentBuilder::new("fragile")
+        .model(client(&server, 1))
+        .hook(Hook::<event::OnChatError>::sync("record", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.stage,
+                ctx.error.kind.clone(),
+                ctx.partial_text.clone(),
+            ));
+        }))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("hi").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        result.text, "Hello wor",
+        "the last attempt's partial text, once"
+    );
+    assert_eq!(
+        *stages.lock().unwrap(),
+        [(
+            ErrorStage::Stream,
+            TurnErrorKind::Model(ModelErrorKind::Disconnected),
+            "Hello wor".to_owned()
+        )]
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn an_error_inside_the_stream_gets_a_fitting_kind() {
+    // A server error mid-stream is retried...
+    let overloaded = format!(
+        "{}data: {}\n\n",
+        text("Hal"),
+        json!({"error": {"message": "The server is overloaded", "type": "server_error"}})
+    );
+    let (events, _) = recovers_from(Reply::sse_split(&overloaded, 16)).await;
+    assert!(
+        matches!(&events[1], ModelEvent::Discard { reason } if reason.contains("overloaded")),
+        "{events:?}"
+    );
+    // ...a context overflow is not.
+    let overflow = format!(
+        "data: {}\n\n",
+        json!({"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}})
+    );
+    let server = TestServer::start([Reply::sse_split(&overflow, 16), ok("never")]).await;
+    let (_, error) = collect(client(&server, 2).stream(request())).await;
+    let error = error.expect("the call fails");
+    assert_eq!(error.kind, ModelErrorKind::ContextOverflow);
+    assert!(
+        error.message.contains("maximum context length"),
+        "{}",
+        error.message
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn the_api_key_never_appears_in_debug_output_or_errors() {
+    let openai = OpenAi::new(KEY);
+    assert!(!format!("{openai:?}").contains(KEY));
+    assert!(
+        !format!(
+            "{:?}",
+            openai
+                .clone()
+                .base_url("http://localhost:1")
+                .settings(settings(0))
+        )
+        .contains(KEY)
+    );
+
+    // A server echoing the key in an error body, in a status error and inside a stream whose
+    // retry is announced with a discard.
+    let echo = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {KEY}","type":"invalid_request_error"}}}}"#
+    );
+    let in_stream = format!(
+        "{}data: {}\n\n",
+        text("a"),
+        json!({"error": {"message": format!("bad key {KEY}"), "type": "server_error"}})
+    );
+    let server = TestServer::start([
+        Reply::status(401, &echo),
+        Reply::sse_split(&in_stream, 16),
+        Reply::sse_split(&in_stream, 16),
+    ])
+    .await;
+    let openai = client(&server, 1);
+    let (_, error) = collect(openai.stream(request())).await;
+    let error = error.expect("401");
+    assert_eq!(error.kind, ModelErrorKind::Authentication);
+    assert!(
+        error
+            .message
+            .contains("Incorrect API key provided: [redacted]"),
+        "{}",
+        error.message
+    );
+    let (events, error) = collect(openai.stream(request())).await;
+    let error = error.expect("the in-stream error, twice");
+    let texts = events
+        .iter()
+        .map(|event| format!("{event:?}"))
+        .chain([error.message.clone(), format!("{error:?}")]);
+    for text in texts {
+        assert!(!text.contains(KEY), "the key leaked: {text}");
+    }
+    assert!(
+        events
+            .iter()
+            .any(|event| matches!(event, ModelEvent::Discard { .. })),
+        "{events:?}"
+    );
+    // The server did receive the key, as a bearer token.
+    let expected = format!("Bearer {KEY}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|request| request.header("authorization") == Some(expected.as_str()))
+    );
+    // The model's id is all a client shows of itself through the trait.
+    assert_eq!(openai.id(), "gpt-test");
+}
