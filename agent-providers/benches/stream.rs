@@ -109,7 +109,7 @@ fn runtime() -> Runtime {
 }
 
 /// The whole stack: an agent turn through `OpenAi` (request, SSE, decoding, engine, history).
-#[divan::bench(args = CHUNKS, sample_count = 30)]
+#[divan::bench(args = CHUNKS, sample_count = 100)]
 fn provider_and_engine(bencher: Bencher, n: usize) {
     let runtime = runtime();
     let url = serve(&runtime, sse_body(n));
@@ -148,7 +148,7 @@ struct Delta<'a> {
 
 /// The floor: reqwest plus the SSE parser plus parsing each chunk into a minimal struct and
 /// appending its text, nothing else.
-#[divan::bench(args = CHUNKS, sample_count = 30)]
+#[divan::bench(args = CHUNKS, sample_count = 100)]
 fn floor_reqwest_sse_json(bencher: Bencher, n: usize) {
     let runtime = runtime();
     let url = serve(&runtime, sse_body(n));

@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,13 +109,11 @@ pub(crate) fn stream<W: Wire>(
                     let mut decoded = Vec::new();
                     let mut streamed = false;
                     let mut limit = Some(settings.first_byte_timeout);
+                    let timer = tokio::time::sleep(Duration::ZERO);
+                    tokio::pin!(timer);
                     let failure = loop {
-                        let next = match limit {
-                            Some(limit) => match tokio::time::timeout(limit, next(&mut events)).await {
-                                Ok(next) => next,
-                                Err(_) => break stalled(wire.name(), limit),
-                            },
-                            None => next(&mut events).await,
+                        let Some(next) = next_within(&mut events, timer.as_mut(), limit).await else {
+                            break stalled(wire.name(), limit.unwrap_or_default());
                         };
                         limit = idle;
                         match next {
@@ -312,6 +311,24 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
     error
 }
 
-fn next<S: Stream + Unpin>(stream: &mut S) -> impl Future<Output = Option<S::Item>> + '_ {
-    std::future::poll_fn(move |cx| Pin::new(&mut *stream).poll_next(cx))
+/// The stream's next item, or `None` when `limit` passes first. The timer is armed only when the
+/// stream has nothing ready, so a burst of buffered events costs no timer operations.
+async fn next_within<S: Stream + Unpin>(
+    stream: &mut S,
+    mut timer: Pin<&mut tokio::time::Sleep>,
+    limit: Option<Duration>,
+) -> Option<Option<S::Item>> {
+    let mut armed = false;
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(item) = Pin::new(&mut *stream).poll_next(cx) {
+            return Poll::Ready(Some(item));
+        }
+        let Some(limit) = limit else { return Poll::Pending };
+        if !armed {
+            timer.as_mut().reset(tokio::time::Instant::now() + limit);
+            armed = true;
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }

@@ -259,11 +259,12 @@ async fn main() -> ExitCode {
             } => {
                 eprintln!("\n[retrying: {reason}]");
             }
+            TurnEvent::StepFinished(step) if !step.text.is_empty() => println!(),
             TurnEvent::Finished(finished) => result = Some(finished),
             _ => {}
         }
     }
-    println!("\n\nhook timeline:");
+    println!("\nhook timeline:");
     for entry in assistant.timeline.lock().expect("timeline lock").iter() {
         println!("{entry}");
     }
