@@ -7,8 +7,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use agent_core::{
@@ -104,7 +105,8 @@ pub(crate) fn stream<W: Wire>(
             let failure = match send(&transport, wire.name(), &http).await {
                 Err(error) => error,
                 Ok(response) => {
-                    let mut events = SseByteStream::new(response.bytes_stream());
+                    let activity = Arc::new(AtomicBool::new(false));
+                    let mut events = SseByteStream::new(Activity { inner: response.bytes_stream(), seen: activity.clone() });
                     let mut decoder = wire.decoder();
                     let mut decoded = Vec::new();
                     let mut streamed = false;
@@ -112,7 +114,7 @@ pub(crate) fn stream<W: Wire>(
                     let timer = tokio::time::sleep(Duration::ZERO);
                     tokio::pin!(timer);
                     let failure = loop {
-                        let Some(next) = next_within(&mut events, timer.as_mut(), limit).await else {
+                        let Some(next) = next_within(&mut events, timer.as_mut(), limit, &activity).await else {
                             break stalled(wire.name(), limit.unwrap_or_default());
                         };
                         limit = idle;
@@ -311,24 +313,50 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
     error
 }
 
-/// The stream's next item, or `None` when `limit` passes first. The timer is armed only when the
-/// stream has nothing ready, so a burst of buffered events costs no timer operations.
+/// The stream's next item, or `None` when `limit` passes with no bytes arriving. The timer is
+/// armed only when the stream has nothing ready, so a burst of buffered events costs no timer
+/// operations; bytes that complete no event (an SSE comment used as a keep-alive, half an event)
+/// still count as activity and re-arm it.
 async fn next_within<S: Stream + Unpin>(
     stream: &mut S,
     mut timer: Pin<&mut tokio::time::Sleep>,
     limit: Option<Duration>,
+    activity: &AtomicBool,
 ) -> Option<Option<S::Item>> {
     let mut armed = false;
     std::future::poll_fn(move |cx| {
         if let Poll::Ready(item) = Pin::new(&mut *stream).poll_next(cx) {
             return Poll::Ready(Some(item));
         }
-        let Some(limit) = limit else { return Poll::Pending };
-        if !armed {
+        let Some(limit) = limit else {
+            return Poll::Pending;
+        };
+        if !armed || activity.swap(false, Ordering::Relaxed) {
             timer.as_mut().reset(tokio::time::Instant::now() + limit);
             armed = true;
         }
         timer.as_mut().poll(cx).map(|()| None)
     })
     .await
+}
+
+/// A byte stream that notes each chunk it yields, for the idle timer.
+struct Activity<S> {
+    inner: S,
+    seen: Arc<AtomicBool>,
+}
+
+impl<S: Stream + Unpin> Stream for Activity<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<S::Item>> {
+        let item = Pin::new(&mut self.inner).poll_next(cx);
+        if item.is_ready() {
+            self.seen.store(true, Ordering::Relaxed);
+        }
+        item
+    }
 }

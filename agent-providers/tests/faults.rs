@@ -458,6 +458,11 @@ async fn a_stalled_stream_is_a_timeout_and_retried() {
 
 /// A one-request server whose SSE answer pauses between `before` and `after`.
 async fn pausing_server(before: String, pause: Duration, after: String) -> String {
+    timed_server(vec![(Duration::ZERO, before), (pause, after)]).await
+}
+
+/// A one-request server writing each piece of its SSE answer after its delay.
+async fn timed_server(pieces: Vec<(Duration, String)>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -491,14 +496,13 @@ async fn pausing_server(before: String, pause: Duration, after: String) -> Strin
         }
         let chunk = |body: &str| format!("{:x}\r\n{body}\r\n", body.len());
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-        let _ = socket
-            .write_all(format!("{head}{}", chunk(&before)).as_bytes())
-            .await;
-        let _ = socket.flush().await;
-        tokio::time::sleep(pause).await;
-        let _ = socket
-            .write_all(format!("{}0\r\n\r\n", chunk(&after)).as_bytes())
-            .await;
+        let _ = socket.write_all(head.as_bytes()).await;
+        for (delay, piece) in pieces {
+            tokio::time::sleep(delay).await;
+            let _ = socket.write_all(chunk(&piece).as_bytes()).await;
+            let _ = socket.flush().await;
+        }
+        let _ = socket.write_all(b"0\r\n\r\n").await;
         let _ = socket.flush().await;
     });
     url
@@ -541,6 +545,19 @@ async fn a_turn_stall_timeout_overrides_the_idle_timeout() {
         .await;
     assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
     assert_eq!(result.text, "Slow but sure.");
+}
+
+#[tokio::test]
+async fn keep_alive_comments_count_as_activity_for_the_idle_timeout() {
+    // Eight `: keep-alive` comments 60 ms apart: 480 ms without an event, but never 100 ms
+    // without a byte.
+    let mut pieces = vec![(Duration::ZERO, text("Thinking, "))];
+    pieces.extend((0..8).map(|_| (Duration::from_millis(60), ": keep-alive\n\n".to_owned())));
+    pieces.push((Duration::from_millis(60), answer("done.")));
+    let url = timed_server(pieces).await;
+    let result = stalling_agent(&url, None).run("hi").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.text, "Thinking, done.");
 }
 
 #[tokio::test]
