@@ -26,6 +26,10 @@ pub enum Message {
         /// The tool calls of this reply, in the model's order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The provider's signature over the reasoning (Anthropic's thinking blocks), which it
+        /// needs to take the reasoning back in a later request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_signature: Option<String>,
     },
     /// The result of one tool call, as the model reads it.
     Tool {
@@ -61,6 +65,7 @@ impl Message {
             content: content.into(),
             reasoning: String::new(),
             tool_calls: Vec::new(),
+            reasoning_signature: None,
         }
     }
 

@@ -222,6 +222,9 @@ fn full_stream_events() -> Vec<ModelEvent> {
         ModelEvent::Usage(usage(1)),
         ModelEvent::ReasoningDelta("The weather in Zürich, é".to_owned()),
         ModelEvent::ReasoningDelta(" then the time 🦀.".to_owned()),
+        ModelEvent::ReasoningSignature(
+            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".to_owned(),
+        ),
         ModelEvent::TextDelta("Let me check 🦀".to_owned()),
         ModelEvent::TextDelta(" — café \"au lait\".\n".to_owned()),
         input("toolu_01", "{\"city\": \"Zü"),
@@ -296,6 +299,8 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                     ToolCall { id: "toolu_1".to_owned(), name: "get_weather".to_owned(), arguments: r#"{"city":"Paris"}"#.to_owned() },
                     ToolCall { id: "toolu_2".to_owned(), name: "get_time".to_owned(), arguments: "{not json".to_owned() },
                 ],
+                // With thinking on, the signed reasoning goes back before the tool calls.
+                reasoning_signature: Some("sig-1".to_owned()),
             },
             Message::Tool { call_id: "toolu_1".to_owned(), name: "get_weather".to_owned(), content: "sunny".to_owned(), is_error: false },
             Message::Tool {
@@ -340,6 +345,7 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
             "messages": [
                 {"role": "user", "content": [{"type": "text", "text": "Weather and time in Paris?"}]},
                 {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Two tools.", "signature": "sig-1"},
                     {"type": "text", "text": "Checking."},
                     {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
                     {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}}

@@ -222,6 +222,7 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
                         arguments: String::new(),
                     },
                 ],
+                reasoning_signature: None,
             },
             Message::Tool {
                 call_id: "c1".to_owned(),
@@ -336,6 +337,7 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
                 content: "Hello".to_owned(),
                 reasoning: "greet".to_owned(),
                 tool_calls: Vec::new(),
+                reasoning_signature: None,
             },
             Message::user("again"),
         ],

@@ -70,3 +70,27 @@ async fn a_discarded_attempt_leaves_no_trace_in_the_step() {
     assert_eq!(step.tool_calls.len(), 1);
     assert_eq!(step.usage.output_tokens, 4);
 }
+
+#[tokio::test]
+async fn a_reasoning_signature_is_kept_on_the_assistant_message_and_dropped_with_a_discard() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .reasoning("first try")
+        .event(ModelEvent::ReasoningSignature("sig-broken".to_owned()))
+        .event(ModelEvent::Discard {
+            reason: "disconnected".to_owned(),
+        })
+        .reasoning("Think.")
+        .event(ModelEvent::ReasoningSignature("sig-1".to_owned()))
+        .text("Answer.")]);
+    let agent = AgentBuilder::new("thinker").model(model).build().unwrap();
+    let result = agent.run("q").await;
+    assert_eq!(
+        result.messages,
+        [agent_core::Message::Assistant {
+            content: "Answer.".to_owned(),
+            reasoning: "Think.".to_owned(),
+            tool_calls: Vec::new(),
+            reasoning_signature: Some("sig-1".to_owned()),
+        }]
+    );
+}

@@ -144,6 +144,9 @@ pub enum ModelEvent {
     TextDelta(String),
     /// A piece of reasoning.
     ReasoningDelta(String),
+    /// The provider's signature over this call's reasoning, kept on the assistant message so
+    /// the reasoning can be sent back (Anthropic's thinking blocks).
+    ReasoningSignature(String),
     /// A piece of a tool call's arguments, as it streams (for observers).
     ToolInputDelta {
         /// The call id.

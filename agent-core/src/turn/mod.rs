@@ -270,6 +270,7 @@ impl Turn<'_> {
                         content: text,
                         reasoning: streamed.reasoning,
                         tool_calls: Vec::new(),
+                        reasoning_signature: streamed.reasoning_signature,
                     });
                 }
                 return Some(match error {
@@ -295,6 +296,7 @@ impl Turn<'_> {
             content: text.clone(),
             reasoning: streamed.reasoning.clone(),
             tool_calls: tool_calls.clone(),
+            reasoning_signature: streamed.reasoning_signature.clone(),
         };
         self.outcome.text = text.clone();
         self.outcome.added.push(assistant.clone());

@@ -16,6 +16,7 @@ use super::dispatch::observe;
 pub(super) struct Streamed {
     pub(super) text: String,
     pub(super) reasoning: String,
+    pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) usage: Usage,
     /// The finish reason, or why the stream broke (`None`: the turn was cancelled).
@@ -67,6 +68,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
         let mut out = Streamed {
             text: String::new(),
             reasoning: String::new(),
+            reasoning_signature: None,
             tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: Err(None),
@@ -126,6 +128,10 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     out.tool_calls.push(call);
                     continue;
                 }
+                ModelEvent::ReasoningSignature(signature) => {
+                    out.reasoning_signature = Some(signature);
+                    continue;
+                }
                 ModelEvent::Usage(usage) => {
                     out.usage = usage;
                     continue;
@@ -135,6 +141,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     // The provider retries a broken stream from the start of the step.
                     out.text.clear();
                     out.reasoning.clear();
+                    out.reasoning_signature = None;
                     out.tool_calls.clear();
                     out.usage = Usage::default();
                     Chunk::Discarded { reason }

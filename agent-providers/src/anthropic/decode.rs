@@ -6,7 +6,8 @@
 //! |---|---|
 //! | `message_start` usage | [`ModelEvent::Usage`] |
 //! | `text_delta` | [`ModelEvent::TextDelta`] |
-//! | `thinking_delta` | [`ModelEvent::ReasoningDelta`] (`signature_delta` is ignored) |
+//! | `thinking_delta` | [`ModelEvent::ReasoningDelta`] |
+//! | `signature_delta` | [`ModelEvent::ReasoningSignature`] (kept to send the thinking back) |
 //! | `tool_use` block, `input_json_delta` | [`ModelEvent::ToolInputDelta`] per delta |
 //! | `tool_use` block's `content_block_stop` | one [`ModelEvent::ToolCall`] |
 //! | `message_delta` usage and `stop_reason` | [`ModelEvent::Usage`], the finish reason |
@@ -78,6 +79,7 @@ struct BlockHead {
     name: Option<String>,
     text: Option<String>,
     thinking: Option<String>,
+    signature: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -96,6 +98,7 @@ struct Delta {
     kind: Option<DeltaKind>,
     text: Option<String>,
     thinking: Option<String>,
+    signature: Option<String>,
     partial_json: Option<String>,
     stop_reason: Option<String>,
 }
@@ -105,6 +108,7 @@ struct Delta {
 enum DeltaKind {
     TextDelta,
     ThinkingDelta,
+    SignatureDelta,
     InputJsonDelta,
     #[serde(other)]
     Other,
@@ -189,6 +193,7 @@ impl AnthropicDecoder {
             }
             BlockKind::Thinking => {
                 push_text(out, head.thinking, ModelEvent::ReasoningDelta);
+                push_text(out, head.signature, ModelEvent::ReasoningSignature);
                 OpenBlock::Passive
             }
             BlockKind::ToolUse => {
@@ -219,6 +224,9 @@ impl AnthropicDecoder {
             Some(DeltaKind::TextDelta) => push_text(out, delta.text, ModelEvent::TextDelta),
             Some(DeltaKind::ThinkingDelta) => {
                 push_text(out, delta.thinking, ModelEvent::ReasoningDelta)
+            }
+            Some(DeltaKind::SignatureDelta) => {
+                push_text(out, delta.signature, ModelEvent::ReasoningSignature)
             }
             Some(DeltaKind::InputJsonDelta) => {
                 let Some(open) = self.open.iter_mut().find(|open| open.index == index) else {

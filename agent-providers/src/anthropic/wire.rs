@@ -91,6 +91,10 @@ enum Block<'a> {
     Text {
         text: &'a str,
     },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
     ToolUse {
         id: &'a str,
         name: &'a str,
@@ -188,7 +192,10 @@ pub(super) fn body<'a>(
         },
         max_tokens: settings.max_output_tokens.unwrap_or(max_tokens),
         system: system(request),
-        messages: messages(&request.messages),
+        messages: messages(
+            &request.messages,
+            request.send_reasoning || thinking_enabled(request),
+        ),
         tools,
         tool_choice,
         temperature: settings.temperature,
@@ -196,6 +203,16 @@ pub(super) fn body<'a>(
         stop_sequences: settings.stop_sequences.as_deref(),
         options: &request.provider_options,
     })
+}
+
+/// Whether the request turns extended thinking on (a `thinking` provider option).
+fn thinking_enabled(request: &ModelRequest) -> bool {
+    request
+        .provider_options
+        .get("thinking")
+        .and_then(|thinking| thinking.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind != "disabled")
 }
 
 fn choice(choice: &ToolChoice) -> WireToolChoice<'_> {
@@ -222,12 +239,7 @@ fn answer_choice<'a>(
             ),
         ));
     }
-    let thinking = request
-        .provider_options
-        .get("thinking")
-        .and_then(|thinking| thinking.get("type"))
-        .and_then(Value::as_str)
-        .is_some_and(|kind| kind != "disabled");
+    let thinking = thinking_enabled(request);
     let choice = match &request.tool_choice {
         ToolChoice::Tool(name) => WireToolChoice::Tool { name },
         _ if thinking => WireToolChoice::Auto,
@@ -270,7 +282,11 @@ fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
 /// The conversation as Anthropic messages. Tool results go back in a user message as
 /// `tool_result` blocks; consecutive messages of one role (several tool results, a user message
 /// after them) are merged into one message, as the API wants roles to alternate.
-fn messages<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
+///
+/// Earlier reasoning goes back as a `thinking` block when it was streamed with a signature and
+/// `with_thinking` holds (thinking is on, or the turn sends reasoning): with thinking on, the
+/// API wants the signed block before a `tool_use` it answers.
+fn messages<'a>(messages: &'a [Message], with_thinking: bool) -> Vec<WireMessage<'a>> {
     let mut out: Vec<WireMessage<'a>> = Vec::with_capacity(messages.len());
     let mut push = |role: Role, block: Block<'a>| match out.last_mut() {
         Some(last) if last.role == role => last.content.push(block),
@@ -285,11 +301,21 @@ fn messages<'a>(messages: &'a [Message]) -> Vec<WireMessage<'a>> {
             Message::User { content } => push(Role::User, Block::Text { text: content }),
             Message::Assistant {
                 content,
+                reasoning,
                 tool_calls,
-                ..
+                reasoning_signature,
             } => {
-                // Reasoning is not sent back: Anthropic only takes thinking blocks with the
-                // signature they were streamed with, which the core does not keep.
+                if let Some(signature) = reasoning_signature.as_deref().filter(|_| with_thinking)
+                    && !reasoning.is_empty()
+                {
+                    push(
+                        Role::Assistant,
+                        Block::Thinking {
+                            thinking: reasoning,
+                            signature,
+                        },
+                    );
+                }
                 if !content.is_empty() {
                     push(Role::Assistant, Block::Text { text: content });
                 }

@@ -181,6 +181,7 @@ impl<'a> WireMessage<'a> {
                 content,
                 reasoning,
                 tool_calls,
+                ..
             } => WireMessage::Assistant {
                 content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
                 reasoning_content: (send_reasoning && !reasoning.is_empty())
