@@ -31,9 +31,10 @@ const API_VERSION: &str = "2023-06-01";
 /// input streams back as the answer's text. Provider options are merged into the top level of
 /// the request body, where they win over the fields built from the request (all but `stream`):
 /// for example `{"thinking": {"type": "enabled", "budget_tokens": 2048}}` or
-/// `{"metadata": {"user_id": "..."}}`. A call's `seed` is ignored, as the API has none, and
-/// earlier reasoning is never sent back: the API only takes thinking blocks with their
-/// signatures, which the core's messages do not keep.
+/// `{"metadata": {"user_id": "..."}}`. A call's `seed` is ignored, as the API has none. Earlier
+/// reasoning goes back as a signed `thinking` block (the signature is kept on the assistant
+/// message) when thinking is on or the turn sets `send_reasoning`, as the API requires before a
+/// `tool_use` it answers.
 ///
 /// Usage reports all prompt tokens as input tokens, the ones read from the prompt cache also as
 /// cached input tokens (Anthropic counts cache reads and writes apart from `input_tokens`).
