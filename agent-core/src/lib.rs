@@ -26,8 +26,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnEvent, TurnRequest,
-    TurnStream,
+    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnEvent, TurnOverlap,
+    TurnRequest, TurnStream,
 };
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
@@ -44,7 +44,10 @@ pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
     ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, ToolSpec, Usage,
 };
-pub use store::{HistoryStore, MemoryStore, StoreError};
+pub use store::{
+    MemoryStore, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
+    SqliteStore, SqliteSync, StoreError, StoredMessage, ToolStatus,
+};
 pub use tool::{
     AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,
     ToolInput, TypedTool, is_valid_tool_name, schema_for,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use agent_core::{
     AgentBuilder, CancelToken, ChatErrorContext, ChatResponse, ErrorStage, Hook, Matcher, Message,
-    ScriptedModel, ScriptedStep, StopDecision, StopReason, TurnErrorKind, TurnRequest, TurnStatus,
-    event,
+    MessageStatus, ScriptedModel, ScriptedStep, StopDecision, StopReason, TurnErrorKind,
+    TurnRequest, TurnStatus, event,
 };
 use tests::{Add, Nap, Recorded, Seen, Trace, lines, within};
 use tokio::sync::Notify;
@@ -252,9 +252,24 @@ async fn cancelling_while_the_model_streams_aborts_and_keeps_the_partial_text() 
         ])
     );
     watched.assert_aborted_once();
+    // The partial answer is stored, marked failed, and left out of the model's history.
+    let rows: Vec<(Message, MessageStatus)> = conversation
+        .rows()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.message, row.status))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (Message::user("hello"), MessageStatus::Completed),
+            (Message::assistant("Hel"), MessageStatus::Failed),
+        ]
+    );
     assert_eq!(
         conversation.history().await.unwrap(),
-        [Message::user("hello"), Message::assistant("Hel")]
+        [Message::user("hello")]
     );
 }
 

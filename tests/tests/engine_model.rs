@@ -5,8 +5,9 @@ use std::sync::OnceLock;
 
 use agent_core::{
     AgentBuilder, ChatErrorClassification, ChatErrorContext, ChatResponse, ClassifyContext,
-    ErrorStage, Hook, Message, ModelErrorKind, ScriptedModel, ScriptedStep, Tool, ToolContext,
-    ToolError, TurnError, TurnErrorKind, TurnStatus, default_classifier, event, schema_for,
+    ErrorStage, Hook, Message, MessageStatus, ModelErrorKind, ScriptedModel, ScriptedStep, Tool,
+    ToolContext, ToolError, TurnError, TurnErrorKind, TurnStatus, default_classifier, event,
+    schema_for,
 };
 use serde::{Deserialize, Serialize};
 use tests::{Add, Recorded, Seen, Trace, lines, own_args};
@@ -295,11 +296,23 @@ async fn stream_breaks(
     assert_eq!(responses[0].message, Message::assistant("Partial"));
     assert_eq!(responses[0].error.as_ref(), Some(&error));
 
-    // The partial text is persisted, without the tool call that never ran.
+    // The partial text is persisted as a failed message, without the tool call that never
+    // ran, and stays out of the model's history.
+    let rows: Vec<(Message, MessageStatus)> = conversation
+        .rows()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.message, row.status))
+        .collect();
     assert_eq!(
-        conversation.history().await.unwrap(),
-        [Message::user("go"), Message::assistant("Partial")]
+        rows,
+        [
+            (Message::user("go"), MessageStatus::Completed),
+            (Message::assistant("Partial"), MessageStatus::Failed),
+        ]
     );
+    assert_eq!(conversation.history().await.unwrap(), [Message::user("go")]);
 }
 
 #[tokio::test]
@@ -349,10 +362,21 @@ async fn a_later_broken_step_keeps_the_earlier_steps() {
     assert_eq!(result.status, TurnStatus::Error, "{result:?}");
     assert_eq!(result.text, "Thr");
     assert_eq!(result.steps.len(), 1);
-    let history = conversation.history().await.unwrap();
-    let roles: Vec<&str> = history.iter().map(Message::role).collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
-    assert_eq!(history[3], Message::assistant("Thr"));
+    let rows = conversation.rows().await.unwrap();
+    let roles: Vec<(&str, MessageStatus)> = rows
+        .iter()
+        .map(|row| (row.message.role(), row.status))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("user", MessageStatus::Completed),
+            ("assistant", MessageStatus::Completed),
+            ("tool", MessageStatus::Completed),
+            ("assistant", MessageStatus::Failed),
+        ]
+    );
+    assert_eq!(rows[3].message, Message::assistant("Thr"));
     assert_eq!(broken.errors.take()[0].stage, ErrorStage::Stream);
 }
 

@@ -11,7 +11,7 @@ use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
 use crate::hooks::{Hook, Matcher, TurnEvent, TurnHooks};
 use crate::model::{CallSettings, Model};
-use crate::store::{HistoryStore, MemoryStore};
+use crate::store::{MemoryStore, SessionStore};
 use crate::tool::{DynTool, Tool, ToolInput, TypedTool, is_valid_tool_name};
 
 /// The agent could not be built. Lists every problem found.
@@ -49,13 +49,14 @@ pub struct AgentBuilder {
     model: Option<Arc<dyn Model>>,
     max_steps: usize,
     tool_concurrency: usize,
+    overlap: super::TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
     tools: Vec<(Arc<dyn DynTool>, bool)>,
     hooks: TurnHooks,
     before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
-    store: Option<Arc<dyn HistoryStore>>,
+    store: Option<Arc<dyn SessionStore>>,
     problems: Vec<String>,
 }
 
@@ -79,6 +80,7 @@ impl AgentBuilder {
             model: None,
             max_steps: 10,
             tool_concurrency: 8,
+            overlap: super::TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
             tools: Vec::new(),
@@ -125,6 +127,12 @@ impl AgentBuilder {
         self
     }
 
+    /// What a turn does while another turn of its session runs (default: wait).
+    pub fn turn_overlap(mut self, overlap: super::TurnOverlap) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
     /// Default sampling and length settings.
     pub fn settings(mut self, settings: CallSettings) -> Self {
         self.settings = settings;
@@ -138,7 +146,7 @@ impl AgentBuilder {
     }
 
     /// Where conversations keep their history (default: in memory).
-    pub fn store(mut self, store: Arc<dyn HistoryStore>) -> Self {
+    pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self
     }
@@ -237,6 +245,7 @@ impl AgentBuilder {
             model,
             max_steps,
             tool_concurrency,
+            overlap,
             settings,
             provider_options,
             tools,
@@ -300,6 +309,7 @@ impl AgentBuilder {
                 model,
                 max_steps,
                 tool_concurrency,
+                overlap,
                 settings,
                 provider_options,
                 tools: slots,

@@ -13,7 +13,7 @@ use super::Agent;
 use crate::cancel::CancelToken;
 use crate::hooks::{Chunk, StepRecord, TurnResult};
 use crate::message::Message;
-use crate::store::StoreError;
+use crate::store::{StoreError, StoredMessage};
 
 /// One turn's input and options.
 #[derive(Clone, Debug, Default)]
@@ -123,8 +123,13 @@ impl Conversation {
         &self.agent
     }
 
-    /// The stored history, oldest first.
+    /// The history a model reads: the session's completed, visible messages, oldest first.
     pub async fn history(&self) -> Result<Vec<Message>, StoreError> {
+        Ok(crate::store::history(&self.rows().await?))
+    }
+
+    /// Every stored row of the session (pending and failed ones too), oldest first.
+    pub async fn rows(&self) -> Result<Vec<StoredMessage>, StoreError> {
         self.agent.inner.store.load(&self.session).await
     }
 

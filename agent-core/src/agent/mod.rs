@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
 use crate::model::{CallSettings, Model, ToolSpec};
-use crate::store::HistoryStore;
+use crate::store::SessionStore;
 use crate::tool::DynTool;
 
 pub use builder::{AgentBuilder, BuildError};
@@ -49,6 +49,17 @@ pub trait HookSet {
     fn register(self, builder: AgentBuilder) -> AgentBuilder;
 }
 
+/// What a turn does when another turn of its session is running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnOverlap {
+    /// Wait for the running turn to end (the default).
+    #[default]
+    Wait,
+    /// End at once with status `error` and [`TurnErrorKind::Busy`](crate::TurnErrorKind::Busy);
+    /// no hook fires, nothing is stored.
+    Reject,
+}
+
 /// A built agent: cheap to clone, shareable across tasks. Run turns with [`Agent::run`] (a
 /// one-turn conversation) or open a [`Conversation`] to keep history across turns.
 #[derive(Clone)]
@@ -80,6 +91,7 @@ pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) max_steps: usize,
     pub(crate) tool_concurrency: usize,
+    pub(crate) overlap: TurnOverlap,
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,
     pub(crate) tools: Vec<ToolSlot>,
@@ -88,7 +100,7 @@ pub(crate) struct AgentInner {
     pub(crate) hooks: TurnHooks,
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
-    pub(crate) store: Arc<dyn HistoryStore>,
+    pub(crate) store: Arc<dyn SessionStore>,
     /// The turn lock of each open session.
     pub(crate) sessions: SessionLocks,
 }

@@ -528,6 +528,8 @@ pub enum TurnErrorKind {
     Stopped,
     /// The history store failed.
     Store,
+    /// Another turn of the session was running and the agent rejects overlapping turns.
+    Busy,
     /// A hook replaced the error.
     Custom,
 }

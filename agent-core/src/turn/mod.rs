@@ -14,7 +14,7 @@ pub use classify::{default_classifier, is_context_overflow};
 use dispatch::{each, observe};
 use stream::StepStream;
 
-use crate::agent::{AgentInner, Conversation, ToolSlot, TurnEvent, TurnRequest};
+use crate::agent::{AgentInner, Conversation, ToolSlot, TurnEvent, TurnOverlap, TurnRequest};
 use crate::hooks::{
     ChatErrorContext, ChatResponse, ClassifyContext, ErrorStage, LlmEndContext, LlmStartContext,
     RunContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
@@ -22,6 +22,7 @@ use crate::hooks::{
 };
 use crate::message::Message;
 use crate::model::{Model, ModelRequest, ToolChoice, Usage};
+use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage};
 use crate::tool_call::{CallResult, CallScope, TurnTools};
 use crate::util::{join_ordered, new_id};
 
@@ -89,9 +90,38 @@ enum End {
 
 impl Turn<'_> {
     async fn run(mut self, request: TurnRequest) -> TurnResult {
-        let guard = self.conversation.lock.clone().lock_owned().await;
+        let lock = self.conversation.lock.clone();
+        let guard = match self.agent.overlap {
+            TurnOverlap::Wait => lock.lock_owned().await,
+            TurnOverlap::Reject => match lock.try_lock_owned() {
+                Ok(guard) => guard,
+                Err(_) => return self.busy().await,
+            },
+        };
         let end = self.drive(request).await;
         self.finish(end, guard).await
+    }
+
+    /// The result of a turn rejected because another turn of its session is running.
+    async fn busy(self) -> TurnResult {
+        let message = format!(
+            "a turn of session `{}` is already running",
+            self.conversation.session
+        );
+        let error = TurnError::new(TurnErrorKind::Busy, message);
+        let result = TurnResult {
+            request_id: self.request_id.clone(),
+            status: TurnStatus::Error,
+            text: String::new(),
+            stop_reason: None,
+            steps: Vec::new(),
+            messages: Vec::new(),
+            usage: Usage::default(),
+            error: Some(error),
+            classification: Some(crate::ChatErrorClassification::Transient),
+        };
+        self.emit(TurnEvent::Finished(result.clone())).await;
+        result
     }
 
     async fn emit(&self, event: TurnEvent) {
@@ -99,6 +129,68 @@ impl Turn<'_> {
             // A dropped stream only stops the events; the turn still completes.
             let _ = sink.send(event).await;
         }
+    }
+
+    /// Stores a row of this session; a failure ends the turn at stage `persist`.
+    async fn insert(&self, row: NewMessage) -> Result<i64, End> {
+        match self
+            .agent
+            .store
+            .insert(&self.conversation.session, row)
+            .await
+        {
+            Ok(stored) => Ok(stored.id),
+            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
+        }
+    }
+
+    /// Updates a row of this session; a failure ends the turn at stage `persist`.
+    async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), End> {
+        match self
+            .agent
+            .store
+            .update(&self.conversation.session, id, update)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
+        }
+    }
+
+    /// Finishes what a turn cut off by a crash left behind (see [`store::repairs`]), and
+    /// returns the session's rows as they now stand.
+    async fn repair(&self, rows: Vec<StoredMessage>) -> Result<Vec<StoredMessage>, End> {
+        let repairs = store::repairs(&rows);
+        if repairs == store::Repairs::default() {
+            return Ok(rows);
+        }
+        tracing::warn!(
+            session = %self.conversation.session,
+            stale = repairs.stale.len(),
+            unanswered = repairs.unanswered.len(),
+            "repairing a session whose last turn was cut off"
+        );
+        for id in repairs.stale {
+            let failed = MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            };
+            self.update(id, failed).await?;
+        }
+        for message in repairs.unanswered {
+            self.insert(NewMessage::completed(message)).await?;
+        }
+        match self.agent.store.load(&self.conversation.session).await {
+            Ok(rows) => Ok(rows),
+            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
+        }
+    }
+
+    /// Stores a message this turn adds and keeps it for the turn's result.
+    async fn add(&mut self, message: Message) -> Result<(), End> {
+        self.insert(NewMessage::completed(message.clone())).await?;
+        self.outcome.added.push(message);
+        Ok(())
     }
 
     /// before_run, before_turn and the step loop.
@@ -115,17 +207,18 @@ impl Turn<'_> {
             return End::Failed(error, ErrorStage::Turn);
         }
 
-        let store = &agent.store;
-        let mut messages = match store.load(&self.conversation.session).await {
-            Ok(history) => history,
+        let rows = match agent.store.load(&self.conversation.session).await {
+            Ok(rows) => rows,
             Err(error) => return End::Failed(store_error(error), ErrorStage::Persist),
         };
+        let rows = match self.repair(rows).await {
+            Ok(rows) => rows,
+            Err(end) => return end,
+        };
+        let mut messages = store::history(&rows);
         let user = Message::user(run_ctx.input);
-        if let Err(error) = store
-            .append(&self.conversation.session, std::slice::from_ref(&user))
-            .await
-        {
-            return End::Failed(store_error(error), ErrorStage::Persist);
+        if let Err(end) = self.insert(NewMessage::completed(user.clone())).await {
+            return end;
         }
         self.outcome.user_persisted = true;
         messages.push(user);
@@ -228,6 +321,17 @@ impl Turn<'_> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
         );
+        // The assistant message is stored pending while the model answers.
+        let pending = NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(store::now_micros()),
+            silent: false,
+        };
+        let row = match self.insert(pending).await {
+            Ok(row) => row,
+            Err(end) => return Some(end),
+        };
         let started = std::time::Instant::now();
         let streamed = StepStream::new(self, step)
             .read(model.stream(start.request))
@@ -263,15 +367,27 @@ impl Turn<'_> {
         let finish_reason = match streamed.finish {
             Ok(reason) => reason,
             Err(error) => {
-                // A broken stream keeps its partial text; its tool calls never run.
+                // A broken stream keeps its partial text, stored as a failed message; its tool
+                // calls never run.
                 self.outcome.text = text.clone();
-                if !text.is_empty() || !streamed.reasoning.is_empty() {
-                    self.outcome.added.push(Message::Assistant {
-                        content: text,
-                        reasoning: streamed.reasoning,
-                        tool_calls: Vec::new(),
-                        reasoning_signature: streamed.reasoning_signature,
-                    });
+                let partial = Message::Assistant {
+                    content: text,
+                    reasoning: streamed.reasoning,
+                    tool_calls: Vec::new(),
+                    reasoning_signature: streamed.reasoning_signature,
+                };
+                let failed = MessageUpdate {
+                    message: Some(partial.clone()),
+                    status: Some(MessageStatus::Failed),
+                    response_completed_at: Some(store::now_micros()),
+                };
+                if let Err(end) = self.update(row, failed).await {
+                    return Some(end);
+                }
+                if !partial.text().is_empty()
+                    || matches!(&partial, Message::Assistant { reasoning, .. } if !reasoning.is_empty())
+                {
+                    self.outcome.added.push(partial);
                 }
                 return Some(match error {
                     // A fail-closed on_chunk hook breaks the stream too, but the stream
@@ -299,6 +415,14 @@ impl Turn<'_> {
             reasoning_signature: streamed.reasoning_signature.clone(),
         };
         self.outcome.text = text.clone();
+        let completed = MessageUpdate {
+            message: Some(assistant.clone()),
+            status: Some(MessageStatus::Completed),
+            response_completed_at: Some(store::now_micros()),
+        };
+        if let Err(end) = self.update(row, completed).await {
+            return Some(end);
+        }
         self.outcome.added.push(assistant.clone());
         plan.messages.push(assistant);
 
@@ -341,7 +465,7 @@ impl Turn<'_> {
                 // The assistant message is kept with its tool calls: answer each one, so
                 // the stored history stays valid for the next turn.
                 for call in &tool_calls {
-                    self.outcome.added.push(Message::Tool {
+                    let cut = Message::Tool {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
                         content: format!(
@@ -349,7 +473,10 @@ impl Turn<'_> {
                             call.name
                         ),
                         is_error: true,
-                    });
+                    };
+                    if let Err(end) = self.add(cut).await {
+                        return Some(end);
+                    }
                 }
                 return Some(End::Aborted);
             };
@@ -374,7 +501,10 @@ impl Turn<'_> {
                         return Some(End::Failed(error, ErrorStage::Turn));
                     }
                 }
-                self.outcome.added.push(message.clone());
+                // Each result is stored as it is appended, in the model's call order.
+                if let Err(end) = self.add(message.clone()).await {
+                    return Some(end);
+                }
                 plan.messages.push(message);
                 tool_results.push(record);
             }
@@ -426,7 +556,9 @@ impl Turn<'_> {
         match decision {
             StopDecision::Complete => End::Completed(reason),
             StopDecision::Output(text) => {
-                self.outcome.added.push(Message::assistant(text.clone()));
+                if let Err(end) = self.add(Message::assistant(text.clone())).await {
+                    return end;
+                }
                 self.outcome.text = text;
                 End::Completed(reason)
             }
@@ -441,7 +573,6 @@ impl Turn<'_> {
     async fn finish(self, end: End, guard: tokio::sync::OwnedMutexGuard<()>) -> TurnResult {
         let Turn {
             agent,
-            conversation,
             request_id,
             continuation,
             outcome,
@@ -450,16 +581,6 @@ impl Turn<'_> {
             ..
         } = self;
         let hooks = &agent.hooks;
-        let mut end = end;
-        if !outcome.added.is_empty()
-            && let Err(error) = agent
-                .store
-                .append(&conversation.session, &outcome.added)
-                .await
-            && !matches!(end, End::Failed(..))
-        {
-            end = End::Failed(store_error(error), ErrorStage::Persist);
-        }
         let (status, stop_reason, error, classification) = match end {
             End::Completed(reason) => (TurnStatus::Completed, Some(reason), None, None),
             End::Aborted => (TurnStatus::Aborted, None, None, None),

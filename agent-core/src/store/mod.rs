@@ -1,0 +1,223 @@
+//! Where conversations live between turns: the [`SessionStore`] seam, its rows (DESIGN §7), and
+//! the in-memory store. The engine inserts the user's message when a turn starts, each assistant
+//! message `pending` when its model call starts and `completed` (or `failed`, with its partial
+//! content) when it ends, and each tool result as it arrives.
+
+mod memory;
+mod sqlite;
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::BoxFuture;
+use crate::message::Message;
+
+pub use memory::MemoryStore;
+pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
+
+/// A failure of the session store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Where a stored message stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    /// Being produced (an assistant message whose model call is running).
+    Pending,
+    /// Complete.
+    Completed,
+    /// Ended by an error or an abort; holds the partial content.
+    Failed,
+}
+
+impl MessageStatus {
+    /// The status's name: `pending`, `completed` or `failed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MessageStatus::Pending => "pending",
+            MessageStatus::Completed => "completed",
+            MessageStatus::Failed => "failed",
+        }
+    }
+
+    /// The status with this name.
+    pub fn parse(name: &str) -> Option<MessageStatus> {
+        match name {
+            "pending" => Some(MessageStatus::Pending),
+            "completed" => Some(MessageStatus::Completed),
+            "failed" => Some(MessageStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// How a tool call ended, on a tool row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The model received a valid result.
+    Success,
+    /// The model received an error.
+    Error,
+}
+
+/// One stored message (a row, DESIGN §7). Role, content, tool calls, tool call id and name are
+/// those of [`StoredMessage::message`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// The row's id, increasing in insertion order within a store.
+    pub id: i64,
+    /// The session it belongs to.
+    pub session_id: String,
+    /// The message.
+    pub message: Message,
+    /// When the row was inserted (µs since the Unix epoch).
+    pub created_at: i64,
+    /// When its model call was sent (assistant rows).
+    pub request_sent_at: Option<i64>,
+    /// When its model call completed (assistant rows).
+    pub response_completed_at: Option<i64>,
+    /// Where it stands.
+    pub status: MessageStatus,
+    /// Hidden from the model and from transcripts shown to people.
+    pub silent: bool,
+    /// How its tool call ended (tool rows).
+    pub tool_status: Option<ToolStatus>,
+}
+
+/// A row to insert; the store gives it its id and `created_at`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewMessage {
+    /// The message.
+    pub message: Message,
+    /// Where it stands.
+    pub status: MessageStatus,
+    /// When its model call was sent.
+    pub request_sent_at: Option<i64>,
+    /// Hidden from the model.
+    pub silent: bool,
+}
+
+impl NewMessage {
+    /// A completed, visible row.
+    pub fn completed(message: Message) -> Self {
+        NewMessage {
+            message,
+            status: MessageStatus::Completed,
+            request_sent_at: None,
+            silent: false,
+        }
+    }
+}
+
+/// Changes to a stored row: every field left `None` stays.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageUpdate {
+    /// The new message content.
+    pub message: Option<Message>,
+    /// The new status.
+    pub status: Option<MessageStatus>,
+    /// When the model call completed.
+    pub response_completed_at: Option<i64>,
+}
+
+/// A store of sessions' messages. Implementations must keep a session's rows in `id` order and
+/// must not block the async runtime (an embedded database does its work on a blocking thread).
+pub trait SessionStore: Send + Sync {
+    /// Every row of the session, oldest first.
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>>;
+
+    /// Inserts a row and returns it as stored.
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>>;
+
+    /// Updates a row of the session.
+    fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// The messages a model reads from stored rows: completed ones, not silent. Failed and pending
+/// assistant rows stay in the store (a person may want to see them) but not in the history.
+pub fn history(rows: &[StoredMessage]) -> Vec<Message> {
+    rows.iter()
+        .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+        .map(|row| row.message.clone())
+        .collect()
+}
+
+/// What a session needs after a turn was cut off without ending (the process was killed): its
+/// pending rows marked failed, and an error result for each tool call that never got one, so
+/// every tool call in the history stays paired with its result.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Repairs {
+    /// Rows still pending: no live turn owns them.
+    pub stale: Vec<i64>,
+    /// Error results for tool calls of completed assistant rows that have none.
+    pub unanswered: Vec<Message>,
+}
+
+/// Finds what [`Repairs`] a session's rows need. The engine applies them under the session's
+/// turn lock before a turn reads the history (so one process must own a session at a time).
+pub fn repairs(rows: &[StoredMessage]) -> Repairs {
+    let stale = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Pending)
+        .map(|row| row.id)
+        .collect();
+    let answered: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter_map(|row| match &row.message {
+            Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let unanswered = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Completed)
+        .filter_map(|row| match &row.message {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .map(|call| Message::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: format!(
+                "tool `{}` did not finish: its turn was interrupted",
+                call.name
+            ),
+            is_error: true,
+        })
+        .collect();
+    Repairs { stale, unanswered }
+}
+
+/// Microseconds since the Unix epoch.
+pub fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,155 @@
+//! Database failures as [`StoreError`]s that name the file and say what to do.
+
+use std::fs::{self, OpenOptions};
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::ErrorCode;
+
+use super::row::RowError;
+use super::schema::{LATEST_VERSION, MigrateError};
+use crate::store::StoreError;
+
+/// The database file a store works on, and its busy timeout: what every error names.
+#[derive(Clone, Debug)]
+pub(super) struct DbFile {
+    /// The path as the user gave it.
+    pub path: Arc<Path>,
+    /// How long a write waits for another connection's lock.
+    pub busy_timeout: Duration,
+}
+
+impl DbFile {
+    /// An error about this file.
+    pub fn at(&self, what: impl std::fmt::Display) -> StoreError {
+        StoreError(format!("session store {}: {what}", self.path.display()))
+    }
+
+    /// A failure the database reported.
+    pub fn sqlite(&self, error: &rusqlite::Error) -> StoreError {
+        let advice = match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+                "database is locked: another process or connection holds it (waited {} ms); \
+                 let it finish or close it, then try again",
+                self.busy_timeout.as_millis()
+            ),
+            Some(ErrorCode::NotADatabase) => "file is not a database (it is corrupt, encrypted or another \
+                 kind of file); move it aside or choose another path"
+                .to_owned(),
+            Some(ErrorCode::DatabaseCorrupt) => "the database is corrupt (disk image is malformed); restore it \
+                 from a backup or move it aside"
+                .to_owned(),
+            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => "permission denied: the database is \
+                 read-only for this process; make the file, its directory and its -wal/-shm files writable"
+                .to_owned(),
+            Some(ErrorCode::CannotOpen) => cannot_open(&self.path),
+            Some(ErrorCode::DiskFull) => "the disk is full; free some space and try again".to_owned(),
+            Some(ErrorCode::SystemIoFailure) => {
+                "disk I/O error; check the disk, and that the file and its directory are writable".to_owned()
+            }
+            _ => return self.at(brief(error)),
+        };
+        self.at(format_args!("{advice} (sqlite: {})", brief(error)))
+    }
+
+    /// A schema that could not be brought up to date.
+    pub fn migrate(&self, error: &MigrateError) -> StoreError {
+        match error {
+            MigrateError::Sqlite(error) => self.sqlite(error),
+            MigrateError::Unsupported(found) if *found > LATEST_VERSION => self.at(format_args!(
+                "the database was written by a newer version of agent-core (schema version {found}, this \
+                 build knows up to {LATEST_VERSION}); upgrade agent-core or choose another path"
+            )),
+            MigrateError::Step(to, error) if error.sqlite_error_code().is_none_or(|code| code == ErrorCode::Unknown) => {
+                self.at(format_args!(
+                    "cannot create the session schema (version {to}): {}; is this another program's \
+                     database? choose another path",
+                    brief(error)
+                ))
+            }
+            MigrateError::Step(_, error) => self.sqlite(error),
+            MigrateError::Unsupported(found) => {
+                self.at(format_args!("unknown schema version {found}: this is not an agent-core session store"))
+            }
+        }
+    }
+
+    /// A row that could not be read back.
+    pub fn row(&self, error: &RowError) -> StoreError {
+        match error {
+            RowError::Sqlite(error) => self.sqlite(error),
+            RowError::Malformed(id, what) => {
+                self.at(format_args!("message {id} is malformed: {what}"))
+            }
+        }
+    }
+
+    /// `journal_mode = WAL` did not take (some file systems, such as network ones, cannot share
+    /// WAL memory).
+    pub fn no_wal(&self, mode: &str) -> StoreError {
+        self.at(format_args!(
+            "could not switch to WAL journal mode (the database stays in `{mode}`); put the file on a \
+             local file system"
+        ))
+    }
+}
+
+/// SQLite's message, without the statement text it may carry.
+fn brief(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Why the file at `path` cannot be opened or created, as far as the file system tells.
+fn cannot_open(path: &Path) -> String {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return "the path is a directory, not a database file; give a file path".to_owned();
+    }
+    match fs::metadata(parent) {
+        Err(error) if error.kind() == ErrorKind::NotFound => {
+            return format!(
+                "cannot open the database file: directory {} does not exist; create it first",
+                parent.display()
+            );
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return format!(
+                "cannot open the database file: {} is not a directory",
+                parent.display()
+            );
+        }
+        _ => {}
+    }
+    // Ask the file system directly (the file exists: open it; it does not: create and remove it).
+    let probe = if path.exists() {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map(drop)
+    } else {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|_| fs::remove_file(path))
+    };
+    match probe {
+        Err(error) if error.kind() == ErrorKind::PermissionDenied => format!(
+            "cannot open the database file: permission denied; make {} writable by this user",
+            if path.exists() { path } else { parent }.display()
+        ),
+        Err(error) => format!("cannot open the database file: {error}"),
+        Ok(()) => "cannot open the database file (or its -wal/-shm files next to it): permission denied or too \
+             many open files? check that the file and its directory are writable"
+            .to_owned(),
+    }
+}

@@ -1,0 +1,167 @@
+//! A [`StoredMessage`] as columns: each [`Message`] variant maps onto the role, content and the
+//! columns it uses, and back.
+
+use rusqlite::Row;
+
+use crate::message::{Message, ToolCall};
+use crate::store::{MessageStatus, StoredMessage, ToolStatus};
+
+/// A session's rows, oldest first, in the column order [`stored`] reads.
+pub(super) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, tool_calls, tool_call_id, name, \
+     reasoning, reasoning_signature, created_at, request_sent_at, response_completed_at, status, silent, tool_status \
+     FROM messages WHERE session_id = ?1 ORDER BY id";
+
+/// A new row: session, the message's columns (as [`MessageColumns`] orders them), created_at,
+/// request_sent_at, status and silent.
+pub(super) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, \
+     reasoning, reasoning_signature, tool_status, created_at, request_sent_at, status, silent) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+
+/// A new message, status and completion time for row `?1` of session `?2` (a NULL status or
+/// time keeps the stored one).
+pub(super) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = ?3, content = ?4, tool_calls = ?5, \
+     tool_call_id = ?6, name = ?7, reasoning = ?8, reasoning_signature = ?9, tool_status = ?10, \
+     status = COALESCE(?11, status), response_completed_at = COALESCE(?12, response_completed_at) \
+     WHERE id = ?1 AND session_id = ?2";
+
+/// A new status and completion time for row `?1` of session `?2` (NULL keeps the stored one).
+pub(super) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE(?3, status), \
+     response_completed_at = COALESCE(?4, response_completed_at) WHERE id = ?1 AND session_id = ?2";
+
+/// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
+/// reasoning, reasoning signature and the tool status derived from it).
+#[derive(Debug)]
+pub(super) struct MessageColumns<'m> {
+    pub role: &'static str,
+    pub content: &'m str,
+    pub tool_calls: Option<String>,
+    pub tool_call_id: Option<&'m str>,
+    pub name: Option<&'m str>,
+    pub reasoning: Option<&'m str>,
+    pub reasoning_signature: Option<&'m str>,
+    pub tool_status: Option<&'static str>,
+}
+
+/// The name a tool status is stored under.
+pub(super) fn tool_status_name(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Success => "success",
+        ToolStatus::Error => "error",
+    }
+}
+
+/// The columns of `message`. Empty reasoning and an empty tool call list are stored as NULL.
+pub(super) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_json::Error> {
+    let tool_status = crate::store::memory::tool_status(message).map(tool_status_name);
+    let mut columns = MessageColumns {
+        role: message.role(),
+        content: message.text(),
+        tool_calls: None,
+        tool_call_id: None,
+        name: None,
+        reasoning: None,
+        reasoning_signature: None,
+        tool_status,
+    };
+    match message {
+        Message::System { .. } | Message::User { .. } => {}
+        Message::Assistant {
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            ..
+        } => {
+            if !tool_calls.is_empty() {
+                columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
+            }
+            columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
+            columns.reasoning_signature = reasoning_signature.as_deref();
+        }
+        Message::Tool { call_id, name, .. } => {
+            columns.tool_call_id = Some(call_id);
+            columns.name = Some(name);
+        }
+    }
+    Ok(columns)
+}
+
+/// Why a row could not be read back.
+#[derive(Debug)]
+pub(super) enum RowError {
+    /// The database could not produce a column.
+    Sqlite(rusqlite::Error),
+    /// The row's values make no message (the row's id and what is wrong).
+    Malformed(i64, String),
+}
+
+impl From<rusqlite::Error> for RowError {
+    fn from(error: rusqlite::Error) -> Self {
+        RowError::Sqlite(error)
+    }
+}
+
+/// The stored message in a row selected with [`SELECT_SESSION`].
+pub(super) fn stored(row: &Row<'_>) -> Result<StoredMessage, RowError> {
+    let id: i64 = row.get(0)?;
+    let malformed = |what: String| RowError::Malformed(id, what);
+    let role: String = row.get(2)?;
+    let content: String = row.get(3)?;
+    let status: String = row.get(12)?;
+    let tool_status: Option<String> = row.get(14)?;
+    let tool_status = match tool_status.as_deref() {
+        None => None,
+        Some("success") => Some(ToolStatus::Success),
+        Some("error") => Some(ToolStatus::Error),
+        Some(other) => return Err(malformed(format!("unknown tool_status `{other}`"))),
+    };
+    let message = match role.as_str() {
+        "system" => Message::System { content },
+        "user" => Message::User { content },
+        "assistant" => {
+            let tool_calls: Option<String> = row.get(4)?;
+            let tool_calls: Vec<ToolCall> = match tool_calls {
+                None => Vec::new(),
+                Some(json) => serde_json::from_str(&json).map_err(|error| {
+                    malformed(format!(
+                        "tool_calls is not a JSON list of tool calls: {error}"
+                    ))
+                })?,
+            };
+            let reasoning: Option<String> = row.get(7)?;
+            Message::Assistant {
+                content,
+                reasoning: reasoning.unwrap_or_default(),
+                tool_calls,
+                reasoning_signature: row.get(8)?,
+            }
+        }
+        "tool" => {
+            let call_id: Option<String> = row.get(5)?;
+            let name: Option<String> = row.get(6)?;
+            let is_error = match tool_status {
+                Some(status) => status == ToolStatus::Error,
+                None => return Err(malformed("a tool row without tool_status".to_owned())),
+            };
+            Message::Tool {
+                call_id: call_id
+                    .ok_or_else(|| malformed("a tool row without tool_call_id".to_owned()))?,
+                name: name.ok_or_else(|| malformed("a tool row without name".to_owned()))?,
+                content,
+                is_error,
+            }
+        }
+        other => return Err(malformed(format!("unknown role `{other}`"))),
+    };
+    Ok(StoredMessage {
+        id,
+        session_id: row.get(1)?,
+        message,
+        created_at: row.get(9)?,
+        request_sent_at: row.get(10)?,
+        response_completed_at: row.get(11)?,
+        status: MessageStatus::parse(&status)
+            .ok_or_else(|| malformed(format!("unknown status `{status}`")))?,
+        silent: row.get(13)?,
+        tool_status,
+    })
+}

@@ -1,0 +1,79 @@
+//! The schema and its versioned migrations, recorded in `PRAGMA user_version`.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The migration steps, applied in order: step `i` brings the schema from version `i` to `i + 1`.
+/// Append new steps; never edit a released one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the messages table (DESIGN §7). Plain `CREATE` so that a foreign database with a table of
+    // the same name is an error rather than a silent mix.
+    "CREATE TABLE messages (
+        id                    INTEGER PRIMARY KEY,
+        session_id            TEXT    NOT NULL,
+        role                  TEXT    NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content               TEXT    NOT NULL,
+        tool_calls            TEXT,
+        tool_call_id          TEXT,
+        name                  TEXT,
+        reasoning             TEXT,
+        reasoning_signature   TEXT,
+        created_at            INTEGER NOT NULL,
+        request_sent_at       INTEGER,
+        response_completed_at INTEGER,
+        status                TEXT    NOT NULL CHECK (status IN ('pending', 'completed', 'failed')),
+        silent                INTEGER NOT NULL DEFAULT 0 CHECK (silent IN (0, 1)),
+        tool_status           TEXT             CHECK (tool_status IN ('success', 'error'))
+    );
+    CREATE INDEX messages_session_id ON messages (session_id, id);",
+];
+
+/// The schema version this build writes: the number of migration steps.
+pub(super) const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Why the schema could not be brought up to date.
+#[derive(Debug)]
+pub(super) enum MigrateError {
+    /// The database says so.
+    Sqlite(rusqlite::Error),
+    /// The file was written by a newer build (or holds a version no build writes).
+    Unsupported(i64),
+    /// The step to this version failed (on a file of another program, say).
+    Step(i64, rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for MigrateError {
+    fn from(error: rusqlite::Error) -> Self {
+        MigrateError::Sqlite(error)
+    }
+}
+
+/// The schema version recorded in the file.
+fn version(conn: &Connection) -> Result<i64, rusqlite::Error> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Applies every missing migration step, in one immediate transaction (so two processes opening
+/// a new file at once do not both migrate it); a file from a newer version is refused untouched.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    let found = version(conn)?;
+    if found == LATEST_VERSION {
+        return Ok(());
+    }
+    if !(0..LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Another process may have migrated the file between the read above and the lock.
+    let found = version(&tx)?;
+    if !(0..=LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    let start = usize::try_from(found).map_err(|_| MigrateError::Unsupported(found))?;
+    for (to, step) in (1..).zip(MIGRATIONS).skip(start) {
+        tx.execute_batch(step)
+            .map_err(|error| MigrateError::Step(to, error))?;
+    }
+    tx.pragma_update(None, "user_version", LATEST_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}

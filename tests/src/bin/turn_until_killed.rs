@@ -1,0 +1,79 @@
+//! A process that starts a turn on a SQLite session and never finishes it, for the durability
+//! test to kill with SIGKILL. Usage: `turn_until_killed DB_PATH stream|tool`. It prints `READY`
+//! once the turn is at the point to be cut: streaming an answer (`stream`) or running a tool
+//! (`tool`).
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SqliteStore, event};
+use serde_json::json;
+
+fn ready() {
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "READY");
+    let _ = stdout.flush();
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(db), Some(mode)) = (args.next(), args.next()) else {
+        eprintln!("usage: turn_until_killed DB_PATH stream|tool");
+        std::process::exit(2);
+    };
+    let store = match SqliteStore::open(&db) {
+        Ok(store) => Arc::new(store),
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(1);
+        }
+    };
+    let hour = Duration::from_secs(3600);
+    let step = match mode.as_str() {
+        "stream" => ScriptedStep::new()
+            .text("Partial answer")
+            .sleep(hour)
+            .text(" never sent"),
+        _ => ScriptedStep::new()
+            .text("Running the tool.")
+            .tool_call("call_1", "wait", "{}"),
+    };
+    let wait = FnTool::new(
+        "wait",
+        "Waits a long time.",
+        json!({"type": "object"}),
+        move |_, _| async move {
+            ready();
+            tokio::time::sleep(hour).await;
+            Ok(json!("done"))
+        },
+    );
+    let agent = AgentBuilder::new("doomed")
+        .model(ScriptedModel::new([step]))
+        .store(store)
+        .dyn_tool(wait)
+        .hook(Hook::<event::OnChunk>::sync("ready", move |ctx| {
+            if matches!(&ctx.chunk, agent_core::Chunk::TextDelta(text) if text == "Partial answer")
+            {
+                ready();
+            }
+        }))
+        .build();
+    let agent = match agent {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("{error}");
+            std::process::exit(1);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        std::process::exit(1)
+    };
+    let result = runtime.block_on(agent.session("durable").run("Please answer."));
+    eprintln!("the turn ended, which it should not: {result:?}");
+    std::process::exit(3);
+}

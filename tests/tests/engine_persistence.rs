@@ -1,0 +1,286 @@
+//! Turn persistence (DESIGN §7): the user message is stored when the turn starts, each assistant
+//! message pending when its model call starts and completed (or failed, with its partial content)
+//! when it ends, each tool result as it is appended. Store operations are traced together with
+//! the hooks, so the test compares one full ordered list.
+
+use std::sync::{Arc, OnceLock};
+
+use agent_core::{
+    AgentBuilder, BoxFuture, Conversation, Hook, MemoryStore, MessageStatus, MessageUpdate,
+    NewMessage, ScriptedModel, ScriptedStep, SessionStore, StoreError, StoredMessage, TurnStatus,
+    event,
+};
+use tests::{Add, Trace};
+
+/// A memory store that traces every write.
+struct TracedStore {
+    inner: MemoryStore,
+    trace: Trace,
+}
+
+impl SessionStore for TracedStore {
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.trace.push("store.load");
+        self.inner.load(session)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.trace.push(format!(
+            "store.insert({} {} {:?})",
+            row.message.role(),
+            row.status.as_str(),
+            row.message.text()
+        ));
+        self.inner.insert(session, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let status = update.status.map(|s| s.as_str()).unwrap_or("-");
+        let text = update
+            .message
+            .as_ref()
+            .map(|m| m.text().to_owned())
+            .unwrap_or_default();
+        self.trace
+            .push(format!("store.update({id} {status} {text:?})"));
+        self.inner.update(session, id, update)
+    }
+}
+
+#[tokio::test]
+async fn every_row_is_written_at_its_place_in_the_turn() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("5"),
+    ]);
+    let (t1, t2, t3) = (trace.clone(), trace.clone(), trace.clone());
+    let agent = AgentBuilder::new("persisted")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .store(Arc::new(TracedStore {
+            inner: MemoryStore::new(),
+            trace: trace.clone(),
+        }))
+        .hook(Hook::<event::BeforeStep>::sync("step", move |ctx| {
+            t1.push(format!("before_step({})", ctx.step))
+        }))
+        .hook(Hook::<event::OnStepFinish>::sync("finish", move |step| {
+            t2.push(format!("on_step_finish({})", step.step))
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync("response", move |_| {
+            t3.push("on_chat_response")
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("2+3?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        [
+            "store.load",
+            "store.insert(user completed \"2+3?\")",
+            "before_step(0)",
+            "store.insert(assistant pending \"\")",
+            "store.update(2 completed \"Adding.\")",
+            "add(2,3)",
+            "store.insert(tool completed \"5\")",
+            "on_step_finish(0)",
+            "before_step(1)",
+            "store.insert(assistant pending \"\")",
+            "store.update(4 completed \"5\")",
+            "on_step_finish(1)",
+            "on_chat_response",
+        ]
+    );
+    let rows = conversation.rows().await.unwrap();
+    let statuses: Vec<(&str, MessageStatus, Option<agent_core::ToolStatus>)> = rows
+        .iter()
+        .map(|r| (r.message.role(), r.status, r.tool_status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("user", MessageStatus::Completed, None),
+            ("assistant", MessageStatus::Completed, None),
+            (
+                "tool",
+                MessageStatus::Completed,
+                Some(agent_core::ToolStatus::Success)
+            ),
+            ("assistant", MessageStatus::Completed, None),
+        ]
+    );
+    assert!(rows[1].request_sent_at.is_some() && rows[1].response_completed_at.is_some());
+    assert!(
+        rows.windows(2)
+            .all(|w| w[0].id < w[1].id && w[0].created_at <= w[1].created_at)
+    );
+}
+
+/// A store whose writes fail.
+struct BrokenStore;
+
+impl SessionStore for BrokenStore {
+    fn load<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn insert<'a>(
+        &'a self,
+        _: &'a str,
+        _: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+    }
+
+    fn update<'a>(
+        &'a self,
+        _: &'a str,
+        _: i64,
+        _: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+    }
+}
+
+#[tokio::test]
+async fn a_store_failure_ends_the_turn_at_stage_persist_before_any_model_call() {
+    let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+    let stages = Trace::new();
+    let seen = stages.clone();
+    let agent = AgentBuilder::new("broken")
+        .model(model.clone())
+        .store(Arc::new(BrokenStore))
+        .hook(Hook::<event::OnChatError>::sync("error", move |ctx| {
+            seen.push(format!(
+                "{} persisted={} {}",
+                ctx.stage.as_str(),
+                ctx.messages_persisted,
+                ctx.error
+            ))
+        }))
+        .build()
+        .unwrap();
+    let result = agent.run("hi").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        stages.take(),
+        ["persist persisted=false history store failed: disk full"]
+    );
+    assert!(
+        model.requests().is_empty(),
+        "no model call without the user's message stored"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_can_start_from_inside_on_chat_response() {
+    let conversation: Arc<OnceLock<Conversation>> = Arc::new(OnceLock::new());
+    let trace = Trace::new();
+    let (slot, seen) = (conversation.clone(), trace.clone());
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("first"),
+        ScriptedStep::new().text("second"),
+    ]);
+    let agent = AgentBuilder::new("chained")
+        .model(model)
+        .hook(Hook::<event::OnChatResponse>::from_async(
+            "follow_up",
+            move |response| {
+                let (slot, seen) = (slot.clone(), seen.clone());
+                let text = response.message.text().to_owned();
+                Box::pin(async move {
+                    seen.push(format!("on_chat_response({text})"));
+                    if text == "first"
+                        && let Some(conversation) = slot.get()
+                    {
+                        // The turn lock is already released: this does not deadlock.
+                        let follow = conversation.run("and then?").await;
+                        seen.push(format!("follow-up {:?}", follow.status));
+                    }
+                })
+            },
+        ))
+        .build()
+        .unwrap();
+    let _ = conversation.set(agent.conversation());
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        conversation.get().unwrap().run("hi"),
+    )
+    .await
+    .expect("no deadlock");
+    assert_eq!(result.text, "first");
+    assert_eq!(
+        trace.take(),
+        [
+            "on_chat_response(first)",
+            "on_chat_response(second)",
+            "follow-up Completed"
+        ]
+    );
+    let history = conversation.get().unwrap().history().await.unwrap();
+    let texts: Vec<&str> = history.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["hi", "first", "and then?", "second"]);
+}
+
+#[tokio::test]
+async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .sleep(std::time::Duration::from_millis(200))
+            .text("slow"),
+        ScriptedStep::new().text("later"),
+    ]);
+    let agent = AgentBuilder::new("single")
+        .model(model)
+        .turn_overlap(agent_core::TurnOverlap::Reject)
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let first = tokio::spawn({
+        let conversation = conversation.clone();
+        async move { conversation.run("one").await }
+    });
+    // Let the first turn take the session.
+    while conversation.rows().await.unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let second = conversation.run("two").await;
+    assert_eq!(second.status, TurnStatus::Error);
+    assert_eq!(
+        second.error.map(|e| e.kind),
+        Some(agent_core::TurnErrorKind::Busy)
+    );
+    let first = first.await.unwrap();
+    assert_eq!(first.text, "slow");
+    let texts: Vec<String> = conversation
+        .history()
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.text().to_owned())
+        .collect();
+    assert_eq!(texts, ["one", "slow"], "the rejected turn stored nothing");
+    assert_eq!(
+        conversation.run("three").await.text,
+        "later",
+        "the session is free again"
+    );
+}

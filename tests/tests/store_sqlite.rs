@@ -1,0 +1,756 @@
+//! The SQLite session store: rows of every kind round-trip exactly (and as the in-memory store
+//! keeps them), updates, reopening, WAL and schema versions, and every failure a user can meet
+//! (newer schema, corrupt file, unwritable path, a lock held by another connection) as a clear
+//! error naming the file, with nothing lost.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agent_core::{
+    MemoryStore, Message, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
+    SqliteStore, StoreError, StoredMessage, ToolCall, ToolStatus,
+};
+
+/// A fresh directory under the system temp dir, removed (permissions restored first) on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "agent-store-sqlite-{}-{name}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        set_mode(&self.0, 0o700);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) {}
+
+fn tool_call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+    }
+}
+
+fn assistant_with_calls() -> Message {
+    Message::Assistant {
+        content: "Let me look — ünïcödé ✓".into(),
+        reasoning: "The user wants the weather; call two tools.\nLine two.".into(),
+        tool_calls: vec![
+            tool_call("call_1", "weather", r#"{"city":"Paris"}"#),
+            tool_call("call_2", "clock", "{not json"),
+        ],
+        reasoning_signature: Some("sig-abc123==".into()),
+    }
+}
+
+fn tool_result(call_id: &str, name: &str, content: &str, is_error: bool) -> Message {
+    Message::Tool {
+        call_id: call_id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error,
+    }
+}
+
+/// One row of every kind: system, user, assistant (reasoning, tool calls, signature; pending
+/// with its request time), tool success, tool error, a silent user row, an empty assistant.
+fn every_kind() -> Vec<NewMessage> {
+    vec![
+        NewMessage::completed(Message::system("You are terse.")),
+        NewMessage::completed(Message::user("What's the weather in Paris?")),
+        NewMessage {
+            message: assistant_with_calls(),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(1_700_000_000_123_456),
+            silent: false,
+        },
+        NewMessage::completed(tool_result("call_1", "weather", r#"{"temp_c":21}"#, false)),
+        NewMessage::completed(tool_result("call_2", "clock", "invalid arguments", true)),
+        NewMessage {
+            message: Message::user("(a hidden nudge)"),
+            status: MessageStatus::Completed,
+            request_sent_at: None,
+            silent: true,
+        },
+        NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Failed,
+            request_sent_at: Some(7),
+            silent: false,
+        },
+        NewMessage::completed(Message::Assistant {
+            content: String::new(),
+            reasoning: String::new(),
+            tool_calls: Vec::new(),
+            reasoning_signature: Some(String::new()),
+        }),
+    ]
+}
+
+/// Rows without the fields only a store chooses (id, created_at), for comparing stores.
+fn comparable(rows: &[StoredMessage]) -> Vec<StoredMessage> {
+    rows.iter()
+        .map(|row| StoredMessage {
+            id: 0,
+            created_at: 0,
+            ..row.clone()
+        })
+        .collect()
+}
+
+fn assert_names(error: &StoreError, path: &Path, words: &[&str]) {
+    let text = error.to_string();
+    assert!(
+        text.contains(&path.display().to_string()),
+        "error does not name {}: {text}",
+        path.display()
+    );
+    for word in words {
+        assert!(
+            text.to_lowercase().contains(&word.to_lowercase()),
+            "error does not say `{word}`: {text}"
+        );
+    }
+}
+
+fn open_error(path: &Path) -> StoreError {
+    match SqliteStore::open(path) {
+        Ok(store) => panic!("{} opened: {store:?}", path.display()),
+        Err(error) => error,
+    }
+}
+
+#[tokio::test]
+async fn rows_of_every_kind_round_trip_exactly_and_as_the_memory_store_keeps_them() {
+    let dir = TempDir::new("round-trip");
+    let path = dir.join("sessions.db");
+    let store = SqliteStore::open(&path).expect("open");
+    assert_eq!(store.path(), path);
+    let memory = MemoryStore::new();
+
+    let mut inserted = Vec::new();
+    let mut remembered = Vec::new();
+    for row in every_kind() {
+        inserted.push(store.insert("s1", row.clone()).await.expect("insert"));
+        remembered.push(memory.insert("s1", row).await.expect("memory insert"));
+    }
+    let loaded = store.load("s1").await.expect("load");
+    assert_eq!(loaded, inserted);
+    assert_eq!(comparable(&loaded), comparable(&remembered));
+
+    for (row, new) in loaded.iter().zip(every_kind()) {
+        assert_eq!(row.session_id, "s1");
+        assert_eq!(row.message, new.message);
+        assert_eq!(row.status, new.status);
+        assert_eq!(row.silent, new.silent);
+        assert_eq!(row.request_sent_at, new.request_sent_at);
+        assert_eq!(row.response_completed_at, None);
+        assert!(row.created_at > 1_600_000_000_000_000, "µs since the epoch");
+    }
+    let tool_statuses: Vec<_> = loaded.iter().map(|row| row.tool_status).collect();
+    assert_eq!(
+        tool_statuses,
+        [
+            None,
+            None,
+            None,
+            Some(ToolStatus::Success),
+            Some(ToolStatus::Error),
+            None,
+            None,
+            None
+        ]
+    );
+    let ids: Vec<i64> = loaded.iter().map(|row| row.id).collect();
+    assert!(
+        ids.windows(2).all(|pair| pair[0] < pair[1]),
+        "ids increase: {ids:?}"
+    );
+    assert!(
+        loaded
+            .windows(2)
+            .all(|p| p[0].created_at <= p[1].created_at)
+    );
+}
+
+#[tokio::test]
+async fn columns_hold_each_part_of_the_message() {
+    let dir = TempDir::new("columns");
+    let path = dir.join("sessions.db");
+    let store = SqliteStore::open(&path).expect("open");
+    for row in every_kind() {
+        store.insert("s1", row).await.expect("insert");
+    }
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    let mut statement = conn
+        .prepare(
+            "SELECT role, content, tool_calls, tool_call_id, name, reasoning, reasoning_signature, \
+             status, silent, tool_status, request_sent_at FROM messages ORDER BY id",
+        )
+        .expect("prepare");
+    type Columns = (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+        bool,
+        Option<String>,
+        Option<i64>,
+    );
+    let rows: Vec<Columns> = statement
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+            ))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let (role, content, tool_calls, call_id, name, reasoning, signature, status, silent, ts, sent) =
+        &rows[2];
+    assert_eq!(
+        (role.as_str(), content.as_str(), status.as_str(), *silent),
+        ("assistant", "Let me look — ünïcödé ✓", "pending", false)
+    );
+    let calls: serde_json::Value = serde_json::from_str(tool_calls.as_deref().expect("tool calls"))
+        .expect("tool_calls is JSON");
+    assert_eq!(calls[0]["name"], "weather");
+    assert_eq!(calls[1]["arguments"], "{not json");
+    assert_eq!(
+        (call_id, name, ts),
+        (&None::<String>, &None::<String>, &None::<String>)
+    );
+    assert!(
+        reasoning
+            .as_deref()
+            .is_some_and(|r| r.starts_with("The user"))
+    );
+    assert_eq!(signature.as_deref(), Some("sig-abc123=="));
+    assert_eq!(*sent, Some(1_700_000_000_123_456));
+
+    let tool = &rows[4];
+    assert_eq!(
+        (
+            tool.0.as_str(),
+            tool.3.as_deref(),
+            tool.4.as_deref(),
+            tool.9.as_deref()
+        ),
+        ("tool", Some("call_2"), Some("clock"), Some("error"))
+    );
+    assert_eq!(tool.2, None);
+    assert_eq!(rows[3].9.as_deref(), Some("success"));
+    assert!(rows[5].8, "silent");
+    assert_eq!((rows[0].0.as_str(), rows[0].9.as_deref()), ("system", None));
+}
+
+#[tokio::test]
+async fn sessions_are_separate_and_ids_follow_insertion_order() {
+    let dir = TempDir::new("sessions");
+    let store = SqliteStore::open(dir.join("s.db")).expect("open");
+    let a1 = store
+        .insert("a", NewMessage::completed(Message::user("a1")))
+        .await
+        .expect("insert");
+    let b1 = store
+        .insert("b", NewMessage::completed(Message::user("b1")))
+        .await
+        .expect("insert");
+    let a2 = store
+        .insert("a", NewMessage::completed(Message::assistant("a2")))
+        .await
+        .expect("insert");
+    assert!(a1.id < b1.id && b1.id < a2.id);
+    let a = store.load("a").await.expect("load a");
+    let b = store.load("b").await.expect("load b");
+    assert_eq!(a, [a1, a2]);
+    assert_eq!(b, [b1]);
+    assert!(store.load("nobody").await.expect("load").is_empty());
+}
+
+#[tokio::test]
+async fn update_changes_content_status_and_completion_time_and_keeps_the_rest() {
+    let dir = TempDir::new("update");
+    let store = SqliteStore::open(dir.join("s.db")).expect("open");
+    let user = store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    let pending = store
+        .insert(
+            "s",
+            NewMessage {
+                message: Message::assistant(""),
+                status: MessageStatus::Pending,
+                request_sent_at: Some(100),
+                silent: false,
+            },
+        )
+        .await
+        .expect("insert");
+
+    store
+        .update(
+            "s",
+            pending.id,
+            MessageUpdate {
+                message: Some(assistant_with_calls()),
+                status: Some(MessageStatus::Completed),
+                response_completed_at: Some(250),
+            },
+        )
+        .await
+        .expect("update");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(rows[0], user);
+    let expected = StoredMessage {
+        message: assistant_with_calls(),
+        status: MessageStatus::Completed,
+        response_completed_at: Some(250),
+        ..pending.clone()
+    };
+    assert_eq!(rows[1], expected);
+
+    // Fields left None stay as they are.
+    store
+        .update(
+            "s",
+            pending.id,
+            MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("status only");
+    store
+        .update("s", pending.id, MessageUpdate::default())
+        .await
+        .expect("nothing");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(
+        rows[1],
+        StoredMessage {
+            status: MessageStatus::Failed,
+            ..expected.clone()
+        }
+    );
+
+    // A tool row's status follows its message, as in the memory store.
+    let tool = store
+        .insert(
+            "s",
+            NewMessage::completed(tool_result("call_1", "weather", "ok", false)),
+        )
+        .await
+        .expect("insert tool");
+    assert_eq!(tool.tool_status, Some(ToolStatus::Success));
+    store
+        .update(
+            "s",
+            tool.id,
+            MessageUpdate {
+                message: Some(tool_result("call_1", "weather", "boom", true)),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("update tool");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(rows[2].tool_status, Some(ToolStatus::Error));
+    assert_eq!(
+        rows[2].message,
+        tool_result("call_1", "weather", "boom", true)
+    );
+    // Replacing a tool row's message by another kind clears its tool columns.
+    store
+        .update(
+            "s",
+            tool.id,
+            MessageUpdate {
+                message: Some(Message::user("now a user row")),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("update kind");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(
+        (rows[2].tool_status, &rows[2].message),
+        (None, &Message::user("now a user row"))
+    );
+}
+
+#[tokio::test]
+async fn update_of_a_row_not_in_the_session_is_an_error() {
+    let dir = TempDir::new("update-unknown");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let row = store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    let error = store
+        .update("s", row.id + 100, MessageUpdate::default())
+        .await
+        .expect_err("unknown id");
+    assert_names(
+        &error,
+        &path,
+        &[&format!("no message {}", row.id + 100), "`s`"],
+    );
+    let error = store
+        .update(
+            "other",
+            row.id,
+            MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect_err("another session's row");
+    assert_names(&error, &path, &["no message", "`other`"]);
+    assert_eq!(store.load("s").await.expect("load"), [row]);
+}
+
+#[tokio::test]
+async fn rows_survive_reopening_the_file() {
+    let dir = TempDir::new("reopen");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let mut written = Vec::new();
+    for row in every_kind() {
+        written.push(store.insert("s", row).await.expect("insert"));
+    }
+    store
+        .update(
+            "s",
+            written[2].id,
+            MessageUpdate {
+                status: Some(MessageStatus::Completed),
+                response_completed_at: Some(9),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("update");
+    written[2].status = MessageStatus::Completed;
+    written[2].response_completed_at = Some(9);
+    drop(store);
+
+    let store = SqliteStore::open(&path).expect("reopen");
+    assert_eq!(store.load("s").await.expect("load"), written);
+    let next = store
+        .insert("s", NewMessage::completed(Message::user("again")))
+        .await
+        .expect("insert");
+    assert!(next.id > written[written.len() - 1].id);
+}
+
+#[tokio::test]
+async fn the_file_is_in_wal_mode_at_the_latest_schema_version() {
+    let dir = TempDir::new("wal");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .expect("journal_mode");
+    assert_eq!(mode, "wal");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("user_version");
+    assert_eq!(version, SqliteStore::SCHEMA_VERSION);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 1);
+    let index: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("index");
+    assert!(index.contains("(session_id, id)"), "{index}");
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('messages')")
+        .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
+        .expect("columns");
+    assert_eq!(
+        columns,
+        [
+            "id",
+            "session_id",
+            "role",
+            "content",
+            "tool_calls",
+            "tool_call_id",
+            "name",
+            "reasoning",
+            "reasoning_signature",
+            "created_at",
+            "request_sent_at",
+            "response_completed_at",
+            "status",
+            "silent",
+            "tool_status"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_file_from_a_newer_version_is_refused_untouched() {
+    let dir = TempDir::new("newer");
+    let path = dir.join("s.db");
+    drop(SqliteStore::open(&path).expect("open"));
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    conn.pragma_update(None, "user_version", SqliteStore::SCHEMA_VERSION + 1)
+        .expect("set user_version");
+    drop(conn);
+
+    let error = open_error(&path);
+    assert_names(&error, &path, &["newer version", "upgrade"]);
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("user_version");
+    assert_eq!(version, SqliteStore::SCHEMA_VERSION + 1);
+}
+
+#[tokio::test]
+async fn a_corrupt_file_is_a_clear_error() {
+    let dir = TempDir::new("corrupt");
+    let path = dir.join("s.db");
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&path, &garbage).expect("write garbage");
+    let error = open_error(&path);
+    assert_names(&error, &path, &["file is not a database"]);
+    assert_eq!(
+        std::fs::read(&path).expect("read back"),
+        garbage,
+        "left as it was"
+    );
+
+    // A database of another program (same table name, no version) is not taken over either.
+    let other = dir.join("other.db");
+    let conn = rusqlite::Connection::open(&other).expect("plain connection");
+    conn.execute_batch("CREATE TABLE messages (x)")
+        .expect("create");
+    drop(conn);
+    let error = open_error(&other);
+    assert_names(&error, &other, &["already exists", "another program"]);
+}
+
+#[tokio::test]
+async fn an_unwritable_location_is_a_clear_error() {
+    let dir = TempDir::new("unwritable");
+    // The parent is a regular file.
+    let file = dir.join("plain-file");
+    std::fs::write(&file, b"not a directory").expect("write");
+    let path = file.join("s.db");
+    let error = open_error(&path);
+    assert_names(&error, &path, &["cannot open", "not a directory"]);
+
+    // The directory does not exist.
+    let path = dir.join("missing").join("s.db");
+    let error = open_error(&path);
+    assert_names(&error, &path, &["does not exist"]);
+
+    // The directory is read-only (root ignores the mode; nothing to check then).
+    let locked = dir.join("read-only");
+    std::fs::create_dir(&locked).expect("mkdir");
+    set_mode(&locked, 0o500);
+    let path = locked.join("s.db");
+    if std::fs::write(locked.join("probe"), b"").is_err() {
+        let error = open_error(&path);
+        assert_names(&error, &path, &["permission denied"]);
+    }
+
+    // Not a file path at all.
+    for path in ["", ":memory:"] {
+        let error = open_error(Path::new(path));
+        assert!(error.to_string().contains("file path"), "{error}");
+    }
+}
+
+#[test]
+fn a_database_locked_by_another_connection_fails_after_the_busy_timeout_and_loses_nothing() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let dir = TempDir::new("locked");
+    let path = dir.join("s.db");
+    let timeout = Duration::from_millis(200);
+    let store = SqliteStore::open_with(&path, SqliteOptions::default().busy_timeout(timeout))
+        .expect("open");
+    let first = runtime
+        .block_on(store.insert("s", NewMessage::completed(Message::user("first"))))
+        .expect("insert");
+
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let started = Instant::now();
+    let error = runtime
+        .block_on(store.insert("s", NewMessage::completed(Message::user("blocked"))))
+        .expect_err("locked");
+    assert!(
+        started.elapsed() >= timeout,
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert_names(&error, &path, &["locked", "another process"]);
+    // Readers are not blocked in WAL mode.
+    assert_eq!(
+        runtime.block_on(store.load("s")).expect("load"),
+        std::slice::from_ref(&first)
+    );
+    other.execute_batch("COMMIT").expect("unlock");
+
+    let second = runtime
+        .block_on(store.insert("s", NewMessage::completed(Message::user("after"))))
+        .expect("insert after the lock");
+    assert_eq!(
+        runtime.block_on(store.load("s")).expect("load"),
+        [first, second]
+    );
+}
+
+#[test]
+fn many_concurrent_inserts_all_land() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .build()
+        .expect("runtime");
+    let dir = TempDir::new("concurrent");
+    let store = Arc::new(SqliteStore::open(dir.join("s.db")).expect("open"));
+    const TASKS: usize = 8;
+    const EACH: usize = 40;
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    let session = format!("session-{}", task % 2);
+                    for i in 0..EACH {
+                        let text = format!("task {task} message {i}");
+                        store
+                            .insert(&session, NewMessage::completed(Message::user(text)))
+                            .await
+                            .expect("insert");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("task");
+        }
+        let mut ids = Vec::new();
+        for session in ["session-0", "session-1"] {
+            let rows = store.load(session).await.expect("load");
+            assert_eq!(rows.len(), TASKS / 2 * EACH);
+            assert!(rows.windows(2).all(|p| p[0].id < p[1].id));
+            // Each task's own messages are in its order.
+            for task in (0..TASKS).filter(|t| format!("session-{}", t % 2) == session) {
+                let mine: Vec<String> = rows
+                    .iter()
+                    .map(|row| row.message.text().to_owned())
+                    .filter(|text| text.starts_with(&format!("task {task} ")))
+                    .collect();
+                let expected: Vec<String> = (0..EACH)
+                    .map(|i| format!("task {task} message {i}"))
+                    .collect();
+                assert_eq!(mine, expected);
+            }
+            ids.extend(rows.iter().map(|row| row.id));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), TASKS * EACH);
+    });
+}
+
+#[tokio::test]
+async fn a_malformed_row_is_an_error_naming_the_row() {
+    let dir = TempDir::new("malformed");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, created_at, status, tool_status) \
+         VALUES ('s', 'tool', 'result', 1, 'completed', 'success')",
+        [],
+    )
+    .expect("raw insert");
+    let error = store.load("s").await.expect_err("malformed");
+    assert_names(&error, &path, &["malformed", "tool_call_id"]);
+}
+
+#[test]
+fn works_without_a_tokio_runtime() {
+    use std::task::{Context, Poll, Waker};
+
+    let dir = TempDir::new("no-runtime");
+    let store = SqliteStore::open(dir.join("s.db")).expect("open");
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut insert = store.insert("s", NewMessage::completed(Message::user("hi")));
+    let Poll::Ready(row) = insert.as_mut().poll(&mut cx) else {
+        panic!("inline insert pending")
+    };
+    let row = row.expect("insert");
+    drop(insert);
+    let mut load = store.load("s");
+    let Poll::Ready(rows) = load.as_mut().poll(&mut cx) else {
+        panic!("inline load pending")
+    };
+    assert_eq!(rows.expect("load"), [row]);
+}
