@@ -18,8 +18,11 @@ use crate::store::{StoreError, StoredMessage};
 /// One turn's input and options.
 #[derive(Clone, Debug, Default)]
 pub struct TurnRequest {
-    /// The user's input.
+    /// The user's input (empty: no new user message, as in a continuation).
     pub input: String,
+    /// Messages stored at the start of the turn, before the input (tool results from a client,
+    /// several user messages, ...).
+    pub messages: Vec<Message>,
     /// Custom fields hooks can read (`TurnContext::body`).
     pub body: Map<String, Value>,
     /// Whether this turn continues an earlier one.
@@ -46,6 +49,12 @@ impl TurnRequest {
     /// Sets the custom body.
     pub fn body(mut self, body: Map<String, Value>) -> Self {
         self.body = body;
+        self
+    }
+
+    /// Stores these messages at the start of the turn, before the input.
+    pub fn messages(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
+        self.messages.extend(messages);
         self
     }
 
@@ -131,6 +140,25 @@ impl Conversation {
     /// Every stored row of the session (pending and failed ones too), oldest first.
     pub async fn rows(&self) -> Result<Vec<StoredMessage>, StoreError> {
         self.agent.inner.store.load(&self.session).await
+    }
+
+    /// Appends messages to the session and runs a turn on them, in one call (no other input).
+    pub async fn run_messages(&self, messages: impl IntoIterator<Item = Message>) -> TurnResult {
+        self.run(TurnRequest::default().messages(messages)).await
+    }
+
+    /// Continues the last turn: runs a turn with no new input (`continuation = true`) when the
+    /// history ends with something the model has not answered (a user message or a tool
+    /// result, say one a client added). Returns `None`, running nothing, when there is nothing
+    /// to continue (an empty session, or one ending with the model's answer).
+    pub async fn continue_last_turn(&self) -> Result<Option<TurnResult>, StoreError> {
+        let history = self.history().await?;
+        match history.last() {
+            None | Some(Message::Assistant { .. }) | Some(Message::System { .. }) => Ok(None),
+            Some(Message::User { .. } | Message::Tool { .. }) => Ok(Some(
+                self.run(TurnRequest::default().continuation(true)).await,
+            )),
+        }
     }
 
     /// Runs one turn to its end.

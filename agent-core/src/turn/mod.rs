@@ -216,12 +216,16 @@ impl Turn<'_> {
             Err(end) => return end,
         };
         let mut messages = store::history(&rows);
-        let user = Message::user(run_ctx.input);
-        if let Err(end) = self.insert(NewMessage::completed(user.clone())).await {
-            return end;
+        // The request's messages, then its input (none for a continuation), are stored before
+        // anything reads them.
+        let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
+        for message in request.messages.into_iter().chain(input) {
+            if let Err(end) = self.insert(NewMessage::completed(message.clone())).await {
+                return end;
+            }
+            messages.push(message);
         }
         self.outcome.user_persisted = true;
-        messages.push(user);
 
         let turn_ctx = TurnContext {
             request_id: self.request_id.clone(),
