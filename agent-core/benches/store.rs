@@ -138,6 +138,7 @@ async fn write_turn(store: &dyn SessionStore, session: &str, turn: Turn) {
         message: Some(turn.reply),
         status: Some(MessageStatus::Completed),
         response_completed_at: Some(now_micros()),
+        silent: None,
     };
     store
         .update(session, id, done)

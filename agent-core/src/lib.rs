@@ -16,6 +16,7 @@ mod cancel;
 pub mod hooks;
 mod message;
 mod model;
+pub mod session;
 mod store;
 mod tool;
 mod tool_call;
@@ -33,17 +34,21 @@ pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
 pub use hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk, ChunkContext, ClassifyContext,
-    ErrorStage, Event, FailurePolicy, Hook, HookError, HookFailure, HookOptions, HookReturn,
-    LlmEndContext, LlmStartContext, Matcher, MatcherError, RunContext, StepConfig, StepContext,
-    StepRecord, StopContext, StopDecision, StopReason, ToolCallContext, ToolCallDecision,
-    ToolCallResultContext, ToolOutcome, ToolResultRecord, TurnConfig, TurnContext, TurnError,
-    TurnErrorKind, TurnResult, TurnStatus, event,
+    CreateMessageContext, ErrorStage, Event, FailurePolicy, FilterMessagesContext, HistoryDecision,
+    Hook, HookError, HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext,
+    LlmStartContext, Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
+    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
+    StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
+    ToolCallResultContext, ToolOutcome, ToolResultContext, ToolResultDecision, ToolResultRecord,
+    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
     ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, ToolSpec, Usage,
 };
+pub use session::{ContextBlock, ContextProvider, SessionConfig, SessionInfo};
 pub use store::{
     MemoryStore, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
     SqliteStore, SqliteSync, StoreError, StoredMessage, ToolStatus,

@@ -342,6 +342,7 @@ async fn update_changes_content_status_and_completion_time_and_keeps_the_rest() 
                 message: Some(assistant_with_calls()),
                 status: Some(MessageStatus::Completed),
                 response_completed_at: Some(250),
+                silent: None,
             },
         )
         .await

@@ -6,15 +6,18 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 const FAIL: &[&str] = &[
+    "agent/fail/after_create_takes_new_message.rs",
     "agent/fail/context_does_not_fit.rs",
     "agent/fail/duplicate_tool_name.rs",
     "agent/fail/external_tool_renamed.rs",
     "agent/fail/gate_returns_wrong_decision.rs",
     "agent/fail/matcher_matches_no_tool.rs",
     "agent/fail/mut_self_tool.rs",
+    "agent/fail/prefilter_returns_messages.rs",
     "agent/fail/return_type_does_not_fit.rs",
     "agent/fail/several_tools_typed_output.rs",
     "agent/fail/tool_and_hook_on_one_method.rs",
+    "agent/fail/tool_result_hook_returns_option_string.rs",
     "agent/fail/unknown_option.rs",
     "agent/fail/unknown_tool.rs",
     "agent/fail/wrong_context_type.rs",
@@ -41,6 +44,7 @@ const FAIL: &[&str] = &[
 const PASS: &[&str] = &[
     "agent/pass/exhaustive_match.rs",
     "agent/pass/external_and_renamed.rs",
+    "agent/pass/message_hooks.rs",
     "hook/pass/free_hooks.rs",
     "tool/pass/free_tools.rs",
 ];

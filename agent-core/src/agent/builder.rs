@@ -57,6 +57,7 @@ pub struct AgentBuilder {
     before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
     store: Option<Arc<dyn SessionStore>>,
+    configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
 
@@ -88,6 +89,7 @@ impl AgentBuilder {
             before: Vec::new(),
             after: Vec::new(),
             store: None,
+            configure_session: None,
             problems: Vec::new(),
         }
     }
@@ -148,6 +150,17 @@ impl AgentBuilder {
     /// Where conversations keep their history (default: in memory).
     pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Configures each session once when it opens (its first turn in this process): context
+    /// blocks that compose the system prompt after the instructions, compaction and the token
+    /// counter. See [`SessionConfig`](crate::SessionConfig).
+    pub fn configure_session(
+        mut self,
+        configure: impl Fn(crate::SessionConfig) -> crate::SessionConfig + Send + Sync + 'static,
+    ) -> Self {
+        self.configure_session = Some(Arc::new(configure));
         self
     }
 
@@ -253,6 +266,7 @@ impl AgentBuilder {
             mut before,
             mut after,
             store,
+            configure_session,
             mut problems,
         } = self;
         let Some(model) = model else {
@@ -320,6 +334,8 @@ impl AgentBuilder {
                 after_hooks,
                 store: store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 sessions: Default::default(),
+                configure_session,
+                session_states: Default::default(),
             }),
         })
     }

@@ -5,6 +5,7 @@
 
 mod builder;
 mod conversation;
+mod inject;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -103,6 +104,10 @@ pub(crate) struct AgentInner {
     pub(crate) store: Arc<dyn SessionStore>,
     /// The turn lock of each open session.
     pub(crate) sessions: SessionLocks,
+    /// Builds each session's configuration when it opens.
+    pub(crate) configure_session: Option<crate::session::Configure>,
+    /// The configuration and system prompt of each open session.
+    pub(crate) session_states: crate::session::SessionStates,
 }
 
 /// A tool with the hooks that apply to it, resolved once when the agent (or turn) is built.

@@ -429,7 +429,8 @@ pub struct StepRecord {
     pub reasoning: String,
     /// The tool calls asked for, in the model's order.
     pub tool_calls: Vec<ToolCall>,
-    /// Their results, in the same order.
+    /// Their results, in the same order (none for a call an after_tool_call_success/failure
+    /// hook dropped from history).
     pub tool_results: Vec<ToolResultRecord>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,

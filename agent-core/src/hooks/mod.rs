@@ -3,6 +3,7 @@
 
 mod context;
 mod matcher;
+mod messages;
 mod returns;
 mod run;
 pub(crate) mod tool_hooks;
@@ -16,6 +17,7 @@ use crate::BoxFuture;
 pub use context::*;
 pub use event::TurnHooks;
 pub use matcher::{Matcher, MatcherError};
+pub use messages::*;
 pub use returns::HookReturn;
 pub(crate) use run::{catch_unwind, run_hook};
 
@@ -200,6 +202,8 @@ impl<E: Event> fmt::Debug for Hook<E> {
 /// The event marker types, one per hook event.
 pub mod event {
     use super::*;
+    use crate::message::Message;
+    use crate::store::{MessageUpdate, NewMessage, StoredMessage};
     use crate::tool::ToolInput;
 
     macro_rules! events {
@@ -260,6 +264,33 @@ pub mod event {
         OnChatError = "on_chat_error" / on_chat_error, ChatErrorContext => Option<TurnError>, FailOpen;
         /// A turn errored, before on_chat_error: classify the error.
         ClassifyChatError = "classify_chat_error" / classify_chat_error, ClassifyContext => Option<ChatErrorClassification>, FailOpen;
+        /// The first turn of a session (no stored rows when it starts), before before_run.
+        OnSessionStart = "on_session_start" / on_session_start, SessionStartContext => (), FailOpen;
+        /// After every turn of the session ends (errors included), after on_chat_response.
+        OnSessionEnd = "on_session_end" / on_session_end, SessionEndContext => (), FailOpen;
+        /// The rows loaded for a turn: may return the rows to read the history from (never
+        /// written back).
+        FilterMessages = "filter_messages" / filter_messages, FilterMessagesContext => Option<Vec<StoredMessage>>, FailOpen;
+        /// Just before each model call: may replace the messages sent, or block the call.
+        PrefilterLlmHistory = "prefilter_llm_history" / prefilter_llm_history, LlmHistoryContext => HistoryDecision, FailOpen;
+        /// The model's reply, before it is stored: may replace it.
+        PostProcessMessage = "post_process_message" / post_process_message, PostProcessContext => Option<Message>, FailOpen;
+        /// Before every stored insert: may change the row.
+        BeforeCreateMessage = "before_create_message" / before_create_message, CreateMessageContext => Option<NewMessage>, FailOpen;
+        /// After every stored insert, with the stored row.
+        AfterCreateMessage = "after_create_message" / after_create_message, MessageCreatedContext => (), FailOpen;
+        /// Before every stored update: may change the fields.
+        BeforeUpdateMessage = "before_update_message" / before_update_message, UpdateMessageContext => Option<MessageUpdate>, FailOpen;
+        /// After every stored update, with the fields applied.
+        AfterUpdateMessage = "after_update_message" / after_update_message, UpdateMessageContext => (), FailOpen;
+        /// After a tool call the model got a valid result from, before the result is stored:
+        /// may replace the result or drop the call from history.
+        AfterToolCallSuccess = "after_tool_call_success" / after_tool_call_success, ToolResultContext => ToolResultDecision, FailOpen;
+        /// After a tool call that ended in an error, before the result is stored: may replace
+        /// the result or drop the call from history.
+        AfterToolCallFailure = "after_tool_call_failure" / after_tool_call_failure, ToolResultContext => ToolResultDecision, FailOpen;
+        /// A tool result message just before it is stored: may replace it.
+        BeforeStoreToolResult = "before_store_tool_result" / before_store_tool_result, StoreToolResultContext => Option<Message>, FailOpen;
     }
 
     /// Before a tool runs: allow, modify, block or substitute the call.

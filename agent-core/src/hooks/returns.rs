@@ -6,8 +6,11 @@ use std::fmt::Display;
 use super::event::*;
 use super::{Event, HookError};
 use crate::hooks::{
-    ChatErrorClassification, StepConfig, StopDecision, ToolCallDecision, TurnConfig, TurnError,
+    ChatErrorClassification, HistoryDecision, StepConfig, StopDecision, ToolCallDecision,
+    ToolResultDecision, TurnConfig, TurnError,
 };
+use crate::message::Message;
+use crate::store::{MessageUpdate, NewMessage, StoredMessage};
 use crate::tool::ToolInput;
 
 /// A value a hook of event `E` may return.
@@ -64,6 +67,22 @@ returns! {
     OnChatError: Option<TurnError> => |v| v;
     ClassifyChatError: ChatErrorClassification => |v| Some(v);
     ClassifyChatError: Option<ChatErrorClassification> => |v| v;
+    FilterMessages: Vec<StoredMessage> => |v| Some(v);
+    FilterMessages: Option<Vec<StoredMessage>> => |v| v;
+    PrefilterLlmHistory: HistoryDecision => |v| v;
+    PrefilterLlmHistory: Option<HistoryDecision> => |v| v.unwrap_or_default();
+    PostProcessMessage: Message => |v| Some(v);
+    PostProcessMessage: Option<Message> => |v| v;
+    BeforeCreateMessage: NewMessage => |v| Some(v);
+    BeforeCreateMessage: Option<NewMessage> => |v| v;
+    BeforeUpdateMessage: MessageUpdate => |v| Some(v);
+    BeforeUpdateMessage: Option<MessageUpdate> => |v| v;
+    AfterToolCallSuccess: ToolResultDecision => |v| v;
+    AfterToolCallSuccess: Option<ToolResultDecision> => |v| v.unwrap_or_default();
+    AfterToolCallFailure: ToolResultDecision => |v| v;
+    AfterToolCallFailure: Option<ToolResultDecision> => |v| v.unwrap_or_default();
+    BeforeStoreToolResult: Message => |v| Some(v);
+    BeforeStoreToolResult: Option<Message> => |v| v;
 }
 
 impl<I: ToolInput> HookReturn<BeforeToolCall<I>> for ToolCallDecision<I> {

@@ -99,6 +99,9 @@ impl SessionStore for MemoryStore {
                 if update.response_completed_at.is_some() {
                     row.response_completed_at = update.response_completed_at;
                 }
+                if let Some(silent) = update.silent {
+                    row.silent = silent;
+                }
                 Ok(())
             }
         };

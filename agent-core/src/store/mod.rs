@@ -130,6 +130,8 @@ pub struct MessageUpdate {
     pub status: Option<MessageStatus>,
     /// When the model call completed.
     pub response_completed_at: Option<i64>,
+    /// Hides the row from the model (or shows it again).
+    pub silent: Option<bool>,
 }
 
 /// A store of sessions' messages. Implementations must keep a session's rows in `id` order and

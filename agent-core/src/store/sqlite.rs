@@ -265,6 +265,7 @@ fn update_row(
 ) -> Result<(), StoreError> {
     let status = update.status.map(|status| status.as_str());
     let completed = update.response_completed_at;
+    let silent = update.silent;
     let changed = match &update.message {
         Some(message) => {
             let c = row::columns(message)
@@ -285,13 +286,14 @@ fn update_row(
                 c.tool_status,
                 status,
                 completed,
+                silent,
             ])
         }
         None => {
             let mut statement = conn
                 .prepare_cached(row::UPDATE_STATE)
                 .map_err(|e| file.sqlite(&e))?;
-            statement.execute(params![id, session, status, completed])
+            statement.execute(params![id, session, status, completed, silent])
         }
     }
     .map_err(|e| file.sqlite(&e))?;

@@ -1,5 +1,8 @@
 //! One tool call from the model's request to its result: lookup, argument parsing, the
-//! before_tool_call chain (merge rule), execution, after_tool_call, and the text the model reads.
+//! before_tool_call chain (merge rule), execution, after_tool_call_success/failure,
+//! after_tool_call, and the text the model reads.
+
+mod result_hooks;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,6 +73,8 @@ pub(crate) struct CallResult {
     pub(crate) record: ToolResultRecord,
     /// Set when a fail-closed after_tool_call hook failed: the turn fails after this step.
     pub(crate) error: Option<TurnError>,
+    /// An after_tool_call_success/failure hook dropped the call from history.
+    pub(crate) dropped: bool,
 }
 
 fn rejected(call: &ToolCall, content: String) -> CallResult {
@@ -84,6 +89,7 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
     CallResult {
         record,
         error: None,
+        dropped: false,
     }
 }
 
@@ -201,7 +207,9 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
 
     let (content, is_error) = model_text(&call.name, &outcome);
     let kind = outcome.kind();
-    let mut error = None;
+    let checked = result_hooks::check(scope, call, kind, content, is_error).await;
+    let (content, is_error, dropped) = (checked.content, checked.is_error, checked.dropped);
+    let mut error = checked.error;
     if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
         let outcome = Arc::new(outcome);
         for hook in &slot.after {
@@ -214,13 +222,13 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
                     }
                     FailurePolicy::FailClosed => {
                         let message = format!("after_tool_call hook `{}` {failure}", meta.name);
-                        error = Some(TurnError::new(
+                        error = error.or(Some(TurnError::new(
                             TurnErrorKind::Hook {
                                 event: "after_tool_call",
                                 hook: meta.name.clone(),
                             },
                             message,
-                        ));
+                        )));
                         break;
                     }
                 }
@@ -235,7 +243,11 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         outcome: kind,
         duration,
     };
-    CallResult { record, error }
+    CallResult {
+        record,
+        error,
+        dropped,
+    }
 }
 
 /// The text the model reads for an outcome, and whether it is an error.

@@ -40,6 +40,9 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         return ChatErrorClassification::RateLimit;
     }
     match error.kind {
+        TurnErrorKind::Model(ModelErrorKind::ContextOverflow) => {
+            ChatErrorClassification::ContextOverflow
+        }
         TurnErrorKind::Model(
             ModelErrorKind::Transport
             | ModelErrorKind::StreamTruncated

@@ -2,7 +2,11 @@
 //! order of DESIGN §5. Model streams are read in `stream.rs`; tool calls run in `tool_call/`.
 
 mod classify;
+mod compact;
 pub(crate) mod dispatch;
+mod history;
+mod lifecycle;
+pub(crate) mod persist;
 mod stream;
 
 use std::sync::Arc;
@@ -12,13 +16,14 @@ use tracing::Instrument;
 
 pub use classify::{default_classifier, is_context_overflow};
 use dispatch::{each, observe};
+use persist::{WriteError, Writer};
 use stream::StepStream;
 
 use crate::agent::{AgentInner, Conversation, ToolSlot, TurnEvent, TurnOverlap, TurnRequest};
 use crate::hooks::{
-    ChatErrorContext, ChatResponse, ClassifyContext, ErrorStage, LlmEndContext, LlmStartContext,
-    RunContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
-    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    ChatErrorContext, ChatResponse, ErrorStage, LlmEndContext, LlmStartContext, RunContext,
+    StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason, TurnConfig,
+    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
 };
 use crate::message::Message;
 use crate::model::{Model, ModelRequest, ToolChoice, Usage};
@@ -52,6 +57,7 @@ pub(crate) async fn run_turn(
         cancel: request.cancel.clone(),
         sink,
         outcome: Outcome::default(),
+        session: compact::SessionTurn::default(),
         span: span.clone(),
     };
     turn.run(request).instrument(span).await
@@ -65,6 +71,8 @@ struct Turn<'a> {
     cancel: crate::CancelToken,
     sink: Option<mpsc::Sender<TurnEvent>>,
     outcome: Outcome,
+    /// What the turn tracks of its session (`compact.rs`).
+    session: compact::SessionTurn,
     /// The turn's `invoke_agent` span, to record usage on when the turn ends.
     span: tracing::Span,
 }
@@ -133,28 +141,24 @@ impl Turn<'_> {
 
     /// Stores a row of this session; a failure ends the turn at stage `persist`.
     async fn insert(&self, row: NewMessage) -> Result<i64, End> {
-        match self
-            .agent
-            .store
-            .insert(&self.conversation.session, row)
-            .await
-        {
+        match self.writer().insert(row).await {
             Ok(stored) => Ok(stored.id),
-            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
+            Err(error) => Err(write_failed(error)),
+        }
+    }
+
+    /// Writes this session's rows through the message hooks (`persist.rs`).
+    fn writer(&self) -> Writer<'_> {
+        Writer {
+            agent: self.agent,
+            session: &self.conversation.session,
+            request_id: Some(&self.request_id),
         }
     }
 
     /// Updates a row of this session; a failure ends the turn at stage `persist`.
     async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), End> {
-        match self
-            .agent
-            .store
-            .update(&self.conversation.session, id, update)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
-        }
+        self.writer().update(id, update).await.map_err(write_failed)
     }
 
     /// Finishes what a turn cut off by a crash left behind (see [`store::repairs`]), and
@@ -203,6 +207,9 @@ impl Turn<'_> {
             input: request.input,
             continuation: request.continuation,
         };
+        if let Err(end) = self.session_start().await {
+            return end;
+        }
         if let Err(error) = observe(&hooks.before_run, &run_ctx).await {
             return End::Failed(error, ErrorStage::Turn);
         }
@@ -214,6 +221,11 @@ impl Turn<'_> {
         let rows = match self.repair(rows).await {
             Ok(rows) => rows,
             Err(end) => return end,
+        };
+        let session = &self.conversation.session;
+        let rows = match history::filter_rows(hooks, &self.request_id, session, rows).await {
+            Ok(rows) => rows,
+            Err(error) => return End::Failed(error, ErrorStage::Turn),
         };
         let mut messages = store::history(&rows);
         // The request's messages, then its input (none for a continuation), are stored before
@@ -227,9 +239,13 @@ impl Turn<'_> {
         }
         self.outcome.user_persisted = true;
 
+        let system = match self.system_prompt().await {
+            Ok(system) => system,
+            Err(end) => return end,
+        };
         let turn_ctx = TurnContext {
             request_id: self.request_id.clone(),
-            system: agent.instructions.clone(),
+            system,
             messages,
             tools: agent.specs.clone(),
             model: agent.model.id().to_owned(),
@@ -250,10 +266,10 @@ impl Turn<'_> {
             system, messages, ..
         } = turn_ctx;
         let plan = TurnPlan::new(agent, config, system, messages);
-        self.steps(plan).await
+        self.steps_recovering(plan).await
     }
 
-    async fn steps(&mut self, mut plan: TurnPlan<'_>) -> End {
+    async fn steps(&mut self, plan: &mut TurnPlan<'_>) -> End {
         for step in 0..plan.max_steps {
             if self.cancel.is_cancelled() {
                 return End::Aborted;
@@ -263,7 +279,7 @@ impl Turn<'_> {
                 otel.name = %format_args!("step {step}"),
                 gen_ai.agent.step = step,
             );
-            if let Some(end) = self.step(&mut plan, step).instrument(span).await {
+            if let Some(end) = self.step(plan, step).instrument(span).await {
                 return end;
             }
         }
@@ -273,6 +289,9 @@ impl Turn<'_> {
     /// One step: before_step, the model call, its tool calls, on_step_finish. `None` when the
     /// turn goes on to another step.
     async fn step(&mut self, plan: &mut TurnPlan<'_>, step: usize) -> Option<End> {
+        if let Err(end) = self.compact_before_step(plan).await {
+            return Some(end);
+        }
         let hooks = &self.agent.hooks;
         // before_step
         let step_ctx = StepContext {
@@ -305,7 +324,13 @@ impl Turn<'_> {
             .model
             .clone()
             .unwrap_or_else(|| plan.model.clone());
-        let request = plan.request(&*model, step_config, step_messages);
+        let mut request = plan.request(&*model, step_config, step_messages);
+        let messages = std::mem::take(&mut request.messages);
+        match history::prefilter(hooks, &self.request_id, step, messages).await {
+            Ok(history::Prefiltered::Send(messages)) => request.messages = messages,
+            Ok(history::Prefiltered::Block(message)) => return Some(self.blocked(message).await),
+            Err(error) => return Some(End::Failed(error, ErrorStage::Turn)),
+        }
 
         // on_llm_start
         let start = LlmStartContext {
@@ -384,6 +409,7 @@ impl Turn<'_> {
                     message: Some(partial.clone()),
                     status: Some(MessageStatus::Failed),
                     response_completed_at: Some(store::now_micros()),
+                    silent: None,
                 };
                 if let Err(end) = self.update(row, failed).await {
                     return Some(end);
@@ -418,17 +444,31 @@ impl Turn<'_> {
             tool_calls: tool_calls.clone(),
             reasoning_signature: streamed.reasoning_signature.clone(),
         };
+        let reply = history::Reply {
+            message: assistant,
+            text,
+            tool_calls,
+        };
+        let (assistant, text, tool_calls) =
+            match history::post_process(hooks, &self.request_id, step, reply).await {
+                Ok(reply) => (reply.message, reply.text, reply.tool_calls),
+                Err(error) => return Some(End::Failed(error, ErrorStage::Turn)),
+            };
         self.outcome.text = text.clone();
         let completed = MessageUpdate {
             message: Some(assistant.clone()),
             status: Some(MessageStatus::Completed),
             response_completed_at: Some(store::now_micros()),
+            silent: None,
         };
         if let Err(end) = self.update(row, completed).await {
             return Some(end);
         }
+        // Where the reply sits, should a hook drop one of its calls.
+        let at = (self.outcome.added.len(), plan.messages.len());
         self.outcome.added.push(assistant.clone());
         plan.messages.push(assistant);
+        let mut dropped = std::collections::HashSet::new();
 
         // Tool calls: concurrently, results in the model's order.
         let mut tool_results = Vec::with_capacity(tool_calls.len());
@@ -485,14 +525,17 @@ impl Turn<'_> {
                 return Some(End::Aborted);
             };
             for result in results {
-                let record = result.record;
+                let mut record = result.record;
                 failed_hook = failed_hook.or(result.error);
-                let message = Message::Tool {
-                    call_id: record.call_id.clone(),
-                    name: record.name.clone(),
-                    content: record.content.clone(),
-                    is_error: record.is_error,
-                };
+                if result.dropped {
+                    dropped.insert(record.call_id);
+                    continue;
+                }
+                let message =
+                    match history::tool_result(hooks, &self.request_id, step, &mut record).await {
+                        Ok(message) => message,
+                        Err(error) => return Some(End::Failed(error, ErrorStage::Turn)),
+                    };
                 let stream = StepStream::new(self, step);
                 if stream.listening() {
                     let chunk = crate::hooks::Chunk::ToolResult {
@@ -511,6 +554,11 @@ impl Turn<'_> {
                 }
                 plan.messages.push(message);
                 tool_results.push(record);
+            }
+            if !dropped.is_empty()
+                && let Err(end) = self.drop_calls(row, at, &dropped, &mut plan.messages).await
+            {
+                return Some(end);
             }
         }
 
@@ -577,11 +625,13 @@ impl Turn<'_> {
     async fn finish(self, end: End, guard: tokio::sync::OwnedMutexGuard<()>) -> TurnResult {
         let Turn {
             agent,
+            conversation,
             request_id,
             continuation,
             outcome,
             sink,
             span,
+            session,
             ..
         } = self;
         let hooks = &agent.hooks;
@@ -590,17 +640,10 @@ impl Turn<'_> {
             End::Aborted => (TurnStatus::Aborted, None, None, None),
             End::Failed(error, stage) => {
                 tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
-                let classify = ClassifyContext {
-                    request_id: request_id.clone(),
-                    error: error.clone(),
-                    stage,
+                let classification = match session.classification {
+                    Some(classification) => classification,
+                    None => compact::classify(hooks, &request_id, &error, stage).await,
                 };
-                let mut classification = None;
-                let _ = each(&hooks.classify_chat_error, &classify, |c| {
-                    classification = classification.or(c)
-                })
-                .await;
-                let classification = classification.unwrap_or_else(|| default_classifier(&error));
                 let ctx = ChatErrorContext {
                     request_id: request_id.clone(),
                     error,
@@ -655,10 +698,20 @@ impl Turn<'_> {
             error: result.error.clone(),
         };
         let _ = observe(&hooks.on_chat_response, &response).await;
+        lifecycle::session_end(agent, &conversation.session, &result).await;
         if let Some(sink) = &sink {
             let _ = sink.send(TurnEvent::Finished(result.clone())).await;
         }
         result
+    }
+}
+
+/// A failed write ends the turn: at stage `persist` when the store failed, `turn` when a
+/// fail-closed message hook did.
+fn write_failed(error: WriteError) -> End {
+    match error {
+        WriteError::Store(error) => End::Failed(store_error(error), ErrorStage::Persist),
+        WriteError::Hook(error) => End::Failed(error, ErrorStage::Turn),
     }
 }
 

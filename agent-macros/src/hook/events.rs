@@ -56,6 +56,73 @@ pub(crate) const EVENTS: &[EventInfo] = &[
         "ClassifyContext",
         false,
     ),
+    event(
+        "on_session_start",
+        "OnSessionStart",
+        "SessionStartContext",
+        false,
+    ),
+    event("on_session_end", "OnSessionEnd", "SessionEndContext", false),
+    event(
+        "filter_messages",
+        "FilterMessages",
+        "FilterMessagesContext",
+        false,
+    ),
+    event(
+        "prefilter_llm_history",
+        "PrefilterLlmHistory",
+        "LlmHistoryContext",
+        false,
+    ),
+    event(
+        "post_process_message",
+        "PostProcessMessage",
+        "PostProcessContext",
+        false,
+    ),
+    event(
+        "before_create_message",
+        "BeforeCreateMessage",
+        "CreateMessageContext",
+        false,
+    ),
+    event(
+        "after_create_message",
+        "AfterCreateMessage",
+        "MessageCreatedContext",
+        false,
+    ),
+    event(
+        "before_update_message",
+        "BeforeUpdateMessage",
+        "UpdateMessageContext",
+        false,
+    ),
+    event(
+        "after_update_message",
+        "AfterUpdateMessage",
+        "UpdateMessageContext",
+        false,
+    ),
+    event(
+        "after_tool_call_success",
+        "AfterToolCallSuccess",
+        "ToolResultContext",
+        false,
+    ),
+    event(
+        "after_tool_call_failure",
+        "AfterToolCallFailure",
+        "ToolResultContext",
+        false,
+    ),
+    event(
+        "before_store_tool_result",
+        "BeforeStoreToolResult",
+        "StoreToolResultContext",
+        false,
+    ),
 ];
 
 /// The event with this name.

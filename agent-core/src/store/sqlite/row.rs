@@ -17,16 +17,18 @@ pub(super) const INSERT: &str = "INSERT INTO messages (session_id, role, content
      reasoning, reasoning_signature, tool_status, created_at, request_sent_at, status, silent) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
-/// A new message, status and completion time for row `?1` of session `?2` (a NULL status or
-/// time keeps the stored one).
+/// A new message, status, completion time and silent flag for row `?1` of session `?2` (a NULL
+/// status, time or flag keeps the stored one).
 pub(super) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = ?3, content = ?4, tool_calls = ?5, \
      tool_call_id = ?6, name = ?7, reasoning = ?8, reasoning_signature = ?9, tool_status = ?10, \
-     status = COALESCE(?11, status), response_completed_at = COALESCE(?12, response_completed_at) \
-     WHERE id = ?1 AND session_id = ?2";
+     status = COALESCE(?11, status), response_completed_at = COALESCE(?12, response_completed_at), \
+     silent = COALESCE(?13, silent) WHERE id = ?1 AND session_id = ?2";
 
-/// A new status and completion time for row `?1` of session `?2` (NULL keeps the stored one).
+/// A new status, completion time and silent flag for row `?1` of session `?2` (NULL keeps the
+/// stored one).
 pub(super) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE(?3, status), \
-     response_completed_at = COALESCE(?4, response_completed_at) WHERE id = ?1 AND session_id = ?2";
+     response_completed_at = COALESCE(?4, response_completed_at), silent = COALESCE(?5, silent) \
+     WHERE id = ?1 AND session_id = ?2";
 
 /// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
 /// reasoning, reasoning signature and the tool status derived from it).

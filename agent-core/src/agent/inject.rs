@@ -1,0 +1,47 @@
+//! Appending a message to a session outside a turn: [`Conversation::inject_message`].
+
+use super::Conversation;
+use crate::message::Message;
+use crate::store::{NewMessage, StoreError, StoredMessage};
+use crate::turn::persist::{WriteError, Writer};
+
+impl Conversation {
+    /// Appends `message` to the session as a completed, visible row, through the agent's
+    /// before/after_create_message hooks, and returns the row as stored. The next turn's model
+    /// reads it in the history.
+    ///
+    /// It takes the session's turn lock, so it waits for a running turn of the session to end
+    /// and never interleaves with one. Do not await it from a hook that runs inside a turn of
+    /// the same session while that turn holds the lock (before_run through after_run,
+    /// tool-call hooks, tools): it would wait for itself. From on_chat_response and
+    /// on_session_end it is safe (the lock is released first), as it is from another session
+    /// or a task the hook spawns without awaiting it.
+    pub async fn inject_message(&self, message: Message) -> Result<StoredMessage, StoreError> {
+        self.inject_row(NewMessage::completed(message)).await
+    }
+
+    /// [`Conversation::inject_message`] for a silent row: stored (people see it in
+    /// transcripts) but hidden from the model.
+    pub async fn inject_silent_message(
+        &self,
+        message: Message,
+    ) -> Result<StoredMessage, StoreError> {
+        let mut row = NewMessage::completed(message);
+        row.silent = true;
+        self.inject_row(row).await
+    }
+
+    async fn inject_row(&self, row: NewMessage) -> Result<StoredMessage, StoreError> {
+        let _guard = self.lock.lock().await;
+        let writer = Writer {
+            agent: &self.agent.inner,
+            session: &self.session,
+            request_id: None,
+        };
+        match writer.insert(row).await {
+            Ok(stored) => Ok(stored),
+            Err(WriteError::Store(error)) => Err(error),
+            Err(WriteError::Hook(error)) => Err(StoreError(format!("inject_message: {error}"))),
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Compaction: the oldest part of a history replaced by one summary message, persisted as a
+//! summary row while the replaced rows turn silent. A cut never separates a tool call from its
+//! result.
+
+use std::collections::HashSet;
+
+use super::config::SessionConfig;
+use crate::message::Message;
+use crate::store::{MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError};
+
+/// The text the summary message starts with.
+pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
+
+/// Whether cutting `messages` before index `cut` keeps every tool call with its result: no call
+/// before the cut is answered after it, and no result before the cut answers a call after it.
+pub fn is_boundary(messages: &[Message], cut: usize) -> bool {
+    let (before, after) = messages.split_at(cut.min(messages.len()));
+    let calls = |part: &[Message]| -> HashSet<String> {
+        part.iter()
+            .flat_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|call| call.id.clone())
+            .collect()
+    };
+    let results = |part: &[Message]| -> HashSet<String> {
+        part.iter()
+            .filter_map(|message| match message {
+                Message::Tool { call_id, .. } => Some(call_id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    calls(before).is_disjoint(&results(after)) && results(before).is_disjoint(&calls(after))
+}
+
+/// Where to cut `messages` so that about `keep_recent` of the newest are kept: the nearest
+/// boundary at or before that point (keeping more), else the nearest after it. `None` when no
+/// boundary replaces at least one message and keeps at least one.
+pub fn cut_point(messages: &[Message], keep_recent: usize) -> Option<usize> {
+    let len = messages.len();
+    if len < 2 {
+        return None;
+    }
+    let target = len.saturating_sub(keep_recent.max(1)).max(1);
+    (1..=target)
+        .rev()
+        .chain(target + 1..len)
+        .find(|&cut| is_boundary(messages, cut))
+}
+
+/// The message a summary is stored and sent as.
+pub fn summary_message(summary: &str) -> Message {
+    Message::system(format!("{SUMMARY_HEADING}\n{summary}"))
+}
+
+/// What a compaction did.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Compaction {
+    /// The history now starts with `summary`, followed by `kept`.
+    Done {
+        /// The messages the summary replaced.
+        replaced: Vec<Message>,
+        /// The summary message.
+        summary: Message,
+        /// The messages kept after it.
+        kept: Vec<Message>,
+    },
+    /// The history stays as it was, for this reason.
+    Skipped(String),
+}
+
+/// Compacts the stored history of `session`: summarizes the oldest visible messages, inserts the
+/// summary row followed by copies of the kept rows (rows are read in id order), and marks every
+/// row they replace silent.
+pub(crate) async fn compact(
+    store: &dyn SessionStore,
+    session: &str,
+    config: &SessionConfig,
+) -> Result<Compaction, StoreError> {
+    let Some(summarizer) = config.summarizer.clone() else {
+        return Ok(Compaction::Skipped(
+            "no summarizer is configured".to_owned(),
+        ));
+    };
+    let rows: Vec<_> = store
+        .load(session)
+        .await?
+        .into_iter()
+        .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+        .collect();
+    let messages: Vec<Message> = rows.iter().map(|row| row.message.clone()).collect();
+    let Some(cut) = cut_point(&messages, config.keep_recent) else {
+        return Ok(Compaction::Skipped(
+            "the history has nothing to compact".to_owned(),
+        ));
+    };
+    let (replaced, kept) = messages.split_at(cut);
+    let summary = match summarizer(replaced.to_vec()).await {
+        Ok(summary) => summary_message(&summary),
+        Err(error) => {
+            return Ok(Compaction::Skipped(format!(
+                "the summarizer failed: {error}"
+            )));
+        }
+    };
+    let before: usize = replaced.iter().map(|m| config.count(m)).sum();
+    if config.count(&summary) >= before {
+        return Ok(Compaction::Skipped(
+            "the summary is not shorter than what it replaces".to_owned(),
+        ));
+    }
+    store
+        .insert(session, NewMessage::completed(summary.clone()))
+        .await?;
+    for row in &rows[cut..] {
+        let copy = NewMessage {
+            request_sent_at: row.request_sent_at,
+            ..NewMessage::completed(row.message.clone())
+        };
+        store.insert(session, copy).await?;
+    }
+    for row in &rows {
+        let hide = MessageUpdate {
+            silent: Some(true),
+            ..MessageUpdate::default()
+        };
+        store.update(session, row.id, hide).await?;
+    }
+    Ok(Compaction::Done {
+        replaced: replaced.to_vec(),
+        summary,
+        kept: kept.to_vec(),
+    })
+}
+
+/// `messages` after a compaction: the summary in place of the replaced prefix, or (when the
+/// messages do not start with it) the compacted history itself.
+pub(crate) fn splice(
+    messages: Vec<Message>,
+    replaced: &[Message],
+    summary: Message,
+    kept: Vec<Message>,
+) -> Vec<Message> {
+    if messages.starts_with(replaced) {
+        std::iter::once(summary)
+            .chain(messages.into_iter().skip(replaced.len()))
+            .collect()
+    } else {
+        std::iter::once(summary).chain(kept).collect()
+    }
+}

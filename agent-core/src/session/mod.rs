@@ -1,0 +1,97 @@
+//! Sessions: what `configure_session` sets up once per session open (context blocks that
+//! compose the system prompt, compaction settings, a token counter) and compaction itself.
+//!
+//! A session is open while some [`Conversation`](crate::Conversation) handle on it lives in
+//! this process; its configuration and system prompt are built by the first turn that runs on it.
+
+mod compaction;
+mod config;
+mod prompt;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, PoisonError, Weak};
+
+pub(crate) use compaction::{Compaction, compact, splice};
+pub use compaction::{SUMMARY_HEADING, cut_point, is_boundary, summary_message};
+pub use config::{
+    ContextBlock, ContextProvider, SessionConfig, SessionInfo, Summarizer, TokenCounter,
+    default_token_counter,
+};
+
+use crate::hooks::{TurnError, TurnErrorKind};
+
+/// The closure given to `configure_session`.
+pub(crate) type Configure = Arc<dyn Fn(SessionConfig) -> SessionConfig + Send + Sync>;
+
+/// An open session: its configuration and system prompt, built once.
+pub(crate) struct OpenSession {
+    /// The configuration.
+    pub(crate) config: SessionConfig,
+    /// The system prompt (instructions and context blocks).
+    pub(crate) system: Option<String>,
+    /// The input tokens the last model call of the session reported (0 after a compaction).
+    pub(crate) last_input_tokens: AtomicU64,
+}
+
+/// Opens a session: runs `configure` and every context provider, and composes the prompt.
+pub(crate) async fn open(
+    configure: &Configure,
+    instructions: Option<&str>,
+    info: SessionInfo,
+) -> Result<OpenSession, TurnError> {
+    let config = configure(SessionConfig::default());
+    let system = prompt::compose(instructions, &config, &info)
+        .await
+        .map_err(|(block, error)| {
+            TurnError::new(
+                TurnErrorKind::Hook {
+                    event: "configure_session",
+                    hook: block.clone(),
+                },
+                format!("context block `{block}` failed: {error}"),
+            )
+        })?;
+    Ok(OpenSession {
+        config,
+        system,
+        last_input_tokens: AtomicU64::new(0),
+    })
+}
+
+type Lock = tokio::sync::Mutex<()>;
+
+/// The open sessions of an agent. An entry lives as long as the session's turn lock (shared by
+/// every handle on the session), so a session is configured again once every handle is gone.
+#[derive(Default)]
+pub(crate) struct SessionStates {
+    inner: std::sync::Mutex<StateTable>,
+}
+
+#[derive(Default)]
+struct StateTable {
+    open: HashMap<Arc<str>, (Weak<Lock>, Arc<OpenSession>)>,
+    /// Entries whose lock is gone are forgotten when the table grows to this size.
+    prune_at: usize,
+}
+
+impl SessionStates {
+    /// The open state of `session`, if it was opened under this `lock`.
+    pub(crate) fn get(&self, session: &str, lock: &Arc<Lock>) -> Option<Arc<OpenSession>> {
+        let table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let (owner, state) = table.open.get(session)?;
+        (owner.as_ptr() == Arc::as_ptr(lock)).then(|| state.clone())
+    }
+
+    /// Records `session` as opened under `lock`.
+    pub(crate) fn put(&self, session: &Arc<str>, lock: &Arc<Lock>, state: Arc<OpenSession>) {
+        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if table.open.len() >= table.prune_at {
+            table.open.retain(|_, (owner, _)| owner.strong_count() > 0);
+            table.prune_at = (table.open.len() * 2).max(64);
+        }
+        table
+            .open
+            .insert(session.clone(), (Arc::downgrade(lock), state));
+    }
+}

@@ -1,0 +1,74 @@
+//! after_tool_call_success / after_tool_call_failure: the turn-wide hooks that may replace a
+//! call's result, or drop the call from history, before the result is stored.
+
+use crate::hooks::{ToolResultContext, ToolResultDecision, TurnError};
+use crate::message::ToolCall;
+use crate::turn::dispatch::chain;
+
+use super::CallScope;
+
+/// A call's result after its success or failure hooks.
+pub(super) struct Checked {
+    pub(super) content: String,
+    pub(super) is_error: bool,
+    /// A hook dropped the call from history.
+    pub(super) dropped: bool,
+    /// A hook whose `on_error` says fail closed failed: the turn fails after this step.
+    pub(super) error: Option<TurnError>,
+}
+
+/// Runs the success hooks (the model got a valid result) or the failure hooks (an error).
+pub(super) async fn check(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    outcome: &'static str,
+    content: String,
+    is_error: bool,
+) -> Checked {
+    let hooks = &scope.tools.agent.hooks;
+    let mut checked = Checked {
+        content,
+        is_error,
+        dropped: false,
+        error: None,
+    };
+    let none = if is_error {
+        hooks.after_tool_call_failure.is_empty()
+    } else {
+        hooks.after_tool_call_success.is_empty()
+    };
+    if none {
+        return checked;
+    }
+    let mut ctx = ToolResultContext {
+        request_id: scope.request_id.clone(),
+        step: scope.step,
+        call: call.clone(),
+        outcome,
+        content: std::mem::take(&mut checked.content),
+        is_error,
+    };
+    let mut dropped = false;
+    let apply = |ctx: &mut ToolResultContext, decision| match decision {
+        ToolResultDecision::Keep => true,
+        ToolResultDecision::Replace { content, is_error } => {
+            ctx.content = content;
+            ctx.is_error = is_error;
+            true
+        }
+        ToolResultDecision::Drop => {
+            dropped = true;
+            false
+        }
+    };
+    let result = if is_error {
+        chain(&hooks.after_tool_call_failure, &mut ctx, apply).await
+    } else {
+        chain(&hooks.after_tool_call_success, &mut ctx, apply).await
+    };
+    checked.content = ctx.content;
+    checked.is_error = ctx.is_error;
+    checked.dropped = dropped;
+    checked.error = result.err();
+    checked
+}

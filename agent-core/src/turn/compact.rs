@@ -1,0 +1,183 @@
+//! The turn's side of sessions: opening the session (its system prompt), compaction before a
+//! step, and the compact-and-retry recovery from a context overflow.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::dispatch::each;
+use super::{End, Turn, TurnPlan, default_classifier, store_error};
+use crate::hooks::{ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnHooks};
+use crate::message::Message;
+use crate::session::{self, Compaction, OpenSession, SessionInfo};
+
+/// What one turn tracks of its session.
+#[derive(Default)]
+pub(super) struct SessionTurn {
+    /// The open session, when the agent configures sessions.
+    open: Option<Arc<OpenSession>>,
+    /// Compactions run before steps this turn.
+    compactions: usize,
+    /// Whether the turn was retried after a context overflow.
+    retried: bool,
+    /// Steps recorded when the history was last compacted (their usage predates it).
+    usage_from: usize,
+    /// The classification of the error that ended the steps, made once.
+    pub(super) classification: Option<ChatErrorClassification>,
+}
+
+/// Classifies a turn's error: the first classify_chat_error answer, else the default classifier.
+pub(super) async fn classify(
+    hooks: &TurnHooks,
+    request_id: &Arc<str>,
+    error: &TurnError,
+    stage: ErrorStage,
+) -> ChatErrorClassification {
+    let classify = ClassifyContext {
+        request_id: request_id.clone(),
+        error: error.clone(),
+        stage,
+    };
+    let mut classification = None;
+    let _ = each(&hooks.classify_chat_error, &classify, |c| {
+        classification = classification.or(c)
+    })
+    .await;
+    classification.unwrap_or_else(|| default_classifier(error))
+}
+
+impl Turn<'_> {
+    /// The turn's system prompt: the session's (built when it opens) or the instructions.
+    pub(super) async fn system_prompt(&mut self) -> Result<Option<String>, End> {
+        let agent = self.agent;
+        let Some(configure) = &agent.configure_session else {
+            return Ok(agent.instructions.clone());
+        };
+        let conversation = self.conversation;
+        let open = match agent
+            .session_states
+            .get(&conversation.session, &conversation.lock)
+        {
+            Some(open) => open,
+            None => {
+                let info = SessionInfo {
+                    agent: agent.name.to_string(),
+                    session: conversation.session.to_string(),
+                };
+                let open = session::open(configure, agent.instructions.as_deref(), info)
+                    .await
+                    .map(Arc::new)
+                    .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
+                agent
+                    .session_states
+                    .put(&conversation.session, &conversation.lock, open.clone());
+                open
+            }
+        };
+        let system = open.system.clone();
+        self.session.open = Some(open);
+        Ok(system)
+    }
+
+    /// Before a step: compacts when the history passed the token threshold or the last model
+    /// call's input passed `max_input_tokens * headroom`, at most `max_compactions` times a turn.
+    pub(super) async fn compact_before_step(&mut self, plan: &mut TurnPlan<'_>) -> Result<(), End> {
+        let Some(open) = self.session.open.clone() else {
+            return Ok(());
+        };
+        let config = &open.config;
+        if config.summarizer.is_none() || self.session.compactions >= config.max_compactions {
+            return Ok(());
+        }
+        let counted: usize = plan.messages.iter().map(|m| config.count(m)).sum();
+        let over_threshold = config.compact_after.is_some_and(|limit| counted > limit);
+        let last_input = match self.outcome.steps.last() {
+            Some(step) if self.outcome.steps.len() > self.session.usage_from => {
+                step.usage.input_tokens
+            }
+            Some(_) => 0,
+            None => open.last_input_tokens.load(Ordering::Relaxed),
+        };
+        let over_input = config
+            .max_input_tokens
+            .is_some_and(|max| last_input as f64 > max as f64 * config.headroom);
+        if !over_threshold && !over_input {
+            return Ok(());
+        }
+        self.session.compactions += 1;
+        if let Compaction::Skipped(reason) = self.compact(&open, plan).await? {
+            tracing::info!(session = %self.conversation.session, "no compaction: {reason}");
+        }
+        Ok(())
+    }
+
+    /// Compacts the stored history and the plan's messages with it.
+    async fn compact(
+        &mut self,
+        open: &OpenSession,
+        plan: &mut TurnPlan<'_>,
+    ) -> Result<Compaction, End> {
+        let compaction =
+            session::compact(&*self.agent.store, &self.conversation.session, &open.config)
+                .await
+                .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        if let Compaction::Done {
+            replaced,
+            summary,
+            kept,
+        } = &compaction
+        {
+            let messages = std::mem::take(&mut plan.messages);
+            plan.messages = session::splice(messages, replaced, summary.clone(), kept.clone());
+            self.session.usage_from = self.outcome.steps.len();
+            open.last_input_tokens.store(0, Ordering::Relaxed);
+        }
+        Ok(compaction)
+    }
+
+    /// The step loop, retried once from its first step after a context overflow the history
+    /// could be compacted for.
+    pub(super) async fn steps_recovering(&mut self, mut plan: TurnPlan<'_>) -> End {
+        loop {
+            let end = self.steps(&mut plan).await;
+            let Some(open) = self.session.open.clone() else {
+                return end;
+            };
+            if let Some(step) = self.outcome.steps.last() {
+                open.last_input_tokens
+                    .store(step.usage.input_tokens, Ordering::Relaxed);
+            }
+            let End::Failed(error, stage) = &end else {
+                return end;
+            };
+            if !open.config.reactive || open.config.summarizer.is_none() {
+                return end;
+            }
+            let classification = classify(&self.agent.hooks, &self.request_id, error, *stage).await;
+            self.session.classification = Some(classification);
+            if classification != ChatErrorClassification::ContextOverflow || self.session.retried {
+                return end;
+            }
+            self.session.retried = true;
+            match self.compact(&open, &mut plan).await {
+                Ok(Compaction::Done { .. }) => {}
+                Ok(Compaction::Skipped(reason)) => {
+                    tracing::warn!(session = %self.conversation.session, "context overflow not recovered: {reason}");
+                    return end;
+                }
+                Err(_) => {
+                    tracing::warn!(session = %self.conversation.session, "context overflow not recovered: compaction failed");
+                    return end;
+                }
+            }
+            // The partial answer of the failed call is dropped; the turn starts over.
+            if *stage == ErrorStage::Stream
+                && matches!(self.outcome.added.last(), Some(Message::Assistant { tool_calls, .. }) if tool_calls.is_empty())
+            {
+                self.outcome.added.pop();
+            }
+            self.outcome.text.clear();
+            self.session.classification = None;
+            tracing::info!(session = %self.conversation.session, "retrying the turn after compacting its history");
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The session hooks of a turn: on_session_start (the session's first turn, before before_run)
+//! and on_session_end (after on_chat_response, however the turn ended).
+
+use std::sync::Arc;
+
+use super::dispatch::observe;
+use super::{End, Turn, store_error};
+use crate::agent::AgentInner;
+use crate::hooks::{ErrorStage, SessionEndContext, SessionStartContext, TurnResult};
+
+impl Turn<'_> {
+    /// on_session_start, when the session has no rows yet. The rows are read only when the
+    /// agent has such a hook; a failing store then fails the turn at stage `persist`.
+    pub(super) async fn session_start(&self) -> Result<(), End> {
+        let hooks = &self.agent.hooks.on_session_start;
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let rows = self
+            .agent
+            .store
+            .load(&self.conversation.session)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        if !rows.is_empty() {
+            return Ok(());
+        }
+        let ctx = SessionStartContext {
+            agent: self.agent.name.clone(),
+            session_id: self.conversation.session.clone(),
+            request_id: self.request_id.clone(),
+        };
+        observe(hooks, &ctx)
+            .await
+            .map_err(|error| End::Failed(error, ErrorStage::Turn))
+    }
+}
+
+/// on_session_end: observers; a failure is only logged (the turn has already ended).
+pub(super) async fn session_end(agent: &AgentInner, session: &Arc<str>, result: &TurnResult) {
+    if agent.hooks.on_session_end.is_empty() {
+        return;
+    }
+    let ctx = SessionEndContext {
+        agent: agent.name.clone(),
+        session_id: session.clone(),
+        request_id: result.request_id.clone(),
+        status: result.status,
+        error: result.error.clone(),
+    };
+    let _ = observe(&agent.hooks.on_session_end, &ctx).await;
+}

@@ -1,0 +1,104 @@
+//! Store writes wrapped in their hooks: before/after_create_message around every insert and
+//! before/after_update_message around every update, for a turn's rows and for messages added
+//! outside a turn (`Conversation::inject_message`).
+
+use std::sync::Arc;
+
+use super::dispatch::{chain, observe};
+use crate::agent::AgentInner;
+use crate::hooks::{CreateMessageContext, MessageCreatedContext, TurnError, UpdateMessageContext};
+use crate::store::{MessageUpdate, NewMessage, StoreError, StoredMessage};
+
+/// Why a write did not happen (or a fail-closed after-hook failed once it had).
+pub(crate) enum WriteError {
+    /// The store failed.
+    Store(StoreError),
+    /// A hook whose `on_error` says fail closed failed.
+    Hook(TurnError),
+}
+
+/// Writes rows of one session through the agent's store and its message hooks.
+pub(crate) struct Writer<'a> {
+    pub(crate) agent: &'a AgentInner,
+    pub(crate) session: &'a Arc<str>,
+    /// The turn writing (`None` outside a turn).
+    pub(crate) request_id: Option<&'a Arc<str>>,
+}
+
+impl Writer<'_> {
+    /// before_create_message, the insert, after_create_message.
+    pub(crate) async fn insert(&self, row: NewMessage) -> Result<StoredMessage, WriteError> {
+        let hooks = &self.agent.hooks;
+        let row = if hooks.before_create_message.is_empty() {
+            row
+        } else {
+            let mut ctx = CreateMessageContext {
+                session_id: self.session.clone(),
+                request_id: self.request_id.cloned(),
+                row,
+            };
+            chain(&hooks.before_create_message, &mut ctx, |ctx, out| {
+                if let Some(row) = out {
+                    ctx.row = row;
+                }
+                true
+            })
+            .await
+            .map_err(WriteError::Hook)?;
+            ctx.row
+        };
+        let stored = self
+            .agent
+            .store
+            .insert(self.session, row)
+            .await
+            .map_err(WriteError::Store)?;
+        if hooks.after_create_message.is_empty() {
+            return Ok(stored);
+        }
+        let ctx = MessageCreatedContext {
+            session_id: self.session.clone(),
+            request_id: self.request_id.cloned(),
+            row: stored,
+        };
+        observe(&hooks.after_create_message, &ctx)
+            .await
+            .map_err(WriteError::Hook)?;
+        Ok(ctx.row)
+    }
+
+    /// before_update_message, the update, after_update_message.
+    pub(crate) async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), WriteError> {
+        let hooks = &self.agent.hooks;
+        if hooks.before_update_message.is_empty() && hooks.after_update_message.is_empty() {
+            return self
+                .agent
+                .store
+                .update(self.session, id, update)
+                .await
+                .map_err(WriteError::Store);
+        }
+        let mut ctx = UpdateMessageContext {
+            session_id: self.session.clone(),
+            request_id: self.request_id.cloned(),
+            id,
+            update,
+        };
+        chain(&hooks.before_update_message, &mut ctx, |ctx, out| {
+            if let Some(update) = out {
+                ctx.update = update;
+            }
+            true
+        })
+        .await
+        .map_err(WriteError::Hook)?;
+        self.agent
+            .store
+            .update(self.session, id, ctx.update.clone())
+            .await
+            .map_err(WriteError::Store)?;
+        observe(&hooks.after_update_message, &ctx)
+            .await
+            .map_err(WriteError::Hook)
+    }
+}

@@ -1,0 +1,681 @@
+//! The message hooks (DESIGN §4): filter_messages, prefilter_llm_history, post_process_message,
+//! before/after_create_message, before/after_update_message, after_tool_call_success/failure,
+//! before_store_tool_result, on_session_start/end, and `Conversation::inject_message`. Store
+//! writes are traced together with the hooks, so each test compares one full ordered list.
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentBuilder, BoxFuture, HistoryDecision, Hook, MemoryStore, Message, MessageStatus,
+    MessageUpdate, NewMessage, ScriptedModel, ScriptedStep, SessionStore, StoreError,
+    StoredMessage, ToolCall, ToolResultDecision, ToolStatus, TurnStatus, event,
+};
+use tests::{Add, Failure, Recorded, Trace, failing, lines, status_name};
+
+/// A memory store that traces every write.
+struct TracedStore {
+    inner: MemoryStore,
+    trace: Trace,
+}
+
+impl SessionStore for TracedStore {
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.trace.push("store.load");
+        self.inner.load(session)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.trace.push(format!(
+            "store.insert({} {} {:?})",
+            row.message.role(),
+            row.status.as_str(),
+            row.message.text()
+        ));
+        self.inner.insert(session, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let status = update.status.map(|s| s.as_str()).unwrap_or("-");
+        let text = update
+            .message
+            .as_ref()
+            .map(|m| m.text().to_owned())
+            .unwrap_or_default();
+        let silent = if update.silent == Some(true) {
+            " silent"
+        } else {
+            ""
+        };
+        self.trace
+            .push(format!("store.update({id} {status} {text:?}{silent})"));
+        self.inner.update(session, id, update)
+    }
+}
+
+fn traced_store(trace: &Trace) -> Arc<TracedStore> {
+    Arc::new(TracedStore {
+        inner: MemoryStore::new(),
+        trace: trace.clone(),
+    })
+}
+
+/// One recording hook for each message hook, all keeping what they receive.
+fn record_message_hooks(builder: AgentBuilder, trace: &Trace) -> AgentBuilder {
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::OnSessionStart>::sync("trace", move |_| {
+        t.push("on_session_start")
+    }));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::OnSessionEnd>::sync("trace", move |ctx| {
+        t.push(format!("on_session_end({})", status_name(ctx.status)))
+    }));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::FilterMessages>::sync("trace", move |ctx| {
+        t.push(format!("filter_messages({} rows)", ctx.rows.len()))
+    }));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::PrefilterLlmHistory>::sync(
+        "trace",
+        move |ctx| {
+            t.push(format!(
+                "prefilter_llm_history({} {} messages)",
+                ctx.step,
+                ctx.messages.len()
+            ))
+        },
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::PostProcessMessage>::sync(
+        "trace",
+        move |ctx| t.push(format!("post_process_message({:?})", ctx.message.text())),
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::BeforeCreateMessage>::sync(
+        "trace",
+        move |ctx| t.push(format!("before_create_message({})", ctx.row.message.role())),
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::AfterCreateMessage>::sync(
+        "trace",
+        move |ctx| t.push(format!("after_create_message({})", ctx.row.id)),
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::BeforeUpdateMessage>::sync(
+        "trace",
+        move |ctx| t.push(format!("before_update_message({})", ctx.id)),
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::AfterUpdateMessage>::sync(
+        "trace",
+        move |ctx| t.push(format!("after_update_message({})", ctx.id)),
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::AfterToolCallSuccess>::sync(
+        "trace",
+        move |ctx| {
+            t.push(format!(
+                "after_tool_call_success({} {:?})",
+                ctx.call.id, ctx.content
+            ))
+        },
+    ));
+    let t = trace.clone();
+    let builder = builder.hook(Hook::<event::AfterToolCallFailure>::sync(
+        "trace",
+        move |ctx| {
+            t.push(format!(
+                "after_tool_call_failure({} {:?})",
+                ctx.call.id, ctx.content
+            ))
+        },
+    ));
+    let t = trace.clone();
+    builder.hook(Hook::<event::BeforeStoreToolResult>::sync(
+        "trace",
+        move |ctx| {
+            t.push(format!(
+                "before_store_tool_result({:?})",
+                ctx.message.text()
+            ))
+        },
+    ))
+}
+
+#[tokio::test]
+async fn every_message_hook_fires_at_its_place_around_the_store_writes() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("5"),
+    ]);
+    let builder = AgentBuilder::new("hooked")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .store(traced_store(&trace))
+        .record_all(&trace);
+    let agent = record_message_hooks(builder, &trace).build().unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("2+3?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "store.load",
+            "on_session_start",
+            "before_run(2+3?)",
+            "store.load",
+            "filter_messages(0 rows)",
+            "before_create_message(user)",
+            "store.insert(user completed \"2+3?\")",
+            "after_create_message(1)",
+            "before_turn",
+            "before_step(0)",
+            "prefilter_llm_history(0 1 messages)",
+            "on_llm_start(0)",
+            "before_create_message(assistant)",
+            "store.insert(assistant pending \"\")",
+            "after_create_message(2)",
+            "on_chunk(text:Adding.)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 add)",
+            "on_llm_end(0)",
+            "post_process_message(\"Adding.\")",
+            "before_update_message(2)",
+            "store.update(2 completed \"Adding.\")",
+            "after_update_message(2)",
+            "before_tool_call(add c1)",
+            "add(2,3)",
+            "after_tool_call_success(c1 \"5\")",
+            "after_tool_call(add c1 executed)",
+            "before_store_tool_result(\"5\")",
+            "on_chunk(tool_result:c1 add ok)",
+            "before_create_message(tool)",
+            "store.insert(tool completed \"5\")",
+            "after_create_message(3)",
+            "on_step_finish(0)",
+            "before_step(1)",
+            "prefilter_llm_history(1 3 messages)",
+            "on_llm_start(1)",
+            "before_create_message(assistant)",
+            "store.insert(assistant pending \"\")",
+            "after_create_message(4)",
+            "on_chunk(text:5)",
+            "on_llm_end(1)",
+            "post_process_message(\"5\")",
+            "before_update_message(4)",
+            "store.update(4 completed \"5\")",
+            "after_update_message(4)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+            "on_session_end(completed)",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn transform_hooks_chain_and_a_failing_one_keeps_the_last_good_value() {
+    for failure in [Failure::Error, Failure::Panic, Failure::Timeout] {
+        let model = ScriptedModel::new([ScriptedStep::new().text("Hi")]);
+        let agent = AgentBuilder::new("chained")
+            .model(model)
+            .hook(Hook::<event::PostProcessMessage>::sync("a", |ctx| {
+                Message::assistant(format!("{} [a]", ctx.message.text()))
+            }))
+            .hook(failing::<event::PostProcessMessage>("broken", failure))
+            .hook(Hook::<event::PostProcessMessage>::sync("c", |ctx| {
+                Message::assistant(format!("{} [c]", ctx.message.text()))
+            }))
+            // Runs first (lower priority): the create chain sees what the first hook made.
+            .hook(
+                Hook::<event::BeforeCreateMessage>::sync("upper", |ctx| {
+                    let mut row = ctx.row.clone();
+                    if let Message::User { content } = &mut row.message {
+                        *content = content.to_uppercase();
+                    }
+                    row
+                })
+                .priority(-1),
+            )
+            .hook(failing::<event::BeforeCreateMessage>("broken", failure))
+            .hook(Hook::<event::BeforeCreateMessage>::sync("mark", |ctx| {
+                let mut row = ctx.row.clone();
+                if let Message::User { content } = &mut row.message {
+                    content.push('!');
+                }
+                row
+            }))
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let result = conversation.run("hello").await;
+        assert_eq!(
+            result.status,
+            TurnStatus::Completed,
+            "{failure:?}: {result:?}"
+        );
+        assert_eq!(result.text, "Hi [a] [c]", "{failure:?}");
+        let stored: Vec<(&str, String)> = conversation
+            .rows()
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (row.message.role(), row.message.text().to_owned()))
+            .collect();
+        assert_eq!(
+            stored,
+            [
+                ("user", "HELLO!".to_owned()),
+                ("assistant", "Hi [a] [c]".to_owned())
+            ],
+            "{failure:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_prefilter_block_stores_its_message_and_never_calls_the_model() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+    let builder = AgentBuilder::new("blocked")
+        .model(model.clone())
+        .store(traced_store(&trace))
+        .record_turn(&trace)
+        .hook(Hook::<event::PrefilterLlmHistory>::sync("keep", |_| {
+            HistoryDecision::Keep
+        }))
+        .hook(Hook::<event::PrefilterLlmHistory>::sync("gate", |ctx| {
+            HistoryDecision::Block(Message::assistant(format!(
+                "Not now ({} messages).",
+                ctx.messages.len()
+            )))
+        }))
+        .hook(Hook::<event::PrefilterLlmHistory>::sync(
+            "after",
+            |_| -> HistoryDecision { panic!("a blocked chain stops") },
+        ));
+    let agent = builder.build().unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("hi").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.text, "Not now (1 messages).");
+    assert!(model.requests().is_empty());
+    assert_eq!(model.remaining(), 1);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(hi)",
+            "store.load",
+            "store.insert(user completed \"hi\")",
+            "before_turn",
+            "before_step(0)",
+            "store.insert(assistant completed \"Not now (1 messages).\")",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    assert_eq!(
+        conversation.history().await.unwrap(),
+        [
+            Message::user("hi"),
+            Message::assistant("Not now (1 messages).")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn filter_and_prefilter_change_what_the_model_reads_but_never_the_store() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("first"),
+        ScriptedStep::new().text("second"),
+    ]);
+    let agent = AgentBuilder::new("filtered")
+        .model(model.clone())
+        // Only the rows of the last turn (user + assistant) reach the history.
+        .hook(Hook::<event::FilterMessages>::sync("recent", |ctx| {
+            let keep = ctx.rows.len().saturating_sub(1);
+            ctx.rows[keep..].to_vec()
+        }))
+        .hook(Hook::<event::PrefilterLlmHistory>::sync("note", |ctx| {
+            let mut messages = vec![Message::user("(note)")];
+            messages.extend(ctx.messages.iter().cloned());
+            HistoryDecision::Replace(messages)
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    assert!(conversation.run("one").await.is_completed());
+    assert!(conversation.run("two").await.is_completed());
+    let requests = model.requests();
+    assert_eq!(
+        requests[0].messages,
+        [Message::user("(note)"), Message::user("one")]
+    );
+    assert_eq!(
+        requests[1].messages,
+        [
+            Message::user("(note)"),
+            Message::assistant("first"),
+            Message::user("two")
+        ]
+    );
+    assert_eq!(
+        conversation.history().await.unwrap(),
+        [
+            Message::user("one"),
+            Message::assistant("first"),
+            Message::user("two"),
+            Message::assistant("second")
+        ]
+    );
+}
+
+fn call(id: &str, a: i64, b: i64) -> ToolCall {
+    ToolCall {
+        id: id.to_owned(),
+        name: "add".to_owned(),
+        arguments: format!(r#"{{"a":{a},"b":{b}}}"#),
+    }
+}
+
+fn tool(id: &str, content: &str, is_error: bool) -> Message {
+    Message::Tool {
+        call_id: id.to_owned(),
+        name: "add".to_owned(),
+        content: content.to_owned(),
+        is_error,
+    }
+}
+
+fn assistant(text: &str, calls: Vec<ToolCall>) -> Message {
+    Message::Assistant {
+        content: text.to_owned(),
+        reasoning: String::new(),
+        tool_calls: calls,
+        reasoning_signature: None,
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_call_keeps_every_other_call_paired_with_its_result() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "add", r#"{"a":1,"b":1}"#),
+        ScriptedStep::new().text("2"),
+    ]);
+    let agent = AgentBuilder::new("dropping")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .store(traced_store(&trace))
+        .hook(Hook::<event::AfterToolCallSuccess>::sync(
+            "drop c1",
+            |ctx| {
+                if ctx.call.id == "c1" {
+                    ToolResultDecision::Drop
+                } else {
+                    ToolResultDecision::Keep
+                }
+            },
+        ))
+        .hook(Hook::<event::AfterToolCallSuccess>::sync("tag", |ctx| {
+            ToolResultDecision::Replace {
+                content: format!("sum={}", ctx.content),
+                is_error: false,
+            }
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("sums").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "store.load",
+            "store.insert(user completed \"sums\")",
+            "store.insert(assistant pending \"\")",
+            "store.update(2 completed \"Adding.\")",
+            "add(2,3)",
+            "add(1,1)",
+            "store.insert(tool completed \"sum=2\")",
+            "store.update(2 - \"Adding.\")",
+            "store.insert(assistant pending \"\")",
+            "store.update(4 completed \"2\")",
+        ])
+    );
+    let paired = [
+        Message::user("sums"),
+        assistant("Adding.", vec![call("c2", 1, 1)]),
+        tool("c2", "sum=2", false),
+    ];
+    assert_eq!(model.requests()[1].messages, paired);
+    let mut history = paired.to_vec();
+    history.push(Message::assistant("2"));
+    assert_eq!(conversation.history().await.unwrap(), history);
+    assert_eq!(result.messages, history[1..]);
+    assert_eq!(result.steps[0].tool_results.len(), 1);
+    assert_eq!(result.steps[0].tool_results[0].content, "sum=2");
+}
+
+#[tokio::test]
+async fn dropping_the_only_call_of_a_textless_reply_hides_the_reply() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let agent = AgentBuilder::new("hiding")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .store(traced_store(&trace))
+        .hook(Hook::<event::AfterToolCallSuccess>::sync("drop", |_| {
+            ToolResultDecision::Drop
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("add").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "store.load",
+            "store.insert(user completed \"add\")",
+            "store.insert(assistant pending \"\")",
+            "store.update(2 completed \"\")",
+            "add(2,3)",
+            "store.update(2 - \"\" silent)",
+            "store.insert(assistant pending \"\")",
+            "store.update(3 completed \"done\")",
+        ])
+    );
+    assert_eq!(model.requests()[1].messages, [Message::user("add")]);
+    let rows = conversation.rows().await.unwrap();
+    assert!(rows[1].silent);
+    assert_eq!(rows[1].message, assistant("", Vec::new()));
+    assert_eq!(
+        conversation.history().await.unwrap(),
+        [Message::user("add"), Message::assistant("done")]
+    );
+}
+
+#[tokio::test]
+async fn failure_hooks_replace_an_error_result_before_it_is_stored() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", format!(r#"{{"a":{},"b":1}}"#, i64::MAX)),
+        ScriptedStep::new().text("ok"),
+    ]);
+    let trace = Trace::new();
+    let t = trace.clone();
+    let agent = AgentBuilder::new("failing")
+        .model(model.clone())
+        .tool(Add::default())
+        .hook(Hook::<event::AfterToolCallSuccess>::sync(
+            "never",
+            |_| -> ToolResultDecision { panic!("the call failed") },
+        ))
+        .hook(Hook::<event::AfterToolCallFailure>::sync(
+            "soften",
+            move |ctx| {
+                t.push(format!("failure({} {})", ctx.outcome, ctx.content));
+                ToolResultDecision::Replace {
+                    content: "too big".to_owned(),
+                    is_error: false,
+                }
+            },
+        ))
+        .hook(failing::<event::AfterToolCallFailure>(
+            "broken",
+            Failure::Error,
+        ))
+        .hook(Hook::<event::BeforeStoreToolResult>::sync(
+            "wrong call",
+            |_| tool("other", "misplaced", false),
+        ))
+        .hook(Hook::<event::BeforeStoreToolResult>::sync(
+            "suffix",
+            |ctx| tool("c1", &format!("{}.", ctx.message.text()), false),
+        ))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("overflow").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(trace.take(), ["failure(failed the sum overflows)"]);
+    assert_eq!(
+        model.requests()[1].messages[2],
+        tool("c1", "too big.", false)
+    );
+    let rows = conversation.rows().await.unwrap();
+    assert_eq!(rows[2].tool_status, Some(ToolStatus::Success));
+    assert_eq!(rows[2].status, MessageStatus::Completed);
+}
+
+#[tokio::test]
+async fn session_start_fires_on_the_first_turn_only_and_session_end_after_every_turn() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one"),
+        ScriptedStep::new().fail("the provider broke"),
+    ]);
+    let t1 = trace.clone();
+    let t2 = trace.clone();
+    let agent = AgentBuilder::new("sessions")
+        .model(model)
+        .record_turn(&trace)
+        .hook(Hook::<event::OnSessionStart>::sync("start", move |ctx| {
+            t1.push(format!("on_session_start({})", ctx.agent))
+        }))
+        .hook(Hook::<event::OnSessionEnd>::sync("end", move |ctx| {
+            t2.push(format!(
+                "on_session_end({} {})",
+                status_name(ctx.status),
+                ctx.error
+                    .as_ref()
+                    .map(|e| e.message.as_str())
+                    .unwrap_or("-")
+            ))
+        }))
+        .hook(failing::<event::OnSessionEnd>("broken", Failure::Panic))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    assert!(conversation.run("first").await.is_completed());
+    let second = conversation.run("second").await;
+    assert_eq!(second.status, TurnStatus::Error);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "on_session_start(sessions)",
+            "before_run(first)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:one)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+            "on_session_end(completed -)",
+            "before_run(second)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_llm_end(0)",
+            "classify_chat_error(stream)",
+            "on_chat_error(stream)",
+            "on_chat_response(error)",
+            "on_session_end(error the provider broke)",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn inject_message_appends_rows_the_next_turn_reads() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([ScriptedStep::new().text("seen")]);
+    let t = trace.clone();
+    let agent = AgentBuilder::new("injecting")
+        .model(model.clone())
+        .store(traced_store(&trace))
+        .hook(Hook::<event::AfterCreateMessage>::sync(
+            "created",
+            move |ctx| {
+                t.push(format!(
+                    "after_create_message({} silent={} in_turn={})",
+                    ctx.row.message.role(),
+                    ctx.row.silent,
+                    ctx.request_id.is_some()
+                ))
+            },
+        ))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let row = conversation
+        .inject_message(Message::user("context"))
+        .await
+        .unwrap();
+    assert_eq!(row.status, MessageStatus::Completed);
+    conversation
+        .inject_silent_message(Message::user("a note for people"))
+        .await
+        .unwrap();
+    assert!(conversation.run("go").await.is_completed());
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "store.insert(user completed \"context\")",
+            "after_create_message(user silent=false in_turn=false)",
+            "store.insert(user completed \"a note for people\")",
+            "after_create_message(user silent=true in_turn=false)",
+            "store.load",
+            "store.insert(user completed \"go\")",
+            "after_create_message(user silent=false in_turn=true)",
+            "store.insert(assistant pending \"\")",
+            "after_create_message(assistant silent=false in_turn=true)",
+            "store.update(4 completed \"seen\")",
+        ])
+    );
+    assert_eq!(
+        model.requests()[0].messages,
+        [Message::user("context"), Message::user("go")]
+    );
+}

@@ -1,0 +1,302 @@
+//! Sessions: context blocks compose the system prompt, compaction keeps tool calls with their
+//! results, and a context overflow is recovered by compacting and retrying once.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_core::session::{cut_point, is_boundary};
+use agent_core::{
+    AgentBuilder, ChatErrorClassification, Hook, Message, ScriptedModel, ScriptedStep,
+    SessionConfig, ToolCall, TurnStatus, event,
+};
+
+fn call(id: &str) -> Message {
+    Message::Assistant {
+        content: String::new(),
+        reasoning: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.to_owned(),
+            name: "t".to_owned(),
+            arguments: "{}".to_owned(),
+        }],
+        reasoning_signature: None,
+    }
+}
+
+fn result(id: &str) -> Message {
+    Message::Tool {
+        call_id: id.to_owned(),
+        name: "t".to_owned(),
+        content: "ok".to_owned(),
+        is_error: false,
+    }
+}
+
+type Seen = Arc<Mutex<Vec<Vec<Message>>>>;
+
+/// A summarizer that records its input and answers "S".
+fn summarizing(seen: &Seen) -> impl Fn(SessionConfig) -> SessionConfig + Send + Sync + 'static {
+    let seen = seen.clone();
+    move |session: SessionConfig| {
+        let seen = seen.clone();
+        session
+            .keep_recent(2)
+            // The summary counts 1 token, every other message 5.
+            .token_counter(|m| if m.role() == "system" { 1 } else { 5 })
+            .summarize_with(move |messages| {
+                seen.lock().unwrap().push(messages);
+                async { Ok("S".to_owned()) }
+            })
+    }
+}
+
+fn overflow() -> ScriptedStep {
+    ScriptedStep::new().in_band_error("prompt is too long: 300000 tokens > 200000 maximum")
+}
+
+#[tokio::test]
+async fn context_blocks_compose_the_system_prompt_once_per_open() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let model = ScriptedModel::new([ScriptedStep::new().text("a"), ScriptedStep::new().text("b")]);
+    let agent = AgentBuilder::new("a")
+        .instructions("Be brief.")
+        .model(model.clone())
+        .configure_session(move |session| {
+            let counted = counted.clone();
+            session
+                .context("soul", move |_| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    "You are kind."
+                })
+                .context_with_budget("memory", 2, |_| "0123456789abcdef")
+                .context_async("user", |info| async move {
+                    Ok(format!("session {}", info.session))
+                })
+        })
+        .build()
+        .unwrap();
+    let conversation = agent.session("s1");
+    assert_eq!(conversation.run("hi").await.status, TurnStatus::Completed);
+    assert_eq!(
+        conversation.run("again").await.status,
+        TurnStatus::Completed
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let requests = model.requests();
+    let expected =
+        "Be brief.\n\n## soul\nYou are kind.\n\n## memory\n01234567\n\n## user\nsession s1";
+    assert_eq!(requests[0].system.as_deref(), Some(expected));
+    assert_eq!(requests[1].system.as_deref(), Some(expected));
+}
+
+#[test]
+fn cuts_never_separate_a_tool_call_from_its_result() {
+    let history = vec![
+        Message::user("u1"),
+        call("c1"),
+        result("c1"),
+        Message::assistant("a1"),
+        Message::user("u2"),
+        call("c2"),
+        result("c2"),
+        Message::user("u3"),
+    ];
+    assert!(!is_boundary(&history, 2));
+    assert!(!is_boundary(&history, 6));
+    assert!(is_boundary(&history, 7));
+    // Keeping 2 would cut between c2 and its result: the cut moves earlier.
+    assert_eq!(cut_point(&history, 2), Some(5));
+    assert_eq!(cut_point(&history, 6), Some(1));
+    assert_eq!(cut_point(&[Message::user("only")], 1), None);
+    let calls = vec![Message::user("u"), call("c"), result("c")];
+    assert_eq!(cut_point(&calls, 1), Some(1));
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_compacted_and_retried() {
+    let seen = Seen::default();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one"),
+        ScriptedStep::new().text("two"),
+        ScriptedStep::new()
+            .text("partial")
+            .event(agent_core::ModelEvent::Error(
+                "This model's maximum context length is 10 tokens".to_owned(),
+            )),
+        ScriptedStep::new().text("three"),
+    ]);
+    let classified = Arc::new(Mutex::new(Vec::new()));
+    let errors = classified.clone();
+    let agent = AgentBuilder::new("a")
+        .model(model.clone())
+        .configure_session(summarizing(&seen))
+        .hook(Hook::<event::OnChatError>::sync("errors", move |ctx| {
+            errors.lock().unwrap().push(ctx.classification);
+            None
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    conversation.run("first question, which is long").await;
+    conversation.run("second question, which is long").await;
+    let third = conversation.run("third").await;
+    assert_eq!(third.status, TurnStatus::Completed);
+    assert_eq!(third.text, "three");
+    assert_eq!(third.messages, vec![Message::assistant("three")]);
+    assert!(classified.lock().unwrap().is_empty());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![vec![
+            Message::user("first question, which is long"),
+            Message::assistant("one"),
+            Message::user("second question, which is long"),
+        ]]
+    );
+    let summary = Message::system("Summary of the earlier conversation:\nS");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        requests[3].messages,
+        vec![
+            summary.clone(),
+            Message::assistant("two"),
+            Message::user("third")
+        ]
+    );
+    assert_eq!(
+        conversation.history().await.unwrap(),
+        vec![
+            summary,
+            Message::assistant("two"),
+            Message::user("third"),
+            Message::assistant("three"),
+        ]
+    );
+    let rows = conversation.rows().await.unwrap();
+    let silent: Vec<_> = rows
+        .iter()
+        .filter(|r| r.silent)
+        .map(|r| r.message.clone())
+        .collect();
+    assert_eq!(
+        silent,
+        vec![
+            Message::user("first question, which is long"),
+            Message::assistant("one"),
+            Message::user("second question, which is long"),
+            Message::assistant("two"),
+            Message::user("third"),
+        ]
+    );
+}
+
+async fn terminal_classification(
+    model: ScriptedModel,
+    turns: &[&str],
+) -> (Vec<ChatErrorClassification>, usize, Seen) {
+    let seen = Seen::default();
+    let classified = Arc::new(Mutex::new(Vec::new()));
+    let errors = classified.clone();
+    let agent = AgentBuilder::new("a")
+        .model(model)
+        .configure_session(summarizing(&seen))
+        .hook(Hook::<event::OnChatError>::sync("errors", move |ctx| {
+            errors.lock().unwrap().push(ctx.classification);
+            None
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let mut last = None;
+    for turn in turns {
+        last = Some(conversation.run(*turn).await);
+    }
+    let last = last.unwrap();
+    assert_eq!(last.status, TurnStatus::Error);
+    assert_eq!(
+        last.classification,
+        Some(ChatErrorClassification::ContextOverflow)
+    );
+    let calls = classified.lock().unwrap().clone();
+    let summaries = seen.lock().unwrap().len();
+    (calls, summaries, seen)
+}
+
+#[tokio::test]
+async fn nothing_to_compact_ends_with_a_context_overflow() {
+    let model = ScriptedModel::new([overflow()]);
+    let (classified, summaries, _) = terminal_classification(model.clone(), &["hello"]).await;
+    assert_eq!(classified, vec![ChatErrorClassification::ContextOverflow]);
+    assert_eq!(summaries, 0);
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_spent_retry_budget_ends_with_a_context_overflow() {
+    let model = ScriptedModel::new([ScriptedStep::new().text("one"), overflow(), overflow()]);
+    let (classified, summaries, _) =
+        terminal_classification(model.clone(), &["first question, long enough", "second"]).await;
+    assert_eq!(classified, vec![ChatErrorClassification::ContextOverflow]);
+    assert_eq!(summaries, 1);
+    assert_eq!(model.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn reported_input_tokens_compact_before_a_step_at_most_max_compactions_times() {
+    let seen = Seen::default();
+    let recorded = seen.clone();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one").usage(10, 1),
+        ScriptedStep::new().tool_call("c1", "t", "{}").usage(90, 1),
+        ScriptedStep::new().tool_call("c2", "t", "{}").usage(95, 1),
+        ScriptedStep::new().text("done").usage(99, 1),
+    ]);
+    let tool = agent_core::FnTool::new(
+        "t",
+        "a tool",
+        serde_json::json!({"type": "object"}),
+        |_args, _ctx| async { Ok(serde_json::json!("ok")) },
+    );
+    let agent = AgentBuilder::new("a")
+        .model(model.clone())
+        .dyn_tool(tool)
+        .configure_session(move |session| {
+            let recorded = recorded.clone();
+            session
+                .keep_recent(2)
+                .max_input_tokens(100)
+                .headroom(0.8)
+                .max_compactions(1)
+                .token_counter(|m| if m.role() == "system" { 1 } else { 5 })
+                .summarize_with(move |messages| {
+                    recorded.lock().unwrap().push(messages);
+                    async { Ok("S".to_owned()) }
+                })
+        })
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    conversation.run("first question, long enough").await;
+    let second = conversation.run("go").await;
+    assert_eq!(second.status, TurnStatus::Completed);
+    // Step 1 of the second turn reported 90 > 80 tokens: step 2 compacted once; step 3 (95)
+    // did not, the turn's budget being spent.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0],
+        vec![
+            Message::user("first question, long enough"),
+            Message::assistant("one"),
+            Message::user("go")
+        ]
+    );
+    let requests = model.requests();
+    let summary = Message::system("Summary of the earlier conversation:\nS");
+    assert_eq!(requests[2].messages.len(), 3);
+    assert_eq!(requests[2].messages[0], summary);
+    assert_eq!(requests[2].messages[1], call("c1"));
+    assert!(matches!(&requests[2].messages[2], Message::Tool { call_id, .. } if call_id == "c1"));
+    assert_eq!(requests[3].messages.len(), 5);
+}
