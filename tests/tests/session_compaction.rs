@@ -115,6 +115,23 @@ fn cuts_never_separate_a_tool_call_from_its_result() {
 
 #[tokio::test]
 async fn a_context_overflow_is_compacted_and_retried() {
+    compacted_and_retried(Arc::new(agent_core::MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_compacted_and_retried_on_sqlite() {
+    let path = std::env::temp_dir().join(format!("compaction-{}.db", std::process::id()));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let store = agent_core::SqliteStore::open(&path).expect("open the database");
+    compacted_and_retried(Arc::new(store)).await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+async fn compacted_and_retried(store: Arc<dyn agent_core::SessionStore>) {
     let seen = Seen::default();
     let model = ScriptedModel::new([
         ScriptedStep::new().text("one"),
@@ -130,6 +147,7 @@ async fn a_context_overflow_is_compacted_and_retried() {
     let errors = classified.clone();
     let agent = AgentBuilder::new("a")
         .model(model.clone())
+        .store(store)
         .configure_session(summarizing(&seen))
         .hook(Hook::<event::OnChatError>::sync("errors", move |ctx| {
             errors.lock().unwrap().push(ctx.classification);

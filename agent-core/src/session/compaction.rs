@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::config::SessionConfig;
 use crate::message::Message;
-use crate::store::{MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError};
+use crate::store::{MessageStatus, NewMessage, SessionStore, StoreError};
 
 /// The text the summary message starts with.
 pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
@@ -58,7 +58,9 @@ pub fn summary_message(summary: &str) -> Message {
 /// What a compaction did.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Compaction {
-    /// The history now starts with `summary`, followed by `kept`.
+    /// The history will start with `summary`, followed by `kept`, once `inserts` are stored
+    /// and the rows `hide` are marked silent (in that order: a crash in between leaves
+    /// duplicates, never a loss).
     Done {
         /// The messages the summary replaced.
         replaced: Vec<Message>,
@@ -66,14 +68,18 @@ pub(crate) enum Compaction {
         summary: Message,
         /// The messages kept after it.
         kept: Vec<Message>,
+        /// The rows to insert: the summary, then copies of the kept rows (rows are read in id
+        /// order, so the kept ones are stored again after the summary).
+        inserts: Vec<NewMessage>,
+        /// The rows the compacted history no longer shows.
+        hide: Vec<i64>,
     },
     /// The history stays as it was, for this reason.
     Skipped(String),
 }
 
-/// Compacts the stored history of `session`: summarizes the oldest visible messages, inserts the
-/// summary row followed by copies of the kept rows (rows are read in id order), and marks every
-/// row they replace silent.
+/// Plans a compaction of the stored history of `session`: summarizes the oldest visible
+/// messages and says which rows to write. The caller writes them (through the message hooks).
 pub(crate) async fn compact(
     store: &dyn SessionStore,
     session: &str,
@@ -111,27 +117,19 @@ pub(crate) async fn compact(
             "the summary is not shorter than what it replaces".to_owned(),
         ));
     }
-    store
-        .insert(session, NewMessage::completed(summary.clone()))
-        .await?;
-    for row in &rows[cut..] {
-        let copy = NewMessage {
-            request_sent_at: row.request_sent_at,
-            ..NewMessage::completed(row.message.clone())
-        };
-        store.insert(session, copy).await?;
-    }
-    for row in &rows {
-        let hide = MessageUpdate {
-            silent: Some(true),
-            ..MessageUpdate::default()
-        };
-        store.update(session, row.id, hide).await?;
-    }
+    let copies = rows[cut..].iter().map(|row| NewMessage {
+        request_sent_at: row.request_sent_at,
+        ..NewMessage::completed(row.message.clone())
+    });
+    let inserts = std::iter::once(NewMessage::completed(summary.clone()))
+        .chain(copies)
+        .collect();
     Ok(Compaction::Done {
         replaced: replaced.to_vec(),
         summary,
         kept: kept.to_vec(),
+        inserts,
+        hide: rows.iter().map(|row| row.id).collect(),
     })
 }
 

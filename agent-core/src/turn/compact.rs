@@ -9,6 +9,7 @@ use super::{End, Turn, TurnPlan, default_classifier, store_error};
 use crate::hooks::{ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnHooks};
 use crate::message::Message;
 use crate::session::{self, Compaction, OpenSession, SessionInfo};
+use crate::store::MessageUpdate;
 
 /// What one turn tracks of its session.
 #[derive(Default)]
@@ -124,8 +125,21 @@ impl Turn<'_> {
             replaced,
             summary,
             kept,
+            inserts,
+            hide,
         } = &compaction
         {
+            // Written through the message hooks, like every other row.
+            for row in inserts {
+                self.insert(row.clone()).await?;
+            }
+            for id in hide {
+                let hidden = MessageUpdate {
+                    silent: Some(true),
+                    ..MessageUpdate::default()
+                };
+                self.update(*id, hidden).await?;
+            }
             let messages = std::mem::take(&mut plan.messages);
             plan.messages = session::splice(messages, replaced, summary.clone(), kept.clone());
             self.session.usage_from = self.outcome.steps.len();
