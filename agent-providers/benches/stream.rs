@@ -42,13 +42,18 @@ fn sse_body(n: usize) -> Vec<u8> {
 
 /// Serves `body` (one write, keep-alive) to every request; returns the base URL.
 fn serve(runtime: &Runtime, body: Vec<u8>) -> String {
-    let body = Arc::new(body);
+    serve_pair(runtime, body.clone(), body)
+}
+
+/// Serves `first` to a request without tool results and `after_tools` to one with them.
+fn serve_pair(runtime: &Runtime, first: Vec<u8>, after_tools: Vec<u8>) -> String {
+    let bodies = Arc::new((first, after_tools));
     runtime.block_on(async move {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().expect("address"));
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
-                let body = body.clone();
+                let bodies = bodies.clone();
                 tokio::spawn(async move {
                     let mut buffer = vec![0u8; 1 << 16];
                     let mut pending = Vec::new();
@@ -67,13 +72,17 @@ fn serve(runtime: &Runtime, body: Vec<u8>) -> String {
                                 Ok(read) => pending.extend_from_slice(&buffer[..read]),
                             }
                         }
+                        let request = &pending[end + 4..end + 4 + length];
+                        let needle = br#""role":"tool""#;
+                        let answered = request.windows(needle.len()).any(|w| w == needle);
+                        let body = if answered { &bodies.1 } else { &bodies.0 };
                         pending.drain(..end + 4 + length);
                         let mut response = format!(
                             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
                             body.len()
                         )
                         .into_bytes();
-                        response.extend_from_slice(&body);
+                        response.extend_from_slice(body);
                         if socket.write_all(&response).await.is_err() {
                             return;
                         }
@@ -185,6 +194,235 @@ fn floor_reqwest_sse_json(bencher: Bencher, n: usize) {
                     text.push_str(content);
                 }
             }
+            black_box(text)
+        })
+    });
+}
+
+// ---- A whole turn (DESIGN §9) -------------------------------------------------------------
+
+/// Step one: two tool calls. Step two (after the tool results): fifty text chunks.
+fn turn_bodies() -> (Vec<u8>, Vec<u8>) {
+    let chunk = |delta: String| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
+        )
+    };
+    let end = |reason: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\ndata: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{{\"prompt_tokens\":20,\"completion_tokens\":20,\"total_tokens\":40}}}}\n\ndata: [DONE]\n\n"
+        )
+    };
+    let mut first = String::new();
+    for (index, (id, name)) in [("call_1", "get_weather"), ("call_2", "get_time")]
+        .iter()
+        .enumerate()
+    {
+        first.push_str(&chunk(format!(
+            "{{\"tool_calls\":[{{\"index\":{index},\"id\":\"{id}\",\"type\":\"function\",\"function\":{{\"name\":\"{name}\",\"arguments\":\"\"}}}}]}}"
+        )));
+        first.push_str(&chunk(format!(
+            "{{\"tool_calls\":[{{\"index\":{index},\"function\":{{\"arguments\":\"{{\\\"city\\\":\\\"Oslo\\\"}}\"}}}}]}}"
+        )));
+    }
+    first.push_str(&end("tool_calls"));
+    let mut second = String::new();
+    for i in 0..50 {
+        second.push_str(&chunk(format!("{{\"content\":\"word{i} \"}}")));
+    }
+    second.push_str(&end("stop"));
+    (first.into_bytes(), second.into_bytes())
+}
+
+/// The weather in a city.
+#[agent_core::tool]
+fn get_weather(city: String) -> String {
+    format!("sunny in {city}")
+}
+
+/// The local time in a city.
+#[agent_core::tool]
+fn get_time(city: String) -> String {
+    format!("14:05 in {city}")
+}
+
+/// The whole stack: an agent turn through `OpenAi` with two tool calls, fifty streamed text
+/// chunks, a before/after tool hook pair and an on_chunk hook.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_agent(bencher: Bencher) {
+    use agent_core::{Hook, Matcher, event};
+    let runtime = runtime();
+    let (first, second) = turn_bodies();
+    let url = serve_pair(&runtime, first, second);
+    let model = OpenAi::new("bench-key")
+        .base_url(format!("{url}/v1"))
+        .model("bench");
+    let agent = AgentBuilder::new("bench")
+        .model(model)
+        .tool(GetWeather)
+        .tool(GetTime)
+        .before_tool_call(
+            Matcher::all(),
+            Hook::<event::BeforeToolCall<serde_json::Value>>::sync("gate", |ctx| {
+                black_box(&ctx.tool_name);
+            }),
+        )
+        .after_tool_call(
+            Matcher::all(),
+            Hook::<event::AfterToolCall<serde_json::Value>>::sync("audit", |ctx| {
+                black_box(ctx.success());
+            }),
+        )
+        .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
+            black_box(&ctx.chunk);
+        }))
+        .build()
+        .expect("agent");
+    bencher.bench_local(|| {
+        let result = runtime.block_on(agent.run("Weather and time in Oslo?"));
+        assert_eq!(result.status, TurnStatus::Completed);
+        black_box(result)
+    });
+}
+
+#[derive(serde::Serialize)]
+struct FloorMessage {
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TurnChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<TurnChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TurnChoice<'a> {
+    #[serde(borrow)]
+    delta: TurnDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct TurnDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Vec<FloorCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct FloorCallDelta {
+    index: usize,
+    id: Option<String>,
+    function: Option<FloorFunction>,
+}
+
+#[derive(Deserialize)]
+struct FloorFunction {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CityArgs {
+    city: String,
+}
+
+/// One streamed call of the hand-written client: text and tool calls (id, name, arguments).
+async fn floor_call(
+    client: &reqwest::Client,
+    url: &str,
+    body: Vec<u8>,
+) -> (String, Vec<(String, String, String)>) {
+    let response = client
+        .post(format!("{url}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("response");
+    let mut events = sse_stream::SseByteStream::new(response.bytes_stream());
+    let (mut text, mut calls) = (String::new(), Vec::<(String, String, String)>::new());
+    while let Some(event) = std::future::poll_fn(|cx| {
+        futures_core::Stream::poll_next(std::pin::Pin::new(&mut events), cx)
+    })
+    .await
+    {
+        let data = event.expect("event").data.unwrap_or_default();
+        if data == "[DONE]" {
+            break;
+        }
+        let chunk: TurnChunk<'_> = serde_json::from_str(&data).expect("chunk");
+        for choice in chunk.choices {
+            if let Some(content) = choice.delta.content {
+                text.push_str(&content);
+            }
+            for delta in choice.delta.tool_calls {
+                if calls.len() <= delta.index {
+                    calls.resize(delta.index + 1, Default::default());
+                }
+                let call = &mut calls[delta.index];
+                if let Some(id) = delta.id {
+                    call.0 = id;
+                }
+                if let Some(function) = delta.function {
+                    if let Some(name) = function.name {
+                        call.1 = name;
+                    }
+                    if let Some(arguments) = function.arguments {
+                        call.2.push_str(&arguments);
+                    }
+                }
+            }
+        }
+    }
+    (text, calls)
+}
+
+/// The floor: a hand-written client doing the same two HTTP exchanges with reqwest and serde,
+/// calling the two tool functions directly.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_floor(bencher: Bencher) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies();
+    let url = serve_pair(&runtime, first, second);
+    let client = reqwest::Client::new();
+    let tools = vec![
+        serde_json::json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
+        serde_json::json!({"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
+    ];
+    bencher.bench_local(|| {
+        runtime.block_on(async {
+            let mut messages = vec![FloorMessage {
+                role: "user",
+                content: Some("Weather and time in Oslo?".to_owned()),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+            }];
+            let request = serde_json::json!({"model": "bench", "stream": true, "messages": &messages, "tools": &tools});
+            let (text, calls) = floor_call(&client, &url, serde_json::to_vec(&request).expect("json")).await;
+            messages.push(FloorMessage {
+                role: "assistant",
+                content: Some(text),
+                tool_calls: calls
+                    .iter()
+                    .map(|(id, name, arguments)| serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}))
+                    .collect(),
+                tool_call_id: None,
+            });
+            for (id, name, arguments) in &calls {
+                let args: CityArgs = serde_json::from_str(arguments).expect("arguments");
+                let output = if name == "get_weather" { get_weather(args.city) } else { get_time(args.city) };
+                messages.push(FloorMessage { role: "tool", content: Some(output), tool_calls: Vec::new(), tool_call_id: Some(id.clone()) });
+            }
+            let request = serde_json::json!({"model": "bench", "stream": true, "messages": &messages, "tools": &tools});
+            let (text, _) = floor_call(&client, &url, serde_json::to_vec(&request).expect("json")).await;
             black_box(text)
         })
     });
