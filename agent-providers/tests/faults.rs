@@ -549,13 +549,21 @@ async fn a_turn_stall_timeout_overrides_the_idle_timeout() {
 
 #[tokio::test]
 async fn keep_alive_comments_count_as_activity_for_the_idle_timeout() {
-    // Eight `: keep-alive` comments 60 ms apart: 480 ms without an event, but never 100 ms
-    // without a byte.
+    // Fifteen `: keep-alive` comments 40 ms apart: 600 ms without an event, but never the
+    // 250 ms idle timeout without a byte (a wide margin for a loaded machine).
     let mut pieces = vec![(Duration::ZERO, text("Thinking, "))];
-    pieces.extend((0..8).map(|_| (Duration::from_millis(60), ": keep-alive\n\n".to_owned())));
-    pieces.push((Duration::from_millis(60), answer("done.")));
+    pieces.extend((0..15).map(|_| (Duration::from_millis(40), ": keep-alive\n\n".to_owned())));
+    pieces.push((Duration::from_millis(40), answer("done.")));
     let url = timed_server(pieces).await;
-    let result = stalling_agent(&url, None).run("hi").await;
+    let settings = HttpSettings {
+        idle_timeout: Duration::from_millis(250),
+        ..settings(0)
+    };
+    let agent = AgentBuilder::new("patient")
+        .model(client_at(&url, settings))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("hi").await;
     assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
     assert_eq!(result.text, "Thinking, done.");
 }
