@@ -20,7 +20,10 @@ pub async fn search(
 pub struct SearchArgs {
     /// What to look for.
     pub query: String,
-    #[serde(default = "SearchArgs::__default_limit")]
+    #[serde(
+        default = "SearchArgs::__default_limit",
+        deserialize_with = "SearchArgs::__nullable_limit"
+    )]
     pub limit: u32,
     pub tag: Option<String>,
 }
@@ -28,6 +31,15 @@ impl SearchArgs {
     #[doc(hidden)]
     fn __default_limit() -> u32 {
         10
+    }
+    #[doc(hidden)]
+    fn __nullable_limit<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<u32, D::Error> {
+        let value: ::core::option::Option<u32> = ::agent_core::__private::serde::Deserialize::deserialize(
+            deserializer,
+        )?;
+        ::core::result::Result::Ok(value.unwrap_or_else(Self::__default_limit))
     }
 }
 ///The `search-notes` tool: Search the notes.

@@ -123,3 +123,24 @@ async fn tools_run_with_defaults_context_and_errors_as_results() {
         .collect();
     assert_eq!(offered, ["search-notes", "divide", "hello"]);
 }
+
+#[test]
+fn a_defaulted_parameter_sent_as_null_takes_its_default() {
+    // Strict modes (OpenAI `strict_tools`) make every parameter required and nullable, so a
+    // model leaving `limit` out sends `null`.
+    let args: SearchArgs =
+        serde_json::from_str(r#"{"query":"rust","limit":null,"tag":null}"#).unwrap();
+    assert_eq!(
+        (args.query.as_str(), args.limit, args.tag),
+        ("rust", 2, None)
+    );
+    let args: SearchArgs = serde_json::from_str(r#"{"query":"rust","limit":5}"#).unwrap();
+    assert_eq!(args.limit, 5);
+    let args: SearchArgs = serde_json::from_str(r#"{"query":"rust"}"#).unwrap();
+    assert_eq!(args.limit, 2);
+    assert_eq!(
+        Search::schema()["properties"]["limit"]["default"],
+        2,
+        "the schema is unchanged"
+    );
+}

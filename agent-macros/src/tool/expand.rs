@@ -54,14 +54,28 @@ pub(crate) fn expand_tool_with(
         let docs = &param.docs;
         let default_attr = param.default.as_ref().map(|expr| {
             let default_fn = format_ident!("__default_{}", ident);
+            let nullable_fn = format_ident!("__nullable_{}", ident);
             let path = format!("{args_ty}::{default_fn}");
+            let nullable_path = format!("{args_ty}::{nullable_fn}");
             defaults.push(quote_spanned! {expr.span()=>
                 #[doc(hidden)]
                 fn #default_fn() -> #ty {
                     #expr
                 }
             });
-            quote!(#[serde(default = #path)])
+            // `null` also means "use the default": providers' strict modes make every parameter
+            // required and send `null` for the ones the model leaves out.
+            defaults.push(quote! {
+                #[doc(hidden)]
+                fn #nullable_fn<'de, D: #private::serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> ::core::result::Result<#ty, D::Error> {
+                    let value: ::core::option::Option<#ty> =
+                        #private::serde::Deserialize::deserialize(deserializer)?;
+                    ::core::result::Result::Ok(value.unwrap_or_else(Self::#default_fn))
+                }
+            });
+            quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
         });
         fields.push(quote! {
             #(#docs)*
