@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, AnyValue, Chunk, DynTool, Event, Hook, HookReturn, Matcher, StopReason, Tool,
-    ToolContext, ToolError, ToolInput, TurnStatus, event, schema_for,
+    AgentBuilder, AnyValue, BoxFuture, Chunk, DynTool, Event, Hook, HookReturn, Matcher,
+    MemoryStore, MessageUpdate, NewMessage, SessionStore, StopReason, StoreError, StoredMessage,
+    Tool, ToolContext, ToolError, ToolInput, TurnStatus, event, schema_for,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -596,5 +597,68 @@ pub async fn within<T>(what: impl Display, future: impl Future<Output = T>) -> T
     match tokio::time::timeout(Duration::from_secs(10), future).await {
         Ok(value) => value,
         Err(_) => panic!("timed out: {what}"),
+    }
+}
+
+/// A memory store that pushes every load and write to a [`Trace`], so store operations can be
+/// compared in order with hook events.
+pub struct TracedStore {
+    inner: MemoryStore,
+    trace: Trace,
+}
+
+impl SessionStore for TracedStore {
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.trace.push("store.load");
+        self.inner.load(session)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.trace.push(format!(
+            "store.insert({} {} {:?})",
+            row.message.role(),
+            row.status.as_str(),
+            row.message.text()
+        ));
+        self.inner.insert(session, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let status = update.status.map(|s| s.as_str()).unwrap_or("-");
+        let text = update
+            .message
+            .as_ref()
+            .map(|m| m.text().to_owned())
+            .unwrap_or_default();
+        let silent = if update.silent == Some(true) {
+            " silent"
+        } else {
+            ""
+        };
+        self.trace
+            .push(format!("store.update({id} {status} {text:?}{silent})"));
+        self.inner.update(session, id, update)
+    }
+}
+
+impl TracedStore {
+    /// A traced, empty store, shared.
+    pub fn shared(trace: &Trace) -> Arc<TracedStore> {
+        Arc::new(TracedStore {
+            inner: MemoryStore::new(),
+            trace: trace.clone(),
+        })
     }
 }

@@ -3,73 +3,11 @@
 //! before_store_tool_result, on_session_start/end, and `Conversation::inject_message`. Store
 //! writes are traced together with the hooks, so each test compares one full ordered list.
 
-use std::sync::Arc;
-
 use agent_core::{
-    AgentBuilder, BoxFuture, HistoryDecision, Hook, MemoryStore, Message, MessageStatus,
-    MessageUpdate, NewMessage, ScriptedModel, ScriptedStep, SessionStore, StoreError,
-    StoredMessage, ToolCall, ToolResultDecision, ToolStatus, TurnStatus, event,
+    AgentBuilder, HistoryDecision, Hook, Message, MessageStatus, ScriptedModel, ScriptedStep,
+    ToolCall, ToolResultDecision, ToolStatus, TurnStatus, event,
 };
-use tests::{Add, Failure, Recorded, Trace, failing, lines, status_name};
-
-/// A memory store that traces every write.
-struct TracedStore {
-    inner: MemoryStore,
-    trace: Trace,
-}
-
-impl SessionStore for TracedStore {
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
-        self.trace.push("store.load");
-        self.inner.load(session)
-    }
-
-    fn insert<'a>(
-        &'a self,
-        session: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        self.trace.push(format!(
-            "store.insert({} {} {:?})",
-            row.message.role(),
-            row.status.as_str(),
-            row.message.text()
-        ));
-        self.inner.insert(session, row)
-    }
-
-    fn update<'a>(
-        &'a self,
-        session: &'a str,
-        id: i64,
-        update: MessageUpdate,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let status = update.status.map(|s| s.as_str()).unwrap_or("-");
-        let text = update
-            .message
-            .as_ref()
-            .map(|m| m.text().to_owned())
-            .unwrap_or_default();
-        let silent = if update.silent == Some(true) {
-            " silent"
-        } else {
-            ""
-        };
-        self.trace
-            .push(format!("store.update({id} {status} {text:?}{silent})"));
-        self.inner.update(session, id, update)
-    }
-}
-
-fn traced_store(trace: &Trace) -> Arc<TracedStore> {
-    Arc::new(TracedStore {
-        inner: MemoryStore::new(),
-        trace: trace.clone(),
-    })
-}
+use tests::{Add, Failure, Recorded, Trace, TracedStore, failing, lines, status_name};
 
 /// One recording hook for each message hook, all keeping what they receive.
 fn record_message_hooks(builder: AgentBuilder, trace: &Trace) -> AgentBuilder {
@@ -165,7 +103,7 @@ async fn every_message_hook_fires_at_its_place_around_the_store_writes() {
     let builder = AgentBuilder::new("hooked")
         .model(model)
         .tool(Add::traced(&trace))
-        .store(traced_store(&trace))
+        .store(TracedStore::shared(&trace))
         .record_all(&trace);
     let agent = record_message_hooks(builder, &trace).build().unwrap();
     let conversation = agent.conversation();
@@ -293,7 +231,7 @@ async fn a_prefilter_block_stores_its_message_and_never_calls_the_model() {
     let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
     let builder = AgentBuilder::new("blocked")
         .model(model.clone())
-        .store(traced_store(&trace))
+        .store(TracedStore::shared(&trace))
         .record_turn(&trace)
         .hook(Hook::<event::PrefilterLlmHistory>::sync("keep", |_| {
             HistoryDecision::Keep
@@ -423,7 +361,7 @@ async fn dropping_a_call_keeps_every_other_call_paired_with_its_result() {
     let agent = AgentBuilder::new("dropping")
         .model(model.clone())
         .tool(Add::traced(&trace))
-        .store(traced_store(&trace))
+        .store(TracedStore::shared(&trace))
         .hook(Hook::<event::AfterToolCallSuccess>::sync(
             "drop c1",
             |ctx| {
@@ -484,7 +422,7 @@ async fn dropping_the_only_call_of_a_textless_reply_hides_the_reply() {
     let agent = AgentBuilder::new("hiding")
         .model(model.clone())
         .tool(Add::traced(&trace))
-        .store(traced_store(&trace))
+        .store(TracedStore::shared(&trace))
         .hook(Hook::<event::AfterToolCallSuccess>::sync("drop", |_| {
             ToolResultDecision::Drop
         }))
@@ -634,7 +572,7 @@ async fn inject_message_appends_rows_the_next_turn_reads() {
     let t = trace.clone();
     let agent = AgentBuilder::new("injecting")
         .model(model.clone())
-        .store(traced_store(&trace))
+        .store(TracedStore::shared(&trace))
         .hook(Hook::<event::AfterCreateMessage>::sync(
             "created",
             move |ctx| {

@@ -6,58 +6,10 @@
 use std::sync::{Arc, OnceLock};
 
 use agent_core::{
-    AgentBuilder, BoxFuture, Conversation, Hook, MemoryStore, MessageStatus, MessageUpdate,
-    NewMessage, ScriptedModel, ScriptedStep, SessionStore, StoreError, StoredMessage, TurnStatus,
-    event,
+    AgentBuilder, BoxFuture, Conversation, Hook, MessageStatus, MessageUpdate, NewMessage,
+    ScriptedModel, ScriptedStep, SessionStore, StoreError, StoredMessage, TurnStatus, event,
 };
-use tests::{Add, Trace};
-
-/// A memory store that traces every write.
-struct TracedStore {
-    inner: MemoryStore,
-    trace: Trace,
-}
-
-impl SessionStore for TracedStore {
-    fn load<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
-        self.trace.push("store.load");
-        self.inner.load(session)
-    }
-
-    fn insert<'a>(
-        &'a self,
-        session: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        self.trace.push(format!(
-            "store.insert({} {} {:?})",
-            row.message.role(),
-            row.status.as_str(),
-            row.message.text()
-        ));
-        self.inner.insert(session, row)
-    }
-
-    fn update<'a>(
-        &'a self,
-        session: &'a str,
-        id: i64,
-        update: MessageUpdate,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let status = update.status.map(|s| s.as_str()).unwrap_or("-");
-        let text = update
-            .message
-            .as_ref()
-            .map(|m| m.text().to_owned())
-            .unwrap_or_default();
-        self.trace
-            .push(format!("store.update({id} {status} {text:?})"));
-        self.inner.update(session, id, update)
-    }
-}
+use tests::{Add, Trace, TracedStore};
 
 #[tokio::test]
 async fn every_row_is_written_at_its_place_in_the_turn() {
@@ -72,10 +24,7 @@ async fn every_row_is_written_at_its_place_in_the_turn() {
     let agent = AgentBuilder::new("persisted")
         .model(model)
         .tool(Add::traced(&trace))
-        .store(Arc::new(TracedStore {
-            inner: MemoryStore::new(),
-            trace: trace.clone(),
-        }))
+        .store(TracedStore::shared(&trace))
         .hook(Hook::<event::BeforeStep>::sync("step", move |ctx| {
             t1.push(format!("before_step({})", ctx.step))
         }))
