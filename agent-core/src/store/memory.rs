@@ -65,11 +65,15 @@ impl SessionStore for MemoryStore {
             status: row.status,
             silent: row.silent,
         };
-        inner
-            .sessions
-            .entry(session.to_owned())
-            .or_default()
-            .push(stored.clone());
+        // Only a new session's first row pays for its key.
+        match inner.sessions.get_mut(session) {
+            Some(rows) => rows.push(stored.clone()),
+            None => {
+                inner
+                    .sessions
+                    .insert(session.to_owned(), vec![stored.clone()]);
+            }
+        }
         Box::pin(std::future::ready(Ok(stored)))
     }
 
