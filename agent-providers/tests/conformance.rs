@@ -177,3 +177,50 @@ async fn a_lasting_rate_limit_ends_the_turn_after_the_retries() {
         "the first try and two retries"
     );
 }
+
+/// A folder holding fake `node` (printing `node_version`) and, if asked, `npm` programs.
+fn fake_path(name: &str, node_version: Option<&str>, npm: bool) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-path-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut programs = Vec::new();
+    if let Some(version) = node_version {
+        programs.push(("node", version.to_owned()));
+    }
+    if npm {
+        programs.push(("npm", "11.0.0".to_owned()));
+    }
+    for (program, version) in programs {
+        let file = dir.join(program);
+        std::fs::write(&file, format!("#!/bin/sh\necho {version}\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn missing_or_old_node_and_npm_are_named_in_one_message() {
+    let check = |dir: &std::path::Path| aimock::check_prerequisites(dir.as_os_str());
+    let nothing = check(&fake_path("nothing", None, false)).unwrap_err();
+    assert!(
+        nothing.starts_with(
+            "`node` was not found: the AIMock conformance tests need Node.js >= 20.15 and npm"
+        ),
+        "{nothing}"
+    );
+    assert!(nothing.contains("apt-get install nodejs npm"), "{nothing}");
+
+    let old = check(&fake_path("old", Some("v18.19.0"), true)).unwrap_err();
+    assert!(
+        old.starts_with("node reports version `v18.19.0`, too old: "),
+        "{old}"
+    );
+    let just_below = check(&fake_path("below", Some("v20.14.9"), true)).unwrap_err();
+    assert!(just_below.contains("too old"), "{just_below}");
+
+    let no_npm = check(&fake_path("no-npm", Some("v20.15.0"), false)).unwrap_err();
+    assert!(no_npm.starts_with("`npm` was not found: "), "{no_npm}");
+
+    assert_eq!(check(&fake_path("ok", Some("v22.3.1"), true)), Ok(()));
+}

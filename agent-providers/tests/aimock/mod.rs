@@ -30,16 +30,73 @@ fn install_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aimock-{VERSION}"))
 }
 
-/// Installs AIMock once (concurrent tests wait for the first).
+/// What AIMock needs, named once so every failing test says the same thing.
+const PREREQUISITES: &str = "the AIMock conformance tests need Node.js >= 20.15 and npm on PATH, \
+     and the npm registry reachable on first use (Debian/Ubuntu: `apt-get install nodejs npm`; \
+     elsewhere: https://nodejs.org)";
+
+/// Checks that `node` (>= 20.15) and `npm` can be run from the directories of `path` (a
+/// `PATH`-style list), naming what to install when they cannot.
+pub fn check_prerequisites(path: &std::ffi::OsStr) -> Result<(), String> {
+    let run = |program: &str| -> Result<String, String> {
+        let found = std::env::split_paths(path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| format!("`{program}` was not found: {PREREQUISITES}"))?;
+        let output = Command::new(&found)
+            .arg("--version")
+            .env("PATH", path)
+            .output()
+            .map_err(|error| {
+                format!(
+                    "`{}` could not run ({error}): {PREREQUISITES}",
+                    found.display()
+                )
+            })?;
+        if !output.status.success() {
+            return Err(format!(
+                "`{program} --version` failed ({}): {PREREQUISITES}",
+                output.status
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let node = run("node")?;
+    let version: Vec<u32> = node
+        .trim_start_matches('v')
+        .split('.')
+        .map_while(|part| part.parse().ok())
+        .collect();
+    if version.len() < 2 || (version[0], version[1]) < (20, 15) {
+        return Err(format!(
+            "node reports version `{node}`, too old: {PREREQUISITES}"
+        ));
+    }
+    run("npm")?;
+    Ok(())
+}
+
+/// Installs AIMock once (concurrent tests wait for the first); a missing prerequisite fails the
+/// calling test with one message naming what to install.
 fn ensure_installed() -> PathBuf {
-    static INSTALL: Mutex<()> = Mutex::new(());
-    let _guard = INSTALL
+    static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
+    let mut slot = INSTALL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let result = slot.get_or_insert_with(install).clone();
+    match result {
+        Ok(cli) => cli,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+fn install() -> Result<PathBuf, String> {
+    check_prerequisites(&std::env::var_os("PATH").unwrap_or_default())?;
     let dir = install_dir();
     let cli = dir.join("node_modules/@copilotkit/aimock/dist/cli.js");
     if !cli.exists() {
-        std::fs::create_dir_all(&dir).expect("create the AIMock install folder");
+        std::fs::create_dir_all(&dir)
+            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
         let status = Command::new("npm")
             .args([
                 "install",
@@ -52,14 +109,17 @@ fn ensure_installed() -> PathBuf {
             .arg(format!("@copilotkit/aimock@{VERSION}"))
             .stdout(Stdio::null())
             .status()
-            .expect("AIMock needs Node.js >= 20.15 and npm on PATH (apt-get install nodejs npm)");
-        assert!(
-            status.success(),
-            "npm install @copilotkit/aimock@{VERSION} failed: {status}"
-        );
+            .map_err(|error| format!("npm could not run ({error}): {PREREQUISITES}"))?;
+        if !status.success() {
+            return Err(format!(
+                "npm install @copilotkit/aimock@{VERSION} failed ({status}): {PREREQUISITES}"
+            ));
+        }
     }
-    assert!(cli.exists(), "AIMock's CLI is missing at {}", cli.display());
-    cli
+    if !cli.exists() {
+        return Err(format!("AIMock's CLI is missing at {}", cli.display()));
+    }
+    Ok(cli)
 }
 
 fn free_port() -> u16 {
