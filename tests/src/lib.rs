@@ -651,6 +651,19 @@ impl SessionStore for TracedStore {
             .push(format!("store.update({id} {status} {text:?}{silent})"));
         self.inner.update(session, id, update)
     }
+
+    fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.trace.push(format!("store.delete({id})"));
+        self.inner.delete(session, id)
+    }
+
+    fn retain(&self, session: &str) {
+        self.inner.retain(session);
+    }
+
+    fn release(&self, session: &str) {
+        self.inner.release(session);
+    }
 }
 
 impl TracedStore {

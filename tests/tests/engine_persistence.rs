@@ -106,6 +106,10 @@ impl SessionStore for BrokenStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async { Err(StoreError("disk full".to_owned())) })
     }
+
+    fn delete<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+    }
 }
 
 #[tokio::test]

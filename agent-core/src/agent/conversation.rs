@@ -95,7 +95,10 @@ pub enum TurnEvent {
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
 /// turns that never overlap (a second turn waits for the first).
-#[derive(Clone)]
+///
+/// Each handle (and each clone) holds its session in the store: an in-memory store frees the
+/// session's rows when the last handle on it is dropped (a persistent store keeps them). A turn
+/// started with [`stream`](Self::stream) holds its own handle until it ends.
 pub struct Conversation {
     pub(crate) agent: Agent,
     pub(crate) session: Arc<str>,
@@ -111,10 +114,28 @@ impl std::fmt::Debug for Conversation {
     }
 }
 
+impl Clone for Conversation {
+    fn clone(&self) -> Self {
+        self.agent.inner.store.retain(&self.session);
+        Conversation {
+            agent: self.agent.clone(),
+            session: self.session.clone(),
+            lock: self.lock.clone(),
+        }
+    }
+}
+
+impl Drop for Conversation {
+    fn drop(&mut self) {
+        self.agent.inner.store.release(&self.session);
+    }
+}
+
 impl Conversation {
     pub(crate) fn new(agent: Agent, session: String) -> Self {
         let session: Arc<str> = session.into();
         let lock = agent.inner.sessions.lock_for(&session);
+        agent.inner.store.retain(&session);
         Conversation {
             agent,
             session,

@@ -1,4 +1,5 @@
-//! A store in process memory: for tests, and for agents that need no history after they exit.
+//! A store in process memory: for tests, one-shot runs, and agents that need no history after
+//! they exit.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -9,7 +10,13 @@ use super::{
 use crate::BoxFuture;
 use crate::message::Message;
 
-/// Sessions kept in memory; history lasts as long as the store.
+/// Sessions kept in process memory, each for as long as a handle holds it.
+///
+/// A session's rows live while at least one [`Conversation`](crate::Conversation) on it (or a
+/// clone of one, or a turn still running on it) is alive, and are freed when the last one is
+/// dropped: `Agent::run` leaves nothing behind, and a process that opens conversations for days
+/// holds only the live ones. To keep a history across handles, keep one `Conversation` open, or
+/// use a persistent store such as [`SqliteStore`](crate::SqliteStore).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
@@ -19,12 +26,23 @@ pub struct MemoryStore {
 struct Inner {
     next_id: i64,
     sessions: HashMap<String, Vec<StoredMessage>>,
+    /// How many handles hold each session (see [`SessionStore::retain`]).
+    holders: HashMap<String, usize>,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many sessions the store holds rows for.
+    pub fn session_count(&self) -> usize {
+        self.lock().sessions.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -42,7 +60,7 @@ impl SessionStore for MemoryStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = self.lock();
         let rows = inner.sessions.get(session).cloned().unwrap_or_default();
         Box::pin(std::future::ready(Ok(rows)))
     }
@@ -52,7 +70,7 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.lock();
         inner.next_id += 1;
         let stored = StoredMessage {
             id: inner.next_id,
@@ -83,7 +101,7 @@ impl SessionStore for MemoryStore {
         id: i64,
         update: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.lock();
         let row = inner
             .sessions
             .get_mut(session)
@@ -110,5 +128,45 @@ impl SessionStore for MemoryStore {
             }
         };
         Box::pin(std::future::ready(result))
+    }
+
+    fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut inner = self.lock();
+        let rows = inner.sessions.get_mut(session);
+        let at = rows
+            .as_ref()
+            .and_then(|rows| rows.iter().position(|row| row.id == id));
+        let result = match (rows, at) {
+            (Some(rows), Some(at)) => {
+                rows.remove(at);
+                Ok(())
+            }
+            _ => Err(StoreError(format!(
+                "no message {id} in session `{session}`"
+            ))),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn retain(&self, session: &str) {
+        let mut inner = self.lock();
+        match inner.holders.get_mut(session) {
+            Some(count) => *count += 1,
+            None => {
+                inner.holders.insert(session.to_owned(), 1);
+            }
+        }
+    }
+
+    fn release(&self, session: &str) {
+        let mut inner = self.lock();
+        let Some(count) = inner.holders.get_mut(session) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            inner.holders.remove(session);
+            inner.sessions.remove(session);
+        }
     }
 }

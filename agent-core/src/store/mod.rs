@@ -157,6 +157,24 @@ pub trait SessionStore: Send + Sync {
         id: i64,
         update: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Deletes a row of the session. The engine deletes only the pending assistant row of a
+    /// model call that produced nothing (no text, no tool call), so that no empty assistant
+    /// message is ever stored.
+    fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// A handle on `session` was opened ([`Conversation`](crate::Conversation) and its clones
+    /// each count once). A store that keeps sessions in process memory uses this with
+    /// [`release`](Self::release) to free a session nobody holds; a persistent store ignores it
+    /// (the default).
+    fn retain(&self, session: &str) {
+        let _ = session;
+    }
+
+    /// A handle on `session` was dropped (see [`retain`](Self::retain)).
+    fn release(&self, session: &str) {
+        let _ = session;
+    }
 }
 
 /// The messages a model reads from stored rows: completed ones, not silent. Failed and pending

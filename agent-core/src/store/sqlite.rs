@@ -303,6 +303,25 @@ fn update_row(
     Ok(())
 }
 
+/// Deletes row `id` of `session`; a row that is not there is an error.
+fn delete_row(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+    id: i64,
+) -> Result<(), StoreError> {
+    let mut statement = conn
+        .prepare_cached(row::DELETE)
+        .map_err(|e| file.sqlite(&e))?;
+    let changed = statement
+        .execute(params![id, session])
+        .map_err(|e| file.sqlite(&e))?;
+    if changed == 0 {
+        return Err(file.at(format_args!("no message {id} in session `{session}`")));
+    }
+    Ok(())
+}
+
 impl SessionStore for SqliteStore {
     fn load<'a>(
         &'a self,
@@ -329,5 +348,10 @@ impl SessionStore for SqliteStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
         Box::pin(self.run(move |conn, file| update_row(conn, file, &session, id, update)))
+    }
+
+    fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| delete_row(conn, file, &session, id)))
     }
 }

@@ -405,18 +405,23 @@ impl Turn<'_> {
                     tool_calls: Vec::new(),
                     reasoning_signature: streamed.reasoning_signature,
                 };
-                let failed = MessageUpdate {
-                    message: Some(partial.clone()),
-                    status: Some(MessageStatus::Failed),
-                    response_completed_at: Some(store::now_micros()),
-                    silent: None,
+                let produced = !partial.text().is_empty()
+                    || matches!(&partial, Message::Assistant { reasoning, .. } if !reasoning.is_empty());
+                let settled = if produced {
+                    let failed = MessageUpdate {
+                        message: Some(partial.clone()),
+                        status: Some(MessageStatus::Failed),
+                        response_completed_at: Some(store::now_micros()),
+                        silent: None,
+                    };
+                    self.update(row, failed).await
+                } else {
+                    self.discard(row).await
                 };
-                if let Err(end) = self.update(row, failed).await {
+                if let Err(end) = settled {
                     return Some(end);
                 }
-                if !partial.text().is_empty()
-                    || matches!(&partial, Message::Assistant { reasoning, .. } if !reasoning.is_empty())
-                {
+                if produced {
                     self.outcome.added.push(partial);
                 }
                 return Some(match error {
@@ -455,19 +460,11 @@ impl Turn<'_> {
                 Err(error) => return Some(End::Failed(error, ErrorStage::Turn)),
             };
         self.outcome.text = text.clone();
-        let completed = MessageUpdate {
-            message: Some(assistant.clone()),
-            status: Some(MessageStatus::Completed),
-            response_completed_at: Some(store::now_micros()),
-            silent: None,
-        };
-        if let Err(end) = self.update(row, completed).await {
-            return Some(end);
-        }
         // Where the reply sits, should a hook drop one of its calls.
         let at = (self.outcome.added.len(), plan.messages.len());
-        self.outcome.added.push(assistant.clone());
-        plan.messages.push(assistant);
+        if let Err(end) = self.settle_reply(row, assistant, plan).await {
+            return Some(end);
+        }
         let mut dropped = std::collections::HashSet::new();
 
         // Tool calls: concurrently, results in the model's order.
@@ -591,6 +588,42 @@ impl Turn<'_> {
             return Some(End::Completed(StopReason::Finished));
         }
         None
+    }
+
+    /// Stores a step's reply as completed and adds it to the history, or, when it is empty (no
+    /// text and no tool call, whatever reasoning it holds), deletes its pending row: an empty
+    /// assistant message is never stored nor sent back to the model (providers reject one).
+    async fn settle_reply(
+        &mut self,
+        row: i64,
+        assistant: Message,
+        plan: &mut TurnPlan<'_>,
+    ) -> Result<(), End> {
+        let empty = matches!(&assistant, Message::Assistant { content, tool_calls, .. }
+            if content.is_empty() && tool_calls.is_empty());
+        if empty {
+            return self.discard(row).await;
+        }
+        let completed = MessageUpdate {
+            message: Some(assistant.clone()),
+            status: Some(MessageStatus::Completed),
+            response_completed_at: Some(store::now_micros()),
+            silent: None,
+        };
+        self.update(row, completed).await?;
+        self.outcome.added.push(assistant.clone());
+        plan.messages.push(assistant);
+        Ok(())
+    }
+
+    /// Deletes the pending assistant row of a model call that produced nothing. No message hook
+    /// fires: the row never held a message.
+    async fn discard(&self, row: i64) -> Result<(), End> {
+        self.agent
+            .store
+            .delete(&self.conversation.session, row)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
     }
 
     /// on_stop: a limit ended the turn.

@@ -30,6 +30,9 @@ pub(super) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE(?3,
      response_completed_at = COALESCE(?4, response_completed_at), silent = COALESCE(?5, silent) \
      WHERE id = ?1 AND session_id = ?2";
 
+/// Deletes row `?1` of session `?2`.
+pub(super) const DELETE: &str = "DELETE FROM messages WHERE id = ?1 AND session_id = ?2";
+
 /// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
 /// reasoning, reasoning signature and the tool status derived from it).
 #[derive(Debug)]
