@@ -1,16 +1,18 @@
-//! Continuing the last turn (no new input, `continuation = true`, skipped when there is nothing
-//! to continue) and appending messages and running a turn in one call.
+//! Continuing the last turn (no new input, `continuation = true`; as in Think it runs whenever
+//! the history holds an assistant message or ends unanswered, and is skipped otherwise) and
+//! appending messages and running a turn in one call.
 
 use agent_core::{AgentBuilder, Hook, Message, ScriptedModel, ScriptedStep, TurnStatus, event};
 use tests::Trace;
 
 #[tokio::test]
-async fn continue_last_turn_runs_only_when_the_model_owes_an_answer() {
+async fn continue_last_turn_runs_after_an_unanswered_message_and_after_an_answer() {
     let trace = Trace::new();
     let (turns, responses) = (trace.clone(), trace.clone());
     let model = ScriptedModel::new([
         ScriptedStep::new().text("Hal").in_band_error("overloaded"),
         ScriptedStep::new().text("Hello again."),
+        ScriptedStep::new().text(" How can I help?"),
     ]);
     let agent = AgentBuilder::new("resumable")
         .model(model.clone())
@@ -47,9 +49,17 @@ async fn continue_last_turn_runs_only_when_the_model_owes_an_answer() {
     assert_eq!(continued.text, "Hello again.");
     assert_eq!(model.requests()[1].messages, [Message::user("Hello")]);
 
-    // Now the model has answered: nothing to continue.
-    assert!(conversation.continue_last_turn().await.unwrap().is_none());
-    assert_eq!(model.requests().len(), 2);
+    // The model has answered: continuing runs from the history as it is (Think's rule).
+    let extended = conversation
+        .continue_last_turn()
+        .await
+        .unwrap()
+        .expect("a turn runs after an answer too");
+    assert_eq!(extended.text, " How can I help?");
+    assert_eq!(
+        model.requests()[2].messages,
+        [Message::user("Hello"), Message::assistant("Hello again.")]
+    );
     assert_eq!(
         trace.take(),
         [
@@ -57,8 +67,44 @@ async fn continue_last_turn_runs_only_when_the_model_owes_an_answer() {
             "on_chat_response(Error continuation=false)",
             "before_turn(continuation=true)",
             "on_chat_response(Completed continuation=true)",
+            "before_turn(continuation=true)",
+            "on_chat_response(Completed continuation=true)",
         ]
     );
+}
+
+#[tokio::test]
+async fn hi_then_hello_can_be_continued_and_a_system_only_history_cannot() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("Hello"),
+        ScriptedStep::new().text(", nice to meet you."),
+    ]);
+    let agent = AgentBuilder::new("resumable")
+        .model(model.clone())
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("Hi").await.text, "Hello");
+    let continued = conversation
+        .continue_last_turn()
+        .await
+        .unwrap()
+        .expect("a conversation with an assistant message continues");
+    assert_eq!(continued.status, TurnStatus::Completed);
+    assert_eq!(continued.text, ", nice to meet you.");
+    assert_eq!(
+        model.requests()[1].messages,
+        [Message::user("Hi"), Message::assistant("Hello")]
+    );
+
+    // Only a system message: no assistant message and nothing unanswered.
+    let quiet = agent.conversation();
+    quiet
+        .inject_message(Message::system("Be brief."))
+        .await
+        .unwrap();
+    assert!(quiet.continue_last_turn().await.unwrap().is_none());
+    assert_eq!(model.requests().len(), 2);
 }
 
 #[tokio::test]

@@ -168,18 +168,28 @@ impl Conversation {
         self.run(TurnRequest::default().messages(messages)).await
     }
 
-    /// Continues the last turn: runs a turn with no new input (`continuation = true`) when the
-    /// history ends with something the model has not answered (a user message or a tool
+    /// Continues the last turn: runs a turn with no new input (`continuation = true`) in which
+    /// the model goes on from the history as it stands. As in Think, this happens whenever the
+    /// history holds an assistant message (the model extends or follows up its answer), and
+    /// also when it ends with something the model has not answered (a user message or a tool
     /// result, say one a client added). Returns `None`, running nothing, when there is nothing
-    /// to continue (an empty session, or one ending with the model's answer).
+    /// to continue: an empty session, or one with neither an assistant message nor an
+    /// unanswered message.
     pub async fn continue_last_turn(&self) -> Result<Option<TurnResult>, StoreError> {
         let history = self.history().await?;
-        match history.last() {
-            None | Some(Message::Assistant { .. }) | Some(Message::System { .. }) => Ok(None),
-            Some(Message::User { .. } | Message::Tool { .. }) => Ok(Some(
-                self.run(TurnRequest::default().continuation(true)).await,
-            )),
+        let unanswered = matches!(
+            history.last(),
+            Some(Message::User { .. } | Message::Tool { .. })
+        );
+        let answered = history
+            .iter()
+            .any(|message| matches!(message, Message::Assistant { .. }));
+        if !(unanswered || answered) {
+            return Ok(None);
         }
+        Ok(Some(
+            self.run(TurnRequest::default().continuation(true)).await,
+        ))
     }
 
     /// Runs one turn to its end.
