@@ -318,3 +318,46 @@ async fn reported_input_tokens_compact_before_a_step_at_most_max_compactions_tim
     assert!(matches!(&requests[2].messages[2], Message::Tool { call_id, .. } if call_id == "c1"));
     assert_eq!(requests[3].messages.len(), 5);
 }
+
+#[tokio::test]
+async fn a_hook_error_that_mentions_the_context_window_is_not_an_overflow() {
+    let seen = Seen::default();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one"),
+        ScriptedStep::new().text("two"),
+    ]);
+    let steps = Arc::new(AtomicUsize::new(0));
+    let counted = steps.clone();
+    let classified = Arc::new(Mutex::new(Vec::new()));
+    let errors = classified.clone();
+    let agent = AgentBuilder::new("a")
+        .model(model.clone())
+        .configure_session(summarizing(&seen))
+        .hook(Hook::<event::BeforeStep>::sync("guard", move |_| {
+            if counted.fetch_add(1, Ordering::SeqCst) >= 2 {
+                Err("the context window of my audit log is full")
+            } else {
+                Ok(())
+            }
+        }))
+        .hook(Hook::<event::OnChatError>::sync("errors", move |ctx| {
+            errors.lock().unwrap().push(ctx.classification);
+            None
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    conversation.run("first question, which is long").await;
+    conversation.run("second question, which is long").await;
+    let third = conversation.run("third").await;
+    assert_eq!(third.status, TurnStatus::Error);
+    assert_eq!(third.classification, Some(ChatErrorClassification::Unknown));
+    assert_eq!(
+        *classified.lock().unwrap(),
+        [ChatErrorClassification::Unknown]
+    );
+    // Nothing was compacted and nothing retried: the guard ran once in the third turn.
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(steps.load(Ordering::SeqCst), 3);
+    assert_eq!(model.requests().len(), 2);
+}
