@@ -270,7 +270,6 @@ async fn a_timing_out_on_step_finish_hook_is_logged_and_the_turn_goes_on() {
 async fn failing_llm_and_response_observers_are_logged_and_the_turn_goes_on() {
     observer_fails_open::<event::OnLlmStart>(Failure::Error).await;
     observer_fails_open::<event::OnLlmEnd>(Failure::Panic).await;
-    observer_fails_open::<event::AfterRun>(Failure::Timeout).await;
     observer_fails_open::<event::OnChatResponse>(Failure::Error).await;
 }
 

@@ -256,8 +256,9 @@ pub mod event {
         OnStepFinish = "on_step_finish" / on_step_finish, StepRecord => (), FailOpen;
         /// A limit ends the turn: may finish it with an output, or fail it.
         OnStop = "on_stop" / on_stop, StopContext => StopDecision, FailClosed;
-        /// After a turn completed, before its response hooks.
-        AfterRun = "after_run" / after_run, TurnResult => (), FailOpen;
+        /// After a turn completed and its result was built, before its response hooks;
+        /// failing (the default policy) fails the turn, keeping the result's content.
+        AfterRun = "after_run" / after_run, TurnResult => (), FailClosed;
         /// After the turn ended and its messages were stored; once per turn.
         OnChatResponse = "on_chat_response" / on_chat_response, ChatResponse => (), FailOpen;
         /// An error ended the turn: may replace the error surfaced.

@@ -654,7 +654,8 @@ impl Turn<'_> {
         }
     }
 
-    /// Persists, classifies, runs the error and response hooks, and builds the result.
+    /// Builds the result, runs after_run (whose failure fails the turn after its result is
+    /// built), classifies an error and runs on_chat_error, then the response hooks.
     async fn finish(self, end: End, guard: tokio::sync::OwnedMutexGuard<()>) -> TurnResult {
         let Turn {
             agent,
@@ -668,51 +669,57 @@ impl Turn<'_> {
             ..
         } = self;
         let hooks = &agent.hooks;
-        let (status, stop_reason, error, classification) = match end {
-            End::Completed(reason) => (TurnStatus::Completed, Some(reason), None, None),
-            End::Aborted => (TurnStatus::Aborted, None, None, None),
-            End::Failed(error, stage) => {
-                tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
-                let classification = match session.classification {
-                    Some(classification) => classification,
-                    None => compact::classify(hooks, &request_id, &error, stage).await,
-                };
-                let ctx = ChatErrorContext {
-                    request_id: request_id.clone(),
-                    error,
-                    stage,
-                    messages_persisted: outcome.user_persisted,
-                    classification,
-                    partial_text: outcome.text.clone(),
-                };
-                let mut surfaced = None;
-                let _ = each(&hooks.on_chat_error, &ctx, |e| {
-                    surfaced = e.or(surfaced.take())
-                })
-                .await;
-                (
-                    TurnStatus::Error,
-                    None,
-                    Some(surfaced.unwrap_or(ctx.error)),
-                    Some(classification),
-                )
-            }
-        };
-        let result = TurnResult {
+        let mut result = TurnResult {
             request_id: request_id.clone(),
-            status,
+            status: TurnStatus::Completed,
             text: outcome.text,
-            stop_reason,
+            stop_reason: None,
             steps: outcome.steps,
             messages: outcome.added,
             usage: outcome.usage,
-            error,
-            classification,
+            error: None,
+            classification: None,
         };
         span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
-        if status == TurnStatus::Completed {
-            let _ = observe(&hooks.after_run, &result).await;
+        let failed = match end {
+            End::Completed(reason) => {
+                result.stop_reason = Some(reason);
+                // after_run sees the completed result; failing (its default policy) it fails
+                // the turn, keeping what the result holds.
+                observe(&hooks.after_run, &result)
+                    .await
+                    .err()
+                    .map(|error| (error, ErrorStage::Turn, None))
+            }
+            End::Aborted => {
+                result.status = TurnStatus::Aborted;
+                None
+            }
+            End::Failed(error, stage) => Some((error, stage, session.classification)),
+        };
+        if let Some((error, stage, classification)) = failed {
+            tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
+            let classification = match classification {
+                Some(classification) => classification,
+                None => compact::classify(hooks, &request_id, &error, stage).await,
+            };
+            let ctx = ChatErrorContext {
+                request_id: request_id.clone(),
+                error,
+                stage,
+                messages_persisted: outcome.user_persisted,
+                classification,
+                partial_text: result.text.clone(),
+            };
+            let mut surfaced = None;
+            let _ = each(&hooks.on_chat_error, &ctx, |e| {
+                surfaced = e.or(surfaced.take())
+            })
+            .await;
+            result.status = TurnStatus::Error;
+            result.error = Some(surfaced.unwrap_or(ctx.error));
+            result.classification = Some(classification);
         }
         // The turn lock is released before on_chat_response, so the hook may start a new turn.
         drop(guard);
@@ -727,7 +734,7 @@ impl Turn<'_> {
             request_id,
             message,
             continuation,
-            status,
+            status: result.status,
             error: result.error.clone(),
         };
         let _ = observe(&hooks.on_chat_response, &response).await;
