@@ -332,7 +332,9 @@ impl AgentBuilder {
                 hooks,
                 before_hooks,
                 after_hooks,
-                store: store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                store: Arc::new(crate::store::PanicSafe(
+                    store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                )),
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),

@@ -533,6 +533,10 @@ pub enum TurnErrorKind {
     Busy,
     /// A hook replaced the error.
     Custom,
+    /// Code the turn ran outside any hook or tool (a session's token counter, say) panicked.
+    /// Panics in hooks and tools follow the failure policy; a model's or a store's panic is
+    /// reported as that model's or store's error.
+    Panicked,
 }
 
 impl TurnError {

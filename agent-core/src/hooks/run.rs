@@ -61,6 +61,11 @@ impl<T> Future for CatchUnwind<'_, T> {
     }
 }
 
+/// Runs `body`, turning a panic into an `Err` with the panic message.
+pub(crate) fn catch_panic<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    catch_sync(AssertUnwindSafe(body)).map_err(|payload| panic_message(&*payload))
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()

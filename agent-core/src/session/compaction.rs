@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use super::config::SessionConfig;
+use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
 use crate::store::{MessageStatus, NewMessage, SessionStore, StoreError};
 
@@ -103,7 +104,13 @@ pub(crate) async fn compact(
         ));
     };
     let (replaced, kept) = messages.split_at(cut);
-    let summary = match summarizer(replaced.to_vec()).await {
+    // A panicking summarizer is a failing one: the compaction is skipped.
+    let summarized = match catch_panic(|| summarizer(replaced.to_vec())) {
+        Ok(future) => catch_unwind(future).await,
+        Err(message) => Err(message),
+    };
+    let summary = match summarized.unwrap_or_else(|message| Err(format!("it panicked: {message}")))
+    {
         Ok(summary) => summary_message(&summary),
         Err(error) => {
             return Ok(Compaction::Skipped(format!(

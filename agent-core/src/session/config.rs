@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::BoxFuture;
+use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
 
 /// The session a configuration is built for (what context providers receive).
@@ -45,11 +46,15 @@ impl ContextProvider {
         ContextProvider::Async(Arc::new(move |info| Box::pin(provider(info))))
     }
 
-    /// The block's text for this session.
+    /// The block's text for this session; a panicking provider is an error with its message.
     pub(crate) async fn text(&self, info: &SessionInfo) -> Result<String, String> {
+        let panicked = |message: String| format!("it panicked: {message}");
         match self {
-            ContextProvider::Sync(provider) => Ok(provider(info)),
-            ContextProvider::Async(provider) => provider(info.clone()).await,
+            ContextProvider::Sync(provider) => catch_panic(|| provider(info)).map_err(panicked),
+            ContextProvider::Async(provider) => {
+                let future = catch_panic(|| provider(info.clone())).map_err(panicked)?;
+                catch_unwind(future).await.map_err(panicked)?
+            }
         }
     }
 }

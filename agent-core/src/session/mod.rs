@@ -19,7 +19,7 @@ pub use config::{
     default_token_counter,
 };
 
-use crate::hooks::{TurnError, TurnErrorKind};
+use crate::hooks::{TurnError, TurnErrorKind, catch_panic};
 
 /// The closure given to `configure_session`.
 pub(crate) type Configure = Arc<dyn Fn(SessionConfig) -> SessionConfig + Send + Sync>;
@@ -40,7 +40,15 @@ pub(crate) async fn open(
     instructions: Option<&str>,
     info: SessionInfo,
 ) -> Result<OpenSession, TurnError> {
-    let config = configure(SessionConfig::default());
+    let config = catch_panic(|| configure(SessionConfig::default())).map_err(|message| {
+        TurnError::new(
+            TurnErrorKind::Hook {
+                event: "configure_session",
+                hook: "configure_session".to_owned(),
+            },
+            format!("configure_session panicked: {message}"),
+        )
+    })?;
     let system = prompt::compose(instructions, &config, &info)
         .await
         .map_err(|(block, error)| {

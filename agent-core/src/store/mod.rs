@@ -3,6 +3,7 @@
 //! message `pending` when its model call starts and `completed` (or `failed`, with its partial
 //! content) when it ends, and each tool result as it arrives.
 
+mod guard;
 mod memory;
 mod sqlite;
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::BoxFuture;
 use crate::message::Message;
 
+pub(crate) use guard::PanicSafe;
 pub use memory::MemoryStore;
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 

@@ -81,7 +81,8 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         TurnErrorKind::Hook { .. }
         | TurnErrorKind::Stopped
         | TurnErrorKind::Store
-        | TurnErrorKind::Custom => C::Unknown,
+        | TurnErrorKind::Custom
+        | TurnErrorKind::Panicked => C::Unknown,
     }
 }
 

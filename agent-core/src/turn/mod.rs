@@ -25,6 +25,7 @@ use crate::hooks::{
     StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason, TurnConfig,
     TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
 };
+use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
 use crate::model::{Model, ModelRequest, ToolChoice, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage};
@@ -106,7 +107,18 @@ impl Turn<'_> {
                 Err(_) => return self.busy().await,
             },
         };
-        let end = self.drive(request).await;
+        // A panic in code the turn runs outside any hook or tool still ends the turn through
+        // its error hooks and on_chat_response.
+        let end = match catch_unwind(Box::pin(self.drive(request))).await {
+            Ok(end) => end,
+            Err(message) => End::Failed(
+                TurnError::new(
+                    TurnErrorKind::Panicked,
+                    format!("the turn panicked: {message}"),
+                ),
+                ErrorStage::Turn,
+            ),
+        };
         self.finish(end, guard).await
     }
 
@@ -362,8 +374,14 @@ impl Turn<'_> {
             Err(end) => return Some(end),
         };
         let started = std::time::Instant::now();
+        let stream = catch_panic(|| model.stream(start.request)).map_err(|message| {
+            TurnError::new(
+                TurnErrorKind::Model(crate::model::ModelErrorKind::Other),
+                format!("the model panicked: {message}"),
+            )
+        });
         let streamed = StepStream::new(self, step)
-            .read(model.stream(start.request))
+            .read(stream)
             .instrument(span.clone())
             .await;
         span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);

@@ -5,9 +5,9 @@ use std::future::Future;
 use std::task::Poll;
 
 use crate::agent::TurnEvent;
-use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
+use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind, catch_panic};
 use crate::message::ToolCall;
-use crate::model::{FinishReason, ModelErrorKind, ModelEvent, ModelStream, Usage};
+use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
 
 use super::Turn;
 use super::dispatch::observe;
@@ -64,7 +64,9 @@ impl<'t, 'a> StepStream<'t, 'a> {
         Ok(())
     }
 
-    pub(super) async fn read(self, mut stream: ModelStream) -> Streamed {
+    /// Reads the model's stream (or the error its creation ended in) to its end. A panic
+    /// while the stream is polled ends the step as that model's error.
+    pub(super) async fn read(self, stream: Result<ModelStream, TurnError>) -> Streamed {
         let mut out = Streamed {
             text: String::new(),
             reasoning: String::new(),
@@ -72,6 +74,13 @@ impl<'t, 'a> StepStream<'t, 'a> {
             tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: Err(None),
+        };
+        let mut stream = match stream {
+            Ok(stream) => stream,
+            Err(error) => {
+                out.finish = Err(Some(error));
+                return out;
+            }
         };
         let cancel = &self.turn.cancel;
         let cancelled = cancel.cancelled();
@@ -84,8 +93,16 @@ impl<'t, 'a> StepStream<'t, 'a> {
                 if cancel.is_cancelled() {
                     return Poll::Ready(None);
                 }
-                if let Poll::Ready(event) = stream.as_mut().poll_next(cx) {
-                    return Poll::Ready(Some(event));
+                match catch_panic(|| stream.as_mut().poll_next(cx)) {
+                    Ok(Poll::Ready(event)) => return Poll::Ready(Some(event)),
+                    Ok(Poll::Pending) => {}
+                    Err(message) => {
+                        let panicked = ModelError::new(
+                            ModelErrorKind::Other,
+                            format!("the model's stream panicked: {message}"),
+                        );
+                        return Poll::Ready(Some(Some(Err(panicked))));
+                    }
                 }
                 cancelled.as_mut().poll(cx).map(|()| None)
             })

@@ -1,0 +1,66 @@
+//! A store wrapper that turns a panic inside any store call into a [`StoreError`], so a
+//! faulty store ends a turn with an error at stage `persist` instead of unwinding through it.
+
+use std::sync::Arc;
+
+use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage};
+use crate::BoxFuture;
+use crate::hooks::{catch_panic, catch_unwind};
+
+/// The agent's store, guarded against panics.
+pub(crate) struct PanicSafe(pub(crate) Arc<dyn SessionStore>);
+
+/// Runs one store call (creating and polling its future) with panics caught.
+fn guarded<'a, T: Send + 'a>(
+    what: &'static str,
+    call: impl FnOnce() -> BoxFuture<'a, Result<T, StoreError>>,
+) -> BoxFuture<'a, Result<T, StoreError>> {
+    let panicked =
+        move |message: String| StoreError(format!("the store panicked in {what}: {message}"));
+    match catch_panic(call) {
+        Ok(future) => Box::pin(async move { catch_unwind(future).await.map_err(panicked)? }),
+        Err(message) => Box::pin(std::future::ready(Err(panicked(message)))),
+    }
+}
+
+impl SessionStore for PanicSafe {
+    fn load<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        guarded("load", || self.0.load(session))
+    }
+
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        guarded("insert", || self.0.insert(session, row))
+    }
+
+    fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        guarded("update", || self.0.update(session, id, update))
+    }
+
+    fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        guarded("delete", || self.0.delete(session, id))
+    }
+
+    fn retain(&self, session: &str) {
+        if let Err(message) = catch_panic(|| self.0.retain(session)) {
+            tracing::error!(session, "the store panicked in retain: {message}");
+        }
+    }
+
+    fn release(&self, session: &str) {
+        if let Err(message) = catch_panic(|| self.0.release(session)) {
+            tracing::error!(session, "the store panicked in release: {message}");
+        }
+    }
+}
