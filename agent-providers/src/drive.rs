@@ -316,7 +316,9 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
 /// The stream's next item, or `None` when `limit` passes with no bytes arriving. The timer is
 /// armed only when the stream has nothing ready, so a burst of buffered events costs no timer
 /// operations; bytes that complete no event (an SSE comment used as a keep-alive, half an event)
-/// still count as activity and re-arm it.
+/// still count as activity and re-arm it. Arming takes the activity flag too: bytes seen before
+/// the timer was armed are already counted by arming it, so they cannot re-arm it once more
+/// when it fires (which made a stall take twice the limit).
 async fn next_within<S: Stream + Unpin>(
     stream: &mut S,
     mut timer: Pin<&mut tokio::time::Sleep>,
@@ -331,7 +333,8 @@ async fn next_within<S: Stream + Unpin>(
         let Some(limit) = limit else {
             return Poll::Pending;
         };
-        if !armed || activity.swap(false, Ordering::Relaxed) {
+        let active = activity.swap(false, Ordering::Relaxed);
+        if !armed || active {
             timer.as_mut().reset(tokio::time::Instant::now() + limit);
             armed = true;
         }
@@ -358,5 +361,48 @@ impl<S: Stream + Unpin> Stream for Activity<S> {
             self.seen.store(true, Ordering::Relaxed);
         }
         item
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HttpSettings;
+
+    /// Two items at once, then nothing: a stream that stalls right after its first events.
+    struct TwoThenSilence(u8);
+
+    impl Stream for TwoThenSilence {
+        type Item = u8;
+
+        fn poll_next(mut self: Pin<&mut Self>, _: &mut std::task::Context<'_>) -> Poll<Option<u8>> {
+            if self.0 < 2 {
+                self.0 += 1;
+                Poll::Ready(Some(self.0))
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stall_after_the_first_events_ends_at_the_default_idle_timeout_not_twice_it() {
+        let limit = HttpSettings::default().idle_timeout;
+        assert_eq!(limit, Duration::from_secs(30));
+        let seen = Arc::new(AtomicBool::new(false));
+        let mut stream = Activity {
+            inner: TwoThenSilence(0),
+            seen: seen.clone(),
+        };
+        let timer = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(timer);
+        for expected in [1, 2] {
+            let item = next_within(&mut stream, timer.as_mut(), Some(limit), &seen).await;
+            assert_eq!(item, Some(Some(expected)));
+        }
+        let last_byte = tokio::time::Instant::now();
+        let item = next_within(&mut stream, timer.as_mut(), Some(limit), &seen).await;
+        assert_eq!(item, None, "the idle timer fired");
+        assert_eq!(last_byte.elapsed(), limit);
     }
 }

@@ -718,3 +718,39 @@ async fn the_api_key_never_appears_in_debug_output_or_errors() {
     // The model's id is all a client shows of itself through the trait.
     assert_eq!(openai.id(), "gpt-test");
 }
+
+#[tokio::test]
+async fn a_stall_right_after_the_first_events_ends_the_attempt_within_the_idle_timeout() {
+    // Two events, then a pause far longer than the idle timeout, on a real socket.
+    let first_events = format!("{}{}", text("Two "), text("events"));
+    let stall = Reply::SseThenStall(vec![first_events.into_bytes()], Duration::from_secs(60));
+    let server = TestServer::start([stall, ok("Resumed.")]).await;
+    let idle = Duration::from_secs(2);
+    let settings = HttpSettings {
+        idle_timeout: idle,
+        ..settings(1)
+    };
+    let mut stream = client_at(&server.url, settings).stream(request());
+    let mut last_byte = None;
+    let mut discarded_after = None;
+    let mut events = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        let event = item.expect("the retry succeeds");
+        match &event {
+            ModelEvent::TextDelta(_) if discarded_after.is_none() => {
+                last_byte = Some(std::time::Instant::now())
+            }
+            ModelEvent::Discard { .. } => {
+                discarded_after = last_byte.map(|at| at.elapsed());
+            }
+            _ => {}
+        }
+        events.push(event);
+    }
+    let waited = discarded_after.expect("the stalled attempt was discarded");
+    // The relation, with room for a busy machine: at the limit, and well before twice it.
+    assert!(waited >= idle - Duration::from_millis(50), "{waited:?}");
+    assert!(waited < idle + idle / 2, "waited {waited:?} for an idle timeout of {idle:?}");
+    assert_eq!(text_of(&events), "Resumed.");
+    assert_eq!(server.requests().len(), 2);
+}
