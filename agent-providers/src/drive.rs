@@ -216,11 +216,8 @@ async fn send(
         }
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
         // worth another try.
-        let body = match tokio::time::timeout(limit, response.text()).await {
-            Ok(Ok(body)) => body,
-            _ => String::new(),
-        };
-        let shown: String = body.chars().take(200).collect();
+        let body = read_capped(response, limit, 200).await;
+        let shown = body.trim_end();
         return Err(ModelError::new(
             ModelErrorKind::StreamMalformed,
             format!("{provider}: expected an event stream, got `{content_type}`: {shown}"),
@@ -228,10 +225,7 @@ async fn send(
         .with_status(status.as_u16()));
     }
     let delay = retry_after(response.headers());
-    let body = match tokio::time::timeout(limit, response.text()).await {
-        Ok(Ok(body)) => body,
-        _ => String::new(),
-    };
+    let body = read_capped(response, limit, ERROR_BODY_LIMIT).await;
     Err(status_error(
         provider,
         status.as_u16(),
@@ -239,6 +233,39 @@ async fn send(
         &body,
     )
     .with_retry_after(delay))
+}
+
+/// How much of an error response's body is kept (in bytes, cut at a character boundary): enough
+/// for any provider's error JSON; the rest is never read nor buffered.
+pub(crate) const ERROR_BODY_LIMIT: usize = 8 * 1024;
+
+/// Reads at most `cap` bytes of a response body within `limit`, then stops reading (the
+/// connection is dropped with the response); a cut body ends with `… [truncated]`.
+async fn read_capped(mut response: reqwest::Response, limit: Duration, cap: usize) -> String {
+    let mut kept = Vec::new();
+    let mut cut = false;
+    let read = async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = cap - kept.len();
+            if chunk.len() > room {
+                kept.extend_from_slice(&chunk[..room]);
+                cut = true;
+                break;
+            }
+            kept.extend_from_slice(&chunk);
+        }
+    };
+    // A body that stops arriving keeps what came.
+    let _ = tokio::time::timeout(limit, read).await;
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if cut {
+        // A character split at the cap shows as U+FFFD; drop it.
+        if text.ends_with('\u{FFFD}') {
+            text.pop();
+        }
+        text.push_str("… [truncated]");
+    }
+    text
 }
 
 /// The typed error for an HTTP error status, keeping the provider's body.

@@ -29,7 +29,9 @@ pub(crate) fn retryable(error: &ModelError) -> bool {
 }
 
 /// The delay the provider asked for: `retry-after-ms`, or `Retry-After` in seconds or as an
-/// HTTP date.
+/// HTTP date. Whatever a server sends is safe: a delay too large for a `Duration` (`inf`,
+/// `1e30`) is `Duration::MAX`, which [`backoff`] caps at `max_backoff`; a negative or
+/// not-a-number value is ignored.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| {
         headers
@@ -37,21 +39,29 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .and_then(|value| value.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = text("retry-after-ms")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|ms| *ms >= 0.0)
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && let Some(delay) = seconds(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(delay);
     }
     let value = text("retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    if let Ok(number) = value.parse::<f64>() {
+        return seconds(number);
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
         when.duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
+}
+
+/// A number of seconds from a server as a delay: `None` when negative or not a number, and
+/// `Duration::MAX` when too large to represent.
+fn seconds(value: f64) -> Option<Duration> {
+    if value.is_nan() || value < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX))
 }
 
 /// How long to wait before retry number `attempt` (1-based): the provider's delay when it gave
@@ -114,6 +124,40 @@ mod tests {
         let mut junk = HeaderMap::new();
         junk.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&junk), None);
+    }
+
+    #[test]
+    fn hostile_retry_after_values_never_panic_and_are_capped() {
+        let settings = HttpSettings::default();
+        let huge = [
+            "inf",
+            "Infinity",
+            "1e30",
+            "1e308",
+            "18446744073709551616",
+            "9e18",
+        ];
+        for name in ["retry-after", "retry-after-ms"] {
+            for value in huge {
+                let mut headers = HeaderMap::new();
+                headers.insert(name, HeaderValue::from_static(value));
+                let asked = retry_after(&headers);
+                assert_eq!(
+                    backoff(&settings, 1, asked),
+                    settings.max_backoff,
+                    "{name}: {value}"
+                );
+            }
+            for ignored in ["NaN", "-1", "-inf", "", "1e", "0x10"] {
+                let mut headers = HeaderMap::new();
+                headers.insert(name, HeaderValue::from_static(ignored));
+                assert_eq!(retry_after(&headers), None, "{name}: {ignored:?}");
+            }
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after-ms", HeaderValue::from_static("NaN"));
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
     }
 
     #[test]

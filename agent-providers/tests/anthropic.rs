@@ -955,3 +955,31 @@ async fn the_key_never_shows() {
     assert!(!error.to_string().contains(KEY), "{error}");
     assert!(!format!("{error:?}").contains(KEY));
 }
+
+#[tokio::test]
+async fn huge_usage_counts_saturate_instead_of_overflowing() {
+    let start = sse(json!({"type": "message_start", "message": {
+        "id": "msg_01", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
+        "stop_reason": null, "stop_sequence": null, "usage": {
+            "input_tokens": u64::MAX, "cache_creation_input_tokens": u64::MAX,
+            "cache_read_input_tokens": 7, "output_tokens": 1}
+    }}));
+    let body = start + &text_block(0, &["Hi"]) + &message_end("end_turn", u64::MAX);
+    let server = TestServer::start([Reply::sse_split(&body, 64)]).await;
+    let events = events(&client(&server, 0), user("hi")).await;
+    let last_usage = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            ModelEvent::Usage(usage) => Some(*usage),
+            _ => None,
+        })
+        .expect("usage");
+    assert_eq!(last_usage.input_tokens, u64::MAX);
+    assert_eq!(last_usage.cached_input_tokens, 7);
+    assert_eq!(last_usage.output_tokens, u64::MAX);
+    // Summed over steps by the engine, the total saturates too.
+    let mut total = last_usage;
+    total.add(&last_usage);
+    assert_eq!(total.input_tokens, u64::MAX);
+}

@@ -750,7 +750,59 @@ async fn a_stall_right_after_the_first_events_ends_the_attempt_within_the_idle_t
     let waited = discarded_after.expect("the stalled attempt was discarded");
     // The relation, with room for a busy machine: at the limit, and well before twice it.
     assert!(waited >= idle - Duration::from_millis(50), "{waited:?}");
-    assert!(waited < idle + idle / 2, "waited {waited:?} for an idle timeout of {idle:?}");
+    assert!(
+        waited < idle + idle / 2,
+        "waited {waited:?} for an idle timeout of {idle:?}"
+    );
     assert_eq!(text_of(&events), "Resumed.");
     assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_retry_after_of_infinity_or_1e30_waits_max_backoff_and_retries() {
+    for (name, value) in [
+        ("retry-after", "inf"),
+        ("retry-after", "1e30"),
+        ("retry-after-ms", "inf"),
+        ("retry-after-ms", "1e30"),
+        ("retry-after", "NaN"),
+    ] {
+        let limited = Reply::Status {
+            status: 429,
+            headers: vec![(name.to_owned(), value.to_owned())],
+            body: r#"{"error":{"message":"slow down"}}"#.to_owned(),
+        };
+        let server = TestServer::start([limited, ok("Fine.")]).await;
+        let (events, error) = collect(client(&server, 1).stream(request())).await;
+        assert_eq!(error, None, "{name}: {value}");
+        assert_eq!(text_of(&events), "Fine.", "{name}: {value}");
+        assert_eq!(server.requests().len(), 2);
+    }
+}
+
+#[tokio::test]
+async fn a_huge_error_body_is_cut_to_eight_kib() {
+    let huge = format!(
+        r#"{{"error":{{"message":"{}"}}}}"#,
+        "é".repeat(3 * 1024 * 1024)
+    );
+    let server = TestServer::start([Reply::status(500, &huge)]).await;
+    let (_, error) = collect(client(&server, 0).stream(request())).await;
+    let error = error.expect("a server error");
+    assert_eq!(error.kind, ModelErrorKind::Server);
+    assert!(
+        error.message.ends_with("… [truncated]"),
+        "{}",
+        &error.message[..100]
+    );
+    assert!(
+        error.message.len() < 8 * 1024 + 100,
+        "kept {} bytes",
+        error.message.len()
+    );
+    assert!(
+        error
+            .message
+            .starts_with("openai: HTTP 500 Internal Server Error: {\"error\"")
+    );
 }

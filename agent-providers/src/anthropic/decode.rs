@@ -179,7 +179,10 @@ impl AnthropicDecoder {
             .cache_creation_input_tokens
             .unwrap_or(self.cache_creation);
         self.cache_read = usage.cache_read_input_tokens.unwrap_or(self.cache_read);
-        self.usage.input_tokens = self.uncached_input + self.cache_creation + self.cache_read;
+        self.usage.input_tokens = self
+            .uncached_input
+            .saturating_add(self.cache_creation)
+            .saturating_add(self.cache_read);
         self.usage.cached_input_tokens = self.cache_read;
         self.usage.output_tokens = usage.output_tokens.unwrap_or(self.usage.output_tokens);
         out.push(ModelEvent::Usage(self.usage));

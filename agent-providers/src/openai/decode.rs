@@ -152,7 +152,7 @@ impl OpenAiDecoder {
             let index = delta.index.unwrap_or_else(|| {
                 self.calls
                     .iter()
-                    .map(|call| call.index + 1)
+                    .map(|call| call.index.saturating_add(1))
                     .max()
                     .unwrap_or(0)
             });
@@ -396,6 +396,25 @@ mod tests {
             events.last(),
             Some(&ModelEvent::Finish(FinishReason::ToolCalls))
         );
+    }
+
+    #[test]
+    fn a_tool_call_index_of_u32_max_neither_overflows_nor_allocates() {
+        let (events, _) = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":4294967295,"id":"big","function":{"name":"a","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"next","function":{"name":"b","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        let ids: Vec<_> = events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCall(call) => Some(call.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["big", "next"]);
     }
 
     #[test]
