@@ -1,0 +1,314 @@
+//! Property tests (bounded, so CI stays fast) of everything a server controls, through the whole
+//! provider path over a loopback socket (HTTP, SSE framing, decoding, retries): whatever the
+//! bytes, the split points or the header values, the provider never panics, and it yields either
+//! exactly the events of the intact stream or a typed error.
+
+mod support;
+
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use agent_core::{
+    Message, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream,
+};
+use agent_providers::{Anthropic, HttpSettings, OpenAi};
+use futures_core::Stream;
+use proptest::prelude::*;
+use serde_json::json;
+use support::{Reply, TestServer};
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
+}
+
+fn settings(max_retries: u32) -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
+        max_retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Provider {
+    OpenAi,
+    Anthropic,
+}
+
+fn model(provider: Provider, url: &str, max_retries: u32) -> Box<dyn Model> {
+    match provider {
+        Provider::OpenAi => Box::new(
+            OpenAi::new("key")
+                .base_url(format!("{url}/v1"))
+                .model("gpt-test")
+                .settings(settings(max_retries)),
+        ),
+        Provider::Anthropic => Box::new(
+            Anthropic::new("key")
+                .base_url(url)
+                .model("claude-test")
+                .settings(settings(max_retries)),
+        ),
+    }
+}
+
+/// What one model call yielded: its events, and the error that ended it, if any.
+type Outcome = (Vec<ModelEvent>, Option<ModelError>);
+
+async fn collect(mut stream: ModelStream) -> Outcome {
+    let mut events = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+/// One model call of `provider` against a server answering with `replies`.
+fn call(provider: Provider, replies: Vec<Reply>, max_retries: u32) -> Outcome {
+    runtime().block_on(async move {
+        let server = TestServer::start(replies).await;
+        let request = ModelRequest {
+            messages: vec![Message::user("hi")],
+            ..ModelRequest::default()
+        };
+        collect(model(provider, &server.url, max_retries).stream(request)).await
+    })
+}
+
+fn openai_stream() -> String {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let frame = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {frame}\n\n")
+    };
+    let mut body = String::new();
+    body += &chunk(
+        json!({"role": "assistant", "reasoning_content": "Thinking… ünïcode"}),
+        None,
+    );
+    body += &chunk(json!({"content": "Héllo wörld 🌍, "}), None);
+    body += &chunk(json!({"content": "twice."}), None);
+    body += &chunk(
+        json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"pa"}}]}),
+        None,
+    );
+    body += &chunk(
+        json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Zürich\"}"}}]}),
+        None,
+    );
+    body += &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "th\":\"ä.txt\"}"}}]}),
+        None,
+    );
+    body += &chunk(json!({}), Some("tool_calls"));
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}});
+    body += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    body
+}
+
+fn anthropic_stream() -> String {
+    let sse = |data: serde_json::Value| {
+        let name = data["type"].as_str().unwrap_or("message").to_owned();
+        format!("event: {name}\ndata: {data}\n\n")
+    };
+    let mut body = sse(json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-test",
+        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 12, "output_tokens": 1}}}));
+    body += ": keep-alive comment\n\n";
+    body += &sse(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    );
+    body += &sse(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Hmm… ü"}}),
+    );
+    body += &sse(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig=="}}),
+    );
+    body += &sse(json!({"type": "content_block_stop", "index": 0}));
+    body += &sse(
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+    );
+    body += &sse(
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Héllo 🌍"}}),
+    );
+    body += &sse(json!({"type": "content_block_stop", "index": 1}));
+    body += &sse(json!({"type": "content_block_start", "index": 2,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}}));
+    body += &sse(
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"path\":"}}),
+    );
+    body += &sse(
+        json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "\"ä.txt\"}"}}),
+    );
+    body += &sse(json!({"type": "content_block_stop", "index": 2}));
+    body += &sse(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 9}}),
+    );
+    body += &sse(json!({"type": "message_stop"}));
+    body
+}
+
+fn stream_of(provider: Provider) -> &'static str {
+    static OPENAI: OnceLock<String> = OnceLock::new();
+    static ANTHROPIC: OnceLock<String> = OnceLock::new();
+    match provider {
+        Provider::OpenAi => OPENAI.get_or_init(openai_stream),
+        Provider::Anthropic => ANTHROPIC.get_or_init(anthropic_stream),
+    }
+}
+
+/// The events of the intact stream, written in one piece.
+fn intact(provider: Provider) -> &'static [ModelEvent] {
+    static OPENAI: OnceLock<Vec<ModelEvent>> = OnceLock::new();
+    static ANTHROPIC: OnceLock<Vec<ModelEvent>> = OnceLock::new();
+    let decode = || {
+        let body = stream_of(provider).as_bytes().to_vec();
+        let (events, error) = call(provider, vec![Reply::Sse(vec![body])], 0);
+        assert_eq!(error, None, "the intact {provider:?} stream decodes");
+        assert!(
+            matches!(events.last(), Some(ModelEvent::Finish(_))),
+            "{events:?}"
+        );
+        events
+    };
+    match provider {
+        Provider::OpenAi => OPENAI.get_or_init(decode),
+        Provider::Anthropic => ANTHROPIC.get_or_init(decode),
+    }
+}
+
+/// `bytes` cut into pieces of the given sizes (cycled), each written as its own HTTP chunk.
+fn pieces(bytes: &[u8], sizes: &[usize]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut sizes = sizes.iter().cycle();
+    while at < bytes.len() {
+        let size = (*sizes.next().unwrap_or(&1)).max(1);
+        let end = (at + size).min(bytes.len());
+        out.push(bytes[at..end].to_vec());
+        at = end;
+    }
+    out
+}
+
+/// Errors a broken body may end in.
+fn is_stream_error(error: &ModelError) -> bool {
+    matches!(
+        error.kind,
+        ModelErrorKind::StreamTruncated
+            | ModelErrorKind::StreamMalformed
+            | ModelErrorKind::Disconnected
+            | ModelErrorKind::Provider
+            | ModelErrorKind::Server
+            | ModelErrorKind::RateLimited
+            | ModelErrorKind::ContextOverflow
+            | ModelErrorKind::BadRequest
+            | ModelErrorKind::Authentication
+            | ModelErrorKind::Other
+    )
+}
+
+fn provider() -> impl Strategy<Value = Provider> {
+    prop_oneof![Just(Provider::OpenAi), Just(Provider::Anthropic)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// However the bytes are split (inside events, lines and UTF-8 characters), the events are
+    /// those of the intact stream.
+    #[test]
+    fn any_split_decodes_to_the_same_events(
+        provider in provider(),
+        sizes in prop::collection::vec(1usize..48, 1..12),
+    ) {
+        let body = pieces(stream_of(provider).as_bytes(), &sizes);
+        let (events, error) = call(provider, vec![Reply::Sse(body)], 0);
+        prop_assert_eq!(error, None);
+        prop_assert_eq!(events.as_slice(), intact(provider));
+    }
+
+    /// A stream cut anywhere before its end is an error, never a shorter answer; cut at its very
+    /// end it is whole.
+    #[test]
+    fn a_cut_stream_is_whole_or_an_error(provider in provider(), cut in 0.0f64..1.0) {
+        let full = stream_of(provider).as_bytes();
+        let at = ((full.len() as f64) * cut) as usize;
+        let (events, error) = call(provider, vec![Reply::Sse(vec![full[..at].to_vec()])], 0);
+        match error {
+            None => prop_assert_eq!(events.as_slice(), intact(provider)),
+            Some(error) => prop_assert!(is_stream_error(&error), "{:?}", error),
+        }
+    }
+
+    /// Arbitrary bytes as the body (and arbitrary bytes spliced into a valid stream) never
+    /// panic: the call ends in a typed error, or with the events of a stream that finished.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        provider in provider(),
+        noise in prop::collection::vec(any::<u8>(), 0..400),
+        at in 0.0f64..1.0,
+        sizes in prop::collection::vec(1usize..64, 1..6),
+    ) {
+        for body in [noise.clone(), {
+            let full = stream_of(provider).as_bytes();
+            let at = ((full.len() as f64) * at) as usize;
+            [&full[..at], &noise[..], &full[at..]].concat()
+        }] {
+            let (events, error) = call(provider, vec![Reply::Sse(pieces(&body, &sizes))], 0);
+            match error {
+                None => prop_assert!(matches!(events.last(), Some(ModelEvent::Finish(_))), "{:?}", events),
+                Some(error) => prop_assert!(is_stream_error(&error), "{:?}", error),
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whatever a rate-limited response says in `Retry-After` or `retry-after-ms`, the retry
+    /// waits at most `max_backoff` and the call recovers.
+    #[test]
+    fn any_retry_after_value_is_safe(
+        provider in provider(),
+        name in prop_oneof![Just("retry-after"), Just("retry-after-ms")],
+        value in prop_oneof![
+            "[ -~]{0,24}",
+            Just("inf".to_owned()),
+            Just("1e30".to_owned()),
+            Just("-1".to_owned()),
+            Just("NaN".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|n| n.to_string()),
+        ],
+    ) {
+        let limited = Reply::Status {
+            status: 429,
+            headers: vec![(name.to_owned(), value.trim().to_owned())],
+            body: r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#.to_owned(),
+        };
+        let ok = Reply::Sse(vec![stream_of(provider).as_bytes().to_vec()]);
+        let started = std::time::Instant::now();
+        let (events, error) = call(provider, vec![limited, ok], 1);
+        prop_assert_eq!(error, None);
+        prop_assert_eq!(events.as_slice(), intact(provider));
+        prop_assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
