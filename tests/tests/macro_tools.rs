@@ -47,10 +47,9 @@ fn hello() -> String {
 #[test]
 fn the_schema_is_json_schema_2020_12_with_descriptions_optional_fields_and_defaults() {
     let schema = Search::schema();
-    assert_eq!(
-        schema["$schema"],
-        "https://json-schema.org/draft/2020-12/schema"
-    );
+    // No `$schema` key (some servers reject it); a closed arguments object.
+    assert_eq!(schema.get("$schema"), None);
+    assert_eq!(schema["additionalProperties"], false);
     assert_eq!(schema["type"], "object");
     assert_eq!(schema["required"], json!(["query"]));
     assert_eq!(

@@ -109,22 +109,24 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
-/// Builds a tool's arguments schema (JSON Schema 2020-12) from its args type. The args type's
-/// own title and doc comment are dropped (the tool's name and description say it), and an object
-/// without parameters still lists its (empty) `properties`, which some providers require.
+/// Builds a tool's arguments schema (JSON Schema 2020-12) from its args type, in the form every
+/// provider accepts and exactly as a hand-written schema would read: no `$schema` key (some
+/// OpenAI-compatible servers reject one), the args type's own title and doc comment dropped (the
+/// tool's name and description say it), and an arguments object that lists its `properties`
+/// (empty when there are none, which some providers require) and says
+/// `additionalProperties: false` (unless the type itself allows more, as a map does).
 pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
         map.remove("title");
         map.remove("description");
-        if map.get("type").and_then(Value::as_str) == Some("object")
-            && !map.contains_key("properties")
-        {
-            map.insert(
-                "properties".to_owned(),
-                Value::Object(serde_json::Map::new()),
-            );
+        if map.get("type").and_then(Value::as_str) == Some("object") {
+            map.entry("properties")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            map.entry("additionalProperties")
+                .or_insert(Value::Bool(false));
         }
     }
     schema
