@@ -88,7 +88,11 @@ fn parse_args() -> Result<Args, String> {
             "--db" => db = Some(args.next().ok_or("--db needs a path")?),
             "--session" => session = args.next().ok_or("--session needs a name")?,
             "--provider" => provider = Some(args.next().ok_or("--provider needs a value")?),
-            other if other.starts_with("--") => return Err(format!("unknown option `{other}`")),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other if other.starts_with('-') => return Err(format!("unknown option `{other}`")),
             other => words.push(other.to_owned()),
         }
     }
@@ -152,7 +156,7 @@ async fn main() -> ExitCode {
     let session = agent.session(&args.session);
     let result = session.run(args.message.as_str()).await;
     if let Some(error) = &result.error {
-        eprintln!("chat: the turn ended {:?}: {error}", result.status);
+        eprintln!("chat: the turn ended {}: {error}", result.status);
         return ExitCode::FAILURE;
     }
     println!("{}", result.text);

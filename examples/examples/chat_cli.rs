@@ -112,7 +112,7 @@ impl Assistant {
     #[hook(on_step_finish)]
     fn on_step_finish(&self, step: &StepRecord) {
         self.record(format!(
-            "on_step_finish({}) {:?}",
+            "on_step_finish({}) {}",
             step.step, step.finish_reason
         ));
     }
@@ -155,7 +155,10 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--provider" => provider = Some(args.next().ok_or("--provider needs a value")?),
             "--model" => model = Some(args.next().ok_or("--model needs a value")?),
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             other if other.starts_with("--") => return Err(format!("unknown option `{other}`")),
             other => prompt.push(other.to_owned()),
         }
@@ -210,10 +213,7 @@ async fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
         Err(problem) => {
-            if !problem.is_empty() {
-                eprintln!("chat_cli: {problem}\n");
-            }
-            eprintln!("{USAGE}");
+            eprintln!("chat_cli: {problem}\n\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -271,7 +271,7 @@ async fn main() -> ExitCode {
     match result {
         Some(result) if result.is_completed() => {
             println!(
-                "\n{:?}, {} steps, {} tokens",
+                "\n{}, {} steps, {} tokens",
                 result.status,
                 result.steps.len(),
                 result.usage.total_tokens()
@@ -280,7 +280,7 @@ async fn main() -> ExitCode {
         }
         Some(result) => {
             let error = result.error.map(|e| e.to_string()).unwrap_or_default();
-            eprintln!("\nthe turn ended {:?}: {error}", result.status);
+            eprintln!("\nthe turn ended {}: {error}", result.status);
             ExitCode::FAILURE
         }
         None => ExitCode::FAILURE,

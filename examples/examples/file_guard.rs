@@ -105,8 +105,22 @@ impl FileAgent {
     }
 }
 
+const USAGE: &str = "usage: file_guard
+
+Runs one offline turn of a file agent whose before_tool_call hook (`match = \"..._file\"`)
+sandboxes reads and writes in a temporary folder: it blocks, serves from a cache, or rewrites
+calls, and the example prints what the model received for each.";
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(arg) = std::env::args().nth(1) {
+        if arg == "-h" || arg == "--help" {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        eprintln!("file_guard: unknown argument `{arg}`\n\n{USAGE}");
+        std::process::exit(2);
+    }
     let root = std::env::temp_dir().join(format!("file_guard_{}", std::process::id()));
     std::fs::create_dir_all(&root)?;
     std::fs::write(root.join("todo.txt"), "water the plants\n")?;
@@ -152,7 +166,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("answer: {}", result.text);
     std::fs::remove_dir_all(&root)?;
     if !result.is_completed() {
-        return Err(format!("the turn did not complete: {:?}", result.error).into());
+        let error = result
+            .error
+            .as_ref()
+            .map_or(String::new(), ToString::to_string);
+        return Err(format!("the turn ended {}: {error}", result.status).into());
     }
     Ok(())
 }

@@ -122,9 +122,11 @@ impl Assistant {
         self.record(
             1,
             format!(
-                "on_llm_end        {} tool calls, {:?}",
+                "on_llm_end        {} tool calls, {}",
                 ctx.tool_calls.len(),
                 ctx.finish_reason
+                    .as_ref()
+                    .map_or("no finish reason", |reason| reason.as_str())
             ),
         );
     }
@@ -177,7 +179,7 @@ impl Assistant {
     fn on_step_finish(&self, step: &StepRecord) {
         self.record(
             1,
-            format!("on_step_finish({}) {:?}", step.step, step.finish_reason),
+            format!("on_step_finish({}) {}", step.step, step.finish_reason),
         );
     }
 
@@ -188,12 +190,25 @@ impl Assistant {
 
     #[hook(on_chat_response)]
     fn on_chat_response(&self, response: &ChatResponse) {
-        self.record(0, format!("on_chat_response  {:?}", response.status));
+        self.record(0, format!("on_chat_response  {}", response.status));
     }
 }
 
+const USAGE: &str = "usage: quickstart
+
+Runs one offline turn of a small assistant against a scripted model (two tool calls, then an
+answer) and prints every hook it fired, with the microseconds since the turn began.";
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(arg) = std::env::args().nth(1) {
+        if arg == "-h" || arg == "--help" {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        eprintln!("quickstart: unknown argument `{arg}`\n\n{USAGE}");
+        std::process::exit(2);
+    }
     // The scripted model plays the part of an LLM: first it asks for both tools, then answers.
     let model = ScriptedModel::new([
         ScriptedStep::new()
@@ -217,14 +232,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:>8} µs  {}{label}", micros, "  ".repeat(*depth));
     }
     println!(
-        "\nstatus: {:?}, {} steps, {} tokens",
+        "\nstatus: {}, {} steps, {} tokens",
         result.status,
         result.steps.len(),
         result.usage.total_tokens()
     );
     println!("answer: {}", result.text);
     if !result.is_completed() {
-        return Err(format!("the turn did not complete: {:?}", result.error).into());
+        let error = result
+            .error
+            .as_ref()
+            .map_or(String::new(), ToString::to_string);
+        return Err(format!("the turn ended {}: {error}", result.status).into());
     }
     Ok(())
 }

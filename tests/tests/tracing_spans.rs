@@ -135,6 +135,15 @@ fn turn_step_model_tool_and_hook_spans_carry_gen_ai_attributes() {
     assert_eq!(field(&chats[0], "gen_ai.request.model"), Some("gpt-test"));
     assert_eq!(field(&chats[0], "gen_ai.usage.input_tokens"), Some("11"));
     assert_eq!(field(&chats[1], "gen_ai.usage.output_tokens"), Some("2"));
+    // Finish reasons as the wire spells them, not as Rust's Debug does.
+    assert_eq!(
+        field(&chats[0], "gen_ai.response.finish_reasons"),
+        Some("tool_calls")
+    );
+    assert_eq!(
+        field(&chats[1], "gen_ai.response.finish_reasons"),
+        Some("stop")
+    );
 
     let tools = spans.find("execute_tool");
     assert_eq!(tools.len(), 1);

@@ -465,6 +465,22 @@ pub enum StopReason {
     MaxSteps,
 }
 
+impl StopReason {
+    /// The reason in snake_case: `finished`, `max_steps`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::Finished => "finished",
+            StopReason::MaxSteps => "max_steps",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// on_stop: a limit ended the turn.
 #[derive(Clone, Debug)]
 pub struct StopContext {
@@ -499,6 +515,23 @@ pub enum TurnStatus {
     Error,
     /// It was cancelled.
     Aborted,
+}
+
+impl TurnStatus {
+    /// The status as on_chat_response reports it: `completed`, `error`, `aborted`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::Error => "error",
+            TurnStatus::Aborted => "aborted",
+        }
+    }
+}
+
+impl fmt::Display for TurnStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An error that ended a turn.
@@ -608,6 +641,32 @@ pub enum ChatErrorClassification {
     Unknown,
 }
 
+impl ChatErrorClassification {
+    /// The classification as Think spells it: `context_overflow`, `rate_limit`, `transient`,
+    /// `fatal`, `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChatErrorClassification::ContextOverflow => "context_overflow",
+            ChatErrorClassification::RateLimit => "rate_limit",
+            ChatErrorClassification::Transient => "transient",
+            ChatErrorClassification::Fatal => "fatal",
+            ChatErrorClassification::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for ChatErrorClassification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ErrorStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// classify_chat_error: the error to classify.
 #[derive(Clone, Debug)]
 pub struct ClassifyContext {
@@ -709,4 +768,48 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         output_json,
         _output: PhantomData,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FinishReason;
+
+    #[test]
+    fn outcomes_display_in_snake_case_as_on_the_wire() {
+        let shown = |value: &dyn fmt::Display| value.to_string();
+        assert_eq!(shown(&TurnStatus::Completed), "completed");
+        assert_eq!(shown(&TurnStatus::Error), "error");
+        assert_eq!(shown(&TurnStatus::Aborted), "aborted");
+        assert_eq!(shown(&StopReason::Finished), "finished");
+        assert_eq!(shown(&StopReason::MaxSteps), "max_steps");
+        assert_eq!(shown(&FinishReason::Stop), "stop");
+        assert_eq!(shown(&FinishReason::Length), "length");
+        assert_eq!(shown(&FinishReason::ToolCalls), "tool_calls");
+        assert_eq!(shown(&FinishReason::ContentFilter), "content_filter");
+        assert_eq!(
+            shown(&FinishReason::Other("pause_turn".to_owned())),
+            "pause_turn"
+        );
+        assert_eq!(
+            shown(&ChatErrorClassification::ContextOverflow),
+            "context_overflow"
+        );
+        assert_eq!(shown(&ChatErrorClassification::RateLimit), "rate_limit");
+        assert_eq!(shown(&ChatErrorClassification::Transient), "transient");
+        assert_eq!(shown(&ChatErrorClassification::Fatal), "fatal");
+        assert_eq!(shown(&ChatErrorClassification::Unknown), "unknown");
+        assert_eq!(shown(&ErrorStage::Persist), "persist");
+        // The wire form of a finish reason is its serde form.
+        for reason in [
+            FinishReason::Stop,
+            FinishReason::ToolCalls,
+            FinishReason::ContentFilter,
+        ] {
+            assert_eq!(
+                serde_json::to_value(&reason).unwrap(),
+                serde_json::Value::String(reason.to_string())
+            );
+        }
+    }
 }

@@ -216,6 +216,26 @@ pub enum FinishReason {
     Other(String),
 }
 
+impl FinishReason {
+    /// The reason as the wire spells it (`stop`, `length`, `tool_calls`, `content_filter`), or
+    /// the provider's own word for any other.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(other) => other,
+        }
+    }
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A failed model call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelError {

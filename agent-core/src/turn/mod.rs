@@ -456,10 +456,7 @@ impl Turn<'_> {
         if let Err(error) = llm_end {
             return Some(End::Failed(error, ErrorStage::Turn));
         }
-        span.record(
-            "gen_ai.response.finish_reasons",
-            tracing::field::debug(&finish_reason),
-        );
+        span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
 
         let assistant = Message::Assistant {
             content: text.clone(),
