@@ -1,4 +1,4 @@
-//! Engine hot paths (DESIGN §9): on_chunk dispatch, one tool-call step, and long streams.
+//! Engine hot paths (docs/design.md §9): on_chunk dispatch, one tool-call step, and long streams.
 //!
 //! Run with `cargo bench -p agent-core` (add a filter such as `-- on_chunk` to run one group).
 //!

@@ -1,4 +1,4 @@
-//! Session store costs (DESIGN §7): the writes of one turn on the SQLite store (WAL mode, a file
+//! Session store costs (docs/design.md §7): the writes of one turn on the SQLite store (WAL mode, a file
 //! under the system temp dir), and opening a store and loading a session of 10,000 messages.
 //!
 //! Run with `cargo bench -p agent-core --bench store` (`TMPDIR=/some/disk` measures another

@@ -199,7 +199,7 @@ fn floor_reqwest_sse_json(bencher: Bencher, n: usize) {
     });
 }
 
-// ---- A whole turn (DESIGN §9) -------------------------------------------------------------
+// ---- A whole turn (docs/design.md §9) -------------------------------------------------------------
 
 /// Step one: two tool calls. Step two (after the tool results): fifty text chunks.
 fn turn_bodies() -> (Vec<u8>, Vec<u8>) {

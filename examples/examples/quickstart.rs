@@ -1,6 +1,6 @@
 //! An agent with two tools whose turn makes two tool calls, run offline against the scripted
 //! model. Prints the hook timeline as a tree: event, tool, decision, and microseconds since the
-//! turn began, in the order of DESIGN §5.
+//! turn began, in the order of docs/design.md §5.
 //!
 //! Run: `cargo run -p examples --example quickstart`
 

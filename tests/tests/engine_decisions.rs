@@ -1,4 +1,4 @@
-//! before_tool_call decisions (DESIGN §6): Allow, Modify, Block, Substitute, what
+//! before_tool_call decisions (docs/design.md §6): Allow, Modify, Block, Substitute, what
 //! after_tool_call sees for each, and the merge rule of several hooks.
 
 use agent_core::{

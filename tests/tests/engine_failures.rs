@@ -1,4 +1,4 @@
-//! The failure policy (DESIGN §4): failing, panicking and timing-out hooks of each class
+//! The failure policy (docs/design.md §4): failing, panicking and timing-out hooks of each class
 //! (gates, observers, turn-level hooks), `on_error` overrides, and panicking tools.
 
 use std::sync::OnceLock;

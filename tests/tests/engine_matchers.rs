@@ -1,4 +1,4 @@
-//! Which tools a tool-call hook applies to (DESIGN §6 "Matchers"), hook priority, the problems
+//! Which tools a tool-call hook applies to (docs/design.md §6 "Matchers"), hook priority, the problems
 //! `AgentBuilder::build` reports, and hooks matching tools added at run time.
 
 use std::sync::Arc;
@@ -23,7 +23,7 @@ fn probe(trace: &Trace, name: &'static str) -> Hook<AnyBefore> {
     })
 }
 
-/// The three tools of DESIGN §2's file agent.
+/// The three tools of docs/design.md §2's file agent.
 fn file_agent(model: &ScriptedModel, trace: &Trace) -> AgentBuilder {
     AgentBuilder::new("files")
         .model(model.clone())

@@ -1,4 +1,4 @@
-//! The message hooks (DESIGN §4): filter_messages, prefilter_llm_history, post_process_message,
+//! The message hooks (docs/design.md §4): filter_messages, prefilter_llm_history, post_process_message,
 //! before/after_create_message, before/after_update_message, after_tool_call_success/failure,
 //! before_store_tool_result, on_session_start/end, and `Conversation::inject_message`. Store
 //! writes are traced together with the hooks, so each test compares one full ordered list.

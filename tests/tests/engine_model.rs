@@ -1,4 +1,4 @@
-//! What the model gets wrong (DESIGN §6 "Model mistakes are results") and how broken streams
+//! What the model gets wrong (docs/design.md §6 "Model mistakes are results") and how broken streams
 //! end a turn: stage, partial output, classification and the error surfaced.
 
 use std::sync::OnceLock;

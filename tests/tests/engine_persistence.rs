@@ -1,4 +1,4 @@
-//! Turn persistence (DESIGN §7): the user message is stored when the turn starts, each assistant
+//! Turn persistence (docs/design.md §7): the user message is stored when the turn starts, each assistant
 //! message pending when its model call starts and completed (or failed, with its partial content)
 //! when it ends, each tool result as it is appended. Store operations are traced together with
 //! the hooks, so the test compares one full ordered list.

@@ -1,4 +1,4 @@
-//! The order of events in a turn (DESIGN §5), the stream API, and concurrent tool calls.
+//! The order of events in a turn (docs/design.md §5), the stream API, and concurrent tool calls.
 
 use std::sync::{Arc, OnceLock};
 

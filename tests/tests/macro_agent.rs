@@ -1,4 +1,4 @@
-//! `#[agent]`, `#[tool]` and `#[hook]` together: the DSL of DESIGN §2, run against the scripted model.
+//! `#[agent]`, `#[tool]` and `#[hook]` together: the DSL of docs/design.md §2, run against the scripted model.
 
 use std::sync::Mutex;
 

@@ -1,5 +1,5 @@
 //! What the message hooks receive and may return: the session hooks, the transforms of the
-//! history and of the messages the engine stores, and the store-write hooks (DESIGN §4, rows
+//! history and of the messages the engine stores, and the store-write hooks (docs/design.md §4, rows
 //! filter_messages to before/after_update_message, and after_tool_call_success/failure).
 
 use std::sync::Arc;

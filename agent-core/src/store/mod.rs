@@ -1,4 +1,4 @@
-//! Where conversations live between turns: the [`SessionStore`] seam, its rows (DESIGN §7), and
+//! Where conversations live between turns: the [`SessionStore`] seam, its rows (docs/design.md §7), and
 //! the in-memory store. The engine inserts the user's message when a turn starts, each assistant
 //! message `pending` when its model call starts and `completed` (or `failed`, with its partial
 //! content) when it ends, and each tool result as it arrives.
@@ -74,7 +74,7 @@ pub enum ToolStatus {
     Error,
 }
 
-/// One stored message (a row, DESIGN §7). Role, content, tool calls, tool call id and name are
+/// One stored message (a row, docs/design.md §7). Role, content, tool calls, tool call id and name are
 /// those of [`StoredMessage::message`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {

@@ -76,7 +76,7 @@ impl SqliteOptions {
     }
 }
 
-/// Sessions in one SQLite file: the embedded default store (DESIGN §7). Rows keep their order
+/// Sessions in one SQLite file: the embedded default store (docs/design.md §7). Rows keep their order
 /// and survive the process; several processes may share the file (a writer waits up to the busy
 /// timeout for another's lock). Clones share one connection.
 #[derive(Clone)]

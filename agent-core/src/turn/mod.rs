@@ -1,5 +1,5 @@
 //! One turn, from the user's input to on_chat_response: every turn-wide hook fires here, in the
-//! order of DESIGN §5. Model streams are read in `stream.rs`; tool calls run in `tool_call/`.
+//! order of docs/design.md §5. Model streams are read in `stream.rs`; tool calls run in `tool_call/`.
 
 mod classify;
 mod compact;

@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The migration steps, applied in order: step `i` brings the schema from version `i` to `i + 1`.
 /// Append new steps; never edit a released one.
 const MIGRATIONS: &[&str] = &[
-    // 1: the messages table (DESIGN §7). Plain `CREATE` so that a foreign database with a table of
+    // 1: the messages table (docs/design.md §7). Plain `CREATE` so that a foreign database with a table of
     // the same name is an error rather than a silent mix.
     "CREATE TABLE messages (
         id                    INTEGER PRIMARY KEY,
