@@ -1,6 +1,8 @@
-//! Small async helpers the engine needs without pulling in `futures`.
+//! Small helpers the engine needs without pulling in `futures`: an ordered concurrent join,
+//! ids, and catching panics in closures and futures.
 
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind as catch_sync};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -79,4 +81,41 @@ pub(crate) fn new_id(prefix: &str) -> String {
         .map(|d| d.as_micros())
         .unwrap_or_default();
     format!("{prefix}_{micros:x}_{count}")
+}
+
+/// Wraps a boxed future so a panic while polling it becomes an `Err` with the panic message.
+pub(crate) fn catch_unwind<T>(future: BoxFuture<'_, T>) -> CatchUnwind<'_, T> {
+    CatchUnwind { future }
+}
+
+pub(crate) struct CatchUnwind<'a, T> {
+    future: BoxFuture<'a, T>,
+}
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = &mut self.future;
+        match catch_sync(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(&*payload))),
+        }
+    }
+}
+
+/// Runs `body`, turning a panic into an `Err` with the panic message.
+pub(crate) fn catch_panic<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    catch_sync(AssertUnwindSafe(body)).map_err(|payload| panic_message(&*payload))
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
 }

@@ -19,7 +19,7 @@ pub use event::TurnHooks;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use returns::HookReturn;
-pub(crate) use run::{catch_panic, catch_unwind, run_hook};
+pub(crate) use run::run_hook;
 
 /// A lifecycle event: its context, what its hooks return, and its default failure policy.
 ///

@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 
 use super::config::SessionConfig;
-use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
 use crate::store::{MessageStatus, NewMessage, SessionStore, StoreError};
+use crate::util::{catch_panic, catch_unwind};
 
 /// The text the summary message starts with.
 pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";

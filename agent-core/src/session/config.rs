@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::BoxFuture;
-use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
+use crate::util::{catch_panic, catch_unwind};
 
 /// The session a configuration is built for (what context providers receive).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,7 +19,8 @@ pub use config::{
     default_token_counter,
 };
 
-use crate::hooks::{TurnError, TurnErrorKind, catch_panic};
+use crate::hooks::{TurnError, TurnErrorKind};
+use crate::util::catch_panic;
 
 /// The closure given to `configure_session`.
 pub(crate) type Configure = Arc<dyn Fn(SessionConfig) -> SessionConfig + Send + Sync>;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage};
 use crate::BoxFuture;
-use crate::hooks::{catch_panic, catch_unwind};
+use crate::util::{catch_panic, catch_unwind};
 
 /// The agent's store, guarded against panics.
 pub(crate) struct PanicSafe(pub(crate) Arc<dyn SessionStore>);

@@ -12,11 +12,10 @@ use tracing::Instrument;
 use crate::agent::ToolSlot;
 use crate::cancel::CancelToken;
 use crate::hooks::tool_hooks::{CallState, ErasedDecision};
-use crate::hooks::{
-    FailurePolicy, ToolOutcome, ToolResultRecord, TurnError, TurnErrorKind, catch_unwind,
-};
+use crate::hooks::{FailurePolicy, ToolOutcome, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};
 use crate::tool::{ToolContext, ToolError};
+use crate::util::catch_unwind;
 
 /// Where a call runs: the turn's id, step and tools.
 pub(crate) struct CallScope<'a> {

@@ -25,11 +25,11 @@ use crate::hooks::{
     StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason, TurnConfig,
     TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
 };
-use crate::hooks::{catch_panic, catch_unwind};
 use crate::message::Message;
 use crate::model::{Model, ModelRequest, ToolChoice, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage};
 use crate::tool_call::{CallResult, CallScope, TurnTools};
+use crate::util::{catch_panic, catch_unwind};
 use crate::util::{join_ordered, new_id};
 
 /// Runs one turn of `conversation`; events go to `sink` when streaming.

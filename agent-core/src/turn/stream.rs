@@ -5,9 +5,10 @@ use std::future::Future;
 use std::task::Poll;
 
 use crate::agent::TurnEvent;
-use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind, catch_panic};
+use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::ToolCall;
 use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
+use crate::util::catch_panic;
 
 use super::Turn;
 use super::dispatch::observe;
