@@ -91,7 +91,7 @@ impl Message {
 }
 
 /// A tool call as the model emitted it: raw JSON arguments, not yet validated.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's id for this call.
     pub id: String,
@@ -99,4 +99,25 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments as the model sent them (JSON text, possibly invalid).
     pub arguments: String,
+    /// What the provider said about the call beyond its name and arguments, for hooks to read
+    /// (for example Anthropic's `caller`, `{"caller": {"type": "code_execution_20250825", ...}}`,
+    /// when a server tool called this client tool). `None` for most calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl ToolCall {
+    /// A call with no provider metadata.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            metadata: None,
+        }
+    }
 }

@@ -21,6 +21,7 @@ use sse_stream::SseByteStream;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings};
 use crate::retry::{backoff, retry_after, retryable};
+use crate::sse_tail::CompleteLastEvent;
 
 /// One HTTP request a provider builds for a model call.
 pub(crate) struct HttpRequest {
@@ -106,7 +107,8 @@ pub(crate) fn stream<W: Wire>(
                 Err(error) => error,
                 Ok(response) => {
                     let activity = Arc::new(AtomicBool::new(false));
-                    let mut events = SseByteStream::new(Activity { inner: response.bytes_stream(), seen: activity.clone() });
+                    let body = CompleteLastEvent::new(response.bytes_stream());
+                    let mut events = SseByteStream::new(Activity { inner: body, seen: activity.clone() });
                     let mut decoder = wire.decoder();
                     let mut decoded = Vec::new();
                     let mut streamed = false;

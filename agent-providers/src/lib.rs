@@ -14,6 +14,7 @@ mod config;
 mod drive;
 mod openai;
 mod retry;
+mod sse_tail;
 
 pub use anthropic::Anthropic;
 pub use config::{ApiKey, ConfigError, HttpSettings};

@@ -233,6 +233,7 @@ fn full_stream_events() -> Vec<ModelEvent> {
             id: "toolu_01".to_owned(),
             name: "get_weather".to_owned(),
             arguments: "{\"city\": \"Zürich\"}".to_owned(),
+            metadata: None,
         }),
         input("toolu_02", "{\"tz\""),
         input("toolu_02", ": \"Europe/"),
@@ -241,6 +242,7 @@ fn full_stream_events() -> Vec<ModelEvent> {
             id: "toolu_02".to_owned(),
             name: "get_time".to_owned(),
             arguments: "{\"tz\": \"Europe/Zurich\"}".to_owned(),
+            metadata: None,
         }),
         ModelEvent::Usage(usage(89)),
         ModelEvent::Finish(FinishReason::ToolCalls),
@@ -296,8 +298,8 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 content: "Checking.".to_owned(),
                 reasoning: "Two tools.".to_owned(),
                 tool_calls: vec![
-                    ToolCall { id: "toolu_1".to_owned(), name: "get_weather".to_owned(), arguments: r#"{"city":"Paris"}"#.to_owned() },
-                    ToolCall { id: "toolu_2".to_owned(), name: "get_time".to_owned(), arguments: "{not json".to_owned() },
+                    ToolCall { id: "toolu_1".to_owned(), name: "get_weather".to_owned(), arguments: r#"{"city":"Paris"}"#.to_owned(), metadata: None },
+                    ToolCall { id: "toolu_2".to_owned(), name: "get_time".to_owned(), arguments: "{not json".to_owned(), metadata: None },
                 ],
                 // With thinking on, the signed reasoning goes back before the tool calls.
                 reasoning_signature: Some("sig-1".to_owned()),
@@ -582,6 +584,7 @@ async fn structured_output_with_other_tools_lets_the_model_call_them_first() {
         id: "toolu_w".to_owned(),
         name: "get_weather".to_owned(),
         arguments: "{\"city\": \"Paris\"}".to_owned(),
+        metadata: None,
     })));
     assert_eq!(
         first.last(),
@@ -982,4 +985,102 @@ async fn huge_usage_counts_saturate_instead_of_overflowing() {
     let mut total = last_usage;
     total.add(&last_usage);
     assert_eq!(total.input_tokens, u64::MAX);
+}
+
+fn calls_of(events: &[ModelEvent]) -> Vec<ToolCall> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolCall(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_use_block_that_starts_with_its_whole_input_keeps_it_and_its_caller() {
+    // Programmatic tool calling: a server tool's code calls a client tool; the block arrives
+    // whole, with no input_json_delta, and says who called it.
+    let caller = json!({"type": "code_execution_20250825", "tool_id": "srvtoolu_1"});
+    let body = message_start(10)
+        + &sse(
+            json!({"type": "content_block_start", "index": 0, "content_block": {
+            "type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution", "input": {}}}),
+        )
+        + &sse(json!({"type": "content_block_stop", "index": 0}))
+        + &sse(
+            json!({"type": "content_block_start", "index": 1, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": "rollDie",
+            "input": {"player": "player1"}, "caller": caller}}),
+        )
+        + &sse(json!({"type": "content_block_stop", "index": 1}))
+        + &message_end("tool_use", 5);
+    let server = TestServer::start([Reply::sse_split(&body, 7)]).await;
+    let events = events(&client(&server, 0), user("play")).await;
+    let calls = calls_of(&events);
+    assert_eq!(
+        calls.len(),
+        1,
+        "the server tool is not a client call: {calls:?}"
+    );
+    assert_eq!(calls[0].name, "rollDie");
+    assert_eq!(calls[0].arguments, r#"{"player":"player1"}"#);
+    assert_eq!(calls[0].metadata, Some(json!({ "caller": caller })));
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finish(FinishReason::ToolCalls))
+    );
+}
+
+#[tokio::test]
+async fn blocks_inside_message_start_are_decoded_and_its_stop_reason_kept() {
+    let body = sse(json!({"type": "message_start", "message": {
+        "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "tool_use", "id": "toolu_2", "name": "rollDie",
+            "input": {"player": "player2"}, "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 0, "output_tokens": 0}}}))
+        + &sse(json!({"type": "message_stop"}));
+    let server = TestServer::start([Reply::sse_split(&body, 9)]).await;
+    let events = events(&client(&server, 0), user("go on")).await;
+    let calls = calls_of(&events);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, "toolu_2");
+    assert_eq!(calls[0].arguments, r#"{"player":"player2"}"#);
+    assert_eq!(
+        events.last(),
+        Some(&ModelEvent::Finish(FinishReason::ToolCalls))
+    );
+}
+
+#[tokio::test]
+async fn deltas_onto_an_empty_start_still_make_the_input() {
+    let body = message_start(10)
+        + &tool_block(0, "toolu_3", "add", &["{\"a\":", " 1}"])
+        + &message_end("tool_use", 5);
+    let server = TestServer::start([Reply::sse_split(&body, 5)]).await;
+    let calls = calls_of(&events(&client(&server, 0), user("add")).await);
+    assert_eq!(calls[0].arguments, r#"{"a": 1}"#);
+    assert_eq!(calls[0].metadata, None);
+}
+
+#[tokio::test]
+async fn a_second_message_start_inside_an_unfinished_message_is_malformed() {
+    let second = sse(json!({"type": "message_start", "message": {
+        "id": "msg_second", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
+        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 17, "output_tokens": 1}}}));
+    let body = message_start(17)
+        + &text_block(0, &["Hel"])
+        + &second
+        + &text_block(0, &["lo"])
+        + &message_end("end_turn", 5);
+    let server = TestServer::start([Reply::sse_split(&body, 13)]).await;
+    let (events, error) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed);
+    assert!(
+        error.message.contains("msg_second") && error.message.contains("msg_01"),
+        "{}",
+        error.message
+    );
+    assert_eq!(text_of(&events), "Hel");
 }

@@ -806,3 +806,34 @@ async fn a_huge_error_body_is_cut_to_eight_kib() {
             .starts_with("openai: HTTP 500 Internal Server Error: {\"error\"")
     );
 }
+
+#[tokio::test]
+async fn a_stream_ending_done_without_its_blank_line_is_complete_and_not_retried() {
+    // Anthropic's OpenAI-compatible endpoint closes right after `data: [DONE]\n`.
+    let whole = answer("Complete.");
+    let body = whole.strip_suffix('\n').expect("ends with a blank line");
+    let server = TestServer::start([Reply::sse_split(body, 5), ok("never sent")]).await;
+    let (events, error) = collect(client(&server, 2).stream(request())).await;
+    assert_eq!(error, None);
+    assert_eq!(text_of(&events), "Complete.");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ModelEvent::Discard { .. }))
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // Cut inside the marker's line, or before the finish, it is still truncated.
+    for cut in [
+        body.len() - 3,
+        whole.find("data: [DONE]").expect("a marker"),
+    ] {
+        let server = TestServer::start([Reply::sse_split(&whole[..cut], 5)]).await;
+        let (_, error) = collect(client(&server, 0).stream(request())).await;
+        assert_eq!(
+            error.map(|error| error.kind),
+            Some(ModelErrorKind::StreamTruncated),
+            "cut at {cut}"
+        );
+    }
+}

@@ -111,11 +111,13 @@ fn recorded_events() -> Vec<ModelEvent> {
             id: paris.to_owned(),
             name: "get_weather".to_owned(),
             arguments: "{\"city\": \"Paris\"}".to_owned(),
+            metadata: None,
         }),
         ModelEvent::ToolCall(ToolCall {
             id: zurich.to_owned(),
             name: "get_weather".to_owned(),
             arguments: "{\"city\": \"Zürich\"}".to_owned(),
+            metadata: None,
         }),
         ModelEvent::Usage(Usage {
             input_tokens: 82,
@@ -215,11 +217,13 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
                         id: "c1".to_owned(),
                         name: "get_weather".to_owned(),
                         arguments: r#"{"city":"Paris"}"#.to_owned(),
+                        metadata: None,
                     },
                     ToolCall {
                         id: "c2".to_owned(),
                         name: "get_time".to_owned(),
                         arguments: String::new(),
+                        metadata: None,
                     },
                 ],
                 reasoning_signature: None,

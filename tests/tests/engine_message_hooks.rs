@@ -327,6 +327,7 @@ fn call(id: &str, a: i64, b: i64) -> ToolCall {
         id: id.to_owned(),
         name: "add".to_owned(),
         arguments: format!(r#"{{"a":{a},"b":{b}}}"#),
+        metadata: None,
     }
 }
 

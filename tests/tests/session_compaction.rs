@@ -18,6 +18,7 @@ fn call(id: &str) -> Message {
             id: id.to_owned(),
             name: "t".to_owned(),
             arguments: "{}".to_owned(),
+            metadata: None,
         }],
         reasoning_signature: None,
     }

@@ -58,6 +58,7 @@ fn tool_call(id: &str, name: &str, arguments: &str) -> ToolCall {
         id: id.into(),
         name: name.into(),
         arguments: arguments.into(),
+        metadata: None,
     }
 }
 

@@ -160,11 +160,7 @@ impl ScriptedStep {
             id: id.clone(),
             delta: arguments.clone(),
         })
-        .event(ModelEvent::ToolCall(ToolCall {
-            id,
-            name: name.into(),
-            arguments,
-        }))
+        .event(ModelEvent::ToolCall(ToolCall::new(id, name, arguments)))
     }
 
     /// Reports token usage.

@@ -58,7 +58,13 @@ enum FrameKind {
 
 #[derive(Deserialize)]
 struct MessageHead {
+    id: Option<String>,
     usage: Option<WireUsage>,
+    /// Whole blocks a message may already hold when it starts (a response that resumes a
+    /// server tool's work starts with the client tool call it makes).
+    #[serde(default)]
+    content: Vec<BlockHead>,
+    stop_reason: Option<String>,
 }
 
 /// Token counts. Anthropic's `input_tokens` leaves out the tokens read from or written to the
@@ -80,6 +86,10 @@ struct BlockHead {
     text: Option<String>,
     thinking: Option<String>,
     signature: Option<String>,
+    /// A `tool_use` block's whole input, when the block arrives complete rather than streamed.
+    input: Option<serde_json::Value>,
+    /// Who called the tool (a server tool calling a client tool), kept as call metadata.
+    caller: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -131,11 +141,14 @@ struct Open {
 enum OpenBlock {
     /// Text, thinking, and blocks that stream nothing the core reads.
     Passive,
-    /// A tool call: its arguments gather here until the block stops.
+    /// A tool call: its arguments gather here until the block stops (or come whole with its
+    /// start, in `given`).
     Tool {
         id: String,
         name: String,
         arguments: String,
+        given: Option<String>,
+        metadata: Option<serde_json::Value>,
     },
     /// The tool that carries the structured answer: its input streams as the answer's text.
     Answer { streamed: bool },
@@ -153,6 +166,8 @@ pub(super) struct AnthropicDecoder {
     usage: Usage,
     stop_reason: Option<String>,
     tool_calls: bool,
+    /// The id of the message being streamed, once `message_start` said it.
+    message: Option<String>,
     finished: bool,
 }
 
@@ -167,6 +182,7 @@ impl AnthropicDecoder {
             usage: Usage::default(),
             stop_reason: None,
             tool_calls: false,
+            message: None,
             finished: false,
         }
     }
@@ -189,7 +205,14 @@ impl AnthropicDecoder {
     }
 
     fn start(&mut self, index: u32, head: BlockHead, out: &mut Vec<ModelEvent>) {
-        let block = match head.kind {
+        let block = self.block(head, out);
+        self.open.retain(|open| open.index != index);
+        self.open.push(Open { index, block });
+    }
+
+    /// A block as it starts: what it says at once, and what it gathers until it stops.
+    fn block(&mut self, head: BlockHead, out: &mut Vec<ModelEvent>) -> OpenBlock {
+        match head.kind {
             BlockKind::Text => {
                 push_text(out, head.text, ModelEvent::TextDelta);
                 OpenBlock::Passive
@@ -201,20 +224,32 @@ impl AnthropicDecoder {
             }
             BlockKind::ToolUse => {
                 let name = head.name.unwrap_or_default();
+                // An input that came whole (not `{}` awaiting deltas) is the call's input.
+                let given = head
+                    .input
+                    .filter(|input| input.as_object().is_none_or(|fields| !fields.is_empty()))
+                    .map(|input| input.to_string());
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
-                    OpenBlock::Answer { streamed: false }
+                    if let Some(given) = given {
+                        out.push(ModelEvent::TextDelta(given));
+                        OpenBlock::Answer { streamed: true }
+                    } else {
+                        OpenBlock::Answer { streamed: false }
+                    }
                 } else {
                     OpenBlock::Tool {
                         id: head.id.unwrap_or_default(),
                         name,
                         arguments: String::new(),
+                        given,
+                        metadata: head
+                            .caller
+                            .map(|caller| serde_json::json!({ "caller": caller })),
                     }
                 }
             }
             BlockKind::Other => OpenBlock::Passive,
-        };
-        self.open.retain(|open| open.index != index);
-        self.open.push(Open { index, block });
+        }
     }
 
     fn delta(
@@ -274,16 +309,17 @@ impl AnthropicDecoder {
                 id,
                 name,
                 mut arguments,
+                given,
+                metadata,
             } => {
+                // Streamed deltas win; else the input the block started with; else none.
                 if arguments.trim().is_empty() {
-                    arguments.push_str("{}");
+                    arguments = given.unwrap_or_else(|| "{}".to_owned());
                 }
                 self.tool_calls = true;
-                out.push(ModelEvent::ToolCall(ToolCall {
-                    id,
-                    name,
-                    arguments,
-                }));
+                let mut call = ToolCall::new(id, name, arguments);
+                call.metadata = metadata;
+                out.push(ModelEvent::ToolCall(call));
             }
             // A tool input that streamed no delta is the empty object.
             OpenBlock::Answer { streamed: false } => {
@@ -291,6 +327,34 @@ impl AnthropicDecoder {
             }
             OpenBlock::Answer { streamed: true } | OpenBlock::Passive => {}
         }
+    }
+
+    /// A message starts: its usage, and any whole blocks it already holds. A second start
+    /// inside a message that has not stopped is malformed (the reference SDKs refuse it too):
+    /// merging two messages would invent an answer neither sent.
+    fn message_start(
+        &mut self,
+        message: MessageHead,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let id = message.id.unwrap_or_default();
+        if let Some(first) = &self.message {
+            return Err(malformed(format!(
+                "message `{id}` started inside message `{first}`, which had not stopped"
+            )));
+        }
+        self.message = Some(id);
+        if let Some(usage) = &message.usage {
+            self.usage(usage, out);
+        }
+        for block in message.content {
+            let block = self.block(block, out);
+            self.complete(block, out);
+        }
+        if message.stop_reason.is_some() {
+            self.stop_reason = message.stop_reason;
+        }
+        Ok(())
     }
 
     fn finish_reason(&self) -> FinishReason {
@@ -326,9 +390,10 @@ impl Decoder for AnthropicDecoder {
         })?;
         match frame.kind {
             FrameKind::MessageStart => {
-                if let Some(usage) = frame.message.and_then(|message| message.usage) {
-                    self.usage(&usage, out);
-                }
+                let Some(message) = frame.message else {
+                    return Err(malformed("message_start without its message".to_owned()));
+                };
+                self.message_start(message, out)?;
             }
             FrameKind::ContentBlockStart => {
                 let Some(head) = frame.content_block else {

@@ -11,7 +11,10 @@ use agent_core::{
     FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
 };
 
-use super::wire::{ErrorBody, ErrorCode, ErrorFrame, StreamChunk, Text, ToolCallDelta, WireUsage};
+use super::wire::{
+    Content, ContentPart, ErrorBody, ErrorCode, ErrorFrame, StreamChunk, Text, ToolCallDelta,
+    WireUsage,
+};
 use crate::drive::{Decoder, status_error};
 
 const PROVIDER: &str = "openai";
@@ -69,8 +72,12 @@ impl Decoder for OpenAiDecoder {
                 {
                     out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
                 }
-                if let Some(text) = delta.content.filter(non_empty) {
-                    out.push(ModelEvent::TextDelta(text.into_string()));
+                match delta.content {
+                    Some(Content::Text(text)) if non_empty(&text) => {
+                        out.push(ModelEvent::TextDelta(text.into_string()));
+                    }
+                    Some(Content::Parts(parts)) => content_parts(parts, out),
+                    _ => {}
                 }
                 if let Some(refusal) = delta.refusal.filter(non_empty) {
                     out.push(ModelEvent::TextDelta(refusal.into_string()));
@@ -202,11 +209,11 @@ impl OpenAiDecoder {
             } else {
                 call.id
             };
-            out.push(ModelEvent::ToolCall(ToolCall {
+            out.push(ModelEvent::ToolCall(ToolCall::new(
                 id,
-                name: call.name,
-                arguments: call.arguments,
-            }));
+                call.name,
+                call.arguments,
+            )));
         }
         self.emitted_calls = true;
     }
@@ -223,6 +230,41 @@ fn finish_reason(reason: &str) -> FinishReason {
         "tool_calls" | "function_call" => FinishReason::ToolCalls,
         "content_filter" => FinishReason::ContentFilter,
         other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// The events of an array `content`: text parts are text, thinking parts reasoning (their text
+/// parts, or a plain string), and parts of any other type are skipped.
+fn content_parts(parts: Vec<ContentPart>, out: &mut Vec<ModelEvent>) {
+    for part in parts {
+        match part.kind.as_str() {
+            "text" => {
+                if let Some(text) = part.text.filter(|text| !text.is_empty()) {
+                    out.push(ModelEvent::TextDelta(text));
+                }
+            }
+            "thinking" => {
+                let mut reasoning = String::new();
+                match part.thinking {
+                    Some(serde_json::Value::String(text)) => reasoning = text,
+                    Some(serde_json::Value::Array(inner)) => {
+                        for piece in &inner {
+                            if let Some(text) = piece.get("text").and_then(|t| t.as_str()) {
+                                reasoning.push_str(text);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                if !reasoning.is_empty() {
+                    out.push(ModelEvent::ReasoningDelta(reasoning));
+                }
+            }
+            other => tracing::debug!(
+                part = other,
+                "openai: skipping a content part of unknown type"
+            ),
+        }
     }
 }
 
@@ -395,6 +437,27 @@ mod tests {
         assert_eq!(
             events.last(),
             Some(&ModelEvent::Finish(FinishReason::ToolCalls))
+        );
+    }
+
+    #[test]
+    fn content_may_be_an_array_of_typed_parts() {
+        let (events, done) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Two and "},{"type":"text","text":"two."}]}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":"Four."},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"2 + 2 = 4"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::ReasoningDelta("Two and two.".to_owned()),
+                ModelEvent::ReasoningDelta("Four.".to_owned()),
+                ModelEvent::TextDelta("2 + 2 = 4".to_owned()),
+                ModelEvent::Finish(FinishReason::Stop),
+            ]
         );
     }
 

@@ -355,6 +355,57 @@ impl Text<'_> {
     }
 }
 
+/// `delta.content`: a string, or (Mistral's reasoning models) an array of typed parts:
+/// `{"type": "text", "text": ...}` and `{"type": "thinking", "thinking": [text parts]}`.
+pub(super) enum Content<'a> {
+    Text(Text<'a>),
+    Parts(Vec<ContentPart>),
+}
+
+/// One typed part of an array `content`; parts of other types are skipped by the decoder.
+#[derive(Deserialize)]
+pub(super) struct ContentPart {
+    #[serde(rename = "type", default)]
+    pub(super) kind: String,
+    #[serde(default)]
+    pub(super) text: Option<String>,
+    /// A thinking part's reasoning: text parts, or a plain string.
+    #[serde(default)]
+    pub(super) thinking: Option<Value>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = Content<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Text(Cow::Borrowed(text))))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Text(Cow::Owned(text.to_owned()))))
+            }
+
+            fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Text(Cow::Owned(text))))
+            }
+
+            fn visit_seq<S: de::SeqAccess<'de>>(self, seq: S) -> Result<Self::Value, S::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Content::Parts)
+            }
+        }
+
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
 /// One `data:` frame of the stream (`chat.completion.chunk`). Fields this client does not use
 /// (`id`, `model`, `created`, ...) are skipped without being built.
 #[derive(Deserialize)]
@@ -381,7 +432,7 @@ pub(super) struct Choice<'a> {
 #[derive(Deserialize)]
 pub(super) struct Delta<'a> {
     #[serde(default, borrow)]
-    pub(super) content: Option<Text<'a>>,
+    pub(super) content: Option<Content<'a>>,
     /// Reasoning as DeepSeek, vLLM and llama.cpp stream it.
     #[serde(default, borrow)]
     pub(super) reasoning_content: Option<Text<'a>>,
