@@ -1,0 +1,273 @@
+//! Real provider streams, replayed: every stream in `tests/corpus` was recorded from a real
+//! endpoint and published in a public SDK's test suite (see `tests/corpus/SOURCES.md`). Each is
+//! served over a loopback socket in its provider's SSE framing and decoded by `OpenAi` or
+//! `Anthropic`; the text, reasoning, tool calls (id, name, parsed arguments), usage and finish
+//! reason must be exactly what the stream says (`tests/corpus/expected.json`, written from the
+//! recordings), and the same stream cut short must fail, never decode as a shorter answer.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use agent_core::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+use agent_providers::{Anthropic, HttpSettings, OpenAi};
+use futures_core::Stream;
+use serde_json::{Map, Value, json};
+use support::{Reply, TestServer};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+/// Every recording: (provider folder, file name).
+fn recordings() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for provider in ["openai", "anthropic"] {
+        let mut names: Vec<String> = std::fs::read_dir(corpus().join(provider))
+            .expect("the corpus folder")
+            .map(|entry| {
+                entry
+                    .expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name.ends_with(".chunks.txt"))
+            .collect();
+        names.sort();
+        out.extend(names.into_iter().map(|name| (provider.to_owned(), name)));
+    }
+    out
+}
+
+/// The recording as its provider sends it, one body per response: OpenAI-compatible servers
+/// send `data: JSON` frames and end with `data: [DONE]` (which the recordings leave out, so it
+/// is added here); Anthropic names each event after its `type`, and a file holding
+/// several responses (a multi-step exchange) is split after each `message_stop`, an
+/// OpenAI-compatible one where a new completion `id` starts.
+fn sse_bodies(provider: &str, name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(corpus().join(provider).join(name)).expect("a recording");
+    let mut bodies = Vec::new();
+    let mut body = String::new();
+    let mut last_id = String::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let frame: Value = serde_json::from_str(line).expect("a JSON frame");
+        if provider == "anthropic" {
+            let event = frame["type"].as_str().unwrap_or("message");
+            body.push_str(&format!("event: {event}\ndata: {line}\n\n"));
+            if event == "message_stop" {
+                bodies.push(std::mem::take(&mut body));
+            }
+        } else {
+            let id = frame["id"].as_str().unwrap_or_default();
+            if !id.is_empty() && !last_id.is_empty() && id != last_id {
+                bodies.push(std::mem::take(&mut body) + "data: [DONE]\n\n");
+            }
+            if !id.is_empty() {
+                last_id = id.to_owned();
+            }
+            body.push_str(&format!("data: {line}\n\n"));
+        }
+    }
+    if !body.is_empty() {
+        if provider == "openai" {
+            body.push_str("data: [DONE]\n\n");
+        }
+        bodies.push(body);
+    }
+    bodies
+}
+
+fn settings() -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
+        max_retries: 0,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    }
+}
+
+fn model(provider: &str, url: &str) -> Box<dyn Model> {
+    if provider == "anthropic" {
+        Box::new(
+            Anthropic::new("key")
+                .base_url(url)
+                .model("claude")
+                .settings(settings()),
+        )
+    } else {
+        Box::new(
+            OpenAi::new("key")
+                .base_url(format!("{url}/v1"))
+                .model("gpt")
+                .settings(settings()),
+        )
+    }
+}
+
+async fn collect(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
+    let mut events = Vec::new();
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+/// One call of `provider` against a server sending `body` in pieces of `piece` bytes.
+async fn replay(provider: &str, body: &str, piece: usize) -> (Vec<ModelEvent>, Option<ModelError>) {
+    let server = TestServer::start([Reply::sse_split(body, piece)]).await;
+    let request = ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    };
+    collect(model(provider, &server.url).stream(request)).await
+}
+
+/// What a decoded stream says, in the form `expected.json` holds.
+fn summary(events: &[ModelEvent], error: Option<&ModelError>) -> Value {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut calls = Vec::new();
+    let mut usage = Value::Null;
+    let mut finish = Value::Null;
+    for event in events {
+        match event {
+            ModelEvent::TextDelta(delta) => text.push_str(delta),
+            ModelEvent::ReasoningDelta(delta) => reasoning.push_str(delta),
+            ModelEvent::ToolCall(call) => {
+                let arguments: Value = serde_json::from_str(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+                calls.push(json!({"id": call.id, "name": call.name, "arguments": arguments}));
+            }
+            ModelEvent::Usage(u) => {
+                usage = json!({
+                    "input_tokens": u.input_tokens,
+                    "output_tokens": u.output_tokens,
+                    "reasoning_tokens": u.reasoning_tokens,
+                    "cached_input_tokens": u.cached_input_tokens,
+                })
+            }
+            ModelEvent::Finish(reason) => finish = Value::String(reason.to_string()),
+            _ => {}
+        }
+    }
+    let mut out = Map::new();
+    out.insert("text".into(), Value::String(text));
+    out.insert("reasoning".into(), Value::String(reasoning));
+    out.insert("tool_calls".into(), Value::Array(calls));
+    out.insert("usage".into(), usage);
+    out.insert("finish_reason".into(), finish);
+    if let Some(error) = error {
+        out.insert("error".into(), json!(format!("{:?}", error.kind)));
+    }
+    Value::Object(out)
+}
+
+fn expected() -> Map<String, Value> {
+    let text = std::fs::read_to_string(corpus().join("expected.json")).expect("expected.json");
+    serde_json::from_str(&text).expect("expected.json is a JSON object")
+}
+
+#[tokio::test]
+async fn every_recorded_stream_decodes_as_its_provider_meant_it() {
+    let expected = expected();
+    let mut failures = Vec::new();
+    let mut responses = 0;
+    let recordings = recordings();
+    for (provider, name) in &recordings {
+        let key = format!("{provider}/{name}");
+        let mut got = Vec::new();
+        for body in sse_bodies(provider, name) {
+            let (events, error) = replay(provider, &body, 4096).await;
+            got.push(summary(&events, error.as_ref()));
+            responses += 1;
+        }
+        let got = Value::Array(got);
+        match expected.get(&key) {
+            Some(want) if *want == got => {}
+            Some(want) => failures.push(format!("{key}\n  want {want}\n  got  {got}")),
+            None => failures.push(format!("{key}: no expectation in expected.json")),
+        }
+    }
+    assert_eq!(
+        recordings.len(),
+        expected.len(),
+        "expected.json names a stream the corpus lacks"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} recordings differ:\n{}",
+        failures.len(),
+        recordings.len(),
+        failures.join("\n")
+    );
+    assert!(recordings.len() >= 40 && responses > recordings.len());
+}
+
+/// A stream cut before its end marker must fail as truncated (or, cut inside a frame, as
+/// malformed), whatever it held so far: never a shorter answer.
+#[tokio::test]
+async fn every_recorded_stream_cut_short_is_an_error() {
+    for (provider, name) in recordings() {
+        for body in sse_bodies(&provider, &name) {
+            let end = match provider.as_str() {
+                "openai" => body.rfind("data: [DONE]"),
+                _ => body.rfind("event: message_stop"),
+            }
+            .expect("an end marker");
+            // Cut points: the start, a third and two thirds in, inside the last frame before
+            // the marker, and right before the marker.
+            let cuts = [0, end / 3, 2 * end / 3, end.saturating_sub(3), end];
+            for cut in cuts {
+                let mut cut = cut;
+                while !body.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let (events, error) = replay(&provider, &body[..cut], 4096).await;
+                let Some(error) = error else {
+                    panic!(
+                        "{provider}/{name} cut at {cut} of {} decoded as an answer: {events:?}",
+                        body.len()
+                    );
+                };
+                assert!(
+                    matches!(
+                        error.kind,
+                        agent_core::ModelErrorKind::StreamTruncated
+                            | agent_core::ModelErrorKind::StreamMalformed
+                    ),
+                    "{provider}/{name} cut at {cut}: {error:?}"
+                );
+                assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish(_))));
+            }
+        }
+    }
+}
+
+/// The same recordings framed as a real OpenAI-compatible server (Anthropic's) ends them:
+/// `data: [DONE]\n` and the connection closed, no final blank line. Complete, not retried.
+#[tokio::test]
+async fn recordings_ending_without_the_final_blank_line_are_complete() {
+    let expected = expected();
+    for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "openai") {
+        let mut got = Vec::new();
+        for body in sse_bodies(&provider, &name) {
+            let body = body.strip_suffix('\n').expect("a final blank line");
+            let (events, error) = replay(&provider, body, 4096).await;
+            got.push(summary(&events, error.as_ref()));
+        }
+        let got = Value::Array(got);
+        assert_eq!(
+            Some(&got),
+            expected.get(&format!("{provider}/{name}")),
+            "{name}"
+        );
+    }
+}
