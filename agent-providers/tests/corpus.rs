@@ -34,7 +34,7 @@ fn recordings() -> Vec<(String, String)> {
                     .to_string_lossy()
                     .into_owned()
             })
-            .filter(|name| name.ends_with(".chunks.txt"))
+            .filter(|name| name.ends_with(".chunks.txt") || name.ends_with(".sse"))
             .collect();
         names.sort();
         out.extend(names.into_iter().map(|name| (provider.to_owned(), name)));
@@ -47,8 +47,12 @@ fn recordings() -> Vec<(String, String)> {
 /// is added here); Anthropic names each event after its `type`, and a file holding
 /// several responses (a multi-step exchange) is split after each `message_stop`, an
 /// OpenAI-compatible one where a new completion `id` starts.
+/// A `.sse` recording is a whole response body as the server sent it, replayed as is.
 fn sse_bodies(provider: &str, name: &str) -> Vec<String> {
     let text = std::fs::read_to_string(corpus().join(provider).join(name)).expect("a recording");
+    if name.ends_with(".sse") {
+        return vec![text];
+    }
     let mut bodies = Vec::new();
     let mut body = String::new();
     let mut last_id = String::new();

@@ -253,11 +253,14 @@ async fn main() -> ExitCode {
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();
             }
+            // The provider broke off and is retrying the step from its start: what this step
+            // printed so far is void. It is on the screen already, so it is marked as such;
+            // the retried attempt's text follows, once.
             TurnEvent::Chunk {
                 chunk: Chunk::Discarded { reason },
                 ..
             } => {
-                eprintln!("\n[retrying: {reason}]");
+                println!("\n[discarded: the stream broke ({reason}); retrying]");
             }
             TurnEvent::StepFinished(step) if !step.text.is_empty() => println!(),
             TurnEvent::Finished(finished) => result = Some(finished),

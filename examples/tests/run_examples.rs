@@ -69,3 +69,76 @@ fn the_offline_examples_complete_and_print_outcomes_in_snake_case() {
     let guard = run("file_guard", &[]);
     assert!(guard.status.success(), "{guard:?}");
 }
+
+/// A one-shot OpenAI-compatible server on loopback: each connection gets the next body as a
+/// close-delimited event stream.
+fn serve(bodies: Vec<String>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for body in bodies {
+            let Ok((mut socket, _)) = listener.accept() else {
+                return;
+            };
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            // Read the head, then as much body as content-length says.
+            while let Ok(n) = socket.read(&mut buffer) {
+                request.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&request).to_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes());
+            let _ = socket.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+fn text_chunk(text: &str) -> String {
+    format!(
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+    )
+}
+
+#[test]
+fn chat_cli_shows_each_attempt_of_a_retried_stream_once_and_marks_the_discarded_one() {
+    let cut = text_chunk("Reading it.");
+    let whole = text_chunk("Reading it.")
+        + &text_chunk(" Done.")
+        + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let url = serve(vec![cut, whole]);
+    let output = Command::new(example("chat_cli"))
+        .args(["--provider", "openai", "--model", "gpt-test", "Read it"])
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", &url)
+        .output()
+        .expect("run chat_cli");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    let answer = stdout.split("\nhook timeline:").next().unwrap_or_default();
+    assert!(
+        answer.starts_with("Reading it.\n[discarded: the stream broke ("),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("); retrying]\nReading it. Done.\n"),
+        "{answer}"
+    );
+    assert_eq!(answer.matches("Reading it.").count(), 2, "{answer}");
+}

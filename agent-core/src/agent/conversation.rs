@@ -200,6 +200,12 @@ impl Conversation {
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
     /// needs a Tokio runtime) and keeps running if the stream is dropped; cancel it through the
     /// request's token.
+    ///
+    /// When a provider retries a step whose stream broke partway, the stream yields
+    /// [`Chunk::Discarded`] and then the retried attempt's chunks from the start of the step: a
+    /// consumer that shows text as it arrives drops (or marks) what it showed of that step
+    /// since the step began, as `examples/chat_cli.rs` does; `StepFinished` and `Finished`
+    /// hold only the attempt that completed.
     pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
         let conversation = self.clone();

@@ -242,7 +242,11 @@ pub enum Chunk {
     TextDelta(String),
     /// Reasoning.
     ReasoningDelta(String),
-    /// A broken stream is being retried: drop what this step streamed so far.
+    /// A broken stream is being retried from the start of its step: drop (or mark as void)
+    /// every text, reasoning and tool-input chunk this step streamed so far. The retried
+    /// attempt's chunks follow from the beginning, and the step's record, the turn's result
+    /// and the stored history hold only the attempt that completed; no tool ran from the
+    /// discarded one.
     Discarded {
         /// Why the attempt was discarded.
         reason: String,

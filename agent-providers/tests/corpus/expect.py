@@ -196,7 +196,11 @@ def anthropic(frames):
     return out
 
 
-def responses(provider, lines):
+def responses(provider, lines, raw_sse):
+    if raw_sse:
+        # A whole response body as sent: its `data:` frames up to `[DONE]`.
+        data = [l[len("data: "):] for l in lines if l.startswith("data: ")]
+        return [[json.loads(d) for d in data if d.strip() != "[DONE]"]]
     frames = [json.loads(line) for line in lines if line.strip()]
     split, current, last_id = [], [], None
     for frame in frames:
@@ -220,12 +224,13 @@ def main():
     for provider in ["openai", "anthropic"]:
         folder = os.path.join(HERE, provider)
         for name in sorted(os.listdir(folder)):
-            if not name.endswith(".chunks.txt"):
+            if not (name.endswith(".chunks.txt") or name.endswith(".sse")):
                 continue
             with open(os.path.join(folder, name), encoding="utf-8") as file:
                 lines = file.read().split("\n")
             decode = openai if provider == "openai" else anthropic
-            expected[f"{provider}/{name}"] = [decode(r) for r in responses(provider, lines)]
+            split = responses(provider, lines, name.endswith(".sse"))
+            expected[f"{provider}/{name}"] = [decode(r) for r in split]
     with open(os.path.join(HERE, "expected.json"), "w", encoding="utf-8") as file:
         json.dump(expected, file, indent=1, ensure_ascii=False, sort_keys=True)
         file.write("\n")
