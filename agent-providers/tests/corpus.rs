@@ -275,3 +275,97 @@ async fn recordings_ending_without_the_final_blank_line_are_complete() {
         );
     }
 }
+
+/// What the engine has no event for is kept as provider metadata, in order: every Anthropic
+/// block that is not text, thinking or a client tool call (server tools' uses and results, as
+/// sent, with their streamed input), the container, each citation; Perplexity's citations.
+#[tokio::test]
+async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
+    for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "anthropic") {
+        for body in sse_bodies(&provider, &name) {
+            // The kinds of the blocks the engine has no event for, as the recording sends them.
+            let mut kinds = Vec::new();
+            for data in body.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                let frame: Value = serde_json::from_str(data).expect("JSON");
+                let blocks = match frame["type"].as_str() {
+                    Some("content_block_start") => vec![frame["content_block"].clone()],
+                    Some("message_start") => frame["message"]["content"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                for block in blocks {
+                    let kind = block["type"].as_str().unwrap_or_default().to_owned();
+                    if !["text", "thinking", "tool_use"].contains(&kind.as_str()) {
+                        kinds.push(kind);
+                    }
+                }
+            }
+            let (events, _) = replay(&provider, &body, 4096).await;
+            let kept: Vec<String> = events
+                .iter()
+                .filter_map(|event| match event {
+                    ModelEvent::ProviderMetadata(value) => {
+                        value["type"].as_str().map(str::to_owned)
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(kept, kinds, "{name}");
+        }
+    }
+
+    // A server tool's streamed input is kept parsed, and the container it ran in.
+    let body = &sse_bodies(
+        "anthropic",
+        "anthropic-programmatic-tool-calling.1.chunks.txt",
+    )[0];
+    let (events, _) = replay("anthropic", body, 4096).await;
+    let metadata: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ProviderMetadata(value) => Some(value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(metadata[0]["type"], "server_tool_use");
+    assert!(
+        metadata[0]["input"]["code"]
+            .as_str()
+            .is_some_and(|code| code.contains("asyncio"))
+    );
+    assert!(
+        metadata
+            .iter()
+            .any(|m| m["container"]["id"] == "container_011CWHPPTDTn1XufeRB9uHeH")
+    );
+
+    // Web search: its citations, each kept.
+    let body = &sse_bodies("anthropic", "anthropic-web-search-tool.1.chunks.txt")[0];
+    let (events, _) = replay("anthropic", body, 4096).await;
+    let citations = events
+        .iter()
+        .filter(|event| matches!(event, ModelEvent::ProviderMetadata(value) if value.get("citation").is_some()))
+        .count();
+    assert_eq!(citations, body.matches("\"citations_delta\"").count());
+
+    // Perplexity repeats its citations in every chunk: kept once.
+    let body = &sse_bodies("openai", "perplexity-citations.chunks.txt")[0];
+    let (events, _) = replay("openai", body, 4096).await;
+    let kept: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ProviderMetadata(value) => value.get("citations"),
+            _ => None,
+        })
+        .collect();
+    let first: Value = serde_json::from_str(
+        body.lines()
+            .next()
+            .and_then(|l| l.strip_prefix("data: "))
+            .expect("a frame"),
+    )
+    .expect("JSON");
+    assert_eq!(kept, [&first["citations"]]);
+}

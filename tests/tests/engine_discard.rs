@@ -94,3 +94,32 @@ async fn a_reasoning_signature_is_kept_on_the_assistant_message_and_dropped_with
         }]
     );
 }
+
+#[tokio::test]
+async fn provider_metadata_reaches_the_step_record_and_goes_with_a_discard() {
+    let kept = serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_2"});
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .event(ModelEvent::ProviderMetadata(
+            serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_1"}),
+        ))
+        .event(ModelEvent::Discard {
+            reason: "stream truncated".to_owned(),
+        })
+        .event(ModelEvent::ProviderMetadata(kept.clone()))
+        .text("Searched.")]);
+    let records = tests::Seen::new();
+    let agent = AgentBuilder::new("meta")
+        .model(model)
+        .hook(records.hook::<event::OnStepFinish>("record"))
+        .build()
+        .unwrap();
+    let result = agent.run("search").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    let records: Vec<agent_core::StepRecord> = records.take();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].provider_metadata, [kept]);
+    assert_eq!(
+        result.steps[0].provider_metadata,
+        records[0].provider_metadata
+    );
+}

@@ -440,6 +440,9 @@ pub struct StepRecord {
     pub finish_reason: FinishReason,
     /// Token usage of the step's model call.
     pub usage: Usage,
+    /// What the provider sent beyond text, reasoning, calls and usage, in order (see
+    /// [`ModelEvent::ProviderMetadata`](crate::ModelEvent::ProviderMetadata)).
+    pub provider_metadata: Vec<serde_json::Value>,
 }
 
 /// One tool call's result in a step record.

@@ -162,6 +162,10 @@ pub enum ModelEvent {
     Finish(FinishReason),
     /// An error the provider reported inside the stream.
     Error(String),
+    /// Something the provider sent that the engine has no event for (Anthropic's server-tool
+    /// blocks and container, Perplexity's citations, logprobs), kept rather than dropped: it
+    /// reaches the step record's `provider_metadata`, in order.
+    ProviderMetadata(serde_json::Value),
     /// A broken stream is being retried: everything this call streamed so far is discarded,
     /// and the retry streams the step again from its start.
     Discard {

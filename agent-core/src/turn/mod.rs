@@ -583,6 +583,7 @@ impl Turn<'_> {
             tool_results,
             finish_reason,
             usage,
+            provider_metadata: streamed.provider_metadata,
         };
         if let Err(error) = observe(&hooks.on_step_finish, &record).await {
             return Some(End::Failed(error, ErrorStage::Turn));

@@ -20,6 +20,7 @@ pub(super) struct Streamed {
     pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) usage: Usage,
+    pub(super) provider_metadata: Vec<serde_json::Value>,
     /// The finish reason, or why the stream broke (`None`: the turn was cancelled).
     pub(super) finish: Result<FinishReason, Option<TurnError>>,
 }
@@ -74,6 +75,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             reasoning_signature: None,
             tool_calls: Vec::new(),
             usage: Usage::default(),
+            provider_metadata: Vec::new(),
             finish: Err(None),
         };
         let mut stream = match stream {
@@ -155,6 +157,10 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     continue;
                 }
                 ModelEvent::Finish(reason) => break Ok(reason),
+                ModelEvent::ProviderMetadata(value) => {
+                    out.provider_metadata.push(value);
+                    continue;
+                }
                 ModelEvent::Discard { reason } => {
                     // The provider retries a broken stream from the start of the step.
                     out.text.clear();
@@ -162,6 +168,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     out.reasoning_signature = None;
                     out.tool_calls.clear();
                     out.usage = Usage::default();
+                    out.provider_metadata.clear();
                     Chunk::Discarded { reason }
                 }
                 ModelEvent::Error(message) => {

@@ -13,7 +13,8 @@
 //! | `message_delta` usage and `stop_reason` | [`ModelEvent::Usage`], the finish reason |
 //! | `message_stop` | [`ModelEvent::Finish`], the end marker |
 //! | `event: error` | an error of the kind its `type` says |
-//! | `ping`, unknown events and blocks | nothing |
+//! | server-tool blocks (`server_tool_use`, `*_tool_result`, ...), `container`, `citations_delta` | [`ModelEvent::ProviderMetadata`], as sent (never a client tool call) |
+//! | `ping`, unknown events | nothing |
 
 use agent_core::{
     FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
@@ -111,6 +112,10 @@ struct Delta {
     signature: Option<String>,
     partial_json: Option<String>,
     stop_reason: Option<String>,
+    /// `message_delta`: the code-execution container the server tools ran in.
+    container: Option<serde_json::Value>,
+    /// `citations_delta`: a source the text being streamed cites.
+    citation: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +125,7 @@ enum DeltaKind {
     ThinkingDelta,
     SignatureDelta,
     InputJsonDelta,
+    CitationsDelta,
     #[serde(other)]
     Other,
 }
@@ -152,6 +158,12 @@ enum OpenBlock {
     },
     /// The tool that carries the structured answer: its input streams as the answer's text.
     Answer { streamed: bool },
+    /// A block the engine has no event for (a server tool's use or result): kept as sent, with
+    /// any input that streams into it, as provider metadata.
+    Server {
+        block: serde_json::Value,
+        input: String,
+    },
 }
 
 /// Decodes one Anthropic Messages stream.
@@ -204,14 +216,26 @@ impl AnthropicDecoder {
         out.push(ModelEvent::Usage(self.usage));
     }
 
-    fn start(&mut self, index: u32, head: BlockHead, out: &mut Vec<ModelEvent>) {
-        let block = self.block(head, out);
+    fn start(
+        &mut self,
+        index: u32,
+        head: BlockHead,
+        raw: Option<serde_json::Value>,
+        out: &mut Vec<ModelEvent>,
+    ) {
+        let block = self.block(head, raw, out);
         self.open.retain(|open| open.index != index);
         self.open.push(Open { index, block });
     }
 
-    /// A block as it starts: what it says at once, and what it gathers until it stops.
-    fn block(&mut self, head: BlockHead, out: &mut Vec<ModelEvent>) -> OpenBlock {
+    /// A block as it starts: what it says at once, and what it gathers until it stops. `raw` is
+    /// the block as sent, read only for blocks of other kinds.
+    fn block(
+        &mut self,
+        head: BlockHead,
+        raw: Option<serde_json::Value>,
+        out: &mut Vec<ModelEvent>,
+    ) -> OpenBlock {
         match head.kind {
             BlockKind::Text => {
                 push_text(out, head.text, ModelEvent::TextDelta);
@@ -248,7 +272,13 @@ impl AnthropicDecoder {
                     }
                 }
             }
-            BlockKind::Other => OpenBlock::Passive,
+            BlockKind::Other => match raw {
+                Some(block) => OpenBlock::Server {
+                    block,
+                    input: String::new(),
+                },
+                None => OpenBlock::Passive,
+            },
         }
     }
 
@@ -288,7 +318,15 @@ impl AnthropicDecoder {
                         *streamed = true;
                         out.push(ModelEvent::TextDelta(piece));
                     }
+                    OpenBlock::Server { input, .. } => input.push_str(&piece),
                     OpenBlock::Passive => {}
+                }
+            }
+            Some(DeltaKind::CitationsDelta) => {
+                if let Some(citation) = delta.citation {
+                    out.push(ModelEvent::ProviderMetadata(
+                        serde_json::json!({ "citation": citation }),
+                    ));
                 }
             }
             Some(DeltaKind::Other) | None => {}
@@ -325,6 +363,16 @@ impl AnthropicDecoder {
             OpenBlock::Answer { streamed: false } => {
                 out.push(ModelEvent::TextDelta("{}".to_owned()))
             }
+            OpenBlock::Server { mut block, input } => {
+                if !input.trim().is_empty()
+                    && let Some(fields) = block.as_object_mut()
+                {
+                    let input =
+                        serde_json::from_str(&input).unwrap_or(serde_json::Value::String(input));
+                    fields.insert("input".to_owned(), input);
+                }
+                out.push(ModelEvent::ProviderMetadata(block));
+            }
             OpenBlock::Answer { streamed: true } | OpenBlock::Passive => {}
         }
     }
@@ -335,6 +383,7 @@ impl AnthropicDecoder {
     fn message_start(
         &mut self,
         message: MessageHead,
+        raw_blocks: Vec<Option<serde_json::Value>>,
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         let id = message.id.unwrap_or_default();
@@ -347,8 +396,8 @@ impl AnthropicDecoder {
         if let Some(usage) = &message.usage {
             self.usage(usage, out);
         }
-        for block in message.content {
-            let block = self.block(block, out);
+        for (block, raw) in message.content.into_iter().zip(raw_blocks) {
+            let block = self.block(block, raw, out);
             self.complete(block, out);
         }
         if message.stop_reason.is_some() {
@@ -393,7 +442,19 @@ impl Decoder for AnthropicDecoder {
                 let Some(message) = frame.message else {
                     return Err(malformed("message_start without its message".to_owned()));
                 };
-                self.message_start(message, out)?;
+                let raw = if message
+                    .content
+                    .iter()
+                    .any(|b| matches!(b.kind, BlockKind::Other))
+                {
+                    raw_field(data, &["message", "content"])
+                        .and_then(|blocks| blocks.as_array().cloned())
+                        .map(|blocks| blocks.into_iter().map(Some).collect())
+                        .unwrap_or_default()
+                } else {
+                    vec![None; message.content.len()]
+                };
+                self.message_start(message, raw, out)?;
             }
             FrameKind::ContentBlockStart => {
                 let Some(head) = frame.content_block else {
@@ -401,7 +462,10 @@ impl Decoder for AnthropicDecoder {
                         "content_block_start without its content_block".to_owned(),
                     ));
                 };
-                self.start(frame.index, head, out);
+                let raw = matches!(head.kind, BlockKind::Other)
+                    .then(|| raw_field(data, &["content_block"]))
+                    .flatten();
+                self.start(frame.index, head, raw, out);
             }
             FrameKind::ContentBlockDelta => {
                 let Some(delta) = frame.delta else {
@@ -413,8 +477,15 @@ impl Decoder for AnthropicDecoder {
             }
             FrameKind::ContentBlockStop => self.stop(frame.index, out),
             FrameKind::MessageDelta => {
-                if let Some(reason) = frame.delta.and_then(|delta| delta.stop_reason) {
-                    self.stop_reason = Some(reason);
+                if let Some(delta) = frame.delta {
+                    if let Some(reason) = delta.stop_reason {
+                        self.stop_reason = Some(reason);
+                    }
+                    if let Some(container) = delta.container {
+                        out.push(ModelEvent::ProviderMetadata(
+                            serde_json::json!({ "container": container }),
+                        ));
+                    }
                 }
                 if let Some(usage) = &frame.usage {
                     self.usage(usage, out);
@@ -437,6 +508,15 @@ impl Decoder for AnthropicDecoder {
     fn finished(&self) -> bool {
         self.finished
     }
+}
+
+/// A field of a frame, read again as plain JSON: only for the rare blocks kept whole.
+fn raw_field(data: &str, path: &[&str]) -> Option<serde_json::Value> {
+    let mut value: serde_json::Value = serde_json::from_str(data).ok()?;
+    for key in path {
+        value = value.get_mut(*key)?.take();
+    }
+    Some(value)
 }
 
 /// Pushes a piece of text, unless it is empty.

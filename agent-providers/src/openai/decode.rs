@@ -28,6 +28,8 @@ pub(crate) struct OpenAiDecoder {
     emitted_calls: bool,
     finish: Option<FinishReason>,
     done: bool,
+    /// The citations last kept (a server repeats them in every chunk).
+    citations: Option<serde_json::Value>,
 }
 
 struct PendingCall {
@@ -62,7 +64,21 @@ impl Decoder for OpenAiDecoder {
             .into_iter()
             .flatten()
             .find(|choice| choice.index == 0);
+        if let Some(citations) = chunk.citations.filter(|c| !c.is_null())
+            && self.citations.as_ref() != Some(&citations)
+        {
+            // Sent again with every chunk: kept once, and again only when it changes.
+            out.push(ModelEvent::ProviderMetadata(
+                serde_json::json!({ "citations": citations }),
+            ));
+            self.citations = Some(citations);
+        }
         if let Some(choice) = choice {
+            if let Some(logprobs) = choice.logprobs.filter(|l| !l.is_null()) {
+                out.push(ModelEvent::ProviderMetadata(
+                    serde_json::json!({ "logprobs": logprobs }),
+                ));
+            }
             if let Some(delta) = choice.delta {
                 // A server may send both reasoning fields; one is enough.
                 if let Some(reasoning) = delta

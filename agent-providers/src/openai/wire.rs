@@ -417,6 +417,9 @@ pub(super) struct StreamChunk<'a> {
     /// An error reported in the stream; only its presence is read here.
     #[serde(default)]
     pub(super) error: Option<IgnoredAny>,
+    /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
+    #[serde(default)]
+    pub(super) citations: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -427,6 +430,9 @@ pub(super) struct Choice<'a> {
     pub(super) delta: Option<Delta<'a>>,
     #[serde(default, borrow)]
     pub(super) finish_reason: Option<Text<'a>>,
+    /// Token log probabilities, when asked for; kept as provider metadata.
+    #[serde(default)]
+    pub(super) logprobs: Option<Value>,
 }
 
 #[derive(Deserialize)]
