@@ -99,6 +99,7 @@ fn turn() -> Turn {
                 call("call_2", "weather", r#"{"city":"Rome","when":"afternoon"}"#),
             ],
             reasoning_signature: None,
+            provider_blocks: Vec::new(),
         },
         results: [
             Message::Tool {
@@ -210,6 +211,7 @@ fn long_session() -> PathBuf {
                         &format!(r#"{{"query":"item {i}","limit":5}}"#),
                     )],
                     reasoning_signature: Some("c2lnbmF0dXJl".repeat(8)),
+                    provider_blocks: Vec::new(),
                 },
                 Message::Tool {
                     call_id: format!("call_{i}"),

@@ -30,6 +30,11 @@ pub enum Message {
         /// needs to take the reasoning back in a later request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning_signature: Option<String>,
+        /// Blocks of the reply that have no provider-neutral form but that the provider needs
+        /// back in a later request, as it sent them (Anthropic's server-tool uses and results:
+        /// web search, code execution, ...). Empty for most replies; other providers ignore it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provider_blocks: Vec<serde_json::Value>,
     },
     /// The result of one tool call, as the model reads it.
     Tool {
@@ -66,6 +71,7 @@ impl Message {
             reasoning: String::new(),
             tool_calls: Vec::new(),
             reasoning_signature: None,
+            provider_blocks: Vec::new(),
         }
     }
 

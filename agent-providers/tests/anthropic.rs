@@ -303,6 +303,7 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 ],
                 // With thinking on, the signed reasoning goes back before the tool calls.
                 reasoning_signature: Some("sig-1".to_owned()),
+                provider_blocks: Vec::new(),
             },
             Message::Tool { call_id: "toolu_1".to_owned(), name: "get_weather".to_owned(), content: "sunny".to_owned(), is_error: false },
             Message::Tool {
@@ -1083,4 +1084,53 @@ async fn a_second_message_start_inside_an_unfinished_message_is_malformed() {
         error.message
     );
     assert_eq!(text_of(&events), "Hel");
+}
+
+#[tokio::test]
+async fn server_tool_blocks_are_kept_on_the_reply_and_sent_back_next_turn() {
+    let use_block =
+        json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}});
+    let result_block = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://example.com", "title": "Example"}]});
+    let first = message_start(10)
+        + &sse(json!({"type": "content_block_start", "index": 0, "content_block": use_block}))
+        + &sse(json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"rust\"}"}}))
+        + &sse(json!({"type": "content_block_stop", "index": 0}))
+        + &sse(json!({"type": "content_block_start", "index": 1, "content_block": result_block}))
+        + &sse(json!({"type": "content_block_stop", "index": 1}))
+        + &text_block(2, &["Rust is a language."])
+        + &message_end("end_turn", 9);
+    let server = TestServer::start([
+        Reply::sse_split(&first, 17),
+        Reply::sse_split(&text_stream("You're welcome."), 17),
+    ])
+    .await;
+    let agent = AgentBuilder::new("searcher")
+        .model(client(&server, 0))
+        .build()
+        .expect("the agent builds");
+    let conversation = agent.conversation();
+    let result = conversation.run("What is Rust?").await;
+    assert_eq!(result.text, "Rust is a language.");
+    assert!(
+        result.steps[0].tool_calls.is_empty(),
+        "a server tool is not a client call"
+    );
+    let used = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust"}});
+    assert_eq!(
+        result.steps[0].provider_metadata,
+        [used.clone(), result_block.clone()]
+    );
+    conversation.run("Thanks").await;
+
+    let second = server.requests()[1].json();
+    assert_eq!(
+        second["messages"][1],
+        json!({"role": "assistant", "content": [
+            used,
+            result_block,
+            {"type": "text", "text": "Rust is a language."}
+        ]})
+    );
 }

@@ -276,9 +276,10 @@ async fn recordings_ending_without_the_final_blank_line_are_complete() {
     }
 }
 
-/// What the engine has no event for is kept as provider metadata, in order: every Anthropic
-/// block that is not text, thinking or a client tool call (server tools' uses and results, as
-/// sent, with their streamed input), the container, each citation; Perplexity's citations.
+/// What the engine has no event for is kept, in order: every Anthropic block that is not text,
+/// thinking or a client tool call (server tools' uses and results, as sent, with their streamed
+/// input) as a provider block, and as provider metadata the container, each citation, and
+/// Perplexity's citations.
 #[tokio::test]
 async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
     for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "anthropic") {
@@ -306,9 +307,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
             let kept: Vec<String> = events
                 .iter()
                 .filter_map(|event| match event {
-                    ModelEvent::ProviderMetadata(value) => {
-                        value["type"].as_str().map(str::to_owned)
-                    }
+                    ModelEvent::ProviderBlock(block) => block["type"].as_str().map(str::to_owned),
                     _ => None,
                 })
                 .collect();
@@ -325,7 +324,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
     let metadata: Vec<&Value> = events
         .iter()
         .filter_map(|event| match event {
-            ModelEvent::ProviderMetadata(value) => Some(value),
+            ModelEvent::ProviderBlock(value) | ModelEvent::ProviderMetadata(value) => Some(value),
             _ => None,
         })
         .collect();

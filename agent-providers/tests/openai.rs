@@ -227,6 +227,7 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
                     },
                 ],
                 reasoning_signature: None,
+                provider_blocks: Vec::new(),
             },
             Message::Tool {
                 call_id: "c1".to_owned(),
@@ -342,6 +343,7 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
                 reasoning: "greet".to_owned(),
                 tool_calls: Vec::new(),
                 reasoning_signature: None,
+                provider_blocks: Vec::new(),
             },
             Message::user("again"),
         ],

@@ -91,6 +91,7 @@ async fn a_reasoning_signature_is_kept_on_the_assistant_message_and_dropped_with
             reasoning: "Think.".to_owned(),
             tool_calls: Vec::new(),
             reasoning_signature: Some("sig-1".to_owned()),
+            provider_blocks: Vec::new(),
         }]
     );
 }

@@ -346,6 +346,7 @@ fn assistant(text: &str, calls: Vec<ToolCall>) -> Message {
         reasoning: String::new(),
         tool_calls: calls,
         reasoning_signature: None,
+        provider_blocks: Vec::new(),
     }
 }
 

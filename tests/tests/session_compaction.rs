@@ -21,6 +21,7 @@ fn call(id: &str) -> Message {
             metadata: None,
         }],
         reasoning_signature: None,
+        provider_blocks: Vec::new(),
     }
 }
 

@@ -71,6 +71,10 @@ fn assistant_with_calls() -> Message {
             tool_call("call_2", "clock", "{not json"),
         ],
         reasoning_signature: Some("sig-abc123==".into()),
+        provider_blocks: vec![
+            serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris"}}),
+            serde_json::json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}),
+        ],
     }
 }
 
@@ -114,6 +118,7 @@ fn every_kind() -> Vec<NewMessage> {
             reasoning: String::new(),
             tool_calls: Vec::new(),
             reasoning_signature: Some(String::new()),
+            provider_blocks: Vec::new(),
         }),
     ]
 }
@@ -513,7 +518,7 @@ async fn the_file_is_in_wal_mode_at_the_latest_schema_version() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
     assert_eq!(version, SqliteStore::SCHEMA_VERSION);
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 1);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 2);
     let index: String = conn
         .query_row(
             "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'",
@@ -543,9 +548,51 @@ async fn the_file_is_in_wal_mode_at_the_latest_schema_version() {
             "response_completed_at",
             "status",
             "silent",
-            "tool_status"
+            "tool_status",
+            "provider_blocks"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_version_1_file_is_migrated_and_keeps_its_rows() {
+    let dir = TempDir::new("migrate-v1");
+    let path = dir.join("v1.db");
+    {
+        // A file as the first release wrote it: its table, and one row.
+        let conn = rusqlite::Connection::open(&path).expect("create");
+        conn.execute_batch(
+            "CREATE TABLE messages (
+                id INTEGER PRIMARY KEY, session_id TEXT NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+                content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT, reasoning TEXT,
+                reasoning_signature TEXT, created_at INTEGER NOT NULL, request_sent_at INTEGER,
+                response_completed_at INTEGER,
+                status TEXT NOT NULL CHECK (status IN ('pending', 'completed', 'failed')),
+                silent INTEGER NOT NULL DEFAULT 0 CHECK (silent IN (0, 1)),
+                tool_status TEXT CHECK (tool_status IN ('success', 'error')));
+             CREATE INDEX messages_session_id ON messages (session_id, id);
+             INSERT INTO messages (session_id, role, content, created_at, status)
+                 VALUES ('s', 'assistant', 'from v1', 1, 'completed');
+             PRAGMA user_version = 1;",
+        )
+        .expect("a version 1 file");
+    }
+    let store = SqliteStore::open(&path).expect("migrated");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].message, Message::assistant("from v1"));
+    store
+        .insert("s", NewMessage::completed(assistant_with_calls()))
+        .await
+        .expect("a row with provider blocks");
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(rows[1].message, assistant_with_calls());
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .expect("user_version");
+    assert_eq!(version, 2);
 }
 
 #[tokio::test]

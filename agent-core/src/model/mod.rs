@@ -162,6 +162,10 @@ pub enum ModelEvent {
     Finish(FinishReason),
     /// An error the provider reported inside the stream.
     Error(String),
+    /// A block of the reply with no provider-neutral form that the provider needs back in a
+    /// later request (Anthropic's server-tool uses and results): kept, as sent, on the
+    /// assistant message's `provider_blocks`, and reported in the step's provider metadata.
+    ProviderBlock(serde_json::Value),
     /// Something the provider sent that the engine has no event for (Anthropic's server-tool
     /// blocks and container, Perplexity's citations, logprobs), kept rather than dropped: it
     /// reaches the step record's `provider_metadata`, in order.

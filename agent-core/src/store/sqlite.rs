@@ -239,6 +239,7 @@ fn insert_row(
                 new.request_sent_at,
                 new.status.as_str(),
                 new.silent,
+                c.provider_blocks,
             ])
             .map_err(|e| file.sqlite(&e))?;
     }
@@ -287,6 +288,7 @@ fn update_row(
                 status,
                 completed,
                 silent,
+                c.provider_blocks,
             ])
         }
         None => {

@@ -198,18 +198,20 @@ fn without_calls(message: &Message, dropped: &HashSet<String>) -> (Message, bool
             reasoning,
             tool_calls,
             reasoning_signature,
+            provider_blocks,
         } => {
             let kept: Vec<_> = tool_calls
                 .iter()
                 .filter(|call| !dropped.contains(&call.id))
                 .cloned()
                 .collect();
-            let empty = content.is_empty() && kept.is_empty();
+            let empty = content.is_empty() && kept.is_empty() && provider_blocks.is_empty();
             let message = Message::Assistant {
                 content: content.clone(),
                 reasoning: reasoning.clone(),
                 tool_calls: kept,
                 reasoning_signature: reasoning_signature.clone(),
+                provider_blocks: provider_blocks.clone(),
             };
             (message, empty)
         }

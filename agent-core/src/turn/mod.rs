@@ -422,6 +422,7 @@ impl Turn<'_> {
                     reasoning: streamed.reasoning,
                     tool_calls: Vec::new(),
                     reasoning_signature: streamed.reasoning_signature,
+                    provider_blocks: Vec::new(),
                 };
                 let produced = !partial.text().is_empty()
                     || matches!(&partial, Message::Assistant { reasoning, .. } if !reasoning.is_empty());
@@ -463,6 +464,7 @@ impl Turn<'_> {
             reasoning: streamed.reasoning.clone(),
             tool_calls: tool_calls.clone(),
             reasoning_signature: streamed.reasoning_signature.clone(),
+            provider_blocks: streamed.provider_blocks,
         };
         let reply = history::Reply {
             message: assistant,
@@ -607,7 +609,8 @@ impl Turn<'_> {
     }
 
     /// Stores a step's reply as completed and adds it to the history, or, when it is empty (no
-    /// text and no tool call, whatever reasoning it holds), deletes its pending row: an empty
+    /// text, no tool call and no provider block, whatever reasoning it holds), deletes its
+    /// pending row: an empty
     /// assistant message is never stored nor sent back to the model (providers reject one).
     async fn settle_reply(
         &mut self,
@@ -615,8 +618,8 @@ impl Turn<'_> {
         assistant: Message,
         plan: &mut TurnPlan<'_>,
     ) -> Result<(), End> {
-        let empty = matches!(&assistant, Message::Assistant { content, tool_calls, .. }
-            if content.is_empty() && tool_calls.is_empty());
+        let empty = matches!(&assistant, Message::Assistant { content, tool_calls, provider_blocks, .. }
+            if content.is_empty() && tool_calls.is_empty() && provider_blocks.is_empty());
         if empty {
             return self.discard(row).await;
         }

@@ -21,6 +21,7 @@ pub(super) struct Streamed {
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) usage: Usage,
     pub(super) provider_metadata: Vec<serde_json::Value>,
+    pub(super) provider_blocks: Vec<serde_json::Value>,
     /// The finish reason, or why the stream broke (`None`: the turn was cancelled).
     pub(super) finish: Result<FinishReason, Option<TurnError>>,
 }
@@ -76,6 +77,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             tool_calls: Vec::new(),
             usage: Usage::default(),
             provider_metadata: Vec::new(),
+            provider_blocks: Vec::new(),
             finish: Err(None),
         };
         let mut stream = match stream {
@@ -161,6 +163,11 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     out.provider_metadata.push(value);
                     continue;
                 }
+                ModelEvent::ProviderBlock(block) => {
+                    out.provider_metadata.push(block.clone());
+                    out.provider_blocks.push(block);
+                    continue;
+                }
                 ModelEvent::Discard { reason } => {
                     // The provider retries a broken stream from the start of the step.
                     out.text.clear();
@@ -169,6 +176,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     out.tool_calls.clear();
                     out.usage = Usage::default();
                     out.provider_metadata.clear();
+                    out.provider_blocks.clear();
                     Chunk::Discarded { reason }
                 }
                 ModelEvent::Error(message) => {

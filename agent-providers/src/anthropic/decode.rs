@@ -13,7 +13,8 @@
 //! | `message_delta` usage and `stop_reason` | [`ModelEvent::Usage`], the finish reason |
 //! | `message_stop` | [`ModelEvent::Finish`], the end marker |
 //! | `event: error` | an error of the kind its `type` says |
-//! | server-tool blocks (`server_tool_use`, `*_tool_result`, ...), `container`, `citations_delta` | [`ModelEvent::ProviderMetadata`], as sent (never a client tool call) |
+//! | server-tool blocks (`server_tool_use`, `*_tool_result`, ...) | [`ModelEvent::ProviderBlock`], as sent (never a client tool call; sent back next request) |
+//! | `container`, `citations_delta` | [`ModelEvent::ProviderMetadata`] |
 //! | `ping`, unknown events | nothing |
 
 use agent_core::{
@@ -371,7 +372,7 @@ impl AnthropicDecoder {
                         serde_json::from_str(&input).unwrap_or(serde_json::Value::String(input));
                     fields.insert("input".to_owned(), input);
                 }
-                out.push(ModelEvent::ProviderMetadata(block));
+                out.push(ModelEvent::ProviderBlock(block));
             }
             OpenBlock::Answer { streamed: true } | OpenBlock::Passive => {}
         }

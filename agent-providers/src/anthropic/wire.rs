@@ -106,6 +106,9 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// A block the reply held as the server sent it (a server tool's use or result), sent back.
+    #[serde(untagged)]
+    Raw(&'a Value),
 }
 
 /// A tool offered to the model.
@@ -304,6 +307,7 @@ fn messages<'a>(messages: &'a [Message], with_thinking: bool) -> Vec<WireMessage
                 reasoning,
                 tool_calls,
                 reasoning_signature,
+                provider_blocks,
             } => {
                 if let Some(signature) = reasoning_signature.as_deref().filter(|_| with_thinking)
                     && !reasoning.is_empty()
@@ -315,6 +319,11 @@ fn messages<'a>(messages: &'a [Message], with_thinking: bool) -> Vec<WireMessage
                             signature,
                         },
                     );
+                }
+                // Server-tool blocks go back as they came, after the thinking and before the
+                // text that draws on them.
+                for block in provider_blocks {
+                    push(Role::Assistant, Block::Raw(block));
                 }
                 if !content.is_empty() {
                     push(Role::Assistant, Block::Text { text: content });

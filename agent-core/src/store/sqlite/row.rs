@@ -8,21 +8,21 @@ use crate::store::{MessageStatus, StoredMessage, ToolStatus};
 
 /// A session's rows, oldest first, in the column order [`stored`] reads.
 pub(super) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, tool_calls, tool_call_id, name, \
-     reasoning, reasoning_signature, created_at, request_sent_at, response_completed_at, status, silent, tool_status \
-     FROM messages WHERE session_id = ?1 ORDER BY id";
+     reasoning, reasoning_signature, created_at, request_sent_at, response_completed_at, status, silent, tool_status, \
+     provider_blocks FROM messages WHERE session_id = ?1 ORDER BY id";
 
 /// A new row: session, the message's columns (as [`MessageColumns`] orders them), created_at,
 /// request_sent_at, status and silent.
 pub(super) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, \
-     reasoning, reasoning_signature, tool_status, created_at, request_sent_at, status, silent) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+     reasoning, reasoning_signature, tool_status, created_at, request_sent_at, status, silent, provider_blocks) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /// A new message, status, completion time and silent flag for row `?1` of session `?2` (a NULL
 /// status, time or flag keeps the stored one).
 pub(super) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = ?3, content = ?4, tool_calls = ?5, \
      tool_call_id = ?6, name = ?7, reasoning = ?8, reasoning_signature = ?9, tool_status = ?10, \
      status = COALESCE(?11, status), response_completed_at = COALESCE(?12, response_completed_at), \
-     silent = COALESCE(?13, silent) WHERE id = ?1 AND session_id = ?2";
+     silent = COALESCE(?13, silent), provider_blocks = ?14 WHERE id = ?1 AND session_id = ?2";
 
 /// A new status, completion time and silent flag for row `?1` of session `?2` (NULL keeps the
 /// stored one).
@@ -45,6 +45,8 @@ pub(super) struct MessageColumns<'m> {
     pub reasoning: Option<&'m str>,
     pub reasoning_signature: Option<&'m str>,
     pub tool_status: Option<&'static str>,
+    /// An assistant's provider blocks as a JSON list (NULL when there are none).
+    pub provider_blocks: Option<String>,
 }
 
 /// The name a tool status is stored under.
@@ -67,6 +69,7 @@ pub(super) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_jso
         reasoning: None,
         reasoning_signature: None,
         tool_status,
+        provider_blocks: None,
     };
     match message {
         Message::System { .. } | Message::User { .. } => {}
@@ -74,10 +77,14 @@ pub(super) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_jso
             reasoning,
             tool_calls,
             reasoning_signature,
+            provider_blocks,
             ..
         } => {
             if !tool_calls.is_empty() {
                 columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
+            }
+            if !provider_blocks.is_empty() {
+                columns.provider_blocks = Some(serde_json::to_string(provider_blocks)?);
             }
             columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
             columns.reasoning_signature = reasoning_signature.as_deref();
@@ -133,11 +140,19 @@ pub(super) fn stored(row: &Row<'_>) -> Result<StoredMessage, RowError> {
                 })?,
             };
             let reasoning: Option<String> = row.get(7)?;
+            let provider_blocks: Option<String> = row.get(15)?;
+            let provider_blocks = match provider_blocks {
+                None => Vec::new(),
+                Some(json) => serde_json::from_str(&json).map_err(|error| {
+                    malformed(format!("provider_blocks is not a JSON list: {error}"))
+                })?,
+            };
             Message::Assistant {
                 content,
                 reasoning: reasoning.unwrap_or_default(),
                 tool_calls,
                 reasoning_signature: row.get(8)?,
+                provider_blocks,
             }
         }
         "tool" => {

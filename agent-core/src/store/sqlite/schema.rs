@@ -25,6 +25,8 @@ const MIGRATIONS: &[&str] = &[
         tool_status           TEXT             CHECK (tool_status IN ('success', 'error'))
     );
     CREATE INDEX messages_session_id ON messages (session_id, id);",
+    // 2: an assistant's provider blocks (a JSON list), such as Anthropic's server-tool blocks.
+    "ALTER TABLE messages ADD COLUMN provider_blocks TEXT;",
 ];
 
 /// The schema version this build writes: the number of migration steps.
