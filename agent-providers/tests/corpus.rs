@@ -8,14 +8,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::time::Duration;
 
-use agent_core::{Message, Model, ModelError, ModelEvent, ModelRequest, ModelStream};
-use agent_providers::{Anthropic, HttpSettings, OpenAi};
-use futures_core::Stream;
+use agent_core::{Model, ModelError, ModelEvent};
+use agent_providers::{Anthropic, OpenAi};
 use serde_json::{Map, Value, json};
-use support::{Reply, TestServer};
+use support::{Reply, TestServer, collect, request, settings};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
@@ -84,54 +81,56 @@ fn sse_bodies(provider: &str, name: &str) -> Vec<String> {
     bodies
 }
 
-fn settings() -> HttpSettings {
-    HttpSettings {
-        connect_timeout: Duration::from_secs(5),
-        first_byte_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(10),
-        max_retries: 0,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-    }
-}
-
 fn model(provider: &str, url: &str) -> Box<dyn Model> {
     if provider == "anthropic" {
         Box::new(
             Anthropic::new("key")
                 .base_url(url)
                 .model("claude")
-                .settings(settings()),
+                .settings(settings(0)),
         )
     } else {
         Box::new(
             OpenAi::new("key")
                 .base_url(format!("{url}/v1"))
                 .model("gpt")
-                .settings(settings()),
+                .settings(settings(0)),
         )
     }
 }
 
-async fn collect(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut events = Vec::new();
-    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
+/// One call of `provider` against a server sending `body` in pieces of `piece` bytes.
+/// One loopback server and a client of each provider, shared by a test's many replays.
+struct Replayer {
+    server: TestServer,
+    openai: Box<dyn Model>,
+    anthropic: Box<dyn Model>,
 }
 
-/// One call of `provider` against a server sending `body` in pieces of `piece` bytes.
-async fn replay(provider: &str, body: &str, piece: usize) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let server = TestServer::start([Reply::sse_split(body, piece)]).await;
-    let request = ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..ModelRequest::default()
-    };
-    collect(model(provider, &server.url).stream(request)).await
+impl Replayer {
+    async fn new() -> Replayer {
+        let server = TestServer::start([]).await;
+        let (openai, anthropic) = (
+            model("openai", &server.url),
+            model("anthropic", &server.url),
+        );
+        Replayer {
+            server,
+            openai,
+            anthropic,
+        }
+    }
+
+    /// One call of `provider` against the server sending `body`.
+    async fn replay(&self, provider: &str, body: &str) -> (Vec<ModelEvent>, Option<ModelError>) {
+        self.server.push(Reply::sse_split(body, 4096));
+        let model = if provider == "anthropic" {
+            &self.anthropic
+        } else {
+            &self.openai
+        };
+        collect(model.stream(request())).await
+    }
 }
 
 /// What a decoded stream says, in the form `expected.json` holds.
@@ -181,6 +180,7 @@ fn expected() -> Map<String, Value> {
 
 #[tokio::test]
 async fn every_recorded_stream_decodes_as_its_provider_meant_it() {
+    let replayer = Replayer::new().await;
     let expected = expected();
     let mut failures = Vec::new();
     let mut responses = 0;
@@ -189,7 +189,7 @@ async fn every_recorded_stream_decodes_as_its_provider_meant_it() {
         let key = format!("{provider}/{name}");
         let mut got = Vec::new();
         for body in sse_bodies(provider, name) {
-            let (events, error) = replay(provider, &body, 4096).await;
+            let (events, error) = replayer.replay(provider, &body).await;
             got.push(summary(&events, error.as_ref()));
             responses += 1;
         }
@@ -219,6 +219,7 @@ async fn every_recorded_stream_decodes_as_its_provider_meant_it() {
 /// malformed), whatever it held so far: never a shorter answer.
 #[tokio::test]
 async fn every_recorded_stream_cut_short_is_an_error() {
+    let replayer = Replayer::new().await;
     for (provider, name) in recordings() {
         for body in sse_bodies(&provider, &name) {
             let end = match provider.as_str() {
@@ -234,7 +235,7 @@ async fn every_recorded_stream_cut_short_is_an_error() {
                 while !body.is_char_boundary(cut) {
                     cut -= 1;
                 }
-                let (events, error) = replay(&provider, &body[..cut], 4096).await;
+                let (events, error) = replayer.replay(&provider, &body[..cut]).await;
                 let Some(error) = error else {
                     panic!(
                         "{provider}/{name} cut at {cut} of {} decoded as an answer: {events:?}",
@@ -259,12 +260,13 @@ async fn every_recorded_stream_cut_short_is_an_error() {
 /// `data: [DONE]\n` and the connection closed, no final blank line. Complete, not retried.
 #[tokio::test]
 async fn recordings_ending_without_the_final_blank_line_are_complete() {
+    let replayer = Replayer::new().await;
     let expected = expected();
     for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "openai") {
         let mut got = Vec::new();
         for body in sse_bodies(&provider, &name) {
             let body = body.strip_suffix('\n').expect("a final blank line");
-            let (events, error) = replay(&provider, body, 4096).await;
+            let (events, error) = replayer.replay(&provider, body).await;
             got.push(summary(&events, error.as_ref()));
         }
         let got = Value::Array(got);
@@ -282,6 +284,7 @@ async fn recordings_ending_without_the_final_blank_line_are_complete() {
 /// Perplexity's citations.
 #[tokio::test]
 async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
+    let replayer = Replayer::new().await;
     for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "anthropic") {
         for body in sse_bodies(&provider, &name) {
             // The kinds of the blocks the engine has no event for, as the recording sends them.
@@ -303,7 +306,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
                     }
                 }
             }
-            let (events, _) = replay(&provider, &body, 4096).await;
+            let (events, _) = replayer.replay(&provider, &body).await;
             let kept: Vec<String> = events
                 .iter()
                 .filter_map(|event| match event {
@@ -320,7 +323,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
         "anthropic",
         "anthropic-programmatic-tool-calling.1.chunks.txt",
     )[0];
-    let (events, _) = replay("anthropic", body, 4096).await;
+    let (events, _) = replayer.replay("anthropic", body).await;
     let metadata: Vec<&Value> = events
         .iter()
         .filter_map(|event| match event {
@@ -342,7 +345,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
 
     // Web search: its citations, each kept.
     let body = &sse_bodies("anthropic", "anthropic-web-search-tool.1.chunks.txt")[0];
-    let (events, _) = replay("anthropic", body, 4096).await;
+    let (events, _) = replayer.replay("anthropic", body).await;
     let citations = events
         .iter()
         .filter(|event| matches!(event, ModelEvent::ProviderMetadata(value) if value.get("citation").is_some()))
@@ -351,7 +354,7 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
 
     // Perplexity repeats its citations in every chunk: kept once.
     let body = &sse_bodies("openai", "perplexity-citations.chunks.txt")[0];
-    let (events, _) = replay("openai", body, 4096).await;
+    let (events, _) = replayer.replay("openai", body).await;
     let kept: Vec<&Value> = events
         .iter()
         .filter_map(|event| match event {

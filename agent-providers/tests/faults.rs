@@ -12,28 +12,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::{
-    Agent, AgentBuilder, Chunk, ErrorStage, FnTool, Hook, Message, Model, ModelError,
-    ModelErrorKind, ModelEvent, ModelRequest, ModelStream, TurnConfig, TurnErrorKind, TurnEvent,
-    TurnStatus, event,
+    Agent, AgentBuilder, Chunk, ErrorStage, FnTool, Hook, Model, ModelErrorKind, ModelEvent,
+    TurnConfig, TurnErrorKind, TurnEvent, TurnStatus, event,
 };
 use agent_providers::{HttpSettings, OpenAi};
 use futures_core::Stream;
 use serde_json::json;
-use support::{Reply, TestServer, split};
+use support::{Reply, TestServer, collect, request, settings, split};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const KEY: &str = "sk-proj-SECRET-0123456789abcdef";
-
-fn settings(max_retries: u32) -> HttpSettings {
-    HttpSettings {
-        connect_timeout: Duration::from_secs(5),
-        first_byte_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(10),
-        max_retries,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(20),
-    }
-}
 
 fn client_at(url: &str, settings: HttpSettings) -> OpenAi {
     OpenAi::new(KEY)
@@ -44,24 +32,6 @@ fn client_at(url: &str, settings: HttpSettings) -> OpenAi {
 
 fn client(server: &TestServer, max_retries: u32) -> OpenAi {
     client_at(&server.url, settings(max_retries))
-}
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..ModelRequest::default()
-    }
-}
-
-async fn collect(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let mut events = Vec::new();
-    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
 }
 
 /// A chunk with a text delta.

@@ -5,18 +5,14 @@
 
 mod support;
 
-use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use agent_core::{
-    Message, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream,
-};
-use agent_providers::{Anthropic, HttpSettings, OpenAi};
-use futures_core::Stream;
+use agent_core::{Model, ModelError, ModelErrorKind, ModelEvent};
+use agent_providers::{Anthropic, OpenAi};
 use proptest::prelude::*;
 use serde_json::json;
-use support::{Reply, TestServer};
+use support::{Reply, TestServer, collect, request, settings};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -27,17 +23,6 @@ fn runtime() -> &'static tokio::runtime::Runtime {
             .build()
             .expect("a runtime")
     })
-}
-
-fn settings(max_retries: u32) -> HttpSettings {
-    HttpSettings {
-        connect_timeout: Duration::from_secs(5),
-        first_byte_timeout: Duration::from_secs(10),
-        idle_timeout: Duration::from_secs(10),
-        max_retries,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -66,26 +51,11 @@ fn model(provider: Provider, url: &str, max_retries: u32) -> Box<dyn Model> {
 /// What one model call yielded: its events, and the error that ended it, if any.
 type Outcome = (Vec<ModelEvent>, Option<ModelError>);
 
-async fn collect(mut stream: ModelStream) -> Outcome {
-    let mut events = Vec::new();
-    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
-        match item {
-            Ok(event) => events.push(event),
-            Err(error) => return (events, Some(error)),
-        }
-    }
-    (events, None)
-}
-
 /// One model call of `provider` against a server answering with `replies`.
 fn call(provider: Provider, replies: Vec<Reply>, max_retries: u32) -> Outcome {
     runtime().block_on(async move {
         let server = TestServer::start(replies).await;
-        let request = ModelRequest {
-            messages: vec![Message::user("hi")],
-            ..ModelRequest::default()
-        };
-        collect(model(provider, &server.url, max_retries).stream(request)).await
+        collect(model(provider, &server.url, max_retries).stream(request())).await
     })
 }
 

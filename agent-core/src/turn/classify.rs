@@ -10,6 +10,7 @@ const CONTEXT_OVERFLOW: &[&str] = &[
     // OpenAI: code `context_length_exceeded`, "This model's maximum context length is N tokens",
     // "Please reduce the length of the messages or completion".
     "context_length_exceeded",
+    "context length exceeded",
     "maximum context length",
     "reduce the length of",
     // Anthropic: "prompt is too long: N tokens > M maximum", "input length and `max_tokens`
@@ -38,6 +39,9 @@ const RATE_LIMIT: &[&str] = &[
     "rate-limit",
     "ratelimit",
     "too many requests",
+    // Google: status `RESOURCE_EXHAUSTED`.
+    "resource_exhausted",
+    "resource exhausted",
 ];
 
 /// Classifies an error that ended a turn, typed kind first:
@@ -212,6 +216,8 @@ mod tests {
             (in_band("rate_limit_error"), C::RateLimit),
             (in_band("Too Many Requests"), C::RateLimit),
             (in_band("HTTP 429"), C::RateLimit),
+            (in_band("RESOURCE_EXHAUSTED: quota"), C::RateLimit),
+            (in_band("context length exceeded"), C::ContextOverflow),
             (in_band("status 429: slow down"), C::RateLimit),
             // Digits inside other numbers are not a status.
             (in_band("the prompt used 4290 tokens"), C::Unknown),

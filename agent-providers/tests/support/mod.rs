@@ -8,8 +8,45 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_core::{Message, ModelError, ModelEvent, ModelRequest, ModelStream};
+use agent_providers::HttpSettings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+/// Settings for tests: short backoffs, generous timeouts, `max_retries` retries.
+pub fn settings(max_retries: u32) -> HttpSettings {
+    HttpSettings {
+        connect_timeout: Duration::from_secs(5),
+        first_byte_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(10),
+        max_retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(20),
+    }
+}
+
+/// A request with one user message.
+pub fn request() -> ModelRequest {
+    ModelRequest {
+        messages: vec![Message::user("hi")],
+        ..ModelRequest::default()
+    }
+}
+
+/// Every event of a model call, and the error that ended it, if any.
+pub async fn collect(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
+    use futures_core::Stream;
+    let mut events = Vec::new();
+    while let Some(item) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await
+    {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
 
 /// How the server answers one request.
 #[derive(Clone, Debug)]
@@ -89,6 +126,7 @@ pub struct TestServer {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -108,10 +146,10 @@ impl TestServer {
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let replies = Arc::new(Mutex::new(replies.into_iter().collect::<VecDeque<_>>()));
-        let recorded = requests.clone();
+        let (recorded, queued) = (requests.clone(), replies.clone());
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (recorded, replies) = (recorded.clone(), replies.clone());
+                let (recorded, replies) = (recorded.clone(), queued.clone());
                 tokio::spawn(async move {
                     let _ = serve(socket, recorded, replies).await;
                 });
@@ -120,8 +158,14 @@ impl TestServer {
         TestServer {
             url,
             requests,
+            replies,
             task,
         }
+    }
+
+    /// Queues one more reply, after those already queued.
+    pub fn push(&self, reply: Reply) {
+        self.replies.lock().unwrap().push_back(reply);
     }
 
     /// Every request received so far.
