@@ -4,7 +4,7 @@ by the providers' documented stream semantics, independently of the Rust decoder
 implementation in another language, so a decoder bug cannot write its own expectation).
 
 Run from anywhere: `python3 agent-providers/tests/corpus/expect.py`. The replay test
-(`agent-providers/tests/corpus.rs`) compares the decoders' output with this file.
+(`agent-providers/tests/providers/corpus.rs`) compares the decoders' output with this file.
 
 Per response (a file may hold several: an Anthropic one ends each at `message_stop`, an
 OpenAI-compatible one starts each with a new completion `id`):

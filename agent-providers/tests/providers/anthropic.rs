@@ -2,11 +2,10 @@
 //! in Anthropic's exact event format (split at arbitrary byte boundaries), scripted error
 //! statuses and broken streams, and records what the client sent.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{Reply, TestServer};
 use agent_core::{
     AgentBuilder, CallSettings, Chunk, ChunkContext, FinishReason, FnTool, Hook, Message, Model,
     ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream, OutputSchema, ToolCall,
@@ -14,7 +13,6 @@ use agent_core::{
 };
 use agent_providers::{Anthropic, HttpSettings};
 use serde_json::{Value, json};
-use support::{Reply, TestServer};
 
 const KEY: &str = "sk-ant-test-secret-0123456789";
 

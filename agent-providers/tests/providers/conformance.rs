@@ -3,17 +3,15 @@
 //! chaos modes (429 with Retry-After, 500, a disconnect, a malformed reply), each hitting the
 //! first request only, so the retry must recover.
 
-mod aimock;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::aimock::Aimock;
 use agent_core::{
     Agent, AgentBuilder, ChatErrorClassification, FnTool, Model, ModelErrorKind, TurnErrorKind,
     TurnStatus,
 };
 use agent_providers::{Anthropic, HttpSettings, OpenAi};
-use aimock::Aimock;
 use serde_json::json;
 
 fn settings() -> HttpSettings {
@@ -201,7 +199,7 @@ fn fake_path(name: &str, node_version: Option<&str>, npm: bool) -> std::path::Pa
 
 #[test]
 fn missing_or_old_node_and_npm_are_named_in_one_message() {
-    let check = |dir: &std::path::Path| aimock::check_prerequisites(dir.as_os_str());
+    let check = |dir: &std::path::Path| crate::aimock::check_prerequisites(dir.as_os_str());
     let nothing = check(&fake_path("nothing", None, false)).unwrap_err();
     assert!(
         nothing.starts_with(

@@ -5,14 +5,12 @@
 //! reason must be exactly what the stream says (`tests/corpus/expected.json`, written from the
 //! recordings), and the same stream cut short must fail, never decode as a shorter answer.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::{Reply, TestServer, collect, request, settings};
 use agent_core::{Model, ModelError, ModelEvent};
 use agent_providers::{Anthropic, OpenAi};
 use serde_json::{Map, Value, json};
-use support::{Reply, TestServer, collect, request, settings};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")

@@ -4,13 +4,12 @@
 //! a whole step, its partial output discarded); the rest fail at once with a typed error that
 //! keeps the provider's body and never the API key.
 
-mod support;
-
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{Reply, TestServer, collect, request, settings, split};
 use agent_core::{
     Agent, AgentBuilder, Chunk, ErrorStage, FnTool, Hook, Model, ModelErrorKind, ModelEvent,
     TurnConfig, TurnErrorKind, TurnEvent, TurnStatus, event,
@@ -18,7 +17,6 @@ use agent_core::{
 use agent_providers::{HttpSettings, OpenAi};
 use futures_core::Stream;
 use serde_json::json;
-use support::{Reply, TestServer, collect, request, settings, split};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const KEY: &str = "sk-proj-SECRET-0123456789abcdef";

@@ -2,13 +2,12 @@
 //! stream decoded identically however its bytes are split, the request body as JSON, strict-mode
 //! schema adaptation, and a full agent turn with a tool call.
 
-mod support;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{Reply, TestServer};
 use agent_core::{
     AgentBuilder, CallSettings, FinishReason, FnTool, Message, Model, ModelError, ModelErrorKind,
     ModelEvent, ModelRequest, ModelStream, OutputSchema, Tool, ToolCall, ToolChoice, ToolSpec,
@@ -17,7 +16,6 @@ use agent_core::{
 use agent_providers::{HttpSettings, OpenAi};
 use futures_core::Stream;
 use serde_json::{Value, json};
-use support::{Reply, TestServer};
 
 fn settings() -> HttpSettings {
     HttpSettings {
@@ -142,7 +140,7 @@ async fn a_recorded_stream_decodes_identically_however_its_bytes_are_split() {
     }
     // The pieces really do cut through multi-byte characters.
     assert!(
-        support::split(RECORDED.as_bytes(), 3)
+        crate::support::split(RECORDED.as_bytes(), 3)
             .iter()
             .any(|piece| std::str::from_utf8(piece).is_err())
     );

@@ -3,15 +3,13 @@
 //! `$defs`. The request bodies of an agent using the `#[tool]` and of one using a `FnTool` with
 //! the hand-written schema are compared whole, on OpenAI and on Anthropic.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Reply, TestServer};
 use agent_core::{AgentBuilder, FnTool, Model, tool};
 use agent_providers::{Anthropic, HttpSettings, OpenAi};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use support::{Reply, TestServer};
 
 /// How warm.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]

@@ -133,7 +133,8 @@ impl Aimock {
     /// Starts AIMock with the fixtures beside this file and waits until it answers `/health`.
     pub fn start() -> Aimock {
         let cli = ensure_installed();
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/aimock/fixtures.json");
+        let fixtures =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/providers/aimock/fixtures.json");
         for _ in 0..3 {
             let port = free_port();
             let child = Command::new("node")

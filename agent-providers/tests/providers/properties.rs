@@ -3,16 +3,14 @@
 //! bytes, the split points or the header values, the provider never panics, and it yields either
 //! exactly the events of the intact stream or a typed error.
 
-mod support;
-
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::support::{Reply, TestServer, collect, request, settings};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelEvent};
 use agent_providers::{Anthropic, OpenAi};
 use proptest::prelude::*;
 use serde_json::json;
-use support::{Reply, TestServer, collect, request, settings};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

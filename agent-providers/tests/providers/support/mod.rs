@@ -2,8 +2,6 @@
 //! the next scripted [`Reply`] (SSE bodies written chunk by chunk, split wherever the test says,
 //! error statuses, stalls, disconnects) and records every request it received.
 
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
