@@ -13,25 +13,19 @@
 
 mod agent;
 mod cancel;
-pub mod hooks;
+mod engine;
+mod hooks;
 mod message;
 mod model;
-pub mod session;
+mod session;
 mod store;
 mod tool;
-mod tool_call;
-mod turn;
 mod util;
 
-use std::future::Future;
-use std::pin::Pin;
-
-pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnEvent, TurnOverlap,
-    TurnRequest, TurnStream,
-};
+pub use agent::{Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnStream};
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
+pub use engine::{TurnEvent, TurnOverlap, TurnRequest, default_classifier, is_context_overflow};
 pub use hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk, ChunkContext, ClassifyContext,
     CreateMessageContext, ErrorStage, Event, FailurePolicy, FilterMessagesContext, HistoryDecision,
@@ -40,27 +34,27 @@ pub use hooks::{
     SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
     StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
     ToolCallResultContext, ToolOutcome, ToolResultContext, ToolResultDecision, ToolResultRecord,
-    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
     UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
-    ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, ToolSpec, Usage,
+    ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,
 };
-pub use session::{ContextBlock, ContextProvider, SessionConfig, SessionInfo};
+pub use session::{
+    ContextBlock, ContextProvider, SUMMARY_HEADING, SessionConfig, SessionInfo, Summarizer,
+    TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
+};
 pub use store::{
     MemoryStore, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
     SqliteStore, SqliteSync, StoreError, StoredMessage, ToolStatus,
 };
 pub use tool::{
     AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,
-    ToolInput, TypedTool, is_valid_tool_name, schema_for,
+    ToolInput, ToolSpec, TypedTool, is_valid_tool_name, schema_for,
 };
-pub use turn::{default_classifier, is_context_overflow};
-
-/// A boxed, sendable future (what async hooks and dynamic tools return).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use util::BoxFuture;
 
 /// What generated code reaches through `::agent_core::__private`; not a public API.
 #[doc(hidden)]

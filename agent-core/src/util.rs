@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::BoxFuture;
+/// A boxed, sendable future (what async hooks and dynamic tools return).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Runs futures concurrently, at most `limit` at a time, and returns their outputs in the order
 /// given (not the order they finish).

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Agent, AgentInner, ToolSlot};
+use super::Agent;
+use crate::engine::TurnOverlap;
+use crate::engine::runtime::{AgentRuntime, ToolSlot};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
-use crate::hooks::{Hook, Matcher, TurnEvent, TurnHooks};
+use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};
 use crate::model::{CallSettings, Model};
 use crate::store::{MemoryStore, SessionStore};
 use crate::tool::{DynTool, Tool, ToolInput, TypedTool, is_valid_tool_name};
@@ -49,7 +51,7 @@ pub struct AgentBuilder {
     model: Option<Arc<dyn Model>>,
     max_steps: usize,
     tool_concurrency: usize,
-    overlap: super::TurnOverlap,
+    overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
     tools: Vec<(Arc<dyn DynTool>, bool)>,
@@ -81,7 +83,7 @@ impl AgentBuilder {
             model: None,
             max_steps: 10,
             tool_concurrency: 8,
-            overlap: super::TurnOverlap::Wait,
+            overlap: TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
             tools: Vec::new(),
@@ -130,7 +132,7 @@ impl AgentBuilder {
     }
 
     /// What a turn does while another turn of its session runs (default: wait).
-    pub fn turn_overlap(mut self, overlap: super::TurnOverlap) -> Self {
+    pub fn turn_overlap(mut self, overlap: TurnOverlap) -> Self {
         self.overlap = overlap;
         self
     }
@@ -178,7 +180,7 @@ impl AgentBuilder {
     }
 
     /// Adds a hook of a turn-wide event.
-    pub fn hook<E: TurnEvent>(mut self, hook: Hook<E>) -> Self {
+    pub fn hook<E: TurnWideEvent>(mut self, hook: Hook<E>) -> Self {
         E::slot(&mut self.hooks).push(hook);
         self
     }
@@ -316,7 +318,7 @@ impl AgentBuilder {
             .collect();
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
         Ok(Agent {
-            inner: Arc::new(AgentInner {
+            inner: Arc::new(AgentRuntime {
                 name: name.into(),
                 description,
                 instructions,

@@ -1,97 +1,14 @@
 //! A conversation: one session's history and its turn lock, with the `run` and `stream` APIs.
 
-use std::collections::HashMap;
-use std::pin::Pin;
-use std::sync::{Arc, PoisonError, Weak};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
-use futures_core::Stream;
-use serde_json::{Map, Value};
 use tokio::sync::{Mutex, mpsc};
 
-use super::Agent;
-use crate::cancel::CancelToken;
-use crate::hooks::{Chunk, StepRecord, TurnResult};
+use super::{Agent, TurnStream};
+use crate::engine::{SessionRef, TurnRequest, run_turn};
+use crate::hooks::TurnResult;
 use crate::message::Message;
 use crate::store::{StoreError, StoredMessage};
-
-/// One turn's input and options.
-#[derive(Clone, Debug, Default)]
-pub struct TurnRequest {
-    /// The user's input (empty: no new user message, as in a continuation).
-    pub input: String,
-    /// Messages stored at the start of the turn, before the input (tool results from a client,
-    /// several user messages, ...).
-    pub messages: Vec<Message>,
-    /// Custom fields hooks can read (`TurnContext::body`).
-    pub body: Map<String, Value>,
-    /// Whether this turn continues an earlier one.
-    pub continuation: bool,
-    /// Cancel this token to abort the turn; it then ends as `aborted`.
-    pub cancel: CancelToken,
-}
-
-impl TurnRequest {
-    /// A request with this input.
-    pub fn new(input: impl Into<String>) -> Self {
-        TurnRequest {
-            input: input.into(),
-            ..TurnRequest::default()
-        }
-    }
-
-    /// Uses this cancellation token.
-    pub fn cancel(mut self, token: CancelToken) -> Self {
-        self.cancel = token;
-        self
-    }
-
-    /// Sets the custom body.
-    pub fn body(mut self, body: Map<String, Value>) -> Self {
-        self.body = body;
-        self
-    }
-
-    /// Stores these messages at the start of the turn, before the input.
-    pub fn messages(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
-        self.messages.extend(messages);
-        self
-    }
-
-    /// Marks the turn as a continuation.
-    pub fn continuation(mut self, continuation: bool) -> Self {
-        self.continuation = continuation;
-        self
-    }
-}
-
-impl From<&str> for TurnRequest {
-    fn from(input: &str) -> Self {
-        TurnRequest::new(input)
-    }
-}
-
-impl From<String> for TurnRequest {
-    fn from(input: String) -> Self {
-        TurnRequest::new(input)
-    }
-}
-
-/// What the stream API yields, in order; [`TurnEvent::Finished`] is always last.
-#[derive(Clone, Debug)]
-pub enum TurnEvent {
-    /// A streamed chunk (text, reasoning, tool input, tool call, tool result).
-    Chunk {
-        /// The step number.
-        step: usize,
-        /// The chunk.
-        chunk: Chunk,
-    },
-    /// A step finished.
-    StepFinished(StepRecord),
-    /// The turn ended.
-    Finished(TurnResult),
-}
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
 /// turns that never overlap (a second turn waits for the first).
@@ -140,6 +57,14 @@ impl Conversation {
             agent,
             session,
             lock,
+        }
+    }
+
+    /// The session as the engine sees it.
+    fn session_ref(&self) -> SessionRef<'_> {
+        SessionRef {
+            id: &self.session,
+            lock: &self.lock,
         }
     }
 
@@ -194,7 +119,7 @@ impl Conversation {
 
     /// Runs one turn to its end.
     pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
-        crate::turn::run_turn(self, request.into(), None).await
+        run_turn(&self.agent.inner, self.session_ref(), request.into(), None).await
     }
 
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
@@ -211,60 +136,9 @@ impl Conversation {
         let conversation = self.clone();
         let request = request.into();
         tokio::spawn(async move {
-            crate::turn::run_turn(&conversation, request, Some(sender)).await;
+            let session = conversation.session_ref();
+            run_turn(&conversation.agent.inner, session, request, Some(sender)).await;
         });
-        TurnStream { receiver }
-    }
-}
-
-/// The turn locks of an agent's open sessions: every [`Conversation`] opened on one session id
-/// shares one lock, so turns in a session never overlap, however many handles serve it.
-#[derive(Default)]
-pub(crate) struct SessionLocks {
-    inner: std::sync::Mutex<LockTable>,
-}
-
-#[derive(Default)]
-struct LockTable {
-    locks: HashMap<Arc<str>, Weak<Mutex<()>>>,
-    /// Sessions no handle keeps open are forgotten when the table grows to this size.
-    prune_at: usize,
-}
-
-impl SessionLocks {
-    /// The turn lock of `session`, shared with every open handle on it.
-    pub(crate) fn lock_for(&self, session: &Arc<str>) -> Arc<Mutex<()>> {
-        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
-            return lock;
-        }
-        if table.locks.len() >= table.prune_at {
-            table.locks.retain(|_, lock| lock.strong_count() > 0);
-            table.prune_at = (table.locks.len() * 2).max(64);
-        }
-        let lock = Arc::new(Mutex::new(()));
-        table.locks.insert(session.clone(), Arc::downgrade(&lock));
-        lock
-    }
-}
-
-/// The events of one turn, as they happen.
-#[derive(Debug)]
-pub struct TurnStream {
-    receiver: mpsc::Receiver<TurnEvent>,
-}
-
-impl Stream for TurnStream {
-    type Item = TurnEvent;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<TurnEvent>> {
-        self.receiver.poll_recv(cx)
-    }
-}
-
-impl TurnStream {
-    /// The next event, or `None` after [`TurnEvent::Finished`].
-    pub async fn next(&mut self) -> Option<TurnEvent> {
-        self.receiver.recv().await
+        TurnStream::new(receiver)
     }
 }

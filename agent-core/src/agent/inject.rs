@@ -1,9 +1,9 @@
 //! Appending a message to a session outside a turn: [`Conversation::inject_message`].
 
 use super::Conversation;
+use crate::engine::persist::{WriteError, Writer};
 use crate::message::Message;
 use crate::store::{NewMessage, StoreError, StoredMessage};
-use crate::turn::persist::{WriteError, Writer};
 
 impl Conversation {
     /// Appends `message` to the session as a completed, visible row, through the agent's

@@ -1,4 +1,6 @@
-//! Building an agent ([`AgentBuilder`]) and running it ([`Agent`], [`Conversation`]).
+//! The facade: building an agent ([`AgentBuilder`]) and running it ([`Agent`],
+//! [`Conversation`], [`TurnStream`]). It holds no engine state of its own: an [`Agent`] is a
+//! shared handle on the engine's runtime, and a conversation runs its turns through the engine.
 //!
 //! `#[agent]` generates an [`AgentSpec`] impl that registers its tools and hooks through this
 //! same builder, so everything the macros do can be written by hand.
@@ -6,21 +8,17 @@
 mod builder;
 mod conversation;
 mod inject;
+mod stream;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-
-use crate::hooks::TurnHooks;
-use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
-use crate::model::{CallSettings, Model, ToolSpec};
-use crate::store::SessionStore;
-use crate::tool::DynTool;
+use crate::engine::TurnRequest;
+use crate::engine::runtime::AgentRuntime;
+use crate::tool::ToolSpec;
 
 pub use builder::{AgentBuilder, BuildError};
-use conversation::SessionLocks;
-pub use conversation::{Conversation, TurnEvent, TurnRequest, TurnStream};
+pub use conversation::Conversation;
+pub use stream::TurnStream;
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its
 /// tools, hooks and options on a builder.
@@ -50,22 +48,11 @@ pub trait HookSet {
     fn register(self, builder: AgentBuilder) -> AgentBuilder;
 }
 
-/// What a turn does when another turn of its session is running.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TurnOverlap {
-    /// Wait for the running turn to end (the default).
-    #[default]
-    Wait,
-    /// End at once with status `error` and [`TurnErrorKind::Busy`](crate::TurnErrorKind::Busy);
-    /// no hook fires, nothing is stored.
-    Reject,
-}
-
 /// A built agent: cheap to clone, shareable across tasks. Run turns with [`Agent::run`] (a
 /// one-turn conversation) or open a [`Conversation`] to keep history across turns.
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) inner: Arc<AgentInner>,
+    pub(crate) inner: Arc<AgentRuntime>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -82,72 +69,6 @@ impl std::fmt::Debug for Agent {
             .field("max_steps", &self.inner.max_steps)
             .field("tools", &tools)
             .finish()
-    }
-}
-
-pub(crate) struct AgentInner {
-    pub(crate) name: Arc<str>,
-    pub(crate) description: Option<String>,
-    pub(crate) instructions: Option<String>,
-    pub(crate) model: Arc<dyn Model>,
-    pub(crate) max_steps: usize,
-    pub(crate) tool_concurrency: usize,
-    pub(crate) overlap: TurnOverlap,
-    pub(crate) settings: CallSettings,
-    pub(crate) provider_options: Map<String, Value>,
-    pub(crate) tools: Vec<ToolSlot>,
-    pub(crate) tool_index: HashMap<String, usize>,
-    pub(crate) specs: Vec<Arc<ToolSpec>>,
-    pub(crate) hooks: TurnHooks,
-    pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
-    pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
-    pub(crate) store: Arc<dyn SessionStore>,
-    /// The turn lock of each open session.
-    pub(crate) sessions: SessionLocks,
-    /// Builds each session's configuration when it opens.
-    pub(crate) configure_session: Option<crate::session::Configure>,
-    /// The configuration and system prompt of each open session.
-    pub(crate) session_states: crate::session::SessionStates,
-}
-
-/// A tool with the hooks that apply to it, resolved once when the agent (or turn) is built.
-#[derive(Clone)]
-pub(crate) struct ToolSlot {
-    pub(crate) tool: Arc<dyn DynTool>,
-    pub(crate) dynamic: bool,
-    pub(crate) before: Vec<Arc<dyn BeforeHook>>,
-    pub(crate) after: Vec<Arc<dyn AfterHook>>,
-}
-
-impl ToolSlot {
-    pub(crate) fn spec(&self) -> &Arc<ToolSpec> {
-        self.tool.spec()
-    }
-
-    /// Attaches every hook whose matcher matches this tool.
-    pub(crate) fn resolve(
-        tool: Arc<dyn DynTool>,
-        dynamic: bool,
-        before: &[Arc<dyn BeforeHook>],
-        after: &[Arc<dyn AfterHook>],
-    ) -> ToolSlot {
-        let name = tool.spec().name.as_str();
-        let before = before
-            .iter()
-            .filter(|h| h.meta().compiled.matches(name))
-            .cloned()
-            .collect();
-        let after = after
-            .iter()
-            .filter(|h| h.meta().compiled.matches(name))
-            .cloned()
-            .collect();
-        ToolSlot {
-            tool,
-            dynamic,
-            before,
-            after,
-        }
     }
 }
 
@@ -189,7 +110,7 @@ impl Agent {
     }
 
     /// Runs one turn on a new conversation.
-    pub async fn run(&self, request: impl Into<TurnRequest>) -> crate::TurnResult {
+    pub async fn run(&self, request: impl Into<TurnRequest>) -> crate::hooks::TurnResult {
         self.conversation().run(request).await
     }
 }

@@ -1,25 +1,29 @@
-//! Hooks: the event catalogue, hook values with their options, and how one hook is run under
-//! the failure policy. Where each event fires is in `turn/` and `tool_call/`.
+//! Hooks: the event catalogue, hook values with their options, what each event's hooks
+//! receive and decide, and the one runner that applies the failure policy.
 
 mod context;
 mod matcher;
 mod messages;
+mod outcome;
 mod returns;
 mod run;
+mod tool_context;
 pub(crate) mod tool_hooks;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::BoxFuture;
+use crate::util::BoxFuture;
 
 pub use context::*;
-pub use event::TurnHooks;
+pub(crate) use event::TurnHooks;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
+pub use outcome::*;
 pub use returns::HookReturn;
-pub(crate) use run::run_hook;
+pub(crate) use run::{chain, each, observe, settle, span};
+pub use tool_context::*;
 
 /// A lifecycle event: its context, what its hooks return, and its default failure policy.
 ///
@@ -36,7 +40,7 @@ pub trait Event: Send + Sync + 'static {
 }
 
 /// Events whose hooks apply to the whole turn (every event but the two tool-call ones).
-pub trait TurnEvent: Event {
+pub trait TurnWideEvent: Event {
     /// Where the agent keeps this event's hooks.
     #[doc(hidden)]
     fn slot(hooks: &mut TurnHooks) -> &mut Vec<Hook<Self>>
@@ -231,7 +235,7 @@ pub mod event {
                 const NAME: &'static str = $name;
                 const DEFAULT_POLICY: FailurePolicy = FailurePolicy::$policy;
             }
-            impl TurnEvent for $ty {
+            impl TurnWideEvent for $ty {
                 fn slot(hooks: &mut TurnHooks) -> &mut Vec<Hook<Self>> {
                     &mut hooks.$field
                 }

@@ -1,7 +1,12 @@
-//! Running one hook under the failure policy: errors, panics and timeouts become a
-//! [`HookFailure`]; what the caller does with it depends on the event.
+//! The one place hooks run: a hook's body under its timeout with panics caught
+//! ([`run_hook`]), the failure policy applied to what fails ([`settle`]), and the loops every
+//! event uses (`each`, `chain`, `observe`). Tool-call hooks use `span` and `settle` too.
 
-use super::{Event, Hook, HookBody, HookFailure};
+use tracing::Instrument;
+
+use super::{
+    Event, FailurePolicy, Hook, HookBody, HookFailure, TurnError, TurnErrorKind, TurnWideEvent,
+};
 use crate::util::{catch_panic, catch_unwind};
 
 /// Runs a hook, catching panics; async hooks honour their timeout.
@@ -32,4 +37,88 @@ pub(crate) async fn run_hook<E: Event>(
             }
         }
     }
+}
+
+/// Runs `hooks` in order, handing each result to `take`. A failing fail-open hook is logged and
+/// skipped; a failing fail-closed hook stops the chain with the turn error it causes.
+pub(crate) async fn each<E: TurnWideEvent>(
+    hooks: &[Hook<E>],
+    ctx: &E::Ctx,
+    mut take: impl FnMut(E::Out),
+) -> Result<(), TurnError> {
+    for hook in hooks {
+        match run_hook(hook, ctx)
+            .instrument(span(E::NAME, &hook.name))
+            .await
+        {
+            Ok(out) => take(out),
+            Err(failure) => settle(E::NAME, &hook.name, hook.policy(), &failure)?,
+        }
+    }
+    Ok(())
+}
+
+/// Runs transform hooks in order: each reads `ctx` as the previous one left it, and `apply`
+/// folds a hook's output into `ctx` (returning `false` stops the chain). A failing hook leaves
+/// `ctx` as it was, so the chain goes on with the last good value; only a hook whose `on_error`
+/// says fail closed stops it with the turn error it causes.
+pub(crate) async fn chain<E: TurnWideEvent>(
+    hooks: &[Hook<E>],
+    ctx: &mut E::Ctx,
+    mut apply: impl FnMut(&mut E::Ctx, E::Out) -> bool,
+) -> Result<(), TurnError> {
+    for hook in hooks {
+        match run_hook(hook, ctx)
+            .instrument(span(E::NAME, &hook.name))
+            .await
+        {
+            Ok(out) => {
+                if !apply(ctx, out) {
+                    break;
+                }
+            }
+            Err(failure) => settle(E::NAME, &hook.name, hook.policy(), &failure)?,
+        }
+    }
+    Ok(())
+}
+
+/// The span a hook runs in.
+pub(crate) fn span(event: &'static str, hook: &str) -> tracing::Span {
+    tracing::debug_span!("hook", otel.name = event, hook.event = event, hook.name = %hook)
+}
+
+/// Applies a failed hook's policy: the failure is logged; failing closed, it becomes the turn
+/// error it causes ([`TurnErrorKind::Hook`]), which the caller turns into what the event guards
+/// (a failed turn, a tool call that does not run).
+pub(crate) fn settle(
+    event: &'static str,
+    hook: &str,
+    policy: FailurePolicy,
+    failure: &HookFailure,
+) -> Result<(), TurnError> {
+    match policy {
+        FailurePolicy::FailOpen => {
+            tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail open): {failure}");
+            Ok(())
+        }
+        FailurePolicy::FailClosed => {
+            tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail closed): {failure}");
+            Err(TurnError::new(
+                TurnErrorKind::Hook {
+                    event,
+                    hook: hook.to_owned(),
+                },
+                format!("{event} hook `{hook}` {failure}"),
+            ))
+        }
+    }
+}
+
+/// Runs observer hooks (they return nothing).
+pub(crate) async fn observe<E: TurnWideEvent<Out = ()>>(
+    hooks: &[Hook<E>],
+    ctx: &E::Ctx,
+) -> Result<(), TurnError> {
+    each(hooks, ctx, |()| {}).await
 }

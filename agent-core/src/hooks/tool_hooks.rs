@@ -1,17 +1,21 @@
 //! Tool-call hooks with their input types erased, so one list per tool holds hooks typed for
 //! different views (one tool's args, an enum of several, JSON) of the same call.
 
+use std::any::TypeId;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::event::{AfterToolCall, BeforeToolCall};
 use super::matcher::CompiledMatcher;
-use super::{
-    FailurePolicy, Hook, HookFailure, ToolCallContext, ToolCallDecision, ToolOutcome, run_hook,
-};
-use crate::BoxFuture;
+use super::run::run_hook;
+use super::tool_context::{ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome};
+use super::{FailurePolicy, Hook, HookFailure};
 use crate::cancel::CancelToken;
 use crate::message::Message;
+use crate::util::BoxFuture;
+use serde_json::Value;
+
 use crate::tool::{AnyValue, DynTool, ToolInput};
 
 /// One tool call as the hooks see it, with its arguments parsed.
@@ -125,9 +129,39 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>> {
         Box::pin(async move {
-            let ctx = super::context::result_view::<I, O>(call, outcome, duration)
+            let ctx = result_view::<I, O>(call, outcome, duration)
                 .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
             run_hook(&self.hook, &ctx).await
         })
     }
+}
+
+/// Builds a result context from a call's state. `I::from_args` may fail when a hook is registered
+/// for a tool whose arguments it cannot carry; the caller reports that as the hook's failure.
+pub(crate) fn result_view<I: ToolInput, O: 'static>(
+    call: &CallState,
+    outcome: &Arc<ToolOutcome>,
+    duration: Duration,
+) -> Option<ToolCallResultContext<I, O>> {
+    let model_input = I::from_args(&call.tool_name, &call.model_input)?;
+    let effective_input = I::from_args(&call.tool_name, &call.effective_input)?;
+    let output_json = if TypeId::of::<O>() == TypeId::of::<Value>() {
+        outcome.value().and_then(|v| v.to_json().ok())
+    } else {
+        None
+    };
+    Some(ToolCallResultContext {
+        request_id: call.request_id.clone(),
+        call_id: call.call_id.clone(),
+        tool_name: call.tool_name.clone(),
+        model_input,
+        effective_input,
+        step: call.step,
+        dynamic: call.dynamic,
+        outcome: outcome.clone(),
+        duration,
+        messages: call.messages.clone(),
+        output_json,
+        _output: PhantomData,
+    })
 }

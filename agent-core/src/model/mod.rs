@@ -1,7 +1,7 @@
 //! The model seam: a streaming model trait, its request and its event stream.
 //!
 //! Providers (HTTP clients) and the [`ScriptedModel`] implement [`Model`]; the turn loop in
-//! `turn/` is the only caller.
+//! `engine/` is the only caller.
 
 mod scripted;
 
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::{Message, ToolCall};
+use crate::tool::{ToolSpec, schema_for};
 
 pub use scripted::{ScriptedModel, ScriptedStep};
 
@@ -78,20 +79,9 @@ impl OutputSchema {
     pub fn of<T: schemars::JsonSchema>(name: impl Into<String>) -> Self {
         OutputSchema {
             name: name.into(),
-            schema: crate::tool::schema_for::<T>(),
+            schema: schema_for::<T>(),
         }
     }
-}
-
-/// A tool as the model sees it: name, description and JSON Schema of its arguments.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// The tool's name.
-    pub name: String,
-    /// What the tool does (the function's doc comment).
-    pub description: String,
-    /// JSON Schema 2020-12 of the arguments.
-    pub parameters: Value,
 }
 
 /// How the model may choose tools.

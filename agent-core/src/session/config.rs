@@ -4,8 +4,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::BoxFuture;
 use crate::message::Message;
+use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
 
 /// The session a configuration is built for (what context providers receive).

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage};
-use crate::BoxFuture;
+use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
 
 /// The agent's store, guarded against panics.

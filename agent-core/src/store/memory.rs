@@ -7,8 +7,8 @@ use std::sync::{Mutex, PoisonError};
 use super::{
     MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage, ToolStatus, now_micros,
 };
-use crate::BoxFuture;
 use crate::message::Message;
+use crate::util::BoxFuture;
 
 /// Sessions kept in process memory, each for as long as a handle holds it.
 ///

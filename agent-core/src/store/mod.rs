@@ -12,8 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::BoxFuture;
 use crate::message::Message;
+use crate::util::BoxFuture;
 
 pub(crate) use guard::PanicSafe;
 pub use memory::MemoryStore;

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use self::error::DbFile;
 use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage, now_micros};
-use crate::BoxFuture;
+use crate::util::BoxFuture;
 
 /// How durable a commit is: SQLite's `synchronous` setting (the store always runs in WAL mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ToolSpec;
 use super::{Tool, ToolContext, ToolError};
-use crate::BoxFuture;
-use crate::model::ToolSpec;
+use crate::util::BoxFuture;
 
 type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
 type TextFn = fn(&(dyn Any + Send + Sync)) -> Result<String, String>;

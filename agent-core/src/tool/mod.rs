@@ -3,6 +3,7 @@
 
 mod erased;
 mod input;
+mod spec;
 
 use std::fmt;
 use std::future::Future;
@@ -13,10 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
-use crate::model::ToolSpec;
 
 pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
+pub use spec::ToolSpec;
 
 /// A tool the model can call, with typed arguments and output.
 ///

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use agent_core::{
     AgentBuilder, ChatErrorContext, ChatResponse, ErrorStage, FailurePolicy, FnTool, Hook, Matcher,
     Message, ScriptedModel, ScriptedStep, Tool, ToolContext, ToolError, TurnErrorKind, TurnStatus,
-    event, hooks::TurnEvent as TurnWideEvent, schema_for,
+    event, TurnWideEvent, schema_for,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -11,7 +11,7 @@
 
 use agent_core::{
     AgentBuilder, ChatErrorClassification, FailurePolicy, Hook, ScriptedModel, ScriptedStep,
-    TurnError, TurnErrorKind, TurnResult, TurnStatus, event, hooks::TurnEvent as TurnWideEvent,
+    TurnError, TurnErrorKind, TurnResult, TurnStatus, event, TurnWideEvent,
 };
 use tests::{Failure, Recorded, Trace, failing, lines, status_name};
 

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_core::session::{cut_point, is_boundary};
+use agent_core::{cut_point, is_boundary};
 use agent_core::{
     AgentBuilder, ChatErrorClassification, Hook, Message, ScriptedModel, ScriptedStep,
     SessionConfig, ToolCall, TurnStatus, event,

@@ -2,70 +2,18 @@
 //! before_tool_call chain (merge rule), execution, after_tool_call_success/failure,
 //! after_tool_call, and the text the model reads.
 
-mod result_hooks;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use crate::agent::ToolSlot;
-use crate::cancel::CancelToken;
+use super::plan::CallScope;
+use super::tool_results;
 use crate::hooks::tool_hooks::{CallState, ErasedDecision};
-use crate::hooks::{FailurePolicy, ToolOutcome, ToolResultRecord, TurnError, TurnErrorKind};
-use crate::message::{Message, ToolCall};
+use crate::hooks::{self, ToolOutcome, ToolResultRecord, TurnError};
+use crate::message::ToolCall;
 use crate::tool::{ToolContext, ToolError};
 use crate::util::catch_unwind;
-
-/// Where a call runs: the turn's id, step and tools.
-pub(crate) struct CallScope<'a> {
-    pub(crate) request_id: &'a Arc<str>,
-    pub(crate) step: usize,
-    pub(crate) messages: &'a Arc<Vec<Message>>,
-    pub(crate) cancel: &'a CancelToken,
-    pub(crate) tools: &'a TurnTools<'a>,
-}
-
-/// The tools of one turn: the agent's, plus those a before_turn hook added, limited to the
-/// active ones.
-pub(crate) struct TurnTools<'a> {
-    pub(crate) agent: &'a crate::agent::AgentInner,
-    pub(crate) extra: Vec<ToolSlot>,
-    pub(crate) active: Option<Vec<String>>,
-    /// The current step's own limit (before_step's `active_tools`).
-    pub(crate) step_active: Option<Vec<String>>,
-}
-
-impl TurnTools<'_> {
-    /// Whether the model may call this tool in the current step.
-    pub(crate) fn is_active(&self, name: &str) -> bool {
-        let allowed = |list: &Option<Vec<String>>| {
-            list.as_ref()
-                .is_none_or(|names| names.iter().any(|n| n == name))
-        };
-        allowed(&self.active) && allowed(&self.step_active)
-    }
-
-    pub(crate) fn get(&self, name: &str) -> Option<&ToolSlot> {
-        if !self.is_active(name) {
-            return None;
-        }
-        match self.agent.tool_index.get(name) {
-            Some(&index) => self.agent.tools.get(index),
-            None => self.extra.iter().find(|slot| slot.spec().name == name),
-        }
-    }
-
-    pub(crate) fn names(&self) -> Vec<&str> {
-        let all = self
-            .agent
-            .tools
-            .iter()
-            .chain(&self.extra)
-            .map(|slot| slot.spec().name.as_str());
-        all.filter(|name| self.is_active(name)).collect()
-    }
-}
 
 /// What a finished call contributes to the step.
 pub(crate) struct CallResult {
@@ -133,7 +81,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     let mut outcome = None;
     for hook in &slot.before {
         let meta = hook.meta();
-        let span = tracing::debug_span!("hook", otel.name = "before_tool_call", hook.event = "before_tool_call", hook.name = %meta.name);
+        let span = hooks::span("before_tool_call", &meta.name);
         match hook.run(&state).instrument(span).await {
             Ok(ErasedDecision::Allow) => {}
             Ok(ErasedDecision::Modify(input)) => state.effective_input = Arc::new(input),
@@ -147,20 +95,16 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
                 outcome = Some(ToolOutcome::Substituted(output));
                 break;
             }
-            Err(failure) => match meta.policy {
-                FailurePolicy::FailOpen => {
-                    tracing::warn!(hook.name = %meta.name, "before_tool_call hook failed (fail open): {failure}");
-                }
-                FailurePolicy::FailClosed => {
-                    tracing::warn!(hook.name = %meta.name, "before_tool_call hook failed (fail closed): {failure}");
-                    let message = format!(
-                        "tool `{}` did not run: before_tool_call hook `{}` {failure}",
-                        call.name, meta.name
-                    );
+            Err(failure) => {
+                // Failing closed, the call does not run: the model reads why.
+                if let Err(error) =
+                    hooks::settle("before_tool_call", &meta.name, meta.policy, &failure)
+                {
+                    let message = format!("tool `{}` did not run: {}", call.name, error.message);
                     outcome = Some(ToolOutcome::Failed(ToolError::new(message)));
                     break;
                 }
-            },
+            }
         }
     }
 
@@ -206,31 +150,20 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
 
     let (content, is_error) = model_text(&call.name, &outcome);
     let kind = outcome.kind();
-    let checked = result_hooks::check(scope, call, kind, content, is_error).await;
+    let checked = tool_results::check(scope, call, kind, content, is_error).await;
     let (content, is_error, dropped) = (checked.content, checked.is_error, checked.dropped);
     let mut error = checked.error;
     if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
         let outcome = Arc::new(outcome);
         for hook in &slot.after {
             let meta = hook.meta();
-            let span = tracing::debug_span!("hook", otel.name = "after_tool_call", hook.event = "after_tool_call", hook.name = %meta.name);
-            if let Err(failure) = hook.run(&state, &outcome, duration).instrument(span).await {
-                match meta.policy {
-                    FailurePolicy::FailOpen => {
-                        tracing::warn!(hook.name = %meta.name, "after_tool_call hook failed (fail open): {failure}");
-                    }
-                    FailurePolicy::FailClosed => {
-                        let message = format!("after_tool_call hook `{}` {failure}", meta.name);
-                        error = error.or(Some(TurnError::new(
-                            TurnErrorKind::Hook {
-                                event: "after_tool_call",
-                                hook: meta.name.clone(),
-                            },
-                            message,
-                        )));
-                        break;
-                    }
-                }
+            let span = hooks::span("after_tool_call", &meta.name);
+            if let Err(failure) = hook.run(&state, &outcome, duration).instrument(span).await
+                && let Err(failed) =
+                    hooks::settle("after_tool_call", &meta.name, meta.policy, &failure)
+            {
+                error = error.or(Some(failed));
+                break;
             }
         }
     }

@@ -4,14 +4,14 @@
 use std::future::Future;
 use std::task::Poll;
 
-use crate::agent::TurnEvent;
+use super::events::TurnEvent;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::ToolCall;
 use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
 use crate::util::catch_panic;
 
-use super::Turn;
-use super::dispatch::observe;
+use super::state::Turn;
+use crate::hooks::observe;
 
 /// What one model call streamed.
 pub(super) struct Streamed {

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::dispatch::{chain, observe};
-use crate::agent::AgentInner;
+use super::runtime::AgentRuntime;
 use crate::hooks::{CreateMessageContext, MessageCreatedContext, TurnError, UpdateMessageContext};
+use crate::hooks::{chain, observe};
 use crate::store::{MessageUpdate, NewMessage, StoreError, StoredMessage};
 
 /// Why a write did not happen (or a fail-closed after-hook failed once it had).
@@ -19,7 +19,7 @@ pub(crate) enum WriteError {
 
 /// Writes rows of one session through the agent's store and its message hooks.
 pub(crate) struct Writer<'a> {
-    pub(crate) agent: &'a AgentInner,
+    pub(crate) agent: &'a AgentRuntime,
     pub(crate) session: &'a Arc<str>,
     /// The turn writing (`None` outside a turn).
     pub(crate) request_id: Option<&'a Arc<str>>,

@@ -4,27 +4,14 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::dispatch::each;
-use super::{End, Turn, TurnPlan, default_classifier, store_error};
+use super::classify::default_classifier;
+use super::plan::TurnPlan;
+use super::state::{End, Turn, store_error};
+use crate::hooks::each;
 use crate::hooks::{ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnHooks};
 use crate::message::Message;
 use crate::session::{self, Compaction, OpenSession, SessionInfo};
 use crate::store::MessageUpdate;
-
-/// What one turn tracks of its session.
-#[derive(Default)]
-pub(super) struct SessionTurn {
-    /// The open session, when the agent configures sessions.
-    open: Option<Arc<OpenSession>>,
-    /// Compactions run before steps this turn.
-    compactions: usize,
-    /// Whether the turn was retried after a context overflow.
-    retried: bool,
-    /// Steps recorded when the history was last compacted (their usage predates it).
-    usage_from: usize,
-    /// The classification of the error that ended the steps, made once.
-    pub(super) classification: Option<ChatErrorClassification>,
-}
 
 /// Classifies a turn's error: the first classify_chat_error answer, else the default classifier.
 pub(super) async fn classify(
@@ -53,16 +40,12 @@ impl Turn<'_> {
         let Some(configure) = &agent.configure_session else {
             return Ok(agent.instructions.clone());
         };
-        let conversation = self.conversation;
-        let open = match agent
-            .session_states
-            .get(&conversation.session, &conversation.lock)
-        {
+        let open = match agent.session_states.get(self.session_id, self.lock) {
             Some(open) => open,
             None => {
                 let info = SessionInfo {
                     agent: agent.name.to_string(),
-                    session: conversation.session.to_string(),
+                    session: self.session_id.to_string(),
                 };
                 let open = session::open(configure, agent.instructions.as_deref(), info)
                     .await
@@ -70,7 +53,7 @@ impl Turn<'_> {
                     .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
                 agent
                     .session_states
-                    .put(&conversation.session, &conversation.lock, open.clone());
+                    .put(self.session_id, self.lock, open.clone());
                 open
             }
         };
@@ -106,7 +89,7 @@ impl Turn<'_> {
         }
         self.session.compactions += 1;
         if let Compaction::Skipped(reason) = self.compact(&open, plan).await? {
-            tracing::info!(session = %self.conversation.session, "no compaction: {reason}");
+            tracing::info!(session = %self.session_id, "no compaction: {reason}");
         }
         Ok(())
     }
@@ -117,10 +100,9 @@ impl Turn<'_> {
         open: &OpenSession,
         plan: &mut TurnPlan<'_>,
     ) -> Result<Compaction, End> {
-        let compaction =
-            session::compact(&*self.agent.store, &self.conversation.session, &open.config)
-                .await
-                .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        let compaction = session::compact(&*self.agent.store, self.session_id, &open.config)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         if let Compaction::Done {
             replaced,
             summary,
@@ -175,11 +157,11 @@ impl Turn<'_> {
             match self.compact(&open, &mut plan).await {
                 Ok(Compaction::Done { .. }) => {}
                 Ok(Compaction::Skipped(reason)) => {
-                    tracing::warn!(session = %self.conversation.session, "context overflow not recovered: {reason}");
+                    tracing::warn!(session = %self.session_id, "context overflow not recovered: {reason}");
                     return end;
                 }
                 Err(_) => {
-                    tracing::warn!(session = %self.conversation.session, "context overflow not recovered: compaction failed");
+                    tracing::warn!(session = %self.session_id, "context overflow not recovered: compaction failed");
                     return end;
                 }
             }
@@ -191,7 +173,7 @@ impl Turn<'_> {
             }
             self.outcome.text.clear();
             self.session.classification = None;
-            tracing::info!(session = %self.conversation.session, "retrying the turn after compacting its history");
+            tracing::info!(session = %self.session_id, "retrying the turn after compacting its history");
         }
     }
 }

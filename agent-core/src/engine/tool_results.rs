@@ -1,11 +1,11 @@
 //! after_tool_call_success / after_tool_call_failure: the turn-wide hooks that may replace a
 //! call's result, or drop the call from history, before the result is stored.
 
+use crate::hooks::chain;
 use crate::hooks::{ToolResultContext, ToolResultDecision, TurnError};
 use crate::message::ToolCall;
-use crate::turn::dispatch::chain;
 
-use super::CallScope;
+use super::plan::CallScope;
 
 /// A call's result after its success or failure hooks.
 pub(super) struct Checked {

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::dispatch::chain;
-use super::{End, Turn};
+use super::state::{End, Turn};
+use crate::hooks::chain;
 use crate::hooks::{
     FilterMessagesContext, HistoryDecision, LlmHistoryContext, PostProcessContext, StopReason,
     StoreToolResultContext, ToolResultRecord, TurnError, TurnHooks,

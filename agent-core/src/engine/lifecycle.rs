@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use super::dispatch::observe;
-use super::{End, Turn, store_error};
-use crate::agent::AgentInner;
+use super::runtime::AgentRuntime;
+use super::state::{End, Turn, store_error};
+use crate::hooks::observe;
 use crate::hooks::{ErrorStage, SessionEndContext, SessionStartContext, TurnResult};
 
 impl Turn<'_> {
@@ -19,7 +19,7 @@ impl Turn<'_> {
         let rows = self
             .agent
             .store
-            .load(&self.conversation.session)
+            .load(self.session_id)
             .await
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         if !rows.is_empty() {
@@ -27,7 +27,7 @@ impl Turn<'_> {
         }
         let ctx = SessionStartContext {
             agent: self.agent.name.clone(),
-            session_id: self.conversation.session.clone(),
+            session_id: self.session_id.clone(),
             request_id: self.request_id.clone(),
         };
         observe(hooks, &ctx)
@@ -37,7 +37,7 @@ impl Turn<'_> {
 }
 
 /// on_session_end: observers; a failure is only logged (the turn has already ended).
-pub(super) async fn session_end(agent: &AgentInner, session: &Arc<str>, result: &TurnResult) {
+pub(super) async fn session_end(agent: &AgentRuntime, session: &Arc<str>, result: &TurnResult) {
     if agent.hooks.on_session_end.is_empty() {
         return;
     }

@@ -1,0 +1,173 @@
+//! A step's model call: on_llm_start, the reply's pending row, the stream read to its end
+//! (`model_stream`), on_llm_end, and what a broken stream leaves behind.
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::model_stream::StepStream;
+use super::state::{End, Flow, Turn};
+use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};
+use crate::message::{Message, ToolCall};
+use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, Usage};
+use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
+use crate::util::catch_panic;
+
+/// What the model answered in one step, its reply stored pending in row `row`.
+pub(super) struct Answer {
+    pub(super) row: i64,
+    pub(super) text: String,
+    pub(super) reasoning: String,
+    pub(super) reasoning_signature: Option<String>,
+    pub(super) tool_calls: Vec<ToolCall>,
+    pub(super) provider_blocks: Vec<serde_json::Value>,
+    pub(super) provider_metadata: Vec<serde_json::Value>,
+    pub(super) finish_reason: FinishReason,
+    pub(super) usage: Usage,
+}
+
+impl Turn<'_> {
+    /// Calls the model for one step. A stream that broke ends the turn (its partial reply kept
+    /// as a failed row); so does a fail-closed on_llm_start or on_llm_end hook.
+    pub(super) async fn call_model(
+        &mut self,
+        step: usize,
+        model: &Arc<dyn Model>,
+        request: ModelRequest,
+    ) -> Flow<Answer> {
+        let start = LlmStartContext {
+            request_id: self.request_id.clone(),
+            step,
+            request,
+        };
+        observe(&self.agent.hooks.on_llm_start, &start)
+            .await
+            .map_err(End::turn)?;
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {}", model.id()),
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %model.id(),
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+        );
+        // The assistant message is stored pending while the model answers.
+        let pending = NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(store::now_micros()),
+            silent: false,
+        };
+        let row = self.insert(pending).await?;
+        let started = std::time::Instant::now();
+        let stream = catch_panic(|| model.stream(start.request)).map_err(|message| {
+            TurnError::new(
+                TurnErrorKind::Model(ModelErrorKind::Other),
+                format!("the model panicked: {message}"),
+            )
+        });
+        let streamed = StepStream::new(self, step)
+            .read(stream)
+            .instrument(span.clone())
+            .await;
+        span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
+
+        let end_ctx = LlmEndContext {
+            request_id: self.request_id.clone(),
+            step,
+            model: model.id().to_owned(),
+            text: streamed.text,
+            tool_calls: streamed.tool_calls,
+            finish_reason: streamed.finish.as_ref().ok().cloned(),
+            usage: streamed.usage,
+            latency: started.elapsed(),
+            error: streamed
+                .finish
+                .as_ref()
+                .err()
+                .and_then(|e| e.as_ref().map(|e| e.message.clone())),
+        };
+        self.outcome.usage.add(&end_ctx.usage);
+        let llm_end = observe(&self.agent.hooks.on_llm_end, &end_ctx).await;
+        let LlmEndContext {
+            text,
+            tool_calls,
+            usage,
+            ..
+        } = end_ctx;
+        let finish_reason = match streamed.finish {
+            Ok(reason) => reason,
+            Err(error) => {
+                let partial = Partial {
+                    text,
+                    reasoning: streamed.reasoning,
+                    reasoning_signature: streamed.reasoning_signature,
+                };
+                return Err(self.broken(row, partial, error).await);
+            }
+        };
+        llm_end.map_err(End::turn)?;
+        span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
+        Ok(Answer {
+            row,
+            text,
+            reasoning: streamed.reasoning,
+            reasoning_signature: streamed.reasoning_signature,
+            tool_calls,
+            provider_blocks: streamed.provider_blocks,
+            provider_metadata: streamed.provider_metadata,
+            finish_reason,
+            usage,
+        })
+    }
+
+    /// A broken stream keeps its partial text, stored as a failed message (the pending row is
+    /// deleted when nothing was produced); its tool calls never run. `error` is `None` when the
+    /// turn was cancelled.
+    async fn broken(&mut self, row: i64, partial: Partial, error: Option<TurnError>) -> End {
+        self.outcome.text = partial.text.clone();
+        let produced = !partial.text.is_empty() || !partial.reasoning.is_empty();
+        let partial = Message::Assistant {
+            content: partial.text,
+            reasoning: partial.reasoning,
+            tool_calls: Vec::new(),
+            reasoning_signature: partial.reasoning_signature,
+            provider_blocks: Vec::new(),
+        };
+        let settled = if produced {
+            let failed = MessageUpdate {
+                message: Some(partial.clone()),
+                status: Some(MessageStatus::Failed),
+                response_completed_at: Some(store::now_micros()),
+                silent: None,
+            };
+            self.update(row, failed).await
+        } else {
+            self.discard(row).await
+        };
+        if let Err(end) = settled {
+            return end;
+        }
+        if produced {
+            self.outcome.added.push(partial);
+        }
+        match error {
+            // A fail-closed on_chunk hook breaks the stream too, but the stream itself was
+            // fine: the failure belongs to the turn's hooks.
+            Some(error) if matches!(error.kind, TurnErrorKind::Hook { .. }) => {
+                End::Failed(error, ErrorStage::Turn)
+            }
+            Some(error) => End::Failed(error, ErrorStage::Stream),
+            None => End::Aborted,
+        }
+    }
+}
+
+/// What a broken stream produced before it broke.
+struct Partial {
+    text: String,
+    reasoning: String,
+    reasoning_signature: Option<String>,
+}

@@ -1,0 +1,144 @@
+//! A turn's plan once before_turn has run: its model, prompt, messages, settings and tools
+//! ([`TurnPlan`]), and the tools the model may call in each step ([`TurnTools`]).
+
+use std::sync::Arc;
+
+use super::runtime::{AgentRuntime, ToolSlot};
+use crate::cancel::CancelToken;
+use crate::hooks::{StepConfig, TurnConfig};
+use crate::message::Message;
+use crate::model::{CallSettings, Model, ModelRequest, OutputSchema, ToolChoice};
+
+/// The turn after before_turn: its model, prompt, messages, tools and settings.
+pub(super) struct TurnPlan<'a> {
+    pub(super) model: Arc<dyn Model>,
+    pub(super) system: Option<String>,
+    pub(super) messages: Vec<Message>,
+    pub(super) tools: TurnTools<'a>,
+    pub(super) tool_choice: ToolChoice,
+    pub(super) max_steps: usize,
+    pub(super) send_reasoning: bool,
+    pub(super) settings: CallSettings,
+    pub(super) provider_options: serde_json::Map<String, serde_json::Value>,
+    pub(super) stall_timeout: Option<std::time::Duration>,
+    pub(super) output_schema: Option<OutputSchema>,
+}
+
+impl<'a> TurnPlan<'a> {
+    pub(super) fn new(
+        agent: &'a AgentRuntime,
+        config: TurnConfig,
+        system: Option<String>,
+        messages: Vec<Message>,
+    ) -> Self {
+        let extra = config
+            .tools
+            .into_iter()
+            .map(|tool| ToolSlot::resolve(tool, true, &agent.before_hooks, &agent.after_hooks))
+            .collect();
+        let mut provider_options = agent.provider_options.clone();
+        provider_options.extend(config.provider_options.unwrap_or_default());
+        TurnPlan {
+            model: config.model.unwrap_or_else(|| agent.model.clone()),
+            system: config.system.or(system),
+            messages: config.messages.unwrap_or(messages),
+            tools: TurnTools {
+                agent,
+                extra,
+                active: config.active_tools,
+                step_active: None,
+            },
+            tool_choice: config.tool_choice.unwrap_or_default(),
+            max_steps: config.max_steps.unwrap_or(agent.max_steps).max(1),
+            send_reasoning: config.send_reasoning.unwrap_or(false),
+            settings: config.settings.or(&agent.settings),
+            provider_options,
+            stall_timeout: config.stall_timeout,
+            output_schema: config.output_schema,
+        }
+    }
+
+    /// The model request of one step, with that step's overrides.
+    pub(super) fn request(
+        &mut self,
+        model: &dyn Model,
+        config: StepConfig,
+        messages: Vec<Message>,
+    ) -> ModelRequest {
+        self.tools.step_active = config.active_tools;
+        let tools = self
+            .tools
+            .agent
+            .tools
+            .iter()
+            .chain(&self.tools.extra)
+            .map(|slot| slot.spec())
+            .filter(|spec| self.tools.is_active(&spec.name))
+            .cloned()
+            .collect();
+        ModelRequest {
+            model: model.id().to_owned(),
+            system: config.system.or_else(|| self.system.clone()),
+            messages: config.messages.unwrap_or(messages),
+            tools,
+            tool_choice: config
+                .tool_choice
+                .unwrap_or_else(|| self.tool_choice.clone()),
+            settings: self.settings.clone(),
+            send_reasoning: self.send_reasoning,
+            provider_options: self.provider_options.clone(),
+            stall_timeout: self.stall_timeout,
+            output_schema: self.output_schema.clone(),
+        }
+    }
+}
+
+/// The tools of one turn: the agent's, plus those a before_turn hook added, limited to the
+/// active ones.
+pub(super) struct TurnTools<'a> {
+    pub(super) agent: &'a AgentRuntime,
+    pub(super) extra: Vec<ToolSlot>,
+    pub(super) active: Option<Vec<String>>,
+    /// The current step's own limit (before_step's `active_tools`).
+    pub(super) step_active: Option<Vec<String>>,
+}
+
+impl TurnTools<'_> {
+    /// Whether the model may call this tool in the current step.
+    pub(super) fn is_active(&self, name: &str) -> bool {
+        let allowed = |list: &Option<Vec<String>>| {
+            list.as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == name))
+        };
+        allowed(&self.active) && allowed(&self.step_active)
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&ToolSlot> {
+        if !self.is_active(name) {
+            return None;
+        }
+        match self.agent.tool_index.get(name) {
+            Some(&index) => self.agent.tools.get(index),
+            None => self.extra.iter().find(|slot| slot.spec().name == name),
+        }
+    }
+
+    pub(super) fn names(&self) -> Vec<&str> {
+        let all = self
+            .agent
+            .tools
+            .iter()
+            .chain(&self.extra)
+            .map(|slot| slot.spec().name.as_str());
+        all.filter(|name| self.is_active(name)).collect()
+    }
+}
+
+/// Where a call runs: the turn's id, step and tools.
+pub(super) struct CallScope<'a> {
+    pub(super) request_id: &'a Arc<str>,
+    pub(super) step: usize,
+    pub(super) messages: &'a Arc<Vec<Message>>,
+    pub(super) cancel: &'a CancelToken,
+    pub(super) tools: &'a TurnTools<'a>,
+}

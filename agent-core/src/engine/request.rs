@@ -1,0 +1,80 @@
+//! What a turn is asked to do: its input and options ([`TurnRequest`]) and what it does when
+//! another turn of its session runs ([`TurnOverlap`]).
+
+use serde_json::{Map, Value};
+
+use crate::cancel::CancelToken;
+use crate::message::Message;
+
+/// One turn's input and options.
+#[derive(Clone, Debug, Default)]
+pub struct TurnRequest {
+    /// The user's input (empty: no new user message, as in a continuation).
+    pub input: String,
+    /// Messages stored at the start of the turn, before the input (tool results from a client,
+    /// several user messages, ...).
+    pub messages: Vec<Message>,
+    /// Custom fields hooks can read (`TurnContext::body`).
+    pub body: Map<String, Value>,
+    /// Whether this turn continues an earlier one.
+    pub continuation: bool,
+    /// Cancel this token to abort the turn; it then ends as `aborted`.
+    pub cancel: CancelToken,
+}
+
+impl TurnRequest {
+    /// A request with this input.
+    pub fn new(input: impl Into<String>) -> Self {
+        TurnRequest {
+            input: input.into(),
+            ..TurnRequest::default()
+        }
+    }
+
+    /// Uses this cancellation token.
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Sets the custom body.
+    pub fn body(mut self, body: Map<String, Value>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Stores these messages at the start of the turn, before the input.
+    pub fn messages(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
+        self.messages.extend(messages);
+        self
+    }
+
+    /// Marks the turn as a continuation.
+    pub fn continuation(mut self, continuation: bool) -> Self {
+        self.continuation = continuation;
+        self
+    }
+}
+
+impl From<&str> for TurnRequest {
+    fn from(input: &str) -> Self {
+        TurnRequest::new(input)
+    }
+}
+
+impl From<String> for TurnRequest {
+    fn from(input: String) -> Self {
+        TurnRequest::new(input)
+    }
+}
+
+/// What a turn does when another turn of its session is running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnOverlap {
+    /// Wait for the running turn to end (the default).
+    #[default]
+    Wait,
+    /// End at once with status `error` and [`TurnErrorKind::Busy`](crate::hooks::TurnErrorKind::Busy);
+    /// no hook fires, nothing is stored.
+    Reject,
+}

@@ -1,0 +1,115 @@
+//! What a built agent holds at run time: its model, settings, tools with their resolved hooks,
+//! the hook lists, its store and the state of its open sessions (turn locks, session
+//! configurations). The facade's `Agent` is a shared handle on one [`AgentRuntime`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, Weak};
+
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+use super::request::TurnOverlap;
+use crate::hooks::TurnHooks;
+use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
+use crate::model::{CallSettings, Model};
+use crate::session::{Configure, SessionStates};
+use crate::store::SessionStore;
+use crate::tool::{DynTool, ToolSpec};
+
+/// A built agent's runtime state, shared by every handle and turn.
+pub(crate) struct AgentRuntime {
+    pub(crate) name: Arc<str>,
+    pub(crate) description: Option<String>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) max_steps: usize,
+    pub(crate) tool_concurrency: usize,
+    pub(crate) overlap: TurnOverlap,
+    pub(crate) settings: CallSettings,
+    pub(crate) provider_options: Map<String, Value>,
+    pub(crate) tools: Vec<ToolSlot>,
+    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) specs: Vec<Arc<ToolSpec>>,
+    pub(crate) hooks: TurnHooks,
+    pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
+    pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// The turn lock of each open session.
+    pub(crate) sessions: SessionLocks,
+    /// Builds each session's configuration when it opens.
+    pub(crate) configure_session: Option<Configure>,
+    /// The configuration and system prompt of each open session.
+    pub(crate) session_states: SessionStates,
+}
+
+/// A tool with the hooks that apply to it, resolved once when the agent (or turn) is built.
+#[derive(Clone)]
+pub(crate) struct ToolSlot {
+    pub(crate) tool: Arc<dyn DynTool>,
+    pub(crate) dynamic: bool,
+    pub(crate) before: Vec<Arc<dyn BeforeHook>>,
+    pub(crate) after: Vec<Arc<dyn AfterHook>>,
+}
+
+impl ToolSlot {
+    pub(crate) fn spec(&self) -> &Arc<ToolSpec> {
+        self.tool.spec()
+    }
+
+    /// Attaches every hook whose matcher matches this tool.
+    pub(crate) fn resolve(
+        tool: Arc<dyn DynTool>,
+        dynamic: bool,
+        before: &[Arc<dyn BeforeHook>],
+        after: &[Arc<dyn AfterHook>],
+    ) -> ToolSlot {
+        let name = tool.spec().name.as_str();
+        let before = before
+            .iter()
+            .filter(|h| h.meta().compiled.matches(name))
+            .cloned()
+            .collect();
+        let after = after
+            .iter()
+            .filter(|h| h.meta().compiled.matches(name))
+            .cloned()
+            .collect();
+        ToolSlot {
+            tool,
+            dynamic,
+            before,
+            after,
+        }
+    }
+}
+
+/// The turn locks of an agent's open sessions: every [`Conversation`] opened on one session id
+/// shares one lock, so turns in a session never overlap, however many handles serve it.
+#[derive(Default)]
+pub(crate) struct SessionLocks {
+    inner: std::sync::Mutex<LockTable>,
+}
+
+#[derive(Default)]
+struct LockTable {
+    locks: HashMap<Arc<str>, Weak<Mutex<()>>>,
+    /// Sessions no handle keeps open are forgotten when the table grows to this size.
+    prune_at: usize,
+}
+
+impl SessionLocks {
+    /// The turn lock of `session`, shared with every open handle on it.
+    pub(crate) fn lock_for(&self, session: &Arc<str>) -> Arc<Mutex<()>> {
+        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
+            return lock;
+        }
+        if table.locks.len() >= table.prune_at {
+            table.locks.retain(|_, lock| lock.strong_count() > 0);
+            table.prune_at = (table.locks.len() * 2).max(64);
+        }
+        let lock = Arc::new(Mutex::new(()));
+        table.locks.insert(session.clone(), Arc::downgrade(&lock));
+        lock
+    }
+}

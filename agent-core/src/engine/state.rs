@@ -1,0 +1,147 @@
+//! A running turn's state ([`Turn`]: what it runs in and what it has produced), how it ends
+//! ([`End`], [`Flow`]), and the writes every part of the turn makes through the message hooks.
+
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, mpsc};
+
+use super::events::TurnEvent;
+use super::persist::{WriteError, Writer};
+use super::runtime::AgentRuntime;
+use crate::cancel::CancelToken;
+use crate::hooks::{
+    ChatErrorClassification, ErrorStage, StepRecord, StopReason, TurnError, TurnErrorKind,
+};
+use crate::message::Message;
+use crate::model::Usage;
+use crate::session::OpenSession;
+use crate::store::{MessageUpdate, NewMessage, StoreError};
+
+/// One running turn: what it runs in and what it has produced so far.
+pub(super) struct Turn<'a> {
+    pub(super) agent: &'a AgentRuntime,
+    pub(super) session_id: &'a Arc<str>,
+    pub(super) lock: &'a Arc<Mutex<()>>,
+    pub(super) request_id: Arc<str>,
+    pub(super) continuation: bool,
+    pub(super) cancel: CancelToken,
+    pub(super) sink: Option<mpsc::Sender<TurnEvent>>,
+    pub(super) outcome: Outcome,
+    /// What the turn tracks of its session (`compact.rs`).
+    pub(super) session: SessionTurn,
+    /// The turn's `invoke_agent` span, to record usage on when the turn ends.
+    pub(super) span: tracing::Span,
+}
+
+/// What the turn has produced so far.
+#[derive(Default)]
+pub(super) struct Outcome {
+    pub(super) steps: Vec<StepRecord>,
+    /// Messages this turn adds to the history (after the user's).
+    pub(super) added: Vec<Message>,
+    pub(super) usage: Usage,
+    /// The last step's text (the answer), or partial text when a stream broke.
+    pub(super) text: String,
+    pub(super) user_persisted: bool,
+}
+
+/// How a turn ends.
+pub(super) enum End {
+    /// It completed (the model finished, or a limit and on_stop ended it).
+    Completed(StopReason),
+    /// It failed at a stage.
+    Failed(TurnError, ErrorStage),
+    /// It was cancelled.
+    Aborted,
+}
+
+impl End {
+    /// A failure of the turn's own hooks or logic (stage `turn`).
+    pub(super) fn turn(error: TurnError) -> End {
+        End::Failed(error, ErrorStage::Turn)
+    }
+}
+
+/// What a part of a turn returns: `Err` when the turn ends there, however it ends (completed
+/// included); `Ok` when it goes on.
+pub(super) type Flow<T = ()> = Result<T, End>;
+
+/// What one turn tracks of its session.
+#[derive(Default)]
+pub(super) struct SessionTurn {
+    /// The open session, when the agent configures sessions.
+    pub(super) open: Option<Arc<OpenSession>>,
+    /// Compactions run before steps this turn.
+    pub(super) compactions: usize,
+    /// Whether the turn was retried after a context overflow.
+    pub(super) retried: bool,
+    /// Steps recorded when the history was last compacted (their usage predates it).
+    pub(super) usage_from: usize,
+    /// The classification of the error that ended the steps, made once.
+    pub(super) classification: Option<ChatErrorClassification>,
+}
+
+impl Turn<'_> {
+    /// Sends an event to the stream API, when the turn streams.
+    pub(super) async fn emit(&self, event: TurnEvent) {
+        if let Some(sink) = &self.sink {
+            // A dropped stream only stops the events; the turn still completes.
+            let _ = sink.send(event).await;
+        }
+    }
+
+    /// Stores a row of this session; a failure ends the turn at stage `persist`.
+    pub(super) async fn insert(&self, row: NewMessage) -> Flow<i64> {
+        match self.writer().insert(row).await {
+            Ok(stored) => Ok(stored.id),
+            Err(error) => Err(write_failed(error)),
+        }
+    }
+
+    /// Writes this session's rows through the message hooks (`persist.rs`).
+    pub(super) fn writer(&self) -> Writer<'_> {
+        Writer {
+            agent: self.agent,
+            session: self.session_id,
+            request_id: Some(&self.request_id),
+        }
+    }
+
+    /// Updates a row of this session; a failure ends the turn at stage `persist`.
+    pub(super) async fn update(&self, id: i64, update: MessageUpdate) -> Flow {
+        self.writer().update(id, update).await.map_err(write_failed)
+    }
+
+    /// Deletes the pending assistant row of a model call that produced nothing. No message hook
+    /// fires: the row never held a message.
+    pub(super) async fn discard(&self, row: i64) -> Flow {
+        self.agent
+            .store
+            .delete(self.session_id, row)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
+    }
+
+    /// Stores a message this turn adds and keeps it for the turn's result.
+    pub(super) async fn add(&mut self, message: Message) -> Flow {
+        self.insert(NewMessage::completed(message.clone())).await?;
+        self.outcome.added.push(message);
+        Ok(())
+    }
+}
+
+/// A failed write ends the turn: at stage `persist` when the store failed, `turn` when a
+/// fail-closed message hook did.
+pub(super) fn write_failed(error: WriteError) -> End {
+    match error {
+        WriteError::Store(error) => End::Failed(store_error(error), ErrorStage::Persist),
+        WriteError::Hook(error) => End::Failed(error, ErrorStage::Turn),
+    }
+}
+
+pub(super) fn store_error(error: StoreError) -> TurnError {
+    TurnError::new(
+        TurnErrorKind::Store,
+        format!("history store failed: {error}"),
+    )
+}

@@ -1,0 +1,249 @@
+//! One step of a turn: before_step and the history prefilter, the model call (`model_call`),
+//! the reply's post-processing and storage, its tool calls (`tool_calls`), and on_step_finish.
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use super::history;
+use super::model_call::Answer;
+use super::plan::TurnPlan;
+use super::state::{End, Flow, Turn};
+use crate::hooks::{
+    ErrorStage, StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
+    ToolResultRecord, TurnError, TurnErrorKind, each, observe,
+};
+use crate::message::{Message, ToolCall};
+use crate::model::{FinishReason, Model, ModelRequest, Usage};
+use crate::store::{self, MessageStatus, MessageUpdate};
+
+/// A step's reply once post-processed and stored.
+pub(super) struct Reply {
+    /// The reply's row.
+    pub(super) row: i64,
+    /// Where the reply sits in the turn's added messages and in the plan's messages, should a
+    /// hook drop one of its calls.
+    pub(super) at: (usize, usize),
+    pub(super) text: String,
+    pub(super) reasoning: String,
+    pub(super) tool_calls: Vec<ToolCall>,
+    pub(super) finish_reason: FinishReason,
+    pub(super) usage: Usage,
+    pub(super) provider_metadata: Vec<serde_json::Value>,
+}
+
+/// What a step's tool calls produced.
+pub(super) struct CallsDone {
+    /// The results the model reads, in its call order (dropped calls left out).
+    pub(super) results: Vec<ToolResultRecord>,
+    /// A fail-closed after_tool_call hook failed: the turn fails after this step.
+    pub(super) failed_hook: Option<TurnError>,
+}
+
+impl Turn<'_> {
+    /// The step loop: steps until one ends the turn, then on_stop when the step limit is hit.
+    pub(super) async fn steps(&mut self, plan: &mut TurnPlan<'_>) -> End {
+        for step in 0..plan.max_steps {
+            if self.cancel.is_cancelled() {
+                return End::Aborted;
+            }
+            let span = tracing::info_span!(
+                "step",
+                otel.name = %format_args!("step {step}"),
+                gen_ai.agent.step = step,
+            );
+            if let Err(end) = self.step(plan, step).instrument(span).await {
+                return end;
+            }
+        }
+        self.stop(StopReason::MaxSteps).await
+    }
+
+    /// One step: before_step, the model call, its tool calls, on_step_finish. `Ok` when the
+    /// turn goes on to another step.
+    async fn step(&mut self, plan: &mut TurnPlan<'_>, step: usize) -> Flow {
+        self.compact_before_step(plan).await?;
+        let (model, request) = self.prepare(plan, step).await?;
+        let answer = self.call_model(step, &model, request).await?;
+        let reply = self.settle_answer(plan, step, answer).await?;
+        let calls = self.run_calls(plan, step, &reply).await?;
+        self.record(step, &*model, reply, calls).await
+    }
+
+    /// before_step and prefilter_llm_history: the step's model and request.
+    async fn prepare(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        step: usize,
+    ) -> Flow<(Arc<dyn Model>, ModelRequest)> {
+        let hooks = &self.agent.hooks;
+        let step_ctx = StepContext {
+            request_id: self.request_id.clone(),
+            step,
+            // Only before_step hooks read the earlier steps: without one, copying every earlier
+            // step's record on each step would make a long turn quadratic for nothing.
+            previous: if hooks.before_step.is_empty() {
+                Vec::new()
+            } else {
+                self.outcome.steps.clone()
+            },
+            messages: plan.messages.clone(),
+        };
+        let mut step_config = StepConfig::default();
+        each(&hooks.before_step, &step_ctx, |c| {
+            if let Some(c) = c {
+                step_config.merge(c)
+            }
+        })
+        .await
+        .map_err(End::turn)?;
+        let model = step_config
+            .model
+            .clone()
+            .unwrap_or_else(|| plan.model.clone());
+        let mut request = plan.request(&*model, step_config, step_ctx.messages);
+        let messages = std::mem::take(&mut request.messages);
+        match history::prefilter(hooks, &self.request_id, step, messages)
+            .await
+            .map_err(End::turn)?
+        {
+            history::Prefiltered::Send(messages) => request.messages = messages,
+            history::Prefiltered::Block(message) => return Err(self.blocked(message).await),
+        }
+        Ok((model, request))
+    }
+
+    /// post_process_message, then the reply stored as completed (or its row deleted when empty).
+    async fn settle_answer(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        step: usize,
+        answer: Answer,
+    ) -> Flow<Reply> {
+        let assistant = Message::Assistant {
+            content: answer.text.clone(),
+            reasoning: answer.reasoning.clone(),
+            tool_calls: answer.tool_calls.clone(),
+            reasoning_signature: answer.reasoning_signature,
+            provider_blocks: answer.provider_blocks,
+        };
+        let reply = history::Reply {
+            message: assistant,
+            text: answer.text,
+            tool_calls: answer.tool_calls,
+        };
+        let reply = history::post_process(&self.agent.hooks, &self.request_id, step, reply)
+            .await
+            .map_err(End::turn)?;
+        self.outcome.text = reply.text.clone();
+        let at = (self.outcome.added.len(), plan.messages.len());
+        self.settle_reply(answer.row, reply.message, plan).await?;
+        Ok(Reply {
+            row: answer.row,
+            at,
+            text: reply.text,
+            reasoning: answer.reasoning,
+            tool_calls: reply.tool_calls,
+            finish_reason: answer.finish_reason,
+            usage: answer.usage,
+            provider_metadata: answer.provider_metadata,
+        })
+    }
+
+    /// Stores a step's reply as completed and adds it to the history, or, when it is empty (no
+    /// text, no tool call and no provider block, whatever reasoning it holds), deletes its
+    /// pending row: an empty assistant message is never stored nor sent back to the model
+    /// (providers reject one).
+    async fn settle_reply(
+        &mut self,
+        row: i64,
+        assistant: Message,
+        plan: &mut TurnPlan<'_>,
+    ) -> Flow {
+        let empty = matches!(&assistant, Message::Assistant { content, tool_calls, provider_blocks, .. }
+            if content.is_empty() && tool_calls.is_empty() && provider_blocks.is_empty());
+        if empty {
+            return self.discard(row).await;
+        }
+        let completed = MessageUpdate {
+            message: Some(assistant.clone()),
+            status: Some(MessageStatus::Completed),
+            response_completed_at: Some(store::now_micros()),
+            silent: None,
+        };
+        self.update(row, completed).await?;
+        self.outcome.added.push(assistant.clone());
+        plan.messages.push(assistant);
+        Ok(())
+    }
+
+    /// The step's record: on_step_finish, the stream's `StepFinished`, and whether the turn
+    /// goes on (it does while the model calls tools).
+    async fn record(
+        &mut self,
+        step: usize,
+        model: &dyn Model,
+        reply: Reply,
+        calls: CallsDone,
+    ) -> Flow {
+        let record = StepRecord {
+            step,
+            model: model.id().to_owned(),
+            text: reply.text,
+            reasoning: reply.reasoning,
+            tool_calls: reply.tool_calls,
+            tool_results: calls.results,
+            finish_reason: reply.finish_reason,
+            usage: reply.usage,
+            provider_metadata: reply.provider_metadata,
+        };
+        observe(&self.agent.hooks.on_step_finish, &record)
+            .await
+            .map_err(End::turn)?;
+        let more = !record.tool_calls.is_empty();
+        if self.sink.is_some() {
+            // Cloned only for a stream: a record holds the step's whole text.
+            self.emit(super::TurnEvent::StepFinished(record.clone()))
+                .await;
+        }
+        self.outcome.steps.push(record);
+        if let Some(error) = calls.failed_hook {
+            return Err(End::Failed(error, ErrorStage::Turn));
+        }
+        if self.cancel.is_cancelled() {
+            return Err(End::Aborted);
+        }
+        if !more {
+            return Err(End::Completed(StopReason::Finished));
+        }
+        Ok(())
+    }
+
+    /// on_stop: a limit ended the turn.
+    pub(super) async fn stop(&mut self, reason: StopReason) -> End {
+        let ctx = StopContext {
+            request_id: self.request_id.clone(),
+            reason,
+            steps: self.outcome.steps.len(),
+            text: self.outcome.text.clone(),
+        };
+        let mut decision = StopDecision::Complete;
+        if let Err(error) = each(&self.agent.hooks.on_stop, &ctx, |d| decision = d).await {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+        match decision {
+            StopDecision::Complete => End::Completed(reason),
+            StopDecision::Output(text) => {
+                if let Err(end) = self.add(Message::assistant(text.clone())).await {
+                    return end;
+                }
+                self.outcome.text = text;
+                End::Completed(reason)
+            }
+            StopDecision::Fail(message) => End::Failed(
+                TurnError::new(TurnErrorKind::Stopped, message),
+                ErrorStage::Turn,
+            ),
+        }
+    }
+}

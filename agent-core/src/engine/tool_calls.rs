@@ -1,0 +1,121 @@
+//! A step's tool calls: run concurrently (`tool_call` runs each one with its hooks), then each
+//! result, in the model's order, through before_store_tool_result, on_chunk and the store.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::history;
+use super::model_stream::StepStream;
+use super::plan::CallScope;
+use super::plan::TurnPlan;
+use super::state::{End, Flow, Turn};
+use super::step::{CallsDone, Reply};
+use super::tool_call::{CallResult, execute};
+use crate::hooks::Chunk;
+use crate::message::{Message, ToolCall};
+use crate::util::{BoxFuture, join_ordered};
+
+impl Turn<'_> {
+    /// Runs the reply's tool calls and stores their results. A cancelled turn answers every
+    /// call with an error result (the stored history stays valid) and ends as aborted.
+    pub(super) async fn run_calls(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        step: usize,
+        reply: &Reply,
+    ) -> Flow<CallsDone> {
+        let mut done = CallsDone {
+            results: Vec::with_capacity(reply.tool_calls.len()),
+            failed_hook: None,
+        };
+        if reply.tool_calls.is_empty() {
+            return Ok(done);
+        }
+        let Some(results) = self.execute_all(plan, step, &reply.tool_calls).await else {
+            for call in &reply.tool_calls {
+                self.add(aborted(call)).await?;
+            }
+            return Err(End::Aborted);
+        };
+        let mut dropped = HashSet::new();
+        for result in results {
+            let mut record = result.record;
+            done.failed_hook = done.failed_hook.or(result.error);
+            if result.dropped {
+                dropped.insert(record.call_id);
+                continue;
+            }
+            let message =
+                history::tool_result(&self.agent.hooks, &self.request_id, step, &mut record)
+                    .await
+                    .map_err(End::turn)?;
+            let stream = StepStream::new(self, step);
+            if stream.listening() {
+                let chunk = Chunk::ToolResult {
+                    id: record.call_id.clone(),
+                    name: record.name.clone(),
+                    content: record.content.clone(),
+                    is_error: record.is_error,
+                };
+                stream.chunk(chunk).await.map_err(End::turn)?;
+            }
+            // Each result is stored as it is appended, in the model's call order.
+            self.add(message.clone()).await?;
+            plan.messages.push(message);
+            done.results.push(record);
+        }
+        if !dropped.is_empty() {
+            self.drop_calls(reply.row, reply.at, &dropped, &mut plan.messages)
+                .await?;
+        }
+        Ok(done)
+    }
+
+    /// Runs the calls concurrently (up to the agent's limit), results in the model's order;
+    /// `None` when the turn was cancelled first.
+    async fn execute_all(
+        &self,
+        plan: &TurnPlan<'_>,
+        step: usize,
+        calls: &[ToolCall],
+    ) -> Option<Vec<CallResult>> {
+        // Only tool-call hooks read the history; skip the copy when no called tool has one.
+        let hooked = calls.iter().any(|call| {
+            plan.tools
+                .get(&call.name)
+                .is_some_and(|slot| !slot.before.is_empty() || !slot.after.is_empty())
+        });
+        let messages = Arc::new(if hooked {
+            plan.messages.clone()
+        } else {
+            Vec::new()
+        });
+        let scope = CallScope {
+            request_id: &self.request_id,
+            step,
+            messages: &messages,
+            cancel: &self.cancel,
+            tools: &plan.tools,
+        };
+        let futures = calls
+            .iter()
+            .map(|call| Box::pin(execute(&scope, call)) as BoxFuture<'_, CallResult>)
+            .collect();
+        let joined = join_ordered(futures, self.agent.tool_concurrency);
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            results = joined => Some(results),
+        }
+    }
+}
+
+/// The result a call gets when the turn was aborted while it ran.
+fn aborted(call: &ToolCall) -> Message {
+    Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: format!("tool `{}` did not finish: the turn was aborted", call.name),
+        is_error: true,
+    }
+}

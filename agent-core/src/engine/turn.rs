@@ -1,0 +1,303 @@
+//! A turn's frame, from the user's input to on_chat_response: the session's turn lock,
+//! on_session_start, before_run, the history, before_turn, the step loop (`step`), on_stop,
+//! after_run, the error hooks and on_chat_response, in the order of docs/design.md §5.
+
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, OwnedMutexGuard, mpsc};
+use tracing::Instrument;
+
+use super::compact;
+use super::events::TurnEvent;
+use super::history;
+use super::lifecycle;
+use super::plan::TurnPlan;
+use super::request::{TurnOverlap, TurnRequest};
+use super::runtime::AgentRuntime;
+use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
+use crate::hooks::{
+    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, RunContext, TurnConfig,
+    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, each, observe,
+};
+use crate::message::Message;
+use crate::model::Usage;
+use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage};
+use crate::util::{catch_unwind, new_id};
+
+/// The session a turn runs in: its id and its turn lock.
+pub(crate) struct SessionRef<'a> {
+    /// The session id.
+    pub(crate) id: &'a Arc<str>,
+    /// The session's turn lock, shared by every handle on it.
+    pub(crate) lock: &'a Arc<Mutex<()>>,
+}
+
+/// Runs one turn of `agent` in `session`; events go to `sink` when streaming.
+pub(crate) async fn run_turn(
+    agent: &AgentRuntime,
+    session: SessionRef<'_>,
+    request: TurnRequest,
+    sink: Option<mpsc::Sender<TurnEvent>>,
+) -> TurnResult {
+    let request_id: Arc<str> = new_id("req").into();
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {}", agent.name),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %agent.name,
+        gen_ai.conversation.id = %session.id,
+        gen_ai.request.id = %request_id,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+    );
+    let turn = Turn {
+        agent,
+        session_id: session.id,
+        lock: session.lock,
+        request_id,
+        continuation: request.continuation,
+        cancel: request.cancel.clone(),
+        sink,
+        outcome: Outcome::default(),
+        session: SessionTurn::default(),
+        span: span.clone(),
+    };
+    turn.run(request).instrument(span).await
+}
+
+impl Turn<'_> {
+    async fn run(mut self, request: TurnRequest) -> TurnResult {
+        let lock = self.lock.clone();
+        let guard = match self.agent.overlap {
+            TurnOverlap::Wait => lock.lock_owned().await,
+            TurnOverlap::Reject => match lock.try_lock_owned() {
+                Ok(guard) => guard,
+                Err(_) => return self.busy().await,
+            },
+        };
+        // A panic in code the turn runs outside any hook or tool still ends the turn through
+        // its error hooks and on_chat_response.
+        let end = match catch_unwind(Box::pin(self.drive(request))).await {
+            Ok(end) => end,
+            Err(message) => End::Failed(
+                TurnError::new(
+                    TurnErrorKind::Panicked,
+                    format!("the turn panicked: {message}"),
+                ),
+                ErrorStage::Turn,
+            ),
+        };
+        self.finish(end, guard).await
+    }
+
+    /// The result of a turn rejected because another turn of its session is running.
+    async fn busy(self) -> TurnResult {
+        let message = format!("a turn of session `{}` is already running", self.session_id);
+        let error = TurnError::new(TurnErrorKind::Busy, message);
+        let result = TurnResult {
+            request_id: self.request_id.clone(),
+            status: TurnStatus::Error,
+            text: String::new(),
+            stop_reason: None,
+            steps: Vec::new(),
+            messages: Vec::new(),
+            usage: Usage::default(),
+            error: Some(error),
+            classification: Some(ChatErrorClassification::Transient),
+        };
+        self.emit(TurnEvent::Finished(result.clone())).await;
+        result
+    }
+
+    /// Finishes what a turn cut off by a crash left behind (see [`store::repairs`]), and
+    /// returns the session's rows as they now stand.
+    async fn repair(&self, rows: Vec<StoredMessage>) -> Flow<Vec<StoredMessage>> {
+        let repairs = store::repairs(&rows);
+        if repairs == store::Repairs::default() {
+            return Ok(rows);
+        }
+        tracing::warn!(
+            session = %self.session_id,
+            stale = repairs.stale.len(),
+            unanswered = repairs.unanswered.len(),
+            "repairing a session whose last turn was cut off"
+        );
+        for id in repairs.stale {
+            let failed = MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            };
+            self.update(id, failed).await?;
+        }
+        for message in repairs.unanswered {
+            self.insert(NewMessage::completed(message)).await?;
+        }
+        match self.agent.store.load(self.session_id).await {
+            Ok(rows) => Ok(rows),
+            Err(error) => Err(End::Failed(store_error(error), ErrorStage::Persist)),
+        }
+    }
+
+    /// before_run, before_turn and the step loop.
+    async fn drive(&mut self, request: TurnRequest) -> End {
+        let agent = self.agent;
+        let hooks = &agent.hooks;
+        let run_ctx = RunContext {
+            agent: agent.name.clone(),
+            request_id: self.request_id.clone(),
+            input: request.input,
+            continuation: request.continuation,
+        };
+        if let Err(end) = self.session_start().await {
+            return end;
+        }
+        if let Err(error) = observe(&hooks.before_run, &run_ctx).await {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+
+        let rows = match agent.store.load(self.session_id).await {
+            Ok(rows) => rows,
+            Err(error) => return End::Failed(store_error(error), ErrorStage::Persist),
+        };
+        let rows = match self.repair(rows).await {
+            Ok(rows) => rows,
+            Err(end) => return end,
+        };
+        let session = self.session_id;
+        let rows = match history::filter_rows(hooks, &self.request_id, session, rows).await {
+            Ok(rows) => rows,
+            Err(error) => return End::Failed(error, ErrorStage::Turn),
+        };
+        let mut messages = store::history(&rows);
+        // The request's messages, then its input (none for a continuation), are stored before
+        // anything reads them.
+        let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
+        for message in request.messages.into_iter().chain(input) {
+            if let Err(end) = self.insert(NewMessage::completed(message.clone())).await {
+                return end;
+            }
+            messages.push(message);
+        }
+        self.outcome.user_persisted = true;
+
+        let system = match self.system_prompt().await {
+            Ok(system) => system,
+            Err(end) => return end,
+        };
+        let turn_ctx = TurnContext {
+            request_id: self.request_id.clone(),
+            system,
+            messages,
+            tools: agent.specs.clone(),
+            model: agent.model.id().to_owned(),
+            continuation: self.continuation,
+            body: request.body,
+        };
+        let mut config = TurnConfig::default();
+        if let Err(error) = each(&hooks.before_turn, &turn_ctx, |c| {
+            if let Some(c) = c {
+                config.merge(c)
+            }
+        })
+        .await
+        {
+            return End::Failed(error, ErrorStage::Turn);
+        }
+        let TurnContext {
+            system, messages, ..
+        } = turn_ctx;
+        let plan = TurnPlan::new(agent, config, system, messages);
+        self.steps_recovering(plan).await
+    }
+
+    /// Builds the result, runs after_run (whose failure fails the turn after its result is
+    /// built), classifies an error and runs on_chat_error, then the response hooks.
+    async fn finish(self, end: End, guard: OwnedMutexGuard<()>) -> TurnResult {
+        let Turn {
+            agent,
+            session_id,
+            request_id,
+            continuation,
+            outcome,
+            sink,
+            span,
+            session,
+            ..
+        } = self;
+        let hooks = &agent.hooks;
+        let mut result = TurnResult {
+            request_id: request_id.clone(),
+            status: TurnStatus::Completed,
+            text: outcome.text,
+            stop_reason: None,
+            steps: outcome.steps,
+            messages: outcome.added,
+            usage: outcome.usage,
+            error: None,
+            classification: None,
+        };
+        span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+        let failed = match end {
+            End::Completed(reason) => {
+                result.stop_reason = Some(reason);
+                // after_run sees the completed result; failing (its default policy) it fails
+                // the turn, keeping what the result holds.
+                observe(&hooks.after_run, &result)
+                    .await
+                    .err()
+                    .map(|error| (error, ErrorStage::Turn, None))
+            }
+            End::Aborted => {
+                result.status = TurnStatus::Aborted;
+                None
+            }
+            End::Failed(error, stage) => Some((error, stage, session.classification)),
+        };
+        if let Some((error, stage, classification)) = failed {
+            tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
+            let classification = match classification {
+                Some(classification) => classification,
+                None => compact::classify(hooks, &request_id, &error, stage).await,
+            };
+            let ctx = ChatErrorContext {
+                request_id: request_id.clone(),
+                error,
+                stage,
+                messages_persisted: outcome.user_persisted,
+                classification,
+                partial_text: result.text.clone(),
+            };
+            let mut surfaced = None;
+            let _ = each(&hooks.on_chat_error, &ctx, |e| {
+                surfaced = e.or(surfaced.take())
+            })
+            .await;
+            result.status = TurnStatus::Error;
+            result.error = Some(surfaced.unwrap_or(ctx.error));
+            result.classification = Some(classification);
+        }
+        // The turn lock is released before on_chat_response, so the hook may start a new turn.
+        drop(guard);
+        let message = result
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant { .. }))
+            .cloned()
+            .unwrap_or_else(|| Message::assistant(""));
+        let response = ChatResponse {
+            request_id,
+            message,
+            continuation,
+            status: result.status,
+            error: result.error.clone(),
+        };
+        let _ = observe(&hooks.on_chat_response, &response).await;
+        lifecycle::session_end(agent, session_id, &result).await;
+        if let Some(sink) = &sink {
+            let _ = sink.send(TurnEvent::Finished(result.clone())).await;
+        }
+        result
+    }
+}

@@ -1,0 +1,380 @@
+//! How steps and turns end: step records, stop reasons and decisions, statuses, errors and
+//! their classification, and what the post-outcome hooks receive.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::message::{Message, ToolCall};
+use crate::model::{FinishReason, ModelErrorKind, Usage};
+
+/// One finished step: on_step_finish receives it, and turn results keep them all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRecord {
+    /// The step number.
+    pub step: usize,
+    /// The model's id.
+    pub model: String,
+    /// The text streamed.
+    pub text: String,
+    /// The reasoning streamed.
+    pub reasoning: String,
+    /// The tool calls asked for, in the model's order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Their results, in the same order (none for a call an after_tool_call_success/failure
+    /// hook dropped from history).
+    pub tool_results: Vec<ToolResultRecord>,
+    /// Why the model stopped.
+    pub finish_reason: FinishReason,
+    /// Token usage of the step's model call.
+    pub usage: Usage,
+    /// What the provider sent beyond text, reasoning, calls and usage, in order (see
+    /// [`ModelEvent::ProviderMetadata`](crate::ModelEvent::ProviderMetadata)).
+    pub provider_metadata: Vec<serde_json::Value>,
+}
+
+/// One tool call's result in a step record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResultRecord {
+    /// The call id.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// What the model received.
+    pub content: String,
+    /// Whether the model received an error.
+    pub is_error: bool,
+    /// `executed`, `failed`, `blocked` or `substituted` (`rejected` when the tool was unknown or
+    /// its arguments invalid, and no hook ran).
+    pub outcome: &'static str,
+    /// How long the tool ran.
+    pub duration: Duration,
+}
+
+/// Why a limit ended a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model finished on its own.
+    Finished,
+    /// The step limit was reached.
+    MaxSteps,
+}
+
+impl StopReason {
+    /// The reason in snake_case: `finished`, `max_steps`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::Finished => "finished",
+            StopReason::MaxSteps => "max_steps",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// on_stop: a limit ended the turn.
+#[derive(Clone, Debug)]
+pub struct StopContext {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// Which limit.
+    pub reason: StopReason,
+    /// Steps run.
+    pub steps: usize,
+    /// The last step's text.
+    pub text: String,
+}
+
+/// What an on_stop hook decides.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StopDecision {
+    /// End the turn as completed (stop reason stays the limit).
+    #[default]
+    Complete,
+    /// End the turn as completed with this final answer.
+    Output(String),
+    /// Fail the turn with this message.
+    Fail(String),
+}
+
+/// How a turn ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnStatus {
+    /// It produced a final answer.
+    Completed,
+    /// An error ended it.
+    Error,
+    /// It was cancelled.
+    Aborted,
+}
+
+impl TurnStatus {
+    /// The status as on_chat_response reports it: `completed`, `error`, `aborted`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::Error => "error",
+            TurnStatus::Aborted => "aborted",
+        }
+    }
+}
+
+impl fmt::Display for TurnStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error that ended a turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnError {
+    /// What failed.
+    pub kind: TurnErrorKind,
+    /// A readable description.
+    pub message: String,
+}
+
+/// What kind of failure ended a turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TurnErrorKind {
+    /// The model call failed.
+    Model(ModelErrorKind),
+    /// The model reported an error inside its stream.
+    ModelInBand,
+    /// A hook failed and its policy failed the turn.
+    Hook {
+        /// The event.
+        event: &'static str,
+        /// The hook's name.
+        hook: String,
+    },
+    /// An on_stop hook failed the turn.
+    Stopped,
+    /// The history store failed.
+    Store,
+    /// Another turn of the session was running and the agent rejects overlapping turns.
+    Busy,
+    /// A hook replaced the error.
+    Custom,
+    /// Code the turn ran outside any hook or tool (a session's token counter, say) panicked.
+    /// Panics in hooks and tools follow the failure policy; a model's or a store's panic is
+    /// reported as that model's or store's error.
+    Panicked,
+}
+
+impl TurnError {
+    /// An error of this kind.
+    pub fn new(kind: TurnErrorKind, message: impl Into<String>) -> Self {
+        TurnError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// An error an on_chat_error hook surfaces instead of the original.
+    pub fn custom(message: impl Into<String>) -> Self {
+        TurnError::new(TurnErrorKind::Custom, message)
+    }
+}
+
+impl fmt::Display for TurnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TurnError {}
+
+/// Where in a turn an error happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorStage {
+    /// Reading the request.
+    Parse,
+    /// Storing messages.
+    Persist,
+    /// The turn's own logic and its hooks.
+    Turn,
+    /// The model's stream.
+    Stream,
+    /// Recovering from an earlier error.
+    Recovery,
+    /// Assembling the transcript.
+    Transcript,
+}
+
+impl ErrorStage {
+    /// The stage's name as Think spells it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorStage::Parse => "parse",
+            ErrorStage::Persist => "persist",
+            ErrorStage::Turn => "turn",
+            ErrorStage::Stream => "stream",
+            ErrorStage::Recovery => "recovery",
+            ErrorStage::Transcript => "transcript",
+        }
+    }
+}
+
+/// What kind of error ended a turn, as classify_chat_error says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChatErrorClassification {
+    /// The conversation no longer fits the model's context window.
+    ContextOverflow,
+    /// The provider is rate limiting.
+    RateLimit,
+    /// A passing failure worth retrying.
+    Transient,
+    /// A failure that will not go away.
+    Fatal,
+    /// Not known.
+    Unknown,
+}
+
+impl ChatErrorClassification {
+    /// The classification as Think spells it: `context_overflow`, `rate_limit`, `transient`,
+    /// `fatal`, `unknown`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChatErrorClassification::ContextOverflow => "context_overflow",
+            ChatErrorClassification::RateLimit => "rate_limit",
+            ChatErrorClassification::Transient => "transient",
+            ChatErrorClassification::Fatal => "fatal",
+            ChatErrorClassification::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for ChatErrorClassification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ErrorStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// classify_chat_error: the error to classify.
+#[derive(Clone, Debug)]
+pub struct ClassifyContext {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The error.
+    pub error: TurnError,
+    /// Where it happened.
+    pub stage: ErrorStage,
+}
+
+/// on_chat_error: the error that ended a turn.
+#[derive(Clone, Debug)]
+pub struct ChatErrorContext {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The error.
+    pub error: TurnError,
+    /// Where it happened.
+    pub stage: ErrorStage,
+    /// Whether the user's message was already stored.
+    pub messages_persisted: bool,
+    /// The classification, from classify_chat_error or the default classifier.
+    pub classification: ChatErrorClassification,
+    /// The partial assistant text persisted before this hook ran.
+    pub partial_text: String,
+}
+
+/// on_chat_response: how the turn ended, once per turn.
+#[derive(Clone, Debug)]
+pub struct ChatResponse {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The final (or partial) assistant message.
+    pub message: Message,
+    /// Whether this turn continued an earlier one.
+    pub continuation: bool,
+    /// How it ended.
+    pub status: TurnStatus,
+    /// The error surfaced, when it ended in error.
+    pub error: Option<TurnError>,
+}
+
+/// The outcome of a turn: what `run` returns and the stream API's last event.
+#[derive(Clone, Debug)]
+pub struct TurnResult {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// The final answer (the last step's text, or what on_stop supplied; partial on error/abort).
+    pub text: String,
+    /// Why it stopped, when it completed.
+    pub stop_reason: Option<StopReason>,
+    /// Every step, in order.
+    pub steps: Vec<StepRecord>,
+    /// The messages this turn added to the conversation.
+    pub messages: Vec<Message>,
+    /// Token usage over all steps.
+    pub usage: Usage,
+    /// The error surfaced, when the turn ended in error.
+    pub error: Option<TurnError>,
+    /// The error's classification, when the turn ended in error.
+    pub classification: Option<ChatErrorClassification>,
+}
+
+impl TurnResult {
+    /// True when the turn completed.
+    pub fn is_completed(&self) -> bool {
+        self.status == TurnStatus::Completed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FinishReason;
+
+    #[test]
+    fn outcomes_display_in_snake_case_as_on_the_wire() {
+        let shown = |value: &dyn fmt::Display| value.to_string();
+        assert_eq!(shown(&TurnStatus::Completed), "completed");
+        assert_eq!(shown(&TurnStatus::Error), "error");
+        assert_eq!(shown(&TurnStatus::Aborted), "aborted");
+        assert_eq!(shown(&StopReason::Finished), "finished");
+        assert_eq!(shown(&StopReason::MaxSteps), "max_steps");
+        assert_eq!(shown(&FinishReason::Stop), "stop");
+        assert_eq!(shown(&FinishReason::Length), "length");
+        assert_eq!(shown(&FinishReason::ToolCalls), "tool_calls");
+        assert_eq!(shown(&FinishReason::ContentFilter), "content_filter");
+        assert_eq!(
+            shown(&FinishReason::Other("pause_turn".to_owned())),
+            "pause_turn"
+        );
+        assert_eq!(
+            shown(&ChatErrorClassification::ContextOverflow),
+            "context_overflow"
+        );
+        assert_eq!(shown(&ChatErrorClassification::RateLimit), "rate_limit");
+        assert_eq!(shown(&ChatErrorClassification::Transient), "transient");
+        assert_eq!(shown(&ChatErrorClassification::Fatal), "fatal");
+        assert_eq!(shown(&ChatErrorClassification::Unknown), "unknown");
+        assert_eq!(shown(&ErrorStage::Persist), "persist");
+        // The wire form of a finish reason is its serde form.
+        for reason in [
+            FinishReason::Stop,
+            FinishReason::ToolCalls,
+            FinishReason::ContentFilter,
+        ] {
+            assert_eq!(
+                serde_json::to_value(&reason).unwrap(),
+                serde_json::Value::String(reason.to_string())
+            );
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! What the tool-call hooks receive and decide: before_tool_call's context and decision, and
+//! after_tool_call's view of the outcome.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cancel::CancelToken;
+use crate::message::Message;
+use crate::tool::{AnyValue, ToolError, ToolInput};
+
+/// before_tool_call: one call about to run, with input typed as `I`.
+#[derive(Clone, Debug)]
+pub struct ToolCallContext<I> {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The model's id for the call.
+    pub call_id: Arc<str>,
+    /// The tool called.
+    pub tool_name: Arc<str>,
+    /// The input: what the model sent, or what an earlier hook's Modify made of it.
+    pub input: I,
+    /// The step whose reply asked for the call.
+    pub step: usize,
+    /// Whether the tool was added at run time rather than declared statically.
+    pub dynamic: bool,
+    /// The conversation as the model saw it in this step.
+    pub messages: Arc<Vec<Message>>,
+    /// Cancelled when the turn is aborted.
+    pub cancel: CancelToken,
+}
+
+/// What a before_tool_call hook decides. Returning `()` means [`Allow`](Self::Allow).
+#[derive(Debug, Default)]
+pub enum ToolCallDecision<I: ToolInput> {
+    /// Run the tool with the current input.
+    #[default]
+    Allow,
+    /// Run the tool with this input instead (the next hook sees it).
+    Modify(I),
+    /// Do not run; the model receives the reason, or a default message naming the tool.
+    Block(Option<String>),
+    /// Do not run; the model receives this output.
+    Substitute(I::Output),
+}
+
+impl<I: ToolInput> ToolCallDecision<I> {
+    /// Blocks with a reason the model reads.
+    pub fn block(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Block(Some(reason.into()))
+    }
+}
+
+/// How a tool call ended.
+#[derive(Debug)]
+pub enum ToolOutcome {
+    /// The tool ran and returned this output.
+    Executed(AnyValue),
+    /// The tool (or a gate hook) failed; the model received the error.
+    Failed(ToolError),
+    /// A hook blocked the call; the model received this message.
+    Blocked(String),
+    /// A hook substituted this output; the tool did not run.
+    Substituted(AnyValue),
+}
+
+impl ToolOutcome {
+    /// True for all outcomes but [`Failed`](Self::Failed): the model received a valid result.
+    pub fn success(&self) -> bool {
+        !matches!(self, ToolOutcome::Failed(_))
+    }
+
+    /// The outcome's name: `executed`, `failed`, `blocked` or `substituted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolOutcome::Executed(_) => "executed",
+            ToolOutcome::Failed(_) => "failed",
+            ToolOutcome::Blocked(_) => "blocked",
+            ToolOutcome::Substituted(_) => "substituted",
+        }
+    }
+
+    pub(crate) fn value(&self) -> Option<&AnyValue> {
+        match self {
+            ToolOutcome::Executed(value) | ToolOutcome::Substituted(value) => Some(value),
+            _ => None,
+        }
+    }
+}
+
+/// after_tool_call: one call's outcome, with input typed as `I` and output as `O`.
+pub struct ToolCallResultContext<I, O = Value> {
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The model's id for the call.
+    pub call_id: Arc<str>,
+    /// The tool called.
+    pub tool_name: Arc<str>,
+    /// The input the model sent.
+    pub model_input: I,
+    /// The input the tool ran with (after Modify decisions); equals `model_input` otherwise.
+    pub effective_input: I,
+    /// The step whose reply asked for the call.
+    pub step: usize,
+    /// Whether the tool was added at run time.
+    pub dynamic: bool,
+    /// How the call ended.
+    pub outcome: Arc<ToolOutcome>,
+    /// Wall-clock time of the tool's execution (zero when it did not run).
+    pub duration: Duration,
+    /// The conversation as the model saw it in this step.
+    pub messages: Arc<Vec<Message>>,
+    pub(crate) output_json: Option<Value>,
+    pub(crate) _output: PhantomData<fn() -> O>,
+}
+
+impl<I: fmt::Debug, O> fmt::Debug for ToolCallResultContext<I, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCallResultContext")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("model_input", &self.model_input)
+            .field("effective_input", &self.effective_input)
+            .field("outcome", &self.outcome)
+            .field("duration", &self.duration)
+            .finish()
+    }
+}
+
+impl<I, O: 'static> ToolCallResultContext<I, O> {
+    /// True unless the call failed.
+    pub fn success(&self) -> bool {
+        self.outcome.success()
+    }
+
+    /// The output the model received (executed or substituted), typed as `O`. `None` when the
+    /// call failed or was blocked, or when a hook substituted an output of another type.
+    pub fn output(&self) -> Option<&O> {
+        if TypeId::of::<O>() == TypeId::of::<Value>() {
+            return (self.output_json.as_ref()? as &dyn Any).downcast_ref::<O>();
+        }
+        self.outcome.value()?.downcast_ref::<O>()
+    }
+
+    /// The output as JSON (executed or substituted).
+    pub fn output_json(&self) -> Option<Value> {
+        self.outcome.value()?.to_json().ok()
+    }
+
+    /// The error, when the call failed.
+    pub fn error(&self) -> Option<&ToolError> {
+        match &*self.outcome {
+            ToolOutcome::Failed(error) => Some(error),
+            _ => None,
+        }
+    }
+}
