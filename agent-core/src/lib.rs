@@ -33,9 +33,9 @@ pub use hooks::{
     LlmStartContext, Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
     SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
     StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
-    ToolCallResultContext, ToolOutcome, ToolResultContext, ToolResultDecision, ToolResultRecord,
-    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
-    UpdateMessageContext, event,
+    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
+    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

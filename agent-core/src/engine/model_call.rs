@@ -43,15 +43,7 @@ impl Turn<'_> {
         observe(&self.agent.hooks.on_llm_start, &start)
             .await
             .map_err(End::turn)?;
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {}", model.id()),
-            gen_ai.operation.name = "chat",
-            gen_ai.request.model = %model.id(),
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
-        );
+        let span = chat_span(&**model);
         // The assistant message is stored pending while the model answers.
         let pending = NewMessage {
             message: Message::assistant(""),
@@ -67,7 +59,7 @@ impl Turn<'_> {
                 format!("the model panicked: {message}"),
             )
         });
-        let streamed = StepStream::new(self, step)
+        let mut streamed = StepStream::new(self, step)
             .read(stream)
             .instrument(span.clone())
             .await;
@@ -78,16 +70,12 @@ impl Turn<'_> {
             request_id: self.request_id.clone(),
             step,
             model: model.id().to_owned(),
-            text: streamed.text,
-            tool_calls: streamed.tool_calls,
+            text: std::mem::take(&mut streamed.text),
+            tool_calls: std::mem::take(&mut streamed.tool_calls),
             finish_reason: streamed.finish.as_ref().ok().cloned(),
             usage: streamed.usage,
             latency: started.elapsed(),
-            error: streamed
-                .finish
-                .as_ref()
-                .err()
-                .and_then(|e| e.as_ref().map(|e| e.message.clone())),
+            error: streamed.error_message(),
         };
         self.outcome.usage.add(&end_ctx.usage);
         let llm_end = observe(&self.agent.hooks.on_llm_end, &end_ctx).await;
@@ -163,6 +151,19 @@ impl Turn<'_> {
             None => End::Aborted,
         }
     }
+}
+
+/// The `chat` span of one model call (OpenTelemetry gen_ai attributes).
+fn chat_span(model: &dyn Model) -> tracing::Span {
+    tracing::info_span!(
+        "chat",
+        otel.name = %format_args!("chat {}", model.id()),
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = %model.id(),
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+    )
 }
 
 /// What a broken stream produced before it broke.

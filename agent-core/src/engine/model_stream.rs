@@ -90,11 +90,12 @@ impl<'t, 'a> StepStream<'t, 'a> {
         let cancel = &self.turn.cancel;
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
-        let finish = loop {
+        let listening = self.listening();
+        out.finish = loop {
             // Cancellation wins over a ready event. The flag is an atomic load per event; the
             // token's waiter (a lock and a waker clone per poll) is only polled when the stream
             // is pending, so a burst of ready chunks does not pay for it on each one.
-            let event = std::future::poll_fn(|cx| {
+            let polled = std::future::poll_fn(|cx| {
                 if cancel.is_cancelled() {
                     return Poll::Ready(None);
                 }
@@ -112,85 +113,120 @@ impl<'t, 'a> StepStream<'t, 'a> {
                 cancelled.as_mut().poll(cx).map(|()| None)
             })
             .await;
-            let Some(event) = event else {
+            // `None`: the turn was cancelled.
+            let Some(polled) = polled else {
                 break Err(None);
             };
-            let event = match event {
-                Some(Ok(event)) => event,
-                Some(Err(error)) => {
-                    break Err(Some(TurnError::new(
-                        TurnErrorKind::Model(error.kind),
-                        error.message,
-                    )));
-                }
-                None => {
-                    let message =
-                        "the model's stream ended without its end marker (truncated stream)";
-                    break Err(Some(TurnError::new(
-                        TurnErrorKind::Model(ModelErrorKind::StreamTruncated),
-                        message,
-                    )));
-                }
+            let event = match event_of(polled) {
+                Ok(event) => event,
+                Err(error) => break Err(Some(error)),
             };
-            let chunk = match event {
-                ModelEvent::TextDelta(delta) => {
-                    out.text.push_str(&delta);
-                    Chunk::TextDelta(delta)
+            match out.absorb(event, listening) {
+                Absorbed::Chunk(chunk) => {
+                    if let Err(error) = self.chunk(chunk).await {
+                        break Err(Some(error));
+                    }
                 }
-                ModelEvent::ReasoningDelta(delta) => {
-                    out.reasoning.push_str(&delta);
-                    Chunk::ReasoningDelta(delta)
-                }
-                ModelEvent::ToolInputDelta { id, delta } => Chunk::ToolInputDelta { id, delta },
-                ModelEvent::ToolCall(call) if self.listening() => {
-                    out.tool_calls.push(call.clone());
-                    Chunk::ToolCall(call)
-                }
-                ModelEvent::ToolCall(call) => {
-                    out.tool_calls.push(call);
-                    continue;
-                }
-                ModelEvent::ReasoningSignature(signature) => {
-                    out.reasoning_signature = Some(signature);
-                    continue;
-                }
-                ModelEvent::Usage(usage) => {
-                    out.usage = usage;
-                    continue;
-                }
-                ModelEvent::Finish(reason) => break Ok(reason),
-                ModelEvent::ProviderMetadata(value) => {
-                    out.provider_metadata.push(value);
-                    continue;
-                }
-                ModelEvent::ProviderBlock(block) => {
-                    out.provider_metadata.push(block.clone());
-                    out.provider_blocks.push(block);
-                    continue;
-                }
-                ModelEvent::Discard { reason } => {
-                    // The provider retries a broken stream from the start of the step.
-                    out.text.clear();
-                    out.reasoning.clear();
-                    out.reasoning_signature = None;
-                    out.tool_calls.clear();
-                    out.usage = Usage::default();
-                    out.provider_metadata.clear();
-                    out.provider_blocks.clear();
-                    Chunk::Discarded { reason }
-                }
-                ModelEvent::Error(message) => {
-                    break Err(Some(TurnError::new(
-                        TurnErrorKind::ModelInBand,
-                        format!("the model reported an error: {message}"),
-                    )));
-                }
-            };
-            if let Err(error) = self.chunk(chunk).await {
-                break Err(Some(error));
+                Absorbed::Quiet => {}
+                Absorbed::End(end) => break end,
             }
         };
-        out.finish = finish;
         out
+    }
+}
+
+/// What one model event did to the step.
+enum Absorbed {
+    /// It is shown as this chunk (on_chunk and the stream API).
+    Chunk(Chunk),
+    /// It was only recorded.
+    Quiet,
+    /// It ended the stream: finished, or an in-band error.
+    End(Result<FinishReason, Option<TurnError>>),
+}
+
+/// A polled stream item as an event: an error item, or the stream's end without its finish
+/// event (a truncated stream), is the model's error.
+fn event_of(polled: Option<Result<ModelEvent, ModelError>>) -> Result<ModelEvent, TurnError> {
+    match polled {
+        Some(Ok(event)) => Ok(event),
+        Some(Err(error)) => Err(TurnError::new(
+            TurnErrorKind::Model(error.kind),
+            error.message,
+        )),
+        None => Err(TurnError::new(
+            TurnErrorKind::Model(ModelErrorKind::StreamTruncated),
+            "the model's stream ended without its end marker (truncated stream)",
+        )),
+    }
+}
+
+impl Streamed {
+    /// Why the stream broke, when it did (not when the turn was cancelled).
+    pub(super) fn error_message(&self) -> Option<String> {
+        match &self.finish {
+            Err(Some(error)) => Some(error.message.clone()),
+            _ => None,
+        }
+    }
+
+    /// Records one event (accumulating linearly: text is appended, never re-copied). Tool
+    /// calls are cloned into a chunk only when someone is `listening`.
+    fn absorb(&mut self, event: ModelEvent, listening: bool) -> Absorbed {
+        let chunk = match event {
+            ModelEvent::TextDelta(delta) => {
+                self.text.push_str(&delta);
+                Chunk::TextDelta(delta)
+            }
+            ModelEvent::ReasoningDelta(delta) => {
+                self.reasoning.push_str(&delta);
+                Chunk::ReasoningDelta(delta)
+            }
+            ModelEvent::ToolInputDelta { id, delta } => Chunk::ToolInputDelta { id, delta },
+            ModelEvent::ToolCall(call) if listening => {
+                self.tool_calls.push(call.clone());
+                Chunk::ToolCall(call)
+            }
+            ModelEvent::ToolCall(call) => {
+                self.tool_calls.push(call);
+                return Absorbed::Quiet;
+            }
+            ModelEvent::ReasoningSignature(signature) => {
+                self.reasoning_signature = Some(signature);
+                return Absorbed::Quiet;
+            }
+            ModelEvent::Usage(usage) => {
+                self.usage = usage;
+                return Absorbed::Quiet;
+            }
+            ModelEvent::Finish(reason) => return Absorbed::End(Ok(reason)),
+            ModelEvent::ProviderMetadata(value) => {
+                self.provider_metadata.push(value);
+                return Absorbed::Quiet;
+            }
+            ModelEvent::ProviderBlock(block) => {
+                self.provider_metadata.push(block.clone());
+                self.provider_blocks.push(block);
+                return Absorbed::Quiet;
+            }
+            ModelEvent::Discard { reason } => {
+                // The provider retries a broken stream from the start of the step.
+                self.text.clear();
+                self.reasoning.clear();
+                self.reasoning_signature = None;
+                self.tool_calls.clear();
+                self.usage = Usage::default();
+                self.provider_metadata.clear();
+                self.provider_blocks.clear();
+                Chunk::Discarded { reason }
+            }
+            ModelEvent::Error(message) => {
+                return Absorbed::End(Err(Some(TurnError::new(
+                    TurnErrorKind::ModelInBand,
+                    format!("the model reported an error: {message}"),
+                ))));
+            }
+        };
+        Absorbed::Chunk(chunk)
     }
 }

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use super::plan::CallScope;
+use super::runtime::ToolSlot;
 use super::tool_results;
 use crate::hooks::tool_hooks::{CallState, ErasedDecision};
-use crate::hooks::{self, ToolOutcome, ToolResultRecord, TurnError};
+use crate::hooks::{self, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::tool::{ToolContext, ToolError};
 use crate::util::catch_unwind;
@@ -30,7 +31,7 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
         name: call.name.clone(),
         content,
         is_error: true,
-        outcome: "rejected",
+        outcome: ToolOutcomeKind::Rejected,
         duration: Duration::ZERO,
     };
     CallResult {
@@ -53,6 +54,7 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
     execute_inner(scope, call).instrument(span).await
 }
 
+/// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.
 async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     let Some(slot) = scope.tools.get(&call.name) else {
         let available = scope.tools.names().join(", ");
@@ -77,23 +79,50 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         model_input: parsed.clone(),
         effective_input: parsed,
     };
+    let (outcome, duration, state) = match gate(slot, &mut state, call).await {
+        Some(outcome) => (outcome, Duration::ZERO, Some(state)),
+        None => invoke(slot, state, call).await,
+    };
 
-    let mut outcome = None;
+    let (content, is_error) = model_text(&call.name, &outcome);
+    let kind = outcome.kind();
+    let checked = tool_results::check(scope, call, kind, content, is_error).await;
+    let mut error = checked.error;
+    if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
+        error = error.or(observe_outcome(slot, &state, outcome, duration).await);
+    }
+    let record = ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: checked.content,
+        is_error: checked.is_error,
+        outcome: kind,
+        duration,
+    };
+    CallResult {
+        record,
+        error,
+        dropped: checked.dropped,
+    }
+}
+
+/// The before_tool_call chain (merge rule: each hook sees the input the previous one left).
+/// `Some` when a hook decided the outcome (blocked, substituted, or failed closed), so the
+/// tool does not run.
+async fn gate(slot: &ToolSlot, state: &mut CallState, call: &ToolCall) -> Option<ToolOutcome> {
     for hook in &slot.before {
         let meta = hook.meta();
         let span = hooks::span("before_tool_call", &meta.name);
-        match hook.run(&state).instrument(span).await {
+        match hook.run(state).instrument(span).await {
             Ok(ErasedDecision::Allow) => {}
             Ok(ErasedDecision::Modify(input)) => state.effective_input = Arc::new(input),
             Ok(ErasedDecision::Block(reason)) => {
                 let reason =
                     reason.unwrap_or_else(|| format!("tool `{}` was blocked by a hook", call.name));
-                outcome = Some(ToolOutcome::Blocked(reason));
-                break;
+                return Some(ToolOutcome::Blocked(reason));
             }
             Ok(ErasedDecision::Substitute(output)) => {
-                outcome = Some(ToolOutcome::Substituted(output));
-                break;
+                return Some(ToolOutcome::Substituted(output));
             }
             Err(failure) => {
                 // Failing closed, the call does not run: the model reads why.
@@ -101,85 +130,76 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
                     hooks::settle("before_tool_call", &meta.name, meta.policy, &failure)
                 {
                     let message = format!("tool `{}` did not run: {}", call.name, error.message);
-                    outcome = Some(ToolOutcome::Failed(ToolError::new(message)));
-                    break;
+                    return Some(ToolOutcome::Failed(ToolError::new(message)));
                 }
             }
         }
     }
+    None
+}
 
-    let (outcome, duration, state) = match outcome {
-        Some(outcome) => (outcome, Duration::ZERO, Some(state)),
-        None => {
-            let ctx = ToolContext {
-                call_id: state.call_id.clone(),
-                tool_name: state.tool_name.clone(),
-                step: scope.step,
-                cancel: scope.cancel.clone(),
-            };
-            // Without after hooks nobody reads the inputs again: hand the tool the only
-            // reference, so it takes its arguments without a clone.
-            let (args, state) = if slot.after.is_empty() {
-                let CallState {
-                    effective_input,
-                    model_input,
-                    ..
-                } = state;
-                drop(model_input);
-                (effective_input, None)
-            } else {
-                (state.effective_input.clone(), Some(state))
-            };
-            let started = Instant::now();
-            // The tool is called inside the guarded future: a `DynTool` may panic while making
-            // its future (an `FnTool` closure), not only while it runs.
-            let tool = &slot.tool;
-            let result = catch_unwind(Box::pin(async move { tool.call(args, ctx).await })).await;
-            let duration = started.elapsed();
-            let outcome = match result {
-                Ok(Ok(output)) => ToolOutcome::Executed(output),
-                Ok(Err(error)) => ToolOutcome::Failed(error),
-                Err(panic) => ToolOutcome::Failed(ToolError::new(format!(
-                    "tool `{}` panicked: {panic}",
-                    call.name
-                ))),
-            };
-            (outcome, duration, state)
-        }
+/// Runs the tool with the effective input, a panic becoming a failed outcome. The call's
+/// state comes back only when after_tool_call hooks will read it.
+async fn invoke(
+    slot: &ToolSlot,
+    state: CallState,
+    call: &ToolCall,
+) -> (ToolOutcome, Duration, Option<CallState>) {
+    let ctx = ToolContext {
+        call_id: state.call_id.clone(),
+        tool_name: state.tool_name.clone(),
+        step: state.step,
+        cancel: state.cancel.clone(),
     };
+    // Without after hooks nobody reads the inputs again: hand the tool the only reference, so
+    // it takes its arguments without a clone.
+    let (args, state) = if slot.after.is_empty() {
+        let CallState {
+            effective_input,
+            model_input,
+            ..
+        } = state;
+        drop(model_input);
+        (effective_input, None)
+    } else {
+        (state.effective_input.clone(), Some(state))
+    };
+    let started = Instant::now();
+    // The tool is called inside the guarded future: a `DynTool` may panic while making its
+    // future (an `FnTool` closure), not only while it runs.
+    let tool = &slot.tool;
+    let result = catch_unwind(Box::pin(async move { tool.call(args, ctx).await })).await;
+    let duration = started.elapsed();
+    let outcome = match result {
+        Ok(Ok(output)) => ToolOutcome::Executed(output),
+        Ok(Err(error)) => ToolOutcome::Failed(error),
+        Err(panic) => ToolOutcome::Failed(ToolError::new(format!(
+            "tool `{}` panicked: {panic}",
+            call.name
+        ))),
+    };
+    (outcome, duration, state)
+}
 
-    let (content, is_error) = model_text(&call.name, &outcome);
-    let kind = outcome.kind();
-    let checked = tool_results::check(scope, call, kind, content, is_error).await;
-    let (content, is_error, dropped) = (checked.content, checked.is_error, checked.dropped);
-    let mut error = checked.error;
-    if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
-        let outcome = Arc::new(outcome);
-        for hook in &slot.after {
-            let meta = hook.meta();
-            let span = hooks::span("after_tool_call", &meta.name);
-            if let Err(failure) = hook.run(&state, &outcome, duration).instrument(span).await
-                && let Err(failed) =
-                    hooks::settle("after_tool_call", &meta.name, meta.policy, &failure)
-            {
-                error = error.or(Some(failed));
-                break;
-            }
+/// after_tool_call: observers of every outcome; a fail-closed one that fails returns the
+/// error that fails the turn after this step.
+async fn observe_outcome(
+    slot: &ToolSlot,
+    state: &CallState,
+    outcome: ToolOutcome,
+    duration: Duration,
+) -> Option<TurnError> {
+    let outcome = Arc::new(outcome);
+    for hook in &slot.after {
+        let meta = hook.meta();
+        let span = hooks::span("after_tool_call", &meta.name);
+        if let Err(failure) = hook.run(state, &outcome, duration).instrument(span).await
+            && let Err(failed) = hooks::settle("after_tool_call", &meta.name, meta.policy, &failure)
+        {
+            return Some(failed);
         }
     }
-    let record = ToolResultRecord {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content,
-        is_error,
-        outcome: kind,
-        duration,
-    };
-    CallResult {
-        record,
-        error,
-        dropped,
-    }
+    None
 }
 
 /// The text the model reads for an outcome, and whether it is an error.

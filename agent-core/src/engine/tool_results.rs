@@ -2,7 +2,7 @@
 //! call's result, or drop the call from history, before the result is stored.
 
 use crate::hooks::chain;
-use crate::hooks::{ToolResultContext, ToolResultDecision, TurnError};
+use crate::hooks::{ToolOutcomeKind, ToolResultContext, ToolResultDecision, TurnError};
 use crate::message::ToolCall;
 
 use super::plan::CallScope;
@@ -21,7 +21,7 @@ pub(super) struct Checked {
 pub(super) async fn check(
     scope: &CallScope<'_>,
     call: &ToolCall,
-    outcome: &'static str,
+    outcome: ToolOutcomeKind,
     content: String,
     is_error: bool,
 ) -> Checked {

@@ -17,7 +17,7 @@ use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, RunContext, TurnConfig,
-    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, each, observe,
+    TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, observe,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -255,27 +255,13 @@ impl Turn<'_> {
             End::Failed(error, stage) => Some((error, stage, session.classification)),
         };
         if let Some((error, stage, classification)) = failed {
-            tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
-            let classification = match classification {
-                Some(classification) => classification,
-                None => compact::classify(hooks, &request_id, &error, stage).await,
-            };
-            let ctx = ChatErrorContext {
-                request_id: request_id.clone(),
+            let failure = Failure {
                 error,
                 stage,
-                messages_persisted: outcome.user_persisted,
                 classification,
-                partial_text: result.text.clone(),
+                messages_persisted: outcome.user_persisted,
             };
-            let mut surfaced = None;
-            let _ = each(&hooks.on_chat_error, &ctx, |e| {
-                surfaced = e.or(surfaced.take())
-            })
-            .await;
-            result.status = TurnStatus::Error;
-            result.error = Some(surfaced.unwrap_or(ctx.error));
-            result.classification = Some(classification);
+            fail(&agent.hooks, &request_id, failure, &mut result).await;
         }
         // The turn lock is released before on_chat_response, so the hook may start a new turn.
         drop(guard);
@@ -300,4 +286,45 @@ impl Turn<'_> {
         }
         result
     }
+}
+
+/// How a turn failed, before its error hooks ran.
+struct Failure {
+    error: TurnError,
+    stage: ErrorStage,
+    /// Made already (by the overflow recovery), or to make with classify_chat_error.
+    classification: Option<ChatErrorClassification>,
+    messages_persisted: bool,
+}
+
+/// classify_chat_error and on_chat_error: marks `result` as failed with the error surfaced
+/// (a hook's replacement, or the original).
+async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result: &mut TurnResult) {
+    let Failure {
+        error,
+        stage,
+        classification,
+        messages_persisted,
+    } = failure;
+    tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
+    let classification = match classification {
+        Some(classification) => classification,
+        None => compact::classify(hooks, request_id, &error, stage).await,
+    };
+    let ctx = ChatErrorContext {
+        request_id: request_id.clone(),
+        error,
+        stage,
+        messages_persisted,
+        classification,
+        partial_text: result.text.clone(),
+    };
+    let mut surfaced = None;
+    let _ = each(&hooks.on_chat_error, &ctx, |e| {
+        surfaced = e.or(surfaced.take())
+    })
+    .await;
+    result.status = TurnStatus::Error;
+    result.error = Some(surfaced.unwrap_or(ctx.error));
+    result.classification = Some(classification);
 }

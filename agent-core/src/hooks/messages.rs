@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::hooks::{TurnError, TurnStatus};
+use crate::hooks::{ToolOutcomeKind, TurnError, TurnStatus};
 use crate::message::{Message, ToolCall};
 use crate::store::{MessageUpdate, NewMessage, StoredMessage};
 
@@ -132,8 +132,8 @@ pub struct ToolResultContext {
     pub step: usize,
     /// The call the model made.
     pub call: ToolCall,
-    /// `executed`, `failed`, `blocked` or `substituted`.
-    pub outcome: &'static str,
+    /// How the call ended.
+    pub outcome: ToolOutcomeKind,
     /// The text the model will read.
     pub content: String,
     /// Whether the model will read it as an error.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
 
@@ -44,9 +45,9 @@ pub struct ToolResultRecord {
     pub content: String,
     /// Whether the model received an error.
     pub is_error: bool,
-    /// `executed`, `failed`, `blocked` or `substituted` (`rejected` when the tool was unknown or
-    /// its arguments invalid, and no hook ran).
-    pub outcome: &'static str,
+    /// How the call ended (`Rejected` when the tool was unknown or its arguments invalid, and
+    /// no hook ran).
+    pub outcome: ToolOutcomeKind,
     /// How long the tool ran.
     pub duration: Duration,
 }

@@ -74,13 +74,13 @@ impl ToolOutcome {
         !matches!(self, ToolOutcome::Failed(_))
     }
 
-    /// The outcome's name: `executed`, `failed`, `blocked` or `substituted`.
-    pub fn kind(&self) -> &'static str {
+    /// Which outcome this is.
+    pub fn kind(&self) -> ToolOutcomeKind {
         match self {
-            ToolOutcome::Executed(_) => "executed",
-            ToolOutcome::Failed(_) => "failed",
-            ToolOutcome::Blocked(_) => "blocked",
-            ToolOutcome::Substituted(_) => "substituted",
+            ToolOutcome::Executed(_) => ToolOutcomeKind::Executed,
+            ToolOutcome::Failed(_) => ToolOutcomeKind::Failed,
+            ToolOutcome::Blocked(_) => ToolOutcomeKind::Blocked,
+            ToolOutcome::Substituted(_) => ToolOutcomeKind::Substituted,
         }
     }
 
@@ -89,6 +89,43 @@ impl ToolOutcome {
             ToolOutcome::Executed(value) | ToolOutcome::Substituted(value) => Some(value),
             _ => None,
         }
+    }
+}
+
+/// How a tool call ended, without its value: what step records and the result hooks report.
+/// Displays in snake case (`executed`, `failed`, `blocked`, `substituted`, `rejected`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolOutcomeKind {
+    /// The tool ran and returned an output.
+    Executed,
+    /// The tool (or a gate hook) failed.
+    Failed,
+    /// A hook blocked the call.
+    Blocked,
+    /// A hook substituted the output; the tool did not run.
+    Substituted,
+    /// The call never reached a hook: the tool is unknown (or not active) or its arguments do
+    /// not parse.
+    Rejected,
+}
+
+impl ToolOutcomeKind {
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcomeKind::Executed => "executed",
+            ToolOutcomeKind::Failed => "failed",
+            ToolOutcomeKind::Blocked => "blocked",
+            ToolOutcomeKind::Substituted => "substituted",
+            ToolOutcomeKind::Rejected => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for ToolOutcomeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -170,7 +170,10 @@ async fn block_with_a_reason_gives_the_model_that_reason() {
         tool_result_sent(&model),
         ("adding is not allowed today".to_owned(), false)
     );
-    assert_eq!(result.steps[0].tool_results[0].outcome, "blocked");
+    assert_eq!(
+        result.steps[0].tool_results[0].outcome,
+        agent_core::ToolOutcomeKind::Blocked
+    );
 }
 
 #[tokio::test]
@@ -224,7 +227,10 @@ async fn substitute_skips_the_tool_and_gives_the_model_the_substituted_output() 
         lines(&["after(substituted success=true model=2,3 effective=2,3 output=99)"])
     );
     assert_eq!(tool_result_sent(&model), ("99".to_owned(), false));
-    assert_eq!(result.steps[0].tool_results[0].outcome, "substituted");
+    assert_eq!(
+        result.steps[0].tool_results[0].outcome,
+        agent_core::ToolOutcomeKind::Substituted
+    );
 }
 
 #[tokio::test]
@@ -488,7 +494,10 @@ async fn an_untyped_modify_that_does_not_fit_fails_closed() {
             true
         )
     );
-    assert_eq!(result.steps[0].tool_results[0].outcome, "failed");
+    assert_eq!(
+        result.steps[0].tool_results[0].outcome,
+        agent_core::ToolOutcomeKind::Failed
+    );
 }
 
 #[tokio::test]

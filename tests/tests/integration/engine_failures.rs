@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use agent_core::{
     AgentBuilder, ChatErrorContext, ChatResponse, ErrorStage, FailurePolicy, FnTool, Hook, Matcher,
     Message, ScriptedModel, ScriptedStep, Tool, ToolContext, ToolError, TurnErrorKind, TurnStatus,
-    event, TurnWideEvent, schema_for,
+    TurnWideEvent, event, schema_for,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -101,7 +101,10 @@ async fn gate_fails_closed(failure: Failure) {
             true
         )
     );
-    assert_eq!(result.steps[0].tool_results[0].outcome, "failed");
+    assert_eq!(
+        result.steps[0].tool_results[0].outcome,
+        agent_core::ToolOutcomeKind::Failed
+    );
 }
 
 #[tokio::test]

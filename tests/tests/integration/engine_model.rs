@@ -179,7 +179,7 @@ async fn unknown_tools_and_bad_arguments_are_error_results_without_hooks() {
     let outcomes: Vec<&str> = result.steps[0]
         .tool_results
         .iter()
-        .map(|r| r.outcome)
+        .map(|r| r.outcome.as_str())
         .collect();
     assert_eq!(
         outcomes,

@@ -11,7 +11,7 @@
 
 use agent_core::{
     AgentBuilder, ChatErrorClassification, FailurePolicy, Hook, ScriptedModel, ScriptedStep,
-    TurnError, TurnErrorKind, TurnResult, TurnStatus, event, TurnWideEvent,
+    TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, event,
 };
 use tests::{Failure, Recorded, Trace, failing, lines, status_name};
 

@@ -102,7 +102,14 @@ async fn a_two_tool_call_turn_fires_every_hook_in_order() {
     let results: Vec<(&str, &str, bool, &str)> = result.steps[0]
         .tool_results
         .iter()
-        .map(|r| (r.name.as_str(), r.content.as_str(), r.is_error, r.outcome))
+        .map(|r| {
+            (
+                r.name.as_str(),
+                r.content.as_str(),
+                r.is_error,
+                r.outcome.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         results,

@@ -153,7 +153,7 @@ async fn matchers_priorities_and_typed_views_in_order() {
     let outcomes: Vec<&str> = result.steps[0]
         .tool_results
         .iter()
-        .map(|r| r.outcome)
+        .map(|r| r.outcome.as_str())
         .collect();
     assert_eq!(outcomes, ["executed", "executed", "blocked", "executed"]);
 }

@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_core::{cut_point, is_boundary};
 use agent_core::{
     AgentBuilder, ChatErrorClassification, Hook, Message, ScriptedModel, ScriptedStep,
     SessionConfig, ToolCall, TurnStatus, event,
 };
+use agent_core::{cut_point, is_boundary};
 
 fn call(id: &str) -> Message {
     Message::Assistant {
