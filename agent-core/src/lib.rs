@@ -48,7 +48,7 @@ pub use session::{
 };
 pub use store::{
     MemoryStore, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
-    SqliteStore, SqliteSync, StoreError, StoredMessage, ToolStatus,
+    SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
 };
 pub use tool::{
     AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,

@@ -3,7 +3,7 @@
 use super::Conversation;
 use crate::engine::persist::{WriteError, Writer};
 use crate::message::Message;
-use crate::store::{NewMessage, StoreError, StoredMessage};
+use crate::store::{NewMessage, StoreError, StoreErrorKind, StoredMessage};
 
 impl Conversation {
     /// Appends `message` to the session as a completed, visible row, through the agent's
@@ -41,7 +41,10 @@ impl Conversation {
         match writer.insert(row).await {
             Ok(stored) => Ok(stored),
             Err(WriteError::Store(error)) => Err(error),
-            Err(WriteError::Hook(error)) => Err(StoreError(format!("inject_message: {error}"))),
+            Err(WriteError::Hook(error)) => Err(StoreError::new(
+                StoreErrorKind::Hook,
+                format!("inject_message: {error}"),
+            )),
         }
     }
 }

@@ -75,7 +75,7 @@ impl Turn<'_> {
             finish_reason: streamed.finish.as_ref().ok().cloned(),
             usage: streamed.usage,
             latency: started.elapsed(),
-            error: streamed.error_message(),
+            error: streamed.error(),
         };
         self.outcome.usage.add(&end_ctx.usage);
         let llm_end = observe(&self.agent.hooks.on_llm_end, &end_ctx).await;

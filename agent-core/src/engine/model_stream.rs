@@ -163,9 +163,9 @@ fn event_of(polled: Option<Result<ModelEvent, ModelError>>) -> Result<ModelEvent
 
 impl Streamed {
     /// Why the stream broke, when it did (not when the turn was cancelled).
-    pub(super) fn error_message(&self) -> Option<String> {
+    pub(super) fn error(&self) -> Option<TurnError> {
         match &self.finish {
-            Err(Some(error)) => Some(error.message.clone()),
+            Err(Some(error)) => Some(error.clone()),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::outcome::StepRecord;
+use super::outcome::{StepRecord, TurnError};
 use crate::message::{Message, ToolCall};
 use crate::model::{
     CallSettings, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
@@ -218,8 +218,9 @@ pub struct LlmEndContext {
     pub usage: Usage,
     /// Time from the request to the end of the stream.
     pub latency: Duration,
-    /// The error that broke the stream, if it broke.
-    pub error: Option<String>,
+    /// The error that broke the stream, if it broke (its kind tells a timeout, a truncated
+    /// stream, an in-band error, ... apart).
+    pub error: Option<TurnError>,
 }
 
 /// on_chunk: one streamed chunk.

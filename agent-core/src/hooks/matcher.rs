@@ -34,6 +34,8 @@ impl fmt::Display for MatcherError {
     }
 }
 
+impl std::error::Error for MatcherError {}
+
 impl Matcher {
     /// Every tool.
     pub fn all() -> Self {

@@ -67,6 +67,8 @@ impl fmt::Display for HookError {
     }
 }
 
+impl std::error::Error for HookError {}
+
 /// How a hook failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HookFailure {
@@ -77,6 +79,8 @@ pub enum HookFailure {
     /// It ran past its `timeout_ms`.
     Timeout(Duration),
 }
+
+impl std::error::Error for HookFailure {}
 
 impl fmt::Display for HookFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

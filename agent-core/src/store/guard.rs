@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage};
+use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage};
 use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
 
@@ -15,8 +15,12 @@ fn guarded<'a, T: Send + 'a>(
     what: &'static str,
     call: impl FnOnce() -> BoxFuture<'a, Result<T, StoreError>>,
 ) -> BoxFuture<'a, Result<T, StoreError>> {
-    let panicked =
-        move |message: String| StoreError(format!("the store panicked in {what}: {message}"));
+    let panicked = move |message: String| {
+        StoreError::new(
+            StoreErrorKind::Panicked,
+            format!("the store panicked in {what}: {message}"),
+        )
+    };
     match catch_panic(call) {
         Ok(future) => Box::pin(async move { catch_unwind(future).await.map_err(panicked)? }),
         Err(message) => Box::pin(std::future::ready(Err(panicked(message)))),

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage, ToolStatus, now_micros,
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
+    now_micros,
 };
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -107,9 +108,10 @@ impl SessionStore for MemoryStore {
             .get_mut(session)
             .and_then(|rows| rows.iter_mut().find(|row| row.id == id));
         let result = match row {
-            None => Err(StoreError(format!(
-                "no message {id} in session `{session}`"
-            ))),
+            None => Err(StoreError::new(
+                StoreErrorKind::NotFound,
+                format!("no message {id} in session `{session}`"),
+            )),
             Some(row) => {
                 if let Some(message) = update.message {
                     row.tool_status = tool_status(&message);
@@ -141,9 +143,10 @@ impl SessionStore for MemoryStore {
                 rows.remove(at);
                 Ok(())
             }
-            _ => Err(StoreError(format!(
-                "no message {id} in session `{session}`"
-            ))),
+            _ => Err(StoreError::new(
+                StoreErrorKind::NotFound,
+                format!("no message {id} in session `{session}`"),
+            )),
         };
         Box::pin(std::future::ready(result))
     }

@@ -19,13 +19,61 @@ pub(crate) use guard::PanicSafe;
 pub use memory::MemoryStore;
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
-/// A failure of the session store.
+/// A failure of the session store: its [`kind`](Self::kind) to branch on, and a message that
+/// names the store and, when it can, says what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreError(pub String);
+pub struct StoreError {
+    kind: StoreErrorKind,
+    message: String,
+}
+
+/// What kind of failure a [`StoreError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// Another process or connection holds the database's lock (after the busy timeout).
+    Locked,
+    /// The file is not a database, or the database or one of its rows is corrupt.
+    Corrupt,
+    /// The database was written by a newer version (a schema this build does not know).
+    NewerSchema,
+    /// The database (or its directory) cannot be written by this process.
+    Unwritable,
+    /// The disk or the file system failed (disk full, I/O error, cannot open the file).
+    Io,
+    /// The row the call names is not in the session.
+    NotFound,
+    /// A message hook refused the write (`inject_message`).
+    Hook,
+    /// The store panicked (the panic was caught).
+    Panicked,
+    /// Anything else.
+    Other,
+}
+
+impl StoreError {
+    /// An error of this kind.
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+        StoreError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 

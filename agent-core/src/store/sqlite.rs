@@ -16,7 +16,9 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, params};
 
 use self::error::DbFile;
-use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoredMessage, now_micros};
+use super::{
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, now_micros,
+};
 use crate::util::BoxFuture;
 
 /// How durable a commit is: SQLite's `synchronous` setting (the store always runs in WAL mode).
@@ -300,7 +302,10 @@ fn update_row(
     }
     .map_err(|e| file.sqlite(&e))?;
     if changed == 0 {
-        return Err(file.at(format_args!("no message {id} in session `{session}`")));
+        return Err(file.of(
+            StoreErrorKind::NotFound,
+            format_args!("no message {id} in session `{session}`"),
+        ));
     }
     Ok(())
 }
@@ -319,7 +324,10 @@ fn delete_row(
         .execute(params![id, session])
         .map_err(|e| file.sqlite(&e))?;
     if changed == 0 {
-        return Err(file.at(format_args!("no message {id} in session `{session}`")));
+        return Err(file.of(
+            StoreErrorKind::NotFound,
+            format_args!("no message {id} in session `{session}`"),
+        ));
     }
     Ok(())
 }

@@ -5,9 +5,9 @@ use std::sync::OnceLock;
 
 use agent_core::{
     AgentBuilder, ChatErrorClassification, ChatErrorContext, ChatResponse, ClassifyContext,
-    ErrorStage, Hook, Message, MessageStatus, ModelErrorKind, ScriptedModel, ScriptedStep, Tool,
-    ToolContext, ToolError, TurnError, TurnErrorKind, TurnStatus, default_classifier, event,
-    schema_for,
+    ErrorStage, Hook, LlmEndContext, Message, MessageStatus, ModelErrorKind, ScriptedModel,
+    ScriptedStep, Tool, ToolContext, ToolError, TurnError, TurnErrorKind, TurnStatus,
+    default_classifier, event, schema_for,
 };
 use serde::{Deserialize, Serialize};
 use tests::{Add, Recorded, Seen, Trace, lines, own_args};
@@ -215,6 +215,7 @@ struct Broken {
     trace: Trace,
     errors: Seen<ChatErrorContext>,
     responses: Seen<ChatResponse>,
+    llm_ends: Seen<LlmEndContext>,
 }
 
 impl Broken {
@@ -223,6 +224,7 @@ impl Broken {
             trace: Trace::new(),
             errors: Seen::new(),
             responses: Seen::new(),
+            llm_ends: Seen::new(),
         }
     }
 
@@ -233,6 +235,7 @@ impl Broken {
             .record_all(&self.trace)
             .hook(self.errors.hook::<event::OnChatError>("errors"))
             .hook(self.responses.hook::<event::OnChatResponse>("responses"))
+            .hook(self.llm_ends.hook::<event::OnLlmEnd>("llm_ends"))
     }
 }
 
@@ -295,6 +298,11 @@ async fn stream_breaks(
     assert_eq!(responses[0].status, TurnStatus::Error);
     assert_eq!(responses[0].message, Message::assistant("Partial"));
     assert_eq!(responses[0].error.as_ref(), Some(&error));
+    // on_llm_end saw the same typed error, and no finish reason.
+    let ends = broken.llm_ends.take();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0].error.as_ref(), Some(&error));
+    assert_eq!(ends[0].finish_reason, None);
 
     // The partial text is persisted as a failed message, without the tool call that never
     // ran, and stays out of the model's history.

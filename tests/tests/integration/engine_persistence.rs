@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use agent_core::{
     AgentBuilder, BoxFuture, Conversation, Hook, MessageStatus, MessageUpdate, NewMessage,
-    ScriptedModel, ScriptedStep, SessionStore, StoreError, StoredMessage, TurnStatus, event,
+    ScriptedModel, ScriptedStep, SessionStore, StoreError, StoreErrorKind, StoredMessage,
+    TurnStatus, event,
 };
 use tests::{Add, Trace, TracedStore};
 
@@ -95,7 +96,7 @@ impl SessionStore for BrokenStore {
         _: &'a str,
         _: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+        Box::pin(async { Err(StoreError::new(StoreErrorKind::Io, "disk full")) })
     }
 
     fn update<'a>(
@@ -104,11 +105,11 @@ impl SessionStore for BrokenStore {
         _: i64,
         _: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+        Box::pin(async { Err(StoreError::new(StoreErrorKind::Io, "disk full")) })
     }
 
     fn delete<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError("disk full".to_owned())) })
+        Box::pin(async { Err(StoreError::new(StoreErrorKind::Io, "disk full")) })
     }
 }
 

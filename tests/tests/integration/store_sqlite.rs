@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use agent_core::{
     MemoryStore, Message, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
-    SqliteStore, StoreError, StoredMessage, ToolCall, ToolStatus,
+    SqliteStore, StoreError, StoreErrorKind, StoredMessage, ToolCall, ToolStatus,
 };
 
 /// A fresh directory under the system temp dir, removed (permissions restored first) on drop.
@@ -451,6 +451,7 @@ async fn update_of_a_row_not_in_the_session_is_an_error() {
         &path,
         &[&format!("no message {}", row.id + 100), "`s`"],
     );
+    assert_eq!(error.kind(), StoreErrorKind::NotFound);
     let error = store
         .update(
             "other",
@@ -607,6 +608,7 @@ async fn a_file_from_a_newer_version_is_refused_untouched() {
 
     let error = open_error(&path);
     assert_names(&error, &path, &["newer version", "upgrade"]);
+    assert_eq!(error.kind(), StoreErrorKind::NewerSchema);
     let conn = rusqlite::Connection::open(&path).expect("plain connection");
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
@@ -624,6 +626,7 @@ async fn a_corrupt_file_is_a_clear_error() {
     std::fs::write(&path, &garbage).expect("write garbage");
     let error = open_error(&path);
     assert_names(&error, &path, &["file is not a database"]);
+    assert_eq!(error.kind(), StoreErrorKind::Corrupt);
     assert_eq!(
         std::fs::read(&path).expect("read back"),
         garbage,
@@ -649,11 +652,13 @@ async fn an_unwritable_location_is_a_clear_error() {
     let path = file.join("s.db");
     let error = open_error(&path);
     assert_names(&error, &path, &["cannot open", "not a directory"]);
+    assert_eq!(error.kind(), StoreErrorKind::Io);
 
     // The directory does not exist.
     let path = dir.join("missing").join("s.db");
     let error = open_error(&path);
     assert_names(&error, &path, &["does not exist"]);
+    assert_eq!(error.kind(), StoreErrorKind::Io);
 
     // The directory is read-only (root ignores the mode; nothing to check then).
     let locked = dir.join("read-only");
@@ -663,6 +668,7 @@ async fn an_unwritable_location_is_a_clear_error() {
     if std::fs::write(locked.join("probe"), b"").is_err() {
         let error = open_error(&path);
         assert_names(&error, &path, &["permission denied"]);
+        assert_eq!(error.kind(), StoreErrorKind::Unwritable);
     }
 
     // Not a file path at all.
@@ -698,6 +704,7 @@ fn a_database_locked_by_another_connection_fails_after_the_busy_timeout_and_lose
         started.elapsed()
     );
     assert_names(&error, &path, &["locked", "another process"]);
+    assert_eq!(error.kind(), StoreErrorKind::Locked);
     // Readers are not blocked in WAL mode.
     assert_eq!(
         runtime.block_on(store.load("s")).expect("load"),
@@ -782,6 +789,7 @@ async fn a_malformed_row_is_an_error_naming_the_row() {
     .expect("raw insert");
     let error = store.load("s").await.expect_err("malformed");
     assert_names(&error, &path, &["malformed", "tool_call_id"]);
+    assert_eq!(error.kind(), StoreErrorKind::Corrupt);
 }
 
 #[test]

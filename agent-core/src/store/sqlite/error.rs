@@ -10,7 +10,7 @@ use rusqlite::ErrorCode;
 
 use super::row::RowError;
 use super::schema::{LATEST_VERSION, MigrateError};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreErrorKind};
 
 /// The database file a store works on, and its busy timeout: what every error names.
 #[derive(Clone, Debug)]
@@ -24,41 +24,66 @@ pub(super) struct DbFile {
 impl DbFile {
     /// An error about this file.
     pub fn at(&self, what: impl std::fmt::Display) -> StoreError {
-        StoreError(format!("session store {}: {what}", self.path.display()))
+        self.of(StoreErrorKind::Other, what)
+    }
+
+    /// An error of a kind about this file.
+    pub fn of(&self, kind: StoreErrorKind, what: impl std::fmt::Display) -> StoreError {
+        StoreError::new(
+            kind,
+            format!("session store {}: {what}", self.path.display()),
+        )
     }
 
     /// A failure the database reported.
     pub fn sqlite(&self, error: &rusqlite::Error) -> StoreError {
-        let advice = match error.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
-                "database is locked: another process or connection holds it (waited {} ms); \
-                 let it finish or close it, then try again",
-                self.busy_timeout.as_millis()
+        let (kind, advice) = match error.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => (
+                StoreErrorKind::Locked,
+                format!(
+                    "database is locked: another process or connection holds it (waited {} ms); \
+                     let it finish or close it, then try again",
+                    self.busy_timeout.as_millis()
+                ),
             ),
-            Some(ErrorCode::NotADatabase) => "file is not a database (it is corrupt, encrypted or another \
-                 kind of file); move it aside or choose another path"
-                .to_owned(),
-            Some(ErrorCode::DatabaseCorrupt) => "the database is corrupt (disk image is malformed); restore it \
-                 from a backup or move it aside"
-                .to_owned(),
-            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => "permission denied: the database is \
-                 read-only for this process; make the file, its directory and its -wal/-shm files writable"
-                .to_owned(),
+            Some(ErrorCode::NotADatabase) => (
+                StoreErrorKind::Corrupt,
+                "file is not a database (it is corrupt, encrypted or another kind of file); move it \
+                 aside or choose another path"
+                    .to_owned(),
+            ),
+            Some(ErrorCode::DatabaseCorrupt) => (
+                StoreErrorKind::Corrupt,
+                "the database is corrupt (disk image is malformed); restore it from a backup or move \
+                 it aside"
+                    .to_owned(),
+            ),
+            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => (
+                StoreErrorKind::Unwritable,
+                "permission denied: the database is read-only for this process; make the file, its \
+                 directory and its -wal/-shm files writable"
+                    .to_owned(),
+            ),
             Some(ErrorCode::CannotOpen) => cannot_open(&self.path),
-            Some(ErrorCode::DiskFull) => "the disk is full; free some space and try again".to_owned(),
-            Some(ErrorCode::SystemIoFailure) => {
-                "disk I/O error; check the disk, and that the file and its directory are writable".to_owned()
-            }
+            Some(ErrorCode::DiskFull) => (
+                StoreErrorKind::Io,
+                "the disk is full; free some space and try again".to_owned(),
+            ),
+            Some(ErrorCode::SystemIoFailure) => (
+                StoreErrorKind::Io,
+                "disk I/O error; check the disk, and that the file and its directory are writable"
+                    .to_owned(),
+            ),
             _ => return self.at(brief(error)),
         };
-        self.at(format_args!("{advice} (sqlite: {})", brief(error)))
+        self.of(kind, format_args!("{advice} (sqlite: {})", brief(error)))
     }
 
     /// A schema that could not be brought up to date.
     pub fn migrate(&self, error: &MigrateError) -> StoreError {
         match error {
             MigrateError::Sqlite(error) => self.sqlite(error),
-            MigrateError::Unsupported(found) if *found > LATEST_VERSION => self.at(format_args!(
+            MigrateError::Unsupported(found) if *found > LATEST_VERSION => self.of(StoreErrorKind::NewerSchema, format_args!(
                 "the database was written by a newer version of agent-core (schema version {found}, this \
                  build knows up to {LATEST_VERSION}); upgrade agent-core or choose another path"
             )),
@@ -80,9 +105,10 @@ impl DbFile {
     pub fn row(&self, error: &RowError) -> StoreError {
         match error {
             RowError::Sqlite(error) => self.sqlite(error),
-            RowError::Malformed(id, what) => {
-                self.at(format_args!("message {id} is malformed: {what}"))
-            }
+            RowError::Malformed(id, what) => self.of(
+                StoreErrorKind::Corrupt,
+                format_args!("message {id} is malformed: {what}"),
+            ),
         }
     }
 
@@ -105,25 +131,34 @@ fn brief(error: &rusqlite::Error) -> String {
 }
 
 /// Why the file at `path` cannot be opened or created, as far as the file system tells.
-fn cannot_open(path: &Path) -> String {
+fn cannot_open(path: &Path) -> (StoreErrorKind, String) {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     if path.is_dir() {
-        return "the path is a directory, not a database file; give a file path".to_owned();
+        return (
+            StoreErrorKind::Io,
+            "the path is a directory, not a database file; give a file path".to_owned(),
+        );
     }
     match fs::metadata(parent) {
         Err(error) if error.kind() == ErrorKind::NotFound => {
-            return format!(
-                "cannot open the database file: directory {} does not exist; create it first",
-                parent.display()
+            return (
+                StoreErrorKind::Io,
+                format!(
+                    "cannot open the database file: directory {} does not exist; create it first",
+                    parent.display()
+                ),
             );
         }
         Ok(meta) if !meta.is_dir() => {
-            return format!(
-                "cannot open the database file: {} is not a directory",
-                parent.display()
+            return (
+                StoreErrorKind::Io,
+                format!(
+                    "cannot open the database file: {} is not a directory",
+                    parent.display()
+                ),
             );
         }
         _ => {}
@@ -143,13 +178,19 @@ fn cannot_open(path: &Path) -> String {
             .and_then(|_| fs::remove_file(path))
     };
     match probe {
-        Err(error) if error.kind() == ErrorKind::PermissionDenied => format!(
-            "cannot open the database file: permission denied; make {} writable by this user",
-            if path.exists() { path } else { parent }.display()
+        Err(error) if error.kind() == ErrorKind::PermissionDenied => (
+            StoreErrorKind::Unwritable,
+            format!(
+                "cannot open the database file: permission denied; make {} writable by this user",
+                if path.exists() { path } else { parent }.display()
+            ),
         ),
-        Err(error) => format!("cannot open the database file: {error}"),
-        Ok(()) => "cannot open the database file (or its -wal/-shm files next to it): permission denied or too \
+        Err(error) => (
+            StoreErrorKind::Io,
+            format!("cannot open the database file: {error}"),
+        ),
+        Ok(()) => (StoreErrorKind::Unwritable, "cannot open the database file (or its -wal/-shm files next to it): permission denied or too \
              many open files? check that the file and its directory are writable"
-            .to_owned(),
+            .to_owned()),
     }
 }
