@@ -276,22 +276,17 @@ impl ::agent_core::AgentSpec for FileAgent {
                 ::agent_core::Hook::<
                     ::agent_core::event::BeforeToolCall<FileCall>,
                 >::from_async(
-                        "sandbox",
-                        {
-                            let __this = ::std::sync::Arc::clone(&this);
-                            move |__ctx: &ToolCallContext<FileCall>| {
-                                let __this = ::std::sync::Arc::clone(&__this);
-                                ::std::boxed::Box::pin(async move {
-                                    <FileAgent>::sandbox(&__this, __ctx).await
-                                })
-                            }
-                        },
-                    )
-                    .options(::agent_core::HookOptions {
-                        priority: 0i32,
-                        on_error: ::core::option::Option::None,
-                        timeout: ::core::option::Option::None,
-                    }),
+                    "sandbox",
+                    {
+                        let __this = ::std::sync::Arc::clone(&this);
+                        move |__ctx: &ToolCallContext<FileCall>| {
+                            let __this = ::std::sync::Arc::clone(&__this);
+                            ::std::boxed::Box::pin(async move {
+                                <FileAgent>::sandbox(&__this, __ctx).await
+                            })
+                        }
+                    },
+                ),
             );
         let builder = builder
             .after_tool_call(
@@ -299,40 +294,27 @@ impl ::agent_core::AgentSpec for FileAgent {
                 ::agent_core::Hook::<
                     ::agent_core::event::AfterToolCall<WriteFileArgs, usize>,
                 >::sync(
-                        "audit",
-                        {
-                            let __this = ::std::sync::Arc::clone(&this);
-                            move |__ctx: &ToolCallResultContext<WriteFileArgs, usize>| <FileAgent>::audit(
-                                &__this,
-                                __ctx,
-                            )
-                        },
-                    )
-                    .options(::agent_core::HookOptions {
-                        priority: 0i32,
-                        on_error: ::core::option::Option::None,
-                        timeout: ::core::option::Option::None,
-                    }),
+                    "audit",
+                    {
+                        let __this = ::std::sync::Arc::clone(&this);
+                        move |__ctx: &ToolCallResultContext<WriteFileArgs, usize>| <FileAgent>::audit(
+                            &__this,
+                            __ctx,
+                        )
+                    },
+                ),
             );
         let builder = builder
             .hook(
                 ::agent_core::Hook::<
                     ::agent_core::event::OnChunk,
                 >::sync(
-                        "meter",
-                        {
-                            let __this = ::std::sync::Arc::clone(&this);
-                            move |__ctx: &ChunkContext| <FileAgent>::meter(
-                                &__this,
-                                __ctx,
-                            )
-                        },
-                    )
-                    .options(::agent_core::HookOptions {
-                        priority: 0i32,
-                        on_error: ::core::option::Option::None,
-                        timeout: ::core::option::Option::None,
-                    }),
+                    "meter",
+                    {
+                        let __this = ::std::sync::Arc::clone(&this);
+                        move |__ctx: &ChunkContext| <FileAgent>::meter(&__this, __ctx)
+                    },
+                ),
             );
         let builder = builder.hooks(AuditAll);
         let _ = this;

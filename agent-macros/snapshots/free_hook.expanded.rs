@@ -27,15 +27,9 @@ impl ::agent_core::HookSet for NoDeletes {
                             })
                         },
                     )
-                    .options(::agent_core::HookOptions {
-                        priority: -5i32,
-                        on_error: ::core::option::Option::Some(
-                            ::agent_core::FailurePolicy::FailOpen,
-                        ),
-                        timeout: ::core::option::Option::Some(
-                            ::core::time::Duration::from_millis(250u64),
-                        ),
-                    }),
+                    .priority(-5i32)
+                    .on_error(::agent_core::FailurePolicy::FailOpen)
+                    .timeout(::core::time::Duration::from_millis(250u64)),
             )
     }
 }

@@ -113,6 +113,7 @@ impl Assistant {
             Chunk::ToolCall(call) => format!("tool call {}", call.name),
             Chunk::ToolResult { name, .. } => format!("tool result {name}"),
             Chunk::Discarded { reason } => format!("discarded ({reason})"),
+            other => format!("{other:?}"),
         };
         self.record(2, format!("on_chunk          {what}"));
     }

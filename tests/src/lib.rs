@@ -65,6 +65,7 @@ pub fn describe_chunk(chunk: &Chunk) -> String {
             let status = if *is_error { "error" } else { "ok" };
             format!("tool_result:{id} {name} {status}")
         }
+        other => format!("{other:?}"),
     }
 }
 

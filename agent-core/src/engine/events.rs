@@ -4,6 +4,7 @@ use crate::hooks::{Chunk, StepRecord, TurnResult};
 
 /// What the stream API yields, in order; [`TurnEvent::Finished`] is always last.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum TurnEvent {
     /// A streamed chunk (text, reasoning, tool input, tool call, tool result).
     Chunk {

@@ -49,6 +49,7 @@ pub struct TurnContext {
 /// What a before_turn hook may change; every field is optional. Several hooks' configs merge in
 /// order: later set fields win, extra tools add up.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct TurnConfig {
     /// Use this model for the turn.
     pub model: Option<Arc<dyn Model>>,
@@ -103,6 +104,89 @@ impl fmt::Debug for TurnConfig {
 }
 
 impl TurnConfig {
+    /// A config that changes nothing; chain the setters below for what the hook changes.
+    pub fn new() -> Self {
+        TurnConfig::default()
+    }
+
+    /// Uses this model for the turn.
+    pub fn model(mut self, model: impl Model + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// Uses this shared model for the turn.
+    pub fn shared_model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Replaces the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Replaces the messages sent.
+    pub fn messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = Some(messages);
+        self
+    }
+
+    /// Adds a tool for this turn only.
+    pub fn tool(mut self, tool: Arc<dyn DynTool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Limits the tools the model may call to these names.
+    pub fn active_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.active_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets how the model may choose tools.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Overrides the step limit.
+    pub fn max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = Some(max_steps);
+        self
+    }
+
+    /// Sends earlier reasoning back to the model (or not).
+    pub fn send_reasoning(mut self, send: bool) -> Self {
+        self.send_reasoning = Some(send);
+        self
+    }
+
+    /// Sets sampling and length settings (set fields override the agent's).
+    pub fn settings(mut self, settings: CallSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Sets provider options, merged over the agent's.
+    pub fn provider_options(mut self, options: Map<String, Value>) -> Self {
+        self.provider_options = Some(options);
+        self
+    }
+
+    /// Overrides the provider's idle timeout between chunks (`Duration::ZERO` turns it off).
+    pub fn stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = Some(timeout);
+        self
+    }
+
+    /// Asks for a final answer that is JSON matching this schema.
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
     /// Merges `later` over `self`.
     pub(crate) fn merge(&mut self, later: TurnConfig) {
         let TurnConfig {
@@ -153,6 +237,7 @@ pub struct StepContext {
 
 /// What a before_step hook may change for that step only.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct StepConfig {
     /// Use this model for the step.
     pub model: Option<Arc<dyn Model>>,
@@ -179,6 +264,48 @@ impl fmt::Debug for StepConfig {
 }
 
 impl StepConfig {
+    /// A config that changes nothing; chain the setters below for what the hook changes.
+    pub fn new() -> Self {
+        StepConfig::default()
+    }
+
+    /// Uses this model for the step.
+    pub fn model(mut self, model: impl Model + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// Uses this shared model for the step.
+    pub fn shared_model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Replaces the system prompt for the step.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Replaces the messages sent in the step (history is not changed).
+    pub fn messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = Some(messages);
+        self
+    }
+
+    /// Limits the tools the model may call in the step.
+    pub fn active_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.active_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets how the model may choose tools in the step.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Merges `later` over `self`.
     pub(crate) fn merge(&mut self, later: StepConfig) {
         self.model = later.model.or(self.model.take());
         self.system = later.system.or(self.system.take());
@@ -236,6 +363,7 @@ pub struct ChunkContext {
 
 /// A streamed chunk, as observers and the stream API see it.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Chunk {
     /// Visible text.
     TextDelta(String),

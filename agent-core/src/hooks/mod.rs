@@ -92,8 +92,11 @@ impl fmt::Display for HookFailure {
     }
 }
 
-/// Options every hook has: `priority`, `on_error` and `timeout_ms` of `#[hook]`.
+/// Options every hook has: `priority`, `on_error` and `timeout_ms` of `#[hook]`. Build them
+/// with the setters of [`Hook`] (or of this type, to set them all at once with
+/// [`Hook::options`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HookOptions {
     /// Hooks of one event run by ascending priority, then in registration order.
     pub priority: i32,
@@ -101,6 +104,31 @@ pub struct HookOptions {
     pub on_error: Option<FailurePolicy>,
     /// Fails an async hook that runs longer than this.
     pub timeout: Option<Duration>,
+}
+
+impl HookOptions {
+    /// The defaults: priority 0, the event's failure policy, no timeout.
+    pub fn new() -> Self {
+        HookOptions::default()
+    }
+
+    /// Sets the priority (lower runs first).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Overrides the event's default failure policy.
+    pub fn on_error(mut self, policy: FailurePolicy) -> Self {
+        self.on_error = Some(policy);
+        self
+    }
+
+    /// Fails an async hook that runs longer than this.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
 }
 
 pub(crate) type SyncBody<E> =

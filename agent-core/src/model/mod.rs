@@ -42,6 +42,7 @@ impl fmt::Debug for dyn Model {
 
 /// Everything one model call receives.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ModelRequest {
     /// The model identifier asked for.
     pub model: String,
@@ -63,6 +64,17 @@ pub struct ModelRequest {
     pub stall_timeout: Option<Duration>,
     /// Asks for a final answer that is JSON matching this schema (structured output).
     pub output_schema: Option<OutputSchema>,
+}
+
+impl ModelRequest {
+    /// A request to `model` with no messages, no tools and default settings; set the public
+    /// fields for the rest.
+    pub fn new(model: impl Into<String>) -> Self {
+        ModelRequest {
+            model: model.into(),
+            ..ModelRequest::default()
+        }
+    }
 }
 
 /// A JSON Schema the model's answer must match (structured output).
@@ -129,6 +141,7 @@ impl CallSettings {
 
 /// One event of a model's stream.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ModelEvent {
     /// A piece of visible text.
     TextDelta(String),
@@ -201,6 +214,7 @@ impl Usage {
 /// Why a model stopped generating.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FinishReason {
     /// A natural end.
     Stop,

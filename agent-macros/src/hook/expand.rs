@@ -121,19 +121,25 @@ pub(crate) fn registration(
         proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, quote!(#name, #closure));
     arguments.set_span(ret_span);
     let body = quote!(#constructor_path #arguments);
-    let priority = hook.attr.priority.unwrap_or(0);
-    let on_error = match hook.attr.on_error {
-        Some((true, _)) => quote!(::core::option::Option::Some(#krate::FailurePolicy::FailOpen)),
-        Some((false, _)) => quote!(::core::option::Option::Some(#krate::FailurePolicy::FailClosed)),
-        None => quote!(::core::option::Option::None),
-    };
-    let timeout = match hook.attr.timeout_ms {
-        Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
-        None => quote!(::core::option::Option::None),
-    };
-    let hook_value = quote! {
-        #body.options(#krate::HookOptions { priority: #priority, on_error: #on_error, timeout: #timeout })
-    };
+    // Only the options the attribute sets are applied, through `Hook`'s setters (no struct
+    // literal of `HookOptions`, which may grow).
+    let priority = hook
+        .attr
+        .priority
+        .map(|priority| quote!(.priority(#priority)));
+    let on_error = hook.attr.on_error.map(|(open, _)| {
+        let policy = if open {
+            quote!(FailOpen)
+        } else {
+            quote!(FailClosed)
+        };
+        quote!(.on_error(#krate::FailurePolicy::#policy))
+    });
+    let timeout = hook
+        .attr
+        .timeout_ms
+        .map(|ms| quote!(.timeout(::core::time::Duration::from_millis(#ms))));
+    let hook_value = quote!(#body #priority #on_error #timeout);
     match event.name {
         "before_tool_call" => {
             let matcher = matcher_tokens(krate, matcher, hook.attr.dynamic);

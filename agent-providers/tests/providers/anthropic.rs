@@ -74,9 +74,10 @@ fn text_of(events: &[ModelEvent]) -> String {
 }
 
 fn user(text: &str) -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user(text)],
-        ..ModelRequest::default()
+    {
+        let mut req = ModelRequest::default();
+        req.messages = vec![Message::user(text)];
+        req
     }
 }
 
@@ -287,23 +288,39 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
         description: String::new(),
         parameters: json!({"type": "object"}),
     };
-    let request = ModelRequest {
-        system: Some("Be brief.".to_owned()),
-        messages: vec![
+    let request = {
+        let mut req = ModelRequest::default();
+        req.system = Some("Be brief.".to_owned());
+        req.messages = vec![
             Message::system("Answer in French."),
             Message::user("Weather and time in Paris?"),
             Message::Assistant {
                 content: "Checking.".to_owned(),
                 reasoning: "Two tools.".to_owned(),
                 tool_calls: vec![
-                    ToolCall { id: "toolu_1".to_owned(), name: "get_weather".to_owned(), arguments: r#"{"city":"Paris"}"#.to_owned(), metadata: None },
-                    ToolCall { id: "toolu_2".to_owned(), name: "get_time".to_owned(), arguments: "{not json".to_owned(), metadata: None },
+                    ToolCall {
+                        id: "toolu_1".to_owned(),
+                        name: "get_weather".to_owned(),
+                        arguments: r#"{"city":"Paris"}"#.to_owned(),
+                        metadata: None,
+                    },
+                    ToolCall {
+                        id: "toolu_2".to_owned(),
+                        name: "get_time".to_owned(),
+                        arguments: "{not json".to_owned(),
+                        metadata: None,
+                    },
                 ],
                 // With thinking on, the signed reasoning goes back before the tool calls.
                 reasoning_signature: Some("sig-1".to_owned()),
                 provider_blocks: Vec::new(),
             },
-            Message::Tool { call_id: "toolu_1".to_owned(), name: "get_weather".to_owned(), content: "sunny".to_owned(), is_error: false },
+            Message::Tool {
+                call_id: "toolu_1".to_owned(),
+                name: "get_weather".to_owned(),
+                content: "sunny".to_owned(),
+                is_error: false,
+            },
             Message::Tool {
                 call_id: "toolu_2".to_owned(),
                 name: "get_time".to_owned(),
@@ -311,21 +328,21 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 is_error: true,
             },
             Message::user("And tomorrow?"),
-        ],
-        tools: vec![Arc::new(weather), Arc::new(time)],
-        tool_choice: ToolChoice::Required,
-        settings: CallSettings {
+        ];
+        req.tools = vec![Arc::new(weather), Arc::new(time)];
+        req.tool_choice = ToolChoice::Required;
+        req.settings = CallSettings {
             temperature: Some(0.5),
             max_output_tokens: None,
             top_p: Some(0.9),
             stop_sequences: Some(vec!["END".to_owned()]),
             seed: Some(7),
-        },
-        provider_options: json!({"thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u-1"}})
+        };
+        req.provider_options = json!({"thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u-1"}})
             .as_object()
             .cloned()
-            .unwrap_or_default(),
-        ..ModelRequest::default()
+            .unwrap_or_default();
+        req
     };
     let got = events(&client(&server, 0), request).await;
     assert_eq!(text_of(&got), "ok");
@@ -392,10 +409,11 @@ async fn tool_choices_limits_models_and_option_overrides() {
             parameters: json!({"type": "object"}),
         }),
     ];
-    let with = |choice: ToolChoice| ModelRequest {
-        tools: tools.clone(),
-        tool_choice: choice,
-        ..user("hi")
+    let with = |choice: ToolChoice| {
+        let mut req = user("hi");
+        req.tools = tools.clone();
+        req.tool_choice = choice;
+        req
     };
     let options = json!({"max_tokens": 100, "stream": false, "temperature": 1.0})
         .as_object()
@@ -411,32 +429,35 @@ async fn tool_choices_limits_models_and_option_overrides() {
         ),
         // No tools: neither `tools` nor `tool_choice` is sent.
         (
-            ModelRequest {
-                tool_choice: ToolChoice::Required,
-                ..user("hi")
+            {
+                let mut req = user("hi");
+                req.tool_choice = ToolChoice::Required;
+                req
             },
             Value::Null,
         ),
         (
-            ModelRequest {
-                model: "claude-opus-4-1".to_owned(),
-                settings: CallSettings {
+            {
+                let mut req = user("hi");
+                req.model = "claude-opus-4-1".to_owned();
+                req.settings = CallSettings {
                     max_output_tokens: Some(256),
                     temperature: Some(0.2),
                     ..CallSettings::default()
-                },
-                ..user("hi")
+                };
+                req
             },
             Value::Null,
         ),
         (
-            ModelRequest {
-                provider_options: options,
-                settings: CallSettings {
+            {
+                let mut req = user("hi");
+                req.provider_options = options;
+                req.settings = CallSettings {
                     temperature: Some(0.2),
                     ..CallSettings::default()
-                },
-                ..user("hi")
+                };
+                req
             },
             Value::Null,
         ),
@@ -522,9 +543,10 @@ async fn structured_output_goes_through_a_forced_tool_and_comes_back_as_text() {
     let agent = AgentBuilder::new("reporter")
         .model(client(&server, 0))
         .hook(Hook::<event::BeforeTurn>::sync("structured", |_ctx| {
-            Some(TurnConfig {
-                output_schema: Some(report_schema()),
-                ..TurnConfig::default()
+            Some({
+                let mut cfg = TurnConfig::default();
+                cfg.output_schema = Some(report_schema());
+                cfg
             })
         }))
         .build()
@@ -573,10 +595,11 @@ async fn structured_output_with_other_tools_lets_the_model_call_them_first() {
         description: "Weather.".to_owned(),
         parameters: json!({"type": "object"}),
     })];
-    let request = ModelRequest {
-        tools,
-        output_schema: Some(report_schema()),
-        ..user("Weather in Paris?")
+    let request = {
+        let mut req = user("Weather in Paris?");
+        req.tools = tools;
+        req.output_schema = Some(report_schema());
+        req
     };
     let first = events(&model, request.clone()).await;
     assert!(first.contains(&ModelEvent::ToolCall(ToolCall {
@@ -615,12 +638,13 @@ async fn structured_output_tool_choice_follows_the_request() {
         description: "Weather.".to_owned(),
         parameters: json!({"type": "object"}),
     })];
-    let structured = |tool_choice: ToolChoice, options: Value| ModelRequest {
-        tools: tools.clone(),
-        tool_choice,
-        output_schema: Some(report_schema()),
-        provider_options: options.as_object().cloned().unwrap_or_default(),
-        ..user("Weather in Paris?")
+    let structured = |tool_choice: ToolChoice, options: Value| {
+        let mut req = user("Weather in Paris?");
+        req.tools = tools.clone();
+        req.tool_choice = tool_choice;
+        req.output_schema = Some(report_schema());
+        req.provider_options = options.as_object().cloned().unwrap_or_default();
+        req
     };
     let thinking = json!({"thinking": {"type": "enabled", "budget_tokens": 2048}});
     let cases = [
@@ -658,12 +682,13 @@ async fn structured_output_tool_choice_follows_the_request() {
         assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
     }
     // The answer's name may not be taken by a tool.
-    let clash = ModelRequest {
-        output_schema: Some(OutputSchema {
+    let clash = {
+        let mut req = structured(ToolChoice::Auto, json!({}));
+        req.output_schema = Some(OutputSchema {
             name: "get_weather".to_owned(),
             schema: json!({"type": "object"}),
-        }),
-        ..structured(ToolChoice::Auto, json!({}))
+        });
+        req
     };
     let (_, error) = error(&model, clash).await;
     assert_eq!(error.kind, ModelErrorKind::BadRequest, "{error}");

@@ -54,9 +54,10 @@ fn next(
 }
 
 fn user(text: &str) -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user(text)],
-        ..ModelRequest::default()
+    {
+        let mut req = ModelRequest::default();
+        req.messages = vec![Message::user(text)];
+        req
     }
 }
 
@@ -202,10 +203,11 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
     options.insert("temperature".to_owned(), json!(0.9));
     options.insert("stream".to_owned(), json!(false));
     options.insert("parallel_tool_calls".to_owned(), json!(false));
-    let request = ModelRequest {
-        model: String::new(),
-        system: Some("You are terse.".to_owned()),
-        messages: vec![
+    let request = {
+        let mut req = ModelRequest::default();
+        req.model = String::new();
+        req.system = Some("You are terse.".to_owned());
+        req.messages = vec![
             Message::user("Weather in Paris and Oslo?"),
             Message::Assistant {
                 content: String::new(),
@@ -241,26 +243,27 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
             },
             Message::assistant("Sunny."),
             Message::user("Thanks"),
-        ],
-        tools: vec![
+        ];
+        req.tools = vec![
             spec("get_weather", "Weather in a city.", city_schema()),
             spec("get_time", "", json!({"type": "object", "properties": {}})),
-        ],
-        tool_choice: ToolChoice::Tool("get_weather".to_owned()),
-        settings: CallSettings {
+        ];
+        req.tool_choice = ToolChoice::Tool("get_weather".to_owned());
+        req.settings = CallSettings {
             temperature: Some(0.2),
             max_output_tokens: Some(256),
             top_p: Some(0.5),
             stop_sequences: Some(vec!["END".to_owned()]),
             seed: Some(7),
-        },
-        send_reasoning: false,
-        provider_options: options,
-        stall_timeout: None,
-        output_schema: Some(OutputSchema {
+        };
+        req.send_reasoning = false;
+        req.provider_options = options;
+        req.stall_timeout = None;
+        req.output_schema = Some(OutputSchema {
             name: "answer".to_owned(),
             schema: city_schema(),
-        }),
+        });
+        req
     };
     let (_, error) = collect(client(&server).stream(request)).await;
     assert_eq!(error, None);
@@ -320,10 +323,11 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
     let server = TestServer::start((0..5).map(|_| Reply::sse_split(DONE, 64))).await;
     let openai = client(&server);
     for choice in [ToolChoice::Auto, ToolChoice::None, ToolChoice::Required] {
-        let request = ModelRequest {
-            tools: vec![spec("get_weather", "Weather.", city_schema())],
-            tool_choice: choice,
-            ..user("hi")
+        let request = {
+            let mut req = user("hi");
+            req.tools = vec![spec("get_weather", "Weather.", city_schema())];
+            req.tool_choice = choice;
+            req
         };
         let (_, error) = collect(openai.stream(request)).await;
         assert_eq!(error, None);
@@ -332,9 +336,10 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
     // request's model wins; a `null` option removes a field.
     let mut options = serde_json::Map::new();
     options.insert("stream_options".to_owned(), Value::Null);
-    let request = ModelRequest {
-        model: "gpt-override".to_owned(),
-        messages: vec![
+    let request = {
+        let mut req = ModelRequest::default();
+        req.model = "gpt-override".to_owned();
+        req.messages = vec![
             Message::user("hi"),
             Message::Assistant {
                 content: "Hello".to_owned(),
@@ -344,20 +349,21 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
                 provider_blocks: Vec::new(),
             },
             Message::user("again"),
-        ],
-        send_reasoning: true,
-        provider_options: options,
-        output_schema: Some(OutputSchema {
+        ];
+        req.send_reasoning = true;
+        req.provider_options = options;
+        req.output_schema = Some(OutputSchema {
             name: "loose".to_owned(),
             schema: json!({"type": "object"}),
-        }),
-        ..ModelRequest::default()
+        });
+        req
     };
     let (_, error) = collect(openai.clone().strict_output(false).stream(request)).await;
     assert_eq!(error, None);
-    let (_, error) = collect(openai.stream(ModelRequest {
-        system: Some(String::new()),
-        ..user("plain")
+    let (_, error) = collect(openai.stream({
+        let mut req = user("plain");
+        req.system = Some(String::new());
+        req
     }))
     .await;
     assert_eq!(error, None);
@@ -424,9 +430,10 @@ fn plan_trip(
 /// The parameters a strict-mode request sent for its first tool.
 async fn strict_parameters(parameters: Value) -> (Value, Value) {
     let server = TestServer::start([Reply::sse_split(DONE, 64)]).await;
-    let request = ModelRequest {
-        tools: vec![spec("t", "T.", parameters)],
-        ..user("hi")
+    let request = {
+        let mut req = user("hi");
+        req.tools = vec![spec("t", "T.", parameters)];
+        req
     };
     let (_, error) = collect(client(&server).strict_tools(true).stream(request)).await;
     assert_eq!(error, None);
@@ -528,9 +535,10 @@ async fn strict_mode_names_the_json_path_of_a_keyword_it_cannot_express() {
         ),
     ];
     for (schema, keyword, path) in cases {
-        let request = ModelRequest {
-            tools: vec![spec("report", "R.", schema)],
-            ..user("hi")
+        let request = {
+            let mut req = user("hi");
+            req.tools = vec![spec("report", "R.", schema)];
+            req
         };
         let (events, error) = collect(openai.stream(request)).await;
         assert!(events.is_empty());
@@ -546,13 +554,14 @@ async fn strict_mode_names_the_json_path_of_a_keyword_it_cannot_express() {
     }
     assert!(server.requests().is_empty(), "nothing was sent");
     // Without strict mode the canonical schema goes as it is.
-    let request = ModelRequest {
-        tools: vec![spec(
+    let request = {
+        let mut req = user("hi");
+        req.tools = vec![spec(
             "report",
             "R.",
             json!({"type": "object", "patternProperties": {"^x-": {}}}),
-        )],
-        ..user("hi")
+        )];
+        req
     };
     let server = TestServer::start([Reply::sse_split(DONE, 64)]).await;
     let (_, error) = collect(client(&server).stream(request)).await;

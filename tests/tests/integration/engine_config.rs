@@ -145,43 +145,46 @@ async fn turn_config_and_step_config_reach_the_requests() {
         .settings(agent_settings())
         .provider_options(options(json!({"agent_opt": 1, "shared": "agent"})))
         .hook(Hook::<event::BeforeTurn>::sync("configure", move |_| {
-            TurnConfig {
-                model: Some(Arc::new(tm.clone())),
-                system: Some("Turn system.".to_owned()),
-                messages: Some(vec![Message::user("rewritten question")]),
-                tools: vec![Arc::new(lookup_user(&t))],
-                active_tools: Some(vec!["add".to_owned(), "lookup_user".to_owned()]),
-                tool_choice: Some(ToolChoice::Required),
-                max_steps: Some(3),
-                send_reasoning: Some(true),
-                settings: CallSettings {
-                    temperature: Some(0.7),
-                    max_output_tokens: Some(256),
-                    top_p: Some(0.9),
-                    stop_sequences: Some(vec!["STOP".to_owned()]),
-                    seed: None,
-                },
-                provider_options: Some(options(json!({"shared": "turn", "turn_opt": true}))),
-                stall_timeout: Some(Duration::from_millis(1500)),
-                output_schema: Some(OutputSchema {
-                    name: "answer".to_owned(),
-                    schema: json!({"type": "object"}),
-                }),
-            }
+            let mut cfg = TurnConfig::default();
+            cfg.model = Some(Arc::new(tm.clone()));
+            cfg.system = Some("Turn system.".to_owned());
+            cfg.messages = Some(vec![Message::user("rewritten question")]);
+            cfg.tools = vec![Arc::new(lookup_user(&t))];
+            cfg.active_tools = Some(vec!["add".to_owned(), "lookup_user".to_owned()]);
+            cfg.tool_choice = Some(ToolChoice::Required);
+            cfg.max_steps = Some(3);
+            cfg.send_reasoning = Some(true);
+            cfg.settings = CallSettings {
+                temperature: Some(0.7),
+                max_output_tokens: Some(256),
+                top_p: Some(0.9),
+                stop_sequences: Some(vec!["STOP".to_owned()]),
+                seed: None,
+            };
+            cfg.provider_options = Some(options(json!({"shared": "turn", "turn_opt": true})));
+            cfg.stall_timeout = Some(Duration::from_millis(1500));
+            cfg.output_schema = Some(OutputSchema {
+                name: "answer".to_owned(),
+                schema: json!({"type": "object"}),
+            });
+            cfg
         }))
         .hook(Hook::<event::BeforeStep>::sync(
             "per_step",
             move |ctx| match ctx.step {
-                1 => Some(StepConfig {
-                    model: Some(Arc::new(sm.clone())),
-                    system: Some("Step one system.".to_owned()),
-                    messages: None,
-                    active_tools: Some(vec!["lookup_user".to_owned()]),
-                    tool_choice: Some(ToolChoice::Tool("lookup_user".to_owned())),
+                1 => Some({
+                    let mut cfg = StepConfig::default();
+                    cfg.model = Some(Arc::new(sm.clone()));
+                    cfg.system = Some("Step one system.".to_owned());
+                    cfg.messages = None;
+                    cfg.active_tools = Some(vec!["lookup_user".to_owned()]);
+                    cfg.tool_choice = Some(ToolChoice::Tool("lookup_user".to_owned()));
+                    cfg
                 }),
-                2 => Some(StepConfig {
-                    messages: Some(vec![Message::user("only this")]),
-                    ..StepConfig::default()
+                2 => Some({
+                    let mut cfg = StepConfig::default();
+                    cfg.messages = Some(vec![Message::user("only this")]);
+                    cfg
                 }),
                 _ => None,
             },
@@ -326,9 +329,10 @@ async fn a_before_step_active_tools_limit_also_rejects_calls_to_other_tools() {
         .tool(Add::traced(&trace))
         .tool(GetWeather::traced(&trace))
         .hook(Hook::<event::BeforeStep>::sync("weather_only", |ctx| {
-            (ctx.step == 0).then(|| StepConfig {
-                active_tools: Some(vec!["get_weather".to_owned()]),
-                ..StepConfig::default()
+            (ctx.step == 0).then(|| {
+                let mut cfg = StepConfig::default();
+                cfg.active_tools = Some(vec!["get_weather".to_owned()]);
+                cfg
             })
         }))
         .build()
@@ -358,10 +362,9 @@ async fn turn_config_max_steps_lowers_the_agents_limit() {
         .max_steps(10)
         .tool(Add::default())
         .hook(Hook::<event::BeforeTurn>::sync("one_step", |_| {
-            TurnConfig {
-                max_steps: Some(1),
-                ..TurnConfig::default()
-            }
+            let mut cfg = TurnConfig::default();
+            cfg.max_steps = Some(1);
+            cfg
         }))
         .build()
         .unwrap();
@@ -381,25 +384,27 @@ async fn several_before_turn_configs_merge_in_order() {
         .model(model.clone())
         .tool(Add::default())
         .tool(GetWeather::default())
-        .hook(Hook::<event::BeforeTurn>::sync("first", |_| TurnConfig {
-            system: Some("first".to_owned()),
-            tool_choice: Some(ToolChoice::None),
-            settings: CallSettings {
+        .hook(Hook::<event::BeforeTurn>::sync("first", |_| {
+            let mut cfg = TurnConfig::default();
+            cfg.system = Some("first".to_owned());
+            cfg.tool_choice = Some(ToolChoice::None);
+            cfg.settings = CallSettings {
                 temperature: Some(0.5),
                 ..CallSettings::default()
-            },
-            provider_options: Some(options(json!({"a": 1, "b": 1}))),
-            ..TurnConfig::default()
+            };
+            cfg.provider_options = Some(options(json!({"a": 1, "b": 1})));
+            cfg
         }))
-        .hook(Hook::<event::BeforeTurn>::sync("second", |_| TurnConfig {
-            system: Some("second".to_owned()),
-            active_tools: Some(vec!["get_weather".to_owned()]),
-            settings: CallSettings {
+        .hook(Hook::<event::BeforeTurn>::sync("second", |_| {
+            let mut cfg = TurnConfig::default();
+            cfg.system = Some("second".to_owned());
+            cfg.active_tools = Some(vec!["get_weather".to_owned()]);
+            cfg.settings = CallSettings {
                 seed: Some(9),
                 ..CallSettings::default()
-            },
-            provider_options: Some(options(json!({"b": 2}))),
-            ..TurnConfig::default()
+            };
+            cfg.provider_options = Some(options(json!({"b": 2})));
+            cfg
         }))
         .hook(Hook::<event::BeforeTurn>::sync("nothing", |_| {}))
         .build()

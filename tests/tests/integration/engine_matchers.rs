@@ -240,10 +240,9 @@ async fn dynamic_hooks_match_tools_added_for_one_turn() {
         .model(model.clone())
         .tool(Add::traced(&trace))
         .hook(Hook::<event::BeforeTurn>::sync("add_lookup", move |_| {
-            TurnConfig {
-                tools: vec![Arc::new(lookup_user(&t1))],
-                ..TurnConfig::default()
-            }
+            let mut cfg = TurnConfig::default();
+            cfg.tools = vec![Arc::new(lookup_user(&t1))];
+            cfg
         }))
         .before_tool_call(
             Matcher::regex("^lookup_").dynamic(),

@@ -169,6 +169,7 @@ async fn the_stream_api_yields_the_same_chunks_then_finished_last() {
                 events.push(format!("step_finished({})", record.step));
             }
             TurnEvent::Finished(result) => finished = Some(result),
+            other => panic!("an event this test does not know: {other:?}"),
         }
     }
     let result = finished.expect("the stream ends with Finished");
@@ -215,6 +216,7 @@ async fn the_stream_api_works_without_any_hook() {
             TurnEvent::Chunk { chunk, .. } => describe_chunk(&chunk),
             TurnEvent::StepFinished(record) => format!("step_finished({})", record.step),
             TurnEvent::Finished(result) => format!("finished({})", result.text),
+            other => format!("{other:?}"),
         });
     }
     assert_eq!(

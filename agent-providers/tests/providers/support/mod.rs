@@ -25,9 +25,10 @@ pub fn settings(max_retries: u32) -> HttpSettings {
 
 /// A request with one user message.
 pub fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..ModelRequest::default()
+    {
+        let mut req = ModelRequest::default();
+        req.messages = vec![Message::user("hi")];
+        req
     }
 }
 

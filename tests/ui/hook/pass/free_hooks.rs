@@ -13,7 +13,7 @@ fn meter(ctx: &ChunkContext) {
 
 #[hook(before_turn)]
 async fn shorten(ctx: &TurnContext) -> Result<Option<TurnConfig>, HookError> {
-    Ok((ctx.messages.len() > 100).then(|| TurnConfig { max_steps: Some(3), ..TurnConfig::default() }))
+    Ok((ctx.messages.len() > 100).then(|| TurnConfig::new().max_steps(3)))
 }
 
 #[hook(before_tool_call, match = "^rm_", dynamic, timeout_ms = 250)]
