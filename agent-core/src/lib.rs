@@ -4,10 +4,26 @@
 //! [`macro@hook`]. Hook matchers are resolved against the agent's tools when the code compiles, and
 //! each hook receives the matched tools' own typed inputs and outputs. The engine runs the agent
 //! loop (model steps, streaming, concurrent tool calls, history) and fires every hook at its
-//! place; see the README for the hook table, decision semantics and failure policy.
+//! place. The [`event`] page is the hook index: every event, what its hooks receive and may
+//! return, its failure policy and the engine function that fires it; the README adds the
+//! decision semantics and the failure policy in full.
 //!
 //! The macros are sugar over the public builder API ([`AgentBuilder`], [`Hook`], [`Matcher`]),
 //! which works by hand too.
+//!
+//! # Layout
+//!
+//! Every public item has one path, at the crate root (plus the event markers in [`event`]).
+//! Inside, the modules form layers that depend one way, with no cycles:
+//!
+//! - `agent` (the facade): [`AgentBuilder`], [`Agent`], [`Conversation`], [`TurnStream`];
+//! - `engine`: the turn loop, its steps, tool calls, persistence through the message hooks,
+//!   and an agent's runtime state (tools, hook lists, store, session locks);
+//! - `session`: session configuration, context blocks, compaction;
+//! - `hooks`: the event catalogue, [`Hook`] and its options, contexts and decisions, matchers,
+//!   and the one runner that applies the failure policy;
+//! - the leaves: `model` ([`Model`], [`ScriptedModel`]), `tool` ([`Tool`], [`ToolSpec`]),
+//!   `store` ([`SessionStore`], [`MemoryStore`], [`SqliteStore`]), `message`, `cancel`, `util`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

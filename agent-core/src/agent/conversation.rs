@@ -127,7 +127,7 @@ impl Conversation {
     /// request's token.
     ///
     /// When a provider retries a step whose stream broke partway, the stream yields
-    /// [`Chunk::Discarded`] and then the retried attempt's chunks from the start of the step: a
+    /// [`Chunk::Discarded`](crate::Chunk::Discarded) and then the retried attempt's chunks from the start of the step: a
     /// consumer that shows text as it arrives drops (or marks) what it showed of that step
     /// since the step began, as `examples/chat_cli.rs` does; `StepFinished` and `Finished`
     /// hold only the attempt that completed.

@@ -1,7 +1,32 @@
-//! The default classifier for errors that end a turn.
+//! Classifying the error that ends a turn: the classify_chat_error hooks, and the default
+//! classifier when none answers.
 
-use crate::hooks::{ChatErrorClassification, TurnError, TurnErrorKind};
+use std::sync::Arc;
+
+use crate::hooks::{
+    ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnErrorKind, TurnHooks, each,
+};
 use crate::model::ModelErrorKind;
+
+/// Classifies a turn's error: the first classify_chat_error answer, else the default classifier.
+pub(super) async fn classify(
+    hooks: &TurnHooks,
+    request_id: &Arc<str>,
+    error: &TurnError,
+    stage: ErrorStage,
+) -> ChatErrorClassification {
+    let classify = ClassifyContext {
+        request_id: request_id.clone(),
+        error: error.clone(),
+        stage,
+    };
+    let mut classification = None;
+    let _ = each(&hooks.classify_chat_error, &classify, |c| {
+        classification = classification.or(c)
+    })
+    .await;
+    classification.unwrap_or_else(|| default_classifier(error))
+}
 
 /// Phrases providers use when the input is longer than the model's context window: every
 /// wording of Think's `defaultContextOverflowClassifier` and those of OpenAI, Anthropic, Google

@@ -4,34 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::classify::default_classifier;
+use super::classify::classify;
 use super::plan::TurnPlan;
 use super::state::{End, Turn, store_error};
-use crate::hooks::each;
-use crate::hooks::{ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnHooks};
+use crate::hooks::{ChatErrorClassification, ErrorStage};
 use crate::message::Message;
 use crate::session::{self, Compaction, OpenSession, SessionInfo};
 use crate::store::MessageUpdate;
-
-/// Classifies a turn's error: the first classify_chat_error answer, else the default classifier.
-pub(super) async fn classify(
-    hooks: &TurnHooks,
-    request_id: &Arc<str>,
-    error: &TurnError,
-    stage: ErrorStage,
-) -> ChatErrorClassification {
-    let classify = ClassifyContext {
-        request_id: request_id.clone(),
-        error: error.clone(),
-        stage,
-    };
-    let mut classification = None;
-    let _ = each(&hooks.classify_chat_error, &classify, |c| {
-        classification = classification.or(c)
-    })
-    .await;
-    classification.unwrap_or_else(|| default_classifier(error))
-}
 
 impl Turn<'_> {
     /// The turn's system prompt: the session's (built when it opens) or the instructions.

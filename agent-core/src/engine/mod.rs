@@ -1,11 +1,15 @@
-//! The engine: one turn from its input to on_chat_response. Every hook fires in this module
-//! tree, in the order of the README's hook table (see [`crate::hooks`] for the index of which
-//! function fires each event):
+//! The engine: one turn from its input to on_session_end. Every hook fires in this module
+//! tree; `agent-core/docs/hooks.md` (the [`crate::event`] page) names the function that fires
+//! each event.
 //!
-//! - `turn`: the turn's frame (lock, before_run, history, before_turn, the step loop, on_stop,
-//!   after_run, the error hooks, on_chat_response);
-//! - `step`: one step (before_step, the model call, tool calls, on_step_finish), split into
-//!   `model_call` (reading the stream) and `tools` (each call with its hooks);
+//! - `turn`: the turn's frame (lock, before_run, history, before_turn, the step loop, after_run,
+//!   the error hooks, on_chat_response); `state`: what a running turn holds and how it ends;
+//! - `step`: one step (before_step, the model call, tool calls, on_step_finish, on_stop);
+//!   `model_call` and `model_stream`: on_llm_start, reading the stream with on_chunk,
+//!   on_llm_end; `plan`: the turn's model, prompt and tools once before_turn has run;
+//! - `tool_calls`: a step's calls run concurrently and their results appended in the model's
+//!   order; `tool_call`: one call (before_tool_call, the tool, after_tool_call);
+//!   `tool_results`: after_tool_call_success / after_tool_call_failure;
 //! - `persist`, `history`, `compact`, `lifecycle`, `classify`: message hooks around every write,
 //!   history filters, session compaction, session start and end, error classification;
 //! - `runtime`: what a built agent holds at run time; `request` and `events`: a turn's input

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard, mpsc};
 use tracing::Instrument;
 
-use super::compact;
+use super::classify;
 use super::events::TurnEvent;
 use super::history;
 use super::lifecycle;
@@ -309,7 +309,7 @@ async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result
     tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
     let classification = match classification {
         Some(classification) => classification,
-        None => compact::classify(hooks, request_id, &error, stage).await,
+        None => classify::classify(hooks, request_id, &error, stage).await,
     };
     let ctx = ChatErrorContext {
         request_id: request_id.clone(),

@@ -235,7 +235,9 @@ impl<E: Event> fmt::Debug for Hook<E> {
     }
 }
 
-/// The event marker types, one per hook event.
+/// The event marker types, one per hook event, and the hook index.
+///
+#[doc = include_str!("../../docs/hooks.md")]
 pub mod event {
     use super::*;
     use crate::message::Message;
@@ -277,60 +279,110 @@ pub mod event {
 
     events! {
         /// First in a turn, before anything else; failing aborts the turn before any model call.
+        ///
+        /// Fired by `Turn::drive` in `engine/turn.rs`.
         BeforeRun = "before_run" / before_run, RunContext => (), FailClosed;
         /// Before the first step: may change the turn's model, prompt, messages, tools and settings.
+        ///
+        /// Fired by `Turn::drive` in `engine/turn.rs`.
         BeforeTurn = "before_turn" / before_turn, TurnContext => Option<TurnConfig>, FailClosed;
         /// Before each model call: may change that step's model, prompt, messages and tools.
+        ///
+        /// Fired by `Turn::prepare` in `engine/step.rs`.
         BeforeStep = "before_step" / before_step, StepContext => Option<StepConfig>, FailClosed;
         /// Just before each model call.
+        ///
+        /// Fired by `Turn::call_model` in `engine/model_call.rs`.
         OnLlmStart = "on_llm_start" / on_llm_start, LlmStartContext => (), FailOpen;
         /// After each model call, with its response, usage and latency.
+        ///
+        /// Fired by `Turn::call_model` in `engine/model_call.rs`.
         OnLlmEnd = "on_llm_end" / on_llm_end, LlmEndContext => (), FailOpen;
         /// Each streamed chunk.
+        ///
+        /// Fired by `StepStream::chunk` in `engine/model_stream.rs`.
         OnChunk = "on_chunk" / on_chunk, ChunkContext => (), FailOpen;
         /// After each step, with the full step record.
+        ///
+        /// Fired by `Turn::record` in `engine/step.rs`.
         OnStepFinish = "on_step_finish" / on_step_finish, StepRecord => (), FailOpen;
         /// A limit ends the turn: may finish it with an output, or fail it.
+        ///
+        /// Fired by `Turn::stop` in `engine/step.rs`.
         OnStop = "on_stop" / on_stop, StopContext => StopDecision, FailClosed;
         /// After a turn completed and its result was built, before its response hooks;
         /// failing (the default policy) fails the turn, keeping the result's content.
+        ///
+        /// Fired by `Turn::finish` in `engine/turn.rs`.
         AfterRun = "after_run" / after_run, TurnResult => (), FailClosed;
         /// After the turn ended and its messages were stored; once per turn.
+        ///
+        /// Fired by `Turn::finish` in `engine/turn.rs`.
         OnChatResponse = "on_chat_response" / on_chat_response, ChatResponse => (), FailOpen;
         /// An error ended the turn: may replace the error surfaced.
+        ///
+        /// Fired by `Turn::fail` in `engine/turn.rs`.
         OnChatError = "on_chat_error" / on_chat_error, ChatErrorContext => Option<TurnError>, FailOpen;
         /// A turn errored, before on_chat_error: classify the error.
+        ///
+        /// Fired by `classify` in `engine/classify.rs`.
         ClassifyChatError = "classify_chat_error" / classify_chat_error, ClassifyContext => Option<ChatErrorClassification>, FailOpen;
         /// The first turn of a session (no stored rows when it starts), before before_run.
+        ///
+        /// Fired by `Turn::session_start` in `engine/lifecycle.rs`.
         OnSessionStart = "on_session_start" / on_session_start, SessionStartContext => (), FailOpen;
         /// After every turn of the session ends (errors included), after on_chat_response.
+        ///
+        /// Fired by `session_end` in `engine/lifecycle.rs`.
         OnSessionEnd = "on_session_end" / on_session_end, SessionEndContext => (), FailOpen;
         /// The rows loaded for a turn: may return the rows to read the history from (never
         /// written back).
+        ///
+        /// Fired by `filter_rows` in `engine/history.rs`.
         FilterMessages = "filter_messages" / filter_messages, FilterMessagesContext => Option<Vec<StoredMessage>>, FailOpen;
         /// Just before each model call: may replace the messages sent, or block the call.
+        ///
+        /// Fired by `prefilter` in `engine/history.rs`.
         PrefilterLlmHistory = "prefilter_llm_history" / prefilter_llm_history, LlmHistoryContext => HistoryDecision, FailOpen;
         /// The model's reply, before it is stored: may replace it.
+        ///
+        /// Fired by `post_process` in `engine/history.rs`.
         PostProcessMessage = "post_process_message" / post_process_message, PostProcessContext => Option<Message>, FailOpen;
         /// Before every stored insert: may change the row.
+        ///
+        /// Fired by `Writer::insert` in `engine/persist.rs`.
         BeforeCreateMessage = "before_create_message" / before_create_message, CreateMessageContext => Option<NewMessage>, FailOpen;
         /// After every stored insert, with the stored row.
+        ///
+        /// Fired by `Writer::insert` in `engine/persist.rs`.
         AfterCreateMessage = "after_create_message" / after_create_message, MessageCreatedContext => (), FailOpen;
         /// Before every stored update: may change the fields.
+        ///
+        /// Fired by `Writer::update` in `engine/persist.rs`.
         BeforeUpdateMessage = "before_update_message" / before_update_message, UpdateMessageContext => Option<MessageUpdate>, FailOpen;
         /// After every stored update, with the fields applied.
+        ///
+        /// Fired by `Writer::update` in `engine/persist.rs`.
         AfterUpdateMessage = "after_update_message" / after_update_message, UpdateMessageContext => (), FailOpen;
         /// After a tool call the model got a valid result from, before the result is stored:
         /// may replace the result or drop the call from history.
+        ///
+        /// Fired by `check` in `engine/tool_results.rs`.
         AfterToolCallSuccess = "after_tool_call_success" / after_tool_call_success, ToolResultContext => ToolResultDecision, FailOpen;
         /// After a tool call that ended in an error, before the result is stored: may replace
         /// the result or drop the call from history.
+        ///
+        /// Fired by `check` in `engine/tool_results.rs`.
         AfterToolCallFailure = "after_tool_call_failure" / after_tool_call_failure, ToolResultContext => ToolResultDecision, FailOpen;
         /// A tool result message just before it is stored: may replace it.
+        ///
+        /// Fired by `tool_result` in `engine/history.rs`.
         BeforeStoreToolResult = "before_store_tool_result" / before_store_tool_result, StoreToolResultContext => Option<Message>, FailOpen;
     }
 
     /// Before a tool runs: allow, modify, block or substitute the call.
+    ///
+    /// Fired by `gate` in `engine/tool_call.rs`.
     pub struct BeforeToolCall<I>(PhantomData<fn() -> I>);
 
     impl<I: ToolInput> Event for BeforeToolCall<I> {
@@ -341,6 +393,8 @@ pub mod event {
     }
 
     /// After every tool outcome (executed, failed, blocked or substituted).
+    ///
+    /// Fired by `observe_outcome` in `engine/tool_call.rs`.
     pub struct AfterToolCall<I, O = serde_json::Value>(PhantomData<fn() -> (I, O)>);
 
     impl<I: ToolInput, O: Send + Sync + 'static> Event for AfterToolCall<I, O> {

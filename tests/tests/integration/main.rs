@@ -16,6 +16,7 @@ mod engine_panics;
 mod engine_persistence;
 mod engine_post_outcome;
 mod engine_trace;
+mod hook_index;
 mod macro_agent;
 mod macro_hooks;
 mod macro_tools;

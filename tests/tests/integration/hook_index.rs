@@ -1,0 +1,129 @@
+//! The hook index (`agent-core/docs/hooks.md`, shown on the `agent_core::event` rustdoc page) is
+//! the README's hook table, lists every event, and names functions that exist and fire the event.
+
+use std::path::{Path, PathBuf};
+
+use agent_core::Event;
+use agent_core::event::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The index without its heading and introduction: the table and the order of a turn.
+fn index_body() -> String {
+    let index = read("agent-core/docs/hooks.md");
+    let start = index.find("| event |").expect("the index has its table");
+    index[start..].to_owned()
+}
+
+/// The table's rows as (events named in the first cell, fired-by cell).
+fn rows() -> Vec<(Vec<String>, String)> {
+    index_body()
+        .lines()
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let events = cells[0]
+                .split(" / ")
+                .map(|name| name.trim().trim_matches('`').to_owned())
+                .collect();
+            (events, cells.last().unwrap().trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_holds_the_index_word_for_word() {
+    let readme = read("README.md");
+    let body = index_body();
+    for block in body.split("\n\n") {
+        assert!(
+            readme.contains(block.trim_end()),
+            "the README lacks this part of agent-core/docs/hooks.md:\n{block}"
+        );
+    }
+}
+
+#[test]
+fn every_event_has_one_row() {
+    let names = [
+        BeforeRun::NAME,
+        BeforeTurn::NAME,
+        BeforeStep::NAME,
+        OnLlmStart::NAME,
+        OnChunk::NAME,
+        OnLlmEnd::NAME,
+        BeforeToolCall::<serde_json::Value>::NAME,
+        AfterToolCall::<serde_json::Value>::NAME,
+        OnStepFinish::NAME,
+        OnStop::NAME,
+        AfterRun::NAME,
+        OnChatResponse::NAME,
+        ClassifyChatError::NAME,
+        OnChatError::NAME,
+        OnSessionStart::NAME,
+        OnSessionEnd::NAME,
+        FilterMessages::NAME,
+        PrefilterLlmHistory::NAME,
+        PostProcessMessage::NAME,
+        BeforeCreateMessage::NAME,
+        AfterCreateMessage::NAME,
+        BeforeUpdateMessage::NAME,
+        AfterUpdateMessage::NAME,
+        AfterToolCallSuccess::NAME,
+        AfterToolCallFailure::NAME,
+        BeforeStoreToolResult::NAME,
+    ];
+    let mut listed: Vec<String> = rows().into_iter().flat_map(|(events, _)| events).collect();
+    listed.sort();
+    let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+}
+
+#[test]
+fn each_fired_by_function_exists_and_fires_its_event() {
+    for (events, fired_by) in rows() {
+        // "`Turn::drive` (engine/turn.rs)"
+        let (function, file) = fired_by
+            .split_once(" (")
+            .unwrap_or_else(|| panic!("no file in {fired_by:?}"));
+        let function = function.trim_matches('`').rsplit("::").next().unwrap();
+        let file = file.trim_end_matches(')');
+        let source = read(&format!("agent-core/src/{file}"));
+        let start = source
+            .find(&format!("fn {function}"))
+            .unwrap_or_else(|| panic!("{file} has no fn {function} (named for {events:?})"));
+        // The function's body runs to the next item at its own indentation or less.
+        let body = &source[start..];
+        let end = body[1..]
+            .find("\n    pub")
+            .into_iter()
+            .chain(body[1..].find("\n    async fn"))
+            .chain(body[1..].find("\n    fn "))
+            .chain(body[1..].find("\npub"))
+            .chain(body[1..].find("\nfn "))
+            .chain(body[1..].find("\nasync fn"))
+            .min()
+            .unwrap_or(body.len() - 1);
+        let body = &body[..end + 1];
+        for event in &events {
+            let tool_event = matches!(event.as_str(), "before_tool_call" | "after_tool_call");
+            let fires = if tool_event {
+                body.contains(&format!("\"{event}\""))
+            } else {
+                body.contains(&format!("hooks.{event}"))
+            };
+            assert!(fires, "{file}: fn {function} does not fire {event}");
+        }
+    }
+}
