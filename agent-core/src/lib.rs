@@ -43,15 +43,16 @@ pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
 pub use engine::{TurnEvent, TurnOverlap, TurnRequest, default_classifier, is_context_overflow};
 pub use hooks::{
-    ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk, ChunkContext, ClassifyContext,
-    CreateMessageContext, ErrorStage, Event, FailurePolicy, FilterMessagesContext, HistoryDecision,
-    Hook, HookError, HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext,
-    LlmStartContext, Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
-    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
-    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
-    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
-    TurnWideEvent, UpdateMessageContext, event,
+    AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,
+    ChunkContext, ClassifyContext, CreateMessageContext, ErrorStage, Event, FailurePolicy,
+    FilterMessagesContext, HistoryDecision, Hook, HookError, HookFailure, HookOptions, HookReturn,
+    LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
+    MessageCreatedContext, PostProcessContext, RunContext, SessionEndContext, SessionStartContext,
+    StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
+    StoreToolResultContext, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
+    ToolOutcomeKind, ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig,
+    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
+    UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

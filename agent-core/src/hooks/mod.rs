@@ -12,6 +12,7 @@ pub(crate) mod tool_hooks;
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::util::BoxFuture;
@@ -144,6 +145,45 @@ pub(crate) enum HookBody<E: Event> {
     Async(AsyncBody<E>),
 }
 
+/// A function or closure taking a hook context by reference and returning a `Send` future
+/// that may borrow it: what [`Hook::new_async`] accepts. Implemented for every such `Fn`,
+/// including `async fn` items and async closures.
+pub trait AsyncHookFn<'a, C: 'a>: Fn(&'a C) -> <Self as AsyncHookFn<'a, C>>::Future {
+    /// The future the call returns.
+    type Future: Future<Output = <Self as AsyncHookFn<'a, C>>::Output> + Send + 'a;
+    /// What the future yields (a [`HookReturn`] of the event).
+    type Output;
+}
+
+impl<'a, C: 'a, F, Fut> AsyncHookFn<'a, C> for F
+where
+    F: Fn(&'a C) -> Fut,
+    Fut: Future + Send + 'a,
+{
+    type Future = Fut;
+    type Output = Fut::Output;
+}
+
+/// [`AsyncHookFn`] with the hook's state as a first argument: what [`Hook::new_async_with`]
+/// accepts.
+pub trait AsyncHookFnWith<'a, S: 'a, C: 'a>:
+    Fn(&'a S, &'a C) -> <Self as AsyncHookFnWith<'a, S, C>>::Future
+{
+    /// The future the call returns.
+    type Future: Future<Output = <Self as AsyncHookFnWith<'a, S, C>>::Output> + Send + 'a;
+    /// What the future yields (a [`HookReturn`] of the event).
+    type Output;
+}
+
+impl<'a, S: 'a, C: 'a, F, Fut> AsyncHookFnWith<'a, S, C> for F
+where
+    F: Fn(&'a S, &'a C) -> Fut,
+    Fut: Future + Send + 'a,
+{
+    type Future = Fut;
+    type Output = Fut::Output;
+}
+
 /// One hook of event `E`: a name, its options and its body (sync or async).
 ///
 /// ```
@@ -183,6 +223,72 @@ impl<E: Event> Hook<E> {
         let body: AsyncBody<E> = Box::new(move |ctx| {
             let future = body(ctx);
             Box::pin(async move { future.await.into_hook_result() })
+        });
+        Hook {
+            name: name.into(),
+            options: HookOptions::default(),
+            body: HookBody::Async(body),
+        }
+    }
+
+    /// An async hook from an `async fn` or an async closure, no boxing written by hand:
+    /// `Hook::new_async("audit", async |ctx: &ChunkContext| { .. })`. Annotate the context type
+    /// (closures cannot infer it through the higher-ranked bound). An async closure that
+    /// captures state is not an `Fn`: pass the state with [`Hook::new_async_with`] instead.
+    ///
+    /// ```
+    /// use agent_core::{Hook, event, StepRecord};
+    /// async fn log_step(record: &StepRecord) {
+    ///     println!("step {} took {} tool calls", record.step, record.tool_calls.len());
+    /// }
+    /// let by_fn = Hook::<event::OnStepFinish>::new_async("log", log_step);
+    /// let by_closure = Hook::<event::OnStepFinish>::new_async("usage", async |record: &StepRecord| {
+    ///     println!("{:?}", record.usage);
+    /// });
+    /// # let _ = (by_fn, by_closure);
+    /// ```
+    pub fn new_async<F>(name: impl Into<String>, body: F) -> Self
+    where
+        F: for<'a> AsyncHookFn<'a, E::Ctx> + Send + Sync + 'static,
+        for<'a> <F as AsyncHookFn<'a, E::Ctx>>::Output: HookReturn<E>,
+    {
+        let body: AsyncBody<E> = Box::new(move |ctx| {
+            let future = body(ctx);
+            Box::pin(async move { future.await.into_hook_result() })
+        });
+        Hook {
+            name: name.into(),
+            options: HookOptions::default(),
+            body: HookBody::Async(body),
+        }
+    }
+
+    /// An async hook with state: `body` receives `&state` beside the context, so an async
+    /// closure or `async fn` can use shared state without capturing it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use agent_core::{Hook, event, ChunkContext};
+    /// let chunks = Hook::<event::OnChunk>::new_async_with(
+    ///     "count",
+    ///     AtomicUsize::new(0),
+    ///     async |count: &AtomicUsize, _ctx: &ChunkContext| {
+    ///         count.fetch_add(1, Ordering::Relaxed);
+    ///     },
+    /// );
+    /// # let _ = chunks;
+    /// ```
+    pub fn new_async_with<S, F>(name: impl Into<String>, state: S, body: F) -> Self
+    where
+        S: Send + Sync + 'static,
+        F: for<'a> AsyncHookFnWith<'a, S, E::Ctx> + Send + Sync + 'static,
+        for<'a> <F as AsyncHookFnWith<'a, S, E::Ctx>>::Output: HookReturn<E>,
+    {
+        let state = Arc::new(state);
+        let body = Arc::new(body);
+        let body: AsyncBody<E> = Box::new(move |ctx| {
+            let (state, body) = (Arc::clone(&state), Arc::clone(&body));
+            Box::pin(async move { body(&state, ctx).await.into_hook_result() })
         });
         Hook {
             name: name.into(),

@@ -535,3 +535,61 @@ async fn an_async_hook_decides_like_a_sync_one() {
     );
     assert_eq!(tool_result_sent(&model), ("302".to_owned(), false));
 }
+
+/// An `async fn` gate: reads the typed input across an await.
+async fn triple_b(ctx: &agent_core::ToolCallContext<AddArgs>) -> ToolCallDecision<AddArgs> {
+    tokio::task::yield_now().await;
+    ToolCallDecision::Modify(AddArgs {
+        a: ctx.input.a,
+        b: ctx.input.b * 3,
+    })
+}
+
+#[tokio::test]
+async fn async_fns_and_async_closures_are_hooks_without_boxing() {
+    let trace = Trace::new();
+    let model = add_once();
+    let agent = AgentBuilder::new("decide")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<Before>::new_async("triple", triple_b),
+        )
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<Before>::new_async(
+                "plus_one",
+                async |ctx: &agent_core::ToolCallContext<AddArgs>| {
+                    tokio::task::yield_now().await;
+                    ToolCallDecision::Modify(AddArgs {
+                        a: ctx.input.a + 1,
+                        b: ctx.input.b,
+                    })
+                },
+            ),
+        )
+        // Shared state is passed in, not captured.
+        .after_tool_call(
+            Matcher::tool("add"),
+            Hook::<After>::new_async_with(
+                "record",
+                trace.clone(),
+                async |trace: &Trace, ctx: &agent_core::ToolCallResultContext<AddArgs, i64>| {
+                    tokio::task::yield_now().await;
+                    trace.push(format!("record(output={:?})", ctx.output()));
+                },
+            ),
+        )
+        .build()
+        .unwrap();
+
+    let result = agent.run("2+3").await;
+
+    assert_completed(&result);
+    assert_eq!(
+        trace.take(),
+        lines(&["add(3,9)", "record(output=Some(12))"])
+    );
+    assert_eq!(tool_result_sent(&model), ("12".to_owned(), false));
+}
