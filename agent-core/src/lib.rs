@@ -25,7 +25,7 @@
 //! - the leaves: `model` ([`Model`], [`ScriptedModel`]), `tool` ([`Tool`], [`ToolSpec`]),
 //!   `store` ([`SessionStore`], [`MemoryStore`], [`SqliteStore`]), `message`, `cancel`, `util`.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod agent;
 mod cancel;

@@ -40,7 +40,8 @@ pub trait Event: Send + Sync + 'static {
     const DEFAULT_POLICY: FailurePolicy;
 }
 
-/// Events whose hooks apply to the whole turn (every event but the two tool-call ones).
+/// Events whose hooks apply to the whole turn (every event but the two tool-call ones);
+/// implemented by the markers in [`event`] only.
 pub trait TurnWideEvent: Event {
     /// Where the agent keeps this event's hooks.
     #[doc(hidden)]
@@ -352,19 +353,25 @@ pub mod event {
 
     macro_rules! events {
         ($($(#[$doc:meta])* $ty:ident = $name:literal / $field:ident, $ctx:ty => $out:ty, $policy:ident;)*) => {
-            /// The hooks of every turn-wide event, each list in run order once built.
-            #[doc(hidden)]
-            #[derive(Default)]
-            pub struct TurnHooks {
-                $(pub(crate) $field: Vec<Hook<$ty>>,)*
-            }
+            /// A public type in a private module: [`TurnWideEvent::slot`] can name it, users
+            /// cannot (which also seals the trait).
+            mod lists {
+                use super::*;
 
-            impl TurnHooks {
-                /// Sorts every list by priority, keeping registration order among equals.
-                pub(crate) fn sort(&mut self) {
-                    $(self.$field.sort_by_key(|hook| hook.options.priority);)*
+                /// The hooks of every turn-wide event, each list in run order once built.
+                #[derive(Default)]
+                pub struct TurnHooks {
+                    $(pub(crate) $field: Vec<Hook<$ty>>,)*
+                }
+
+                impl TurnHooks {
+                    /// Sorts every list by priority, keeping registration order among equals.
+                    pub(crate) fn sort(&mut self) {
+                        $(self.$field.sort_by_key(|hook| hook.options.priority);)*
+                    }
                 }
             }
+            pub(crate) use lists::TurnHooks;
         $(
             $(#[$doc])*
             #[derive(Debug)]

@@ -229,7 +229,7 @@ pub trait SessionStore: Send + Sync {
 
 /// The messages a model reads from stored rows: completed ones, not silent. Failed and pending
 /// assistant rows stay in the store (a person may want to see them) but not in the history.
-pub fn history(rows: &[StoredMessage]) -> Vec<Message> {
+pub(crate) fn history(rows: &[StoredMessage]) -> Vec<Message> {
     rows.iter()
         .filter(|row| row.status == MessageStatus::Completed && !row.silent)
         .map(|row| row.message.clone())
@@ -240,7 +240,7 @@ pub fn history(rows: &[StoredMessage]) -> Vec<Message> {
 /// pending rows marked failed, and an error result for each tool call that never got one, so
 /// every tool call in the history stays paired with its result.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Repairs {
+pub(crate) struct Repairs {
     /// Rows still pending: no live turn owns them.
     pub stale: Vec<i64>,
     /// Error results for tool calls of completed assistant rows that have none.
@@ -249,7 +249,7 @@ pub struct Repairs {
 
 /// Finds what [`Repairs`] a session's rows need. The engine applies them under the session's
 /// turn lock before a turn reads the history (so one process must own a session at a time).
-pub fn repairs(rows: &[StoredMessage]) -> Repairs {
+pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
     let stale = rows
         .iter()
         .filter(|row| row.status == MessageStatus::Pending)
@@ -285,7 +285,7 @@ pub fn repairs(rows: &[StoredMessage]) -> Repairs {
 }
 
 /// Microseconds since the Unix epoch.
-pub fn now_micros() -> i64 {
+pub(crate) fn now_micros() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)

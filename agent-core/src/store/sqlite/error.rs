@@ -23,12 +23,12 @@ pub(super) struct DbFile {
 
 impl DbFile {
     /// An error about this file.
-    pub fn at(&self, what: impl std::fmt::Display) -> StoreError {
+    pub(crate) fn at(&self, what: impl std::fmt::Display) -> StoreError {
         self.of(StoreErrorKind::Other, what)
     }
 
     /// An error of a kind about this file.
-    pub fn of(&self, kind: StoreErrorKind, what: impl std::fmt::Display) -> StoreError {
+    pub(crate) fn of(&self, kind: StoreErrorKind, what: impl std::fmt::Display) -> StoreError {
         StoreError::new(
             kind,
             format!("session store {}: {what}", self.path.display()),
@@ -36,7 +36,7 @@ impl DbFile {
     }
 
     /// A failure the database reported.
-    pub fn sqlite(&self, error: &rusqlite::Error) -> StoreError {
+    pub(crate) fn sqlite(&self, error: &rusqlite::Error) -> StoreError {
         let (kind, advice) = match error.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => (
                 StoreErrorKind::Locked,
@@ -80,7 +80,7 @@ impl DbFile {
     }
 
     /// A schema that could not be brought up to date.
-    pub fn migrate(&self, error: &MigrateError) -> StoreError {
+    pub(crate) fn migrate(&self, error: &MigrateError) -> StoreError {
         match error {
             MigrateError::Sqlite(error) => self.sqlite(error),
             MigrateError::Unsupported(found) if *found > LATEST_VERSION => self.of(StoreErrorKind::NewerSchema, format_args!(
@@ -102,7 +102,7 @@ impl DbFile {
     }
 
     /// A row that could not be read back.
-    pub fn row(&self, error: &RowError) -> StoreError {
+    pub(crate) fn row(&self, error: &RowError) -> StoreError {
         match error {
             RowError::Sqlite(error) => self.sqlite(error),
             RowError::Malformed(id, what) => self.of(
@@ -114,7 +114,7 @@ impl DbFile {
 
     /// `journal_mode = WAL` did not take (some file systems, such as network ones, cannot share
     /// WAL memory).
-    pub fn no_wal(&self, mode: &str) -> StoreError {
+    pub(crate) fn no_wal(&self, mode: &str) -> StoreError {
         self.at(format_args!(
             "could not switch to WAL journal mode (the database stays in `{mode}`); put the file on a \
              local file system"
