@@ -278,18 +278,7 @@ impl AgentBuilder {
         if max_steps == 0 {
             problems.push("`max_steps` must be at least 1".to_owned());
         }
-        let mut tool_index = HashMap::new();
-        for (index, (tool, _)) in tools.iter().enumerate() {
-            let tool_name = &tool.spec().name;
-            if !is_valid_tool_name(tool_name) {
-                problems.push(format!(
-                    "invalid tool name `{tool_name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
-                ));
-            }
-            if tool_index.insert(tool_name.clone(), index).is_some() {
-                problems.push(format!("duplicate tool name `{tool_name}`"));
-            }
-        }
+        let tool_index = index_tools(&tools, &mut problems);
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
@@ -343,6 +332,26 @@ impl AgentBuilder {
             }),
         })
     }
+}
+
+/// Each tool's position by name; invalid and duplicate names are problems.
+fn index_tools(
+    tools: &[(Arc<dyn DynTool>, bool)],
+    problems: &mut Vec<String>,
+) -> HashMap<String, usize> {
+    let mut index = HashMap::new();
+    for (position, (tool, _)) in tools.iter().enumerate() {
+        let tool_name = &tool.spec().name;
+        if !is_valid_tool_name(tool_name) {
+            problems.push(format!(
+                "invalid tool name `{tool_name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
+            ));
+        }
+        if index.insert(tool_name.clone(), position).is_some() {
+            problems.push(format!("duplicate tool name `{tool_name}`"));
+        }
+    }
+    index
 }
 
 /// A matcher that matches no tool is a mistake unless it is `dynamic`; a hook whose input type
