@@ -120,3 +120,36 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "a panic without a message".to_owned()
     }
 }
+
+/// The most of an outside text (a model's arguments or tool name) an error message quotes.
+pub(crate) const QUOTE_LIMIT: usize = 4096;
+
+/// `text` cut to [`QUOTE_LIMIT`] bytes at a character boundary, saying how long it was.
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= QUOTE_LIMIT {
+        return text.into();
+    }
+    let mut end = QUOTE_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len()).into()
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn clips_at_a_character_boundary_and_says_the_length() {
+        assert_eq!(clip("short"), "short");
+        // Three-byte characters: the limit falls inside one.
+        let long = "€".repeat(QUOTE_LIMIT);
+        let clipped = clip(&long);
+        let kept = QUOTE_LIMIT / 3 * 3;
+        assert_eq!(
+            clipped,
+            format!("{}… ({} bytes in all)", &long[..kept], long.len())
+        );
+    }
+}

@@ -11,10 +11,10 @@ use super::plan::CallScope;
 use super::runtime::ToolSlot;
 use super::tool_results;
 use crate::hooks::tool_hooks::{CallState, ErasedDecision};
-use crate::hooks::{self, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
+use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::tool::{ToolContext, ToolError};
-use crate::util::catch_unwind;
+use crate::util::{catch_panic, catch_unwind, clip};
 
 /// What a finished call contributes to the step.
 pub(crate) struct CallResult {
@@ -60,12 +60,24 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         let available = scope.tools.names().join(", ");
         return rejected(
             call,
-            format!("unknown tool `{}`; available tools: {available}", call.name),
+            format!(
+                "unknown tool `{}`; available tools: {available}",
+                clip(&call.name)
+            ),
         );
     };
-    let parsed = match slot.tool.parse_args(&call.arguments) {
-        Ok(args) => Arc::new(args),
-        Err(error) => return rejected(call, error.to_string()),
+    // Everything user code runs for a call (parsing, the tool, serializing its output, building
+    // hook contexts) is guarded: a panic becomes an error result, never the turn's end.
+    let parsed = match catch_panic(|| slot.tool.parse_args(&call.arguments)) {
+        Ok(Ok(args)) => Arc::new(args),
+        Ok(Err(error)) => return rejected(call, error.to_string()),
+        Err(panic) => {
+            let message = format!(
+                "parsing the arguments of tool `{}` panicked: {panic}",
+                call.name
+            );
+            return rejected(call, message);
+        }
     };
     let mut state = CallState {
         request_id: scope.request_id.clone(),
@@ -84,7 +96,14 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         None => invoke(slot, state, call).await,
     };
 
-    let (content, is_error) = model_text(&call.name, &outcome);
+    let (content, is_error) =
+        catch_panic(|| model_text(&call.name, &outcome)).unwrap_or_else(|panic| {
+            let message = format!(
+                "serializing the output of tool `{}` panicked: {panic}",
+                call.name
+            );
+            (message, true)
+        });
     let kind = outcome.kind();
     let checked = tool_results::check(scope, call, kind, content, is_error).await;
     let mut error = checked.error;
@@ -113,7 +132,8 @@ async fn gate(slot: &ToolSlot, state: &mut CallState, call: &ToolCall) -> Option
     for hook in &slot.before {
         let meta = hook.meta();
         let span = hooks::span("before_tool_call", &meta.name);
-        match hook.run(state).instrument(span).await {
+        let run = catch_unwind(hook.run(state)).instrument(span).await;
+        match run.unwrap_or_else(|panic| Err(HookFailure::Panic(panic))) {
             Ok(ErasedDecision::Allow) => {}
             Ok(ErasedDecision::Modify(input)) => state.effective_input = Arc::new(input),
             Ok(ErasedDecision::Block(reason)) => {
@@ -193,7 +213,10 @@ async fn observe_outcome(
     for hook in &slot.after {
         let meta = hook.meta();
         let span = hooks::span("after_tool_call", &meta.name);
-        if let Err(failure) = hook.run(state, &outcome, duration).instrument(span).await
+        let run = catch_unwind(hook.run(state, &outcome, duration))
+            .instrument(span)
+            .await;
+        if let Err(failure) = run.unwrap_or_else(|panic| Err(HookFailure::Panic(panic)))
             && let Err(failed) = hooks::settle("after_tool_call", &meta.name, meta.policy, &failure)
         {
             return Some(failed);

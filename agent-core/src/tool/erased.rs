@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::ToolSpec;
 use super::{Tool, ToolContext, ToolError};
-use crate::util::BoxFuture;
+use crate::util::{BoxFuture, clip};
 
 type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
 type TextFn = fn(&(dyn Any + Send + Sync)) -> Result<String, String>;
@@ -147,9 +147,9 @@ impl fmt::Debug for dyn DynTool {
 }
 
 fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) -> ArgsError {
-    let path = error.path().to_string();
+    let path = clip(&error.path().to_string()).into_owned();
     let inner = error.into_inner();
-    let message = inner.to_string();
+    let message = clip(&inner.to_string()).into_owned();
     if inner.is_syntax() || inner.is_eof() {
         // Not JSON at all: the position is what tells the model where it went wrong.
         return ArgsError {
@@ -167,6 +167,15 @@ fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) 
         tool: tool.to_owned(),
         path,
         message,
+    }
+}
+
+/// Text after the arguments' JSON value.
+fn trailing(tool: &str, error: serde_json::Error) -> ArgsError {
+    ArgsError {
+        tool: tool.to_owned(),
+        path: ".".to_owned(),
+        message: error.to_string(),
     }
 }
 
@@ -201,11 +210,7 @@ impl<T: Tool> DynTool for TypedTool<T> {
         let mut de = serde_json::Deserializer::from_str(raw);
         let args: T::Args =
             serde_path_to_error::deserialize(&mut de).map_err(|e| args_error(T::NAME, e))?;
-        de.end().map_err(|e| ArgsError {
-            tool: T::NAME.to_owned(),
-            path: ".".to_owned(),
-            message: e.to_string(),
-        })?;
+        de.end().map_err(|e| trailing(T::NAME, e))?;
         Ok(AnyValue::new(args))
     }
 
@@ -293,12 +298,13 @@ impl DynTool for FnTool {
         let mut de = serde_json::Deserializer::from_str(raw);
         let value: Value = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| args_error(&self.spec.name, e))?;
+        de.end().map_err(|e| trailing(&self.spec.name, e))?;
         self.args_from_json(value)
     }
 
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         if !value.is_object() {
-            let message = format!("expected a JSON object, found {value}");
+            let message = format!("expected a JSON object, found {}", clip(&value.to_string()));
             return Err(ArgsError {
                 tool: self.spec.name.clone(),
                 path: ".".to_owned(),

@@ -15,6 +15,7 @@ mod engine_model;
 mod engine_panics;
 mod engine_persistence;
 mod engine_post_outcome;
+mod engine_tool_boundary;
 mod engine_trace;
 mod hook_index;
 mod macro_agent;

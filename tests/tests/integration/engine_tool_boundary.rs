@@ -1,0 +1,211 @@
+//! The tool boundary (issue 15, items 8 and 9): whatever user code a call runs (parsing the
+//! arguments, the tool, serializing its output) a panic becomes an error result the model
+//! reads, never the turn's end; arguments are strict for every kind of tool; and an error
+//! result quotes at most a few KB of what the model sent.
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentBuilder, AnyValue, ArgsError, DynTool, FnTool, Message, ScriptedModel, ScriptedStep,
+    ToolContext, ToolError, ToolSpec, TurnResult, TurnStatus, tool,
+};
+use serde::{Serialize, Serializer};
+use serde_json::{Value, json};
+
+/// An output whose `Serialize` panics.
+#[derive(Debug)]
+struct Unwritable;
+
+impl Serialize for Unwritable {
+    fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        panic!("cannot serialize this")
+    }
+}
+
+/// Make a thing that cannot be written down.
+#[tool]
+fn boom() -> Unwritable {
+    Unwritable
+}
+
+/// Add two numbers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// A dynamic tool whose argument parser panics.
+struct BadParser {
+    spec: Arc<ToolSpec>,
+}
+
+impl DynTool for BadParser {
+    fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+    fn parse_args(&self, _: &str) -> Result<AnyValue, ArgsError> {
+        panic!("parser bug")
+    }
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        Ok(AnyValue::new(value))
+    }
+    fn call(
+        &self,
+        _: Arc<AnyValue>,
+        _: ToolContext,
+    ) -> agent_core::BoxFuture<'static, Result<AnyValue, ToolError>> {
+        Box::pin(async { Ok(AnyValue::new(json!("ran"))) })
+    }
+}
+
+fn one_call(name: &str, arguments: &str) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", name, arguments),
+        ScriptedStep::new().text("done"),
+    ])
+}
+
+/// The tool result the model read in its second request.
+fn result_read(model: &ScriptedModel) -> (String, bool) {
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the model is called again after the call"
+    );
+    requests[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool {
+                content, is_error, ..
+            } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .expect("a tool result")
+}
+
+fn assert_done(result: &TurnResult) {
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.text, "done");
+}
+
+#[tokio::test]
+async fn an_output_whose_serialize_panics_is_an_error_result() {
+    let model = one_call("boom", "{}");
+    let agent = AgentBuilder::new("t")
+        .model(model.clone())
+        .tool(Boom)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_done(&result);
+    assert_eq!(
+        result_read(&model),
+        (
+            "serializing the output of tool `boom` panicked: cannot serialize this".to_owned(),
+            true
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_parser_that_panics_is_an_error_result() {
+    let model = one_call("bad", "{}");
+    let spec = ToolSpec {
+        name: "bad".to_owned(),
+        description: "A bad parser.".to_owned(),
+        parameters: json!({"type": "object"}),
+    };
+    let agent = AgentBuilder::new("t")
+        .model(model.clone())
+        .dyn_tool(BadParser {
+            spec: Arc::new(spec),
+        })
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_done(&result);
+    assert_eq!(
+        result_read(&model),
+        (
+            "parsing the arguments of tool `bad` panicked: parser bug".to_owned(),
+            true
+        )
+    );
+}
+
+#[tokio::test]
+async fn trailing_text_after_the_arguments_is_rejected_by_every_kind_of_tool() {
+    let echo = || {
+        FnTool::new(
+            "echo",
+            "Echo.",
+            json!({"type": "object"}),
+            |args, _| async move { Ok(args) },
+        )
+    };
+    for (name, arguments) in [
+        ("echo", r#"{"message":"x"} trailing"#),
+        ("add", r#"{"a":1,"b":2} trailing"#),
+    ] {
+        let model = one_call(name, arguments);
+        let agent = AgentBuilder::new("t")
+            .model(model.clone())
+            .tool(Add)
+            .dyn_tool(echo())
+            .build()
+            .unwrap();
+        let result = agent.run("go").await;
+        assert_done(&result);
+        assert_eq!(
+            result_read(&model),
+            (
+                format!(
+                    "invalid arguments for tool `{name}` at `.`: trailing characters at line 1 column {}",
+                    arguments.find(" trailing").unwrap() + 2
+                ),
+                true
+            ),
+            "{name}"
+        );
+        assert_eq!(
+            result.steps[0].tool_results[0].outcome,
+            agent_core::ToolOutcomeKind::Rejected
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_error_result_quotes_a_few_kb_of_a_huge_argument_and_says_how_long_it_was() {
+    let huge = "x".repeat(10 << 20);
+    let cases = [
+        ("add", format!(r#"{{"a":"{huge}","b":2}}"#)),
+        ("echo", format!(r#"["{huge}"]"#)),
+        (huge.as_str(), "{}".to_owned()),
+    ];
+    for (name, arguments) in cases {
+        let model = one_call(name, &arguments);
+        let agent = AgentBuilder::new("t")
+            .model(model.clone())
+            .tool(Add)
+            .dyn_tool(FnTool::new(
+                "echo",
+                "Echo.",
+                json!({"type": "object"}),
+                |args, _| async move { Ok(args) },
+            ))
+            .build()
+            .unwrap();
+        let result = agent.run("go").await;
+        assert_done(&result);
+        let (content, is_error) = result_read(&model);
+        assert!(is_error);
+        assert!(content.len() < 5000, "{} bytes quoted", content.len());
+        assert!(
+            content.contains(" bytes in all)"),
+            "the cut is said: {}",
+            &content[content.len() - 100..]
+        );
+    }
+}
