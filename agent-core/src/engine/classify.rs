@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::hooks::{
-    ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnErrorKind, TurnHooks, each,
+    ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnErrorKind, TurnHooks,
+    every,
 };
 use crate::model::ModelErrorKind;
 
@@ -21,7 +22,7 @@ pub(super) async fn classify(
         stage,
     };
     let mut classification = None;
-    let _ = each(&hooks.classify_chat_error, &classify, |c| {
+    let _ = every(&hooks.classify_chat_error, &classify, |c| {
         classification = classification.or(c)
     })
     .await;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::runtime::AgentRuntime;
 use super::state::{End, Turn, store_error};
-use crate::hooks::observe;
 use crate::hooks::{ErrorStage, SessionEndContext, SessionStartContext, TurnResult};
+use crate::hooks::{observe, observe_every};
 
 impl Turn<'_> {
     /// on_session_start, when the session has no rows yet. The rows are read only when the
@@ -48,5 +48,5 @@ pub(super) async fn session_end(agent: &AgentRuntime, session: &Arc<str>, result
         status: result.status,
         error: result.error.clone(),
     };
-    let _ = observe(&agent.hooks.on_session_end, &ctx).await;
+    let _ = observe_every(&agent.hooks.on_session_end, &ctx).await;
 }

@@ -17,7 +17,8 @@ use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, RunContext, TurnConfig,
-    TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, observe,
+    TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, every, observe,
+    observe_every,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -243,7 +244,7 @@ impl Turn<'_> {
                 result.stop_reason = Some(reason);
                 // after_run sees the completed result; failing (its default policy) it fails
                 // the turn, keeping what the result holds.
-                observe(&hooks.after_run, &result)
+                observe_every(&hooks.after_run, &result)
                     .await
                     .err()
                     .map(|error| (error, ErrorStage::Turn, None))
@@ -279,7 +280,7 @@ impl Turn<'_> {
             status: result.status,
             error: result.error.clone(),
         };
-        let _ = observe(&hooks.on_chat_response, &response).await;
+        let _ = observe_every(&hooks.on_chat_response, &response).await;
         lifecycle::session_end(agent, session_id, &result).await;
         if let Some(sink) = &sink {
             let _ = sink.send(TurnEvent::Finished(result.clone())).await;
@@ -320,7 +321,7 @@ async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result
         partial_text: result.text.clone(),
     };
     let mut surfaced = None;
-    let _ = each(&hooks.on_chat_error, &ctx, |e| {
+    let _ = every(&hooks.on_chat_error, &ctx, |e| {
         surfaced = e.or(surfaced.take())
     })
     .await;

@@ -23,7 +23,7 @@ pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
 pub use returns::HookReturn;
-pub(crate) use run::{chain, each, observe, settle, span};
+pub(crate) use run::{chain, each, every, observe, observe_every, settle, span};
 pub use tool_context::*;
 
 /// A lifecycle event: its context, what its hooks return, and its default failure policy.

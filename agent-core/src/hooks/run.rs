@@ -1,6 +1,6 @@
 //! The one place hooks run: a hook's body under its timeout with panics caught
 //! ([`run_hook`]), the failure policy applied to what fails ([`settle`]), and the loops every
-//! event uses (`each`, `chain`, `observe`). Tool-call hooks use `span` and `settle` too.
+//! event uses (`each`, `chain`, `observe`, and `every` for the events after the outcome). Tool-call hooks use `span` and `settle` too.
 
 use tracing::Instrument;
 
@@ -56,6 +56,40 @@ pub(crate) async fn each<E: TurnWideEvent>(
         }
     }
     Ok(())
+}
+
+/// Runs every hook in `hooks`, handing each result to `take`, even after one failed closed:
+/// for the events that run once the turn's outcome is decided (after_run, classify_chat_error,
+/// on_chat_error, on_chat_response, on_session_end), where skipping a hook would skip its only
+/// chance to run. Returns the first fail-closed failure.
+pub(crate) async fn every<E: TurnWideEvent>(
+    hooks: &[Hook<E>],
+    ctx: &E::Ctx,
+    mut take: impl FnMut(E::Out),
+) -> Result<(), TurnError> {
+    let mut first = Ok(());
+    for hook in hooks {
+        match run_hook(hook, ctx)
+            .instrument(span(E::NAME, &hook.name))
+            .await
+        {
+            Ok(out) => take(out),
+            Err(failure) => {
+                if let Err(error) = settle(E::NAME, &hook.name, hook.policy(), &failure) {
+                    first = first.and(Err(error));
+                }
+            }
+        }
+    }
+    first
+}
+
+/// [`every`] for observers (they return nothing).
+pub(crate) async fn observe_every<E: TurnWideEvent<Out = ()>>(
+    hooks: &[Hook<E>],
+    ctx: &E::Ctx,
+) -> Result<(), TurnError> {
+    every(hooks, ctx, |()| {}).await
 }
 
 /// Runs transform hooks in order: each reads `ctx` as the previous one left it, and `apply`

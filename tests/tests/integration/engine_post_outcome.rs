@@ -5,9 +5,9 @@
 //!
 //! - after_run fails the turn by default (Stratus): status error at stage `turn`, the built
 //!   result's text, steps and messages kept; `fail_open` only logs.
-//! - The others cannot change the outcome. Failing closed, a hook stops the later hooks of its
-//!   event (so a later classification or a later replacement error is not taken); failing open,
-//!   the later hooks run.
+//! - The others cannot change the outcome.
+//! - Whatever the policy, a failing hook never stops the later hooks of its event: each of
+//!   these events is the hooks' only chance to run (issue 15 item 2).
 
 use agent_core::{
     AgentBuilder, ChatErrorClassification, FailurePolicy, Hook, ScriptedModel, ScriptedStep,
@@ -119,7 +119,8 @@ async fn a_failing_after_run_fails_the_turn_by_default_and_keeps_the_result() {
                 expected(
                     ANSWERED,
                     &[
-                        // The failing after_run stopped the tracer after it.
+                        // The tracer after the failing after_run still runs.
+                        "after_run(completed)",
                         "classify_chat_error(turn)",
                         "classify_chat_error(late)",
                         "on_chat_error(turn)",
@@ -156,11 +157,7 @@ async fn a_fail_open_after_run_only_logs() {
 #[tokio::test]
 async fn a_failing_on_chat_response_cannot_change_the_outcome() {
     for failure in [Failure::Error, Failure::Panic] {
-        for (policy, later_runs) in [
-            (Policy::Default, true),
-            (Policy::Open, true),
-            (Policy::Closed, false),
-        ] {
+        for policy in [Policy::Default, Policy::Open, Policy::Closed] {
             let (result, trace) = run_with::<event::OnChatResponse>(failure, policy, false).await;
             assert_eq!(
                 result.status,
@@ -168,11 +165,11 @@ async fn a_failing_on_chat_response_cannot_change_the_outcome() {
                 "{failure:?} {policy:?}"
             );
             assert_eq!(result.error, None);
-            let mut tail = vec!["after_run(completed)"];
-            if later_runs {
-                tail.push("on_chat_response(completed)");
-            }
-            tail.push("on_session_end(completed)");
+            let tail = [
+                "after_run(completed)",
+                "on_chat_response(completed)",
+                "on_session_end(completed)",
+            ];
             assert_eq!(trace, expected(ANSWERED, &tail), "{failure:?} {policy:?}");
         }
     }
@@ -181,82 +178,66 @@ async fn a_failing_on_chat_response_cannot_change_the_outcome() {
 #[tokio::test]
 async fn a_failing_on_session_end_cannot_change_the_outcome() {
     for failure in [Failure::Error, Failure::Panic] {
-        for (policy, later_runs) in [
-            (Policy::Default, true),
-            (Policy::Open, true),
-            (Policy::Closed, false),
-        ] {
+        for policy in [Policy::Default, Policy::Open, Policy::Closed] {
             let (result, trace) = run_with::<event::OnSessionEnd>(failure, policy, false).await;
             assert_eq!(
                 result.status,
                 TurnStatus::Completed,
                 "{failure:?} {policy:?}"
             );
-            let mut tail = vec!["after_run(completed)", "on_chat_response(completed)"];
-            if later_runs {
-                tail.push("on_session_end(completed)");
-            }
+            let tail = [
+                "after_run(completed)",
+                "on_chat_response(completed)",
+                "on_session_end(completed)",
+            ];
             assert_eq!(trace, expected(ANSWERED, &tail), "{failure:?} {policy:?}");
         }
     }
 }
 
 #[tokio::test]
-async fn a_failing_classifier_leaves_the_error_and_at_most_skips_later_classifiers() {
+async fn a_failing_classifier_leaves_the_error_and_the_later_classifiers_run() {
     for failure in [Failure::Error, Failure::Panic] {
-        for (policy, later_runs) in [
-            (Policy::Default, true),
-            (Policy::Open, true),
-            (Policy::Closed, false),
-        ] {
+        for policy in [Policy::Default, Policy::Open, Policy::Closed] {
             let (result, trace) = run_with::<event::ClassifyChatError>(failure, policy, true).await;
             assert_eq!(result.status, TurnStatus::Error, "{failure:?} {policy:?}");
             assert_eq!(
                 result.error.as_ref().map(|e| e.message.as_str()),
                 Some("replaced")
             );
-            // Without the later classifier's answer, the default classifier decides.
-            let classification = if later_runs {
-                ChatErrorClassification::RateLimit
-            } else {
-                ChatErrorClassification::Unknown
-            };
-            assert_eq!(result.classification, Some(classification));
-            let mut tail = Vec::new();
-            if later_runs {
-                tail.extend(["classify_chat_error(stream)", "classify_chat_error(late)"]);
-            }
-            tail.extend([
+            // The later classifier still answers.
+            assert_eq!(
+                result.classification,
+                Some(ChatErrorClassification::RateLimit)
+            );
+            let tail = [
+                "classify_chat_error(stream)",
+                "classify_chat_error(late)",
                 "on_chat_error(stream)",
                 "on_chat_response(error)",
                 "on_session_end(error)",
-            ]);
+            ];
             assert_eq!(trace, expected(ERRED, &tail), "{failure:?} {policy:?}");
         }
     }
 }
 
 #[tokio::test]
-async fn a_failing_on_chat_error_surfaces_the_original_error_unless_a_later_hook_replaces_it() {
+async fn a_failing_on_chat_error_leaves_the_later_hooks_to_replace_the_error() {
     for failure in [Failure::Error, Failure::Panic] {
-        for (policy, later_runs) in [
-            (Policy::Default, true),
-            (Policy::Open, true),
-            (Policy::Closed, false),
-        ] {
+        for policy in [Policy::Default, Policy::Open, Policy::Closed] {
             let (result, trace) = run_with::<event::OnChatError>(failure, policy, true).await;
             assert_eq!(result.status, TurnStatus::Error, "{failure:?} {policy:?}");
+            // The later hook still replaces the error.
             let surfaced = result.error.as_ref().map(|e| e.message.clone()).unwrap();
-            if later_runs {
-                assert_eq!(surfaced, "replaced");
-            } else {
-                assert!(surfaced.contains("boom"), "{surfaced}");
-            }
-            let mut tail = vec!["classify_chat_error(stream)", "classify_chat_error(late)"];
-            if later_runs {
-                tail.push("on_chat_error(stream)");
-            }
-            tail.extend(["on_chat_response(error)", "on_session_end(error)"]);
+            assert_eq!(surfaced, "replaced");
+            let tail = [
+                "classify_chat_error(stream)",
+                "classify_chat_error(late)",
+                "on_chat_error(stream)",
+                "on_chat_response(error)",
+                "on_session_end(error)",
+            ];
             assert_eq!(trace, expected(ERRED, &tail), "{failure:?} {policy:?}");
         }
     }
