@@ -127,3 +127,100 @@ impl ToolCall {
         }
     }
 }
+
+/// `messages` with every tool call paired with exactly one result, pairing within a step: an
+/// assistant message's calls are answered by the tool results right after it, by id (ids are
+/// only unique within a step: providers reuse `call_0` in every reply). A call without a
+/// result is taken out of its assistant message (the message goes when nothing is left of
+/// it), and a result that answers no call of its step is left out. A valid history is
+/// returned unchanged.
+pub(crate) fn paired(messages: Vec<Message>) -> Vec<Message> {
+    if is_paired(&messages) {
+        return messages;
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    let mut messages = messages.into_iter().peekable();
+    while let Some(message) = messages.next() {
+        let Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+        } = message
+        else {
+            // A result outside any step's window answers nothing.
+            if !matches!(message, Message::Tool { .. }) {
+                out.push(message);
+            }
+            continue;
+        };
+        let mut results = Vec::new();
+        while let Some(Message::Tool { .. }) = messages.peek() {
+            results.extend(messages.next());
+        }
+        let mut kept_results = Vec::with_capacity(results.len());
+        let mut kept_calls = Vec::with_capacity(tool_calls.len());
+        for call in tool_calls {
+            let answer = results.iter().position(
+                |result| matches!(result, Message::Tool { call_id, .. } if *call_id == call.id),
+            );
+            if let Some(at) = answer {
+                kept_results.push(results.remove(at));
+                kept_calls.push(call);
+            }
+        }
+        if !(content.is_empty() && kept_calls.is_empty() && provider_blocks.is_empty()) {
+            out.push(Message::Assistant {
+                content,
+                reasoning,
+                tool_calls: kept_calls,
+                reasoning_signature,
+                provider_blocks,
+            });
+        }
+        out.extend(kept_results);
+    }
+    out
+}
+
+/// Whether every call has exactly one result in its step's window and every result answers one.
+fn is_paired(messages: &[Message]) -> bool {
+    let mut at = 0;
+    while at < messages.len() {
+        match &messages[at] {
+            Message::Assistant { tool_calls, .. } => {
+                let start = at + 1;
+                let mut end = start;
+                while matches!(messages.get(end), Some(Message::Tool { .. })) {
+                    end += 1;
+                }
+                if !answers_each_once(tool_calls, &messages[start..end]) {
+                    return false;
+                }
+                at = end;
+            }
+            Message::Tool { .. } => return false,
+            _ => at += 1,
+        }
+    }
+    true
+}
+
+/// Whether `results` answer `calls` one to one, by id.
+fn answers_each_once(calls: &[ToolCall], results: &[Message]) -> bool {
+    if calls.len() != results.len() {
+        return false;
+    }
+    let mut open: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+    results.iter().all(|result| match result {
+        Message::Tool { call_id, .. } => match open.iter().position(|id| id == call_id) {
+            Some(at) => {
+                open.swap_remove(at);
+                true
+            }
+            None => false,
+        },
+        _ => false,
+    })
+}

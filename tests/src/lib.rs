@@ -676,3 +676,53 @@ impl TracedStore {
         })
     }
 }
+
+/// Panics unless every tool call in `messages` has exactly one result among the tool messages
+/// right after its assistant message (ids pair within a step only) and every result answers a
+/// call: what a provider requires of a request.
+pub fn assert_paired(messages: &[agent_core::Message]) {
+    use agent_core::Message;
+    let mut at = 0;
+    while at < messages.len() {
+        match &messages[at] {
+            Message::Assistant { tool_calls, .. } => {
+                let mut open: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+                at += 1;
+                while let Some(Message::Tool { call_id, .. }) = messages.get(at) {
+                    let Some(position) = open.iter().position(|id| id == call_id) else {
+                        panic!(
+                            "result {call_id} at {at} answers no call of its step: {messages:#?}"
+                        );
+                    };
+                    open.swap_remove(position);
+                    at += 1;
+                }
+                assert!(
+                    open.is_empty(),
+                    "calls {open:?} have no result: {messages:#?}"
+                );
+            }
+            Message::Tool { call_id, .. } => {
+                panic!("result {call_id} at {at} follows no assistant message: {messages:#?}")
+            }
+            _ => at += 1,
+        }
+    }
+}
+
+/// Panics unless the stored session is whole: no pending row, and its history (completed,
+/// not silent) pairs every call with one result.
+pub fn assert_whole(rows: &[agent_core::StoredMessage]) {
+    let pending: Vec<i64> = rows
+        .iter()
+        .filter(|row| row.status == agent_core::MessageStatus::Pending)
+        .map(|row| row.id)
+        .collect();
+    assert!(pending.is_empty(), "pending rows {pending:?}: {rows:#?}");
+    let history: Vec<agent_core::Message> = rows
+        .iter()
+        .filter(|row| row.status == agent_core::MessageStatus::Completed && !row.silent)
+        .map(|row| row.message.clone())
+        .collect();
+    assert_paired(&history);
+}

@@ -189,9 +189,9 @@ pub(crate) async fn tool_result(
     Ok(ctx.message)
 }
 
-/// The assistant message without the dropped tool calls, and whether nothing the model should
+/// The assistant message without the dropped tool calls (by position in its calls), and whether nothing the model should
 /// see is left of it (no text and no calls: the row is then marked silent).
-fn without_calls(message: &Message, dropped: &HashSet<String>) -> (Message, bool) {
+fn without_calls(message: &Message, dropped: &HashSet<usize>) -> (Message, bool) {
     match message {
         Message::Assistant {
             content,
@@ -202,8 +202,9 @@ fn without_calls(message: &Message, dropped: &HashSet<String>) -> (Message, bool
         } => {
             let kept: Vec<_> = tool_calls
                 .iter()
-                .filter(|call| !dropped.contains(&call.id))
-                .cloned()
+                .enumerate()
+                .filter(|(position, _)| !dropped.contains(position))
+                .map(|(_, call)| call.clone())
                 .collect();
             let empty = content.is_empty() && kept.is_empty() && provider_blocks.is_empty();
             let message = Message::Assistant {
@@ -238,7 +239,7 @@ impl Turn<'_> {
         &mut self,
         row: i64,
         at: (usize, usize),
-        dropped: &HashSet<String>,
+        dropped: &HashSet<usize>,
         messages: &mut Vec<Message>,
     ) -> Result<(), End> {
         let Some(assistant) = messages.get(at.1) else {

@@ -37,12 +37,13 @@ impl Turn<'_> {
             }
             return Err(End::Aborted);
         };
+        // By position: ids are not unique (a model may send one id twice in a step).
         let mut dropped = HashSet::new();
-        for result in results {
+        for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
             done.failed_hook = done.failed_hook.or(result.error);
             if result.dropped {
-                dropped.insert(record.call_id);
+                dropped.insert(position);
                 continue;
             }
             let message =

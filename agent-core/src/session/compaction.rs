@@ -2,8 +2,6 @@
 //! summary row while the replaced rows turn silent. A cut never separates a tool call from its
 //! result.
 
-use std::collections::HashSet;
-
 use super::config::SessionConfig;
 use crate::message::Message;
 use crate::store::{MessageStatus, NewMessage, SessionStore, StoreError};
@@ -12,28 +10,10 @@ use crate::util::{catch_panic, catch_unwind};
 /// The text the summary message starts with.
 pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation:";
 
-/// Whether cutting `messages` before index `cut` keeps every tool call with its result: no call
-/// before the cut is answered after it, and no result before the cut answers a call after it.
+/// Whether cutting `messages` before index `cut` keeps every tool call with its result: a
+/// step's results follow its assistant message, so the cut must not fall before a result.
 pub fn is_boundary(messages: &[Message], cut: usize) -> bool {
-    let (before, after) = messages.split_at(cut.min(messages.len()));
-    let calls = |part: &[Message]| -> HashSet<String> {
-        part.iter()
-            .flat_map(|message| match message {
-                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
-                _ => &[],
-            })
-            .map(|call| call.id.clone())
-            .collect()
-    };
-    let results = |part: &[Message]| -> HashSet<String> {
-        part.iter()
-            .filter_map(|message| match message {
-                Message::Tool { call_id, .. } => Some(call_id.clone()),
-                _ => None,
-            })
-            .collect()
-    };
-    calls(before).is_disjoint(&results(after)) && results(before).is_disjoint(&calls(after))
+    !matches!(messages.get(cut), Some(Message::Tool { .. }))
 }
 
 /// Where to cut `messages` so that about `keep_recent` of the newest are kept: the nearest

@@ -229,11 +229,15 @@ pub trait SessionStore: Send + Sync {
 
 /// The messages a model reads from stored rows: completed ones, not silent. Failed and pending
 /// assistant rows stay in the store (a person may want to see them) but not in the history.
+/// Calls are paired with their results within each step ([`crate::message::paired`]), so what
+/// the model reads is valid even where the stored rows are not.
 pub(crate) fn history(rows: &[StoredMessage]) -> Vec<Message> {
-    rows.iter()
-        .filter(|row| row.status == MessageStatus::Completed && !row.silent)
-        .map(|row| row.message.clone())
-        .collect()
+    crate::message::paired(
+        rows.iter()
+            .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+            .map(|row| row.message.clone())
+            .collect(),
+    )
 }
 
 /// What a session needs after a turn was cut off without ending (the process was killed): its
@@ -255,22 +259,50 @@ pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
         .filter(|row| row.status == MessageStatus::Pending)
         .map(|row| row.id)
         .collect();
-    let answered: std::collections::HashSet<&str> = rows
+    Repairs {
+        stale,
+        unanswered: unanswered(rows),
+    }
+}
+
+/// An error result for each call of the last step that has none. Calls pair with the results
+/// stored right after their assistant row (ids are only unique within a step); only the
+/// session's last step can be cut off, and its results are appended where they belong. An
+/// older unanswered call cannot be answered in place: [`history`] leaves it out instead.
+fn unanswered(rows: &[StoredMessage]) -> Vec<Message> {
+    let Some(last) = rows.iter().rposition(|row| {
+        row.status == MessageStatus::Completed && matches!(row.message, Message::Assistant { .. })
+    }) else {
+        return Vec::new();
+    };
+    let Message::Assistant { tool_calls, .. } = &rows[last].message else {
+        return Vec::new();
+    };
+    // Failed and pending rows (a reply cut off after the results) are not in the history.
+    let window = rows[last + 1..]
         .iter()
+        .filter(|row| row.status == MessageStatus::Completed);
+    if !window
+        .clone()
+        .all(|row| matches!(row.message, Message::Tool { .. }))
+    {
+        return Vec::new();
+    }
+    let mut answered: Vec<&str> = window
         .filter_map(|row| match &row.message {
             Message::Tool { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
-    let unanswered = rows
+    tool_calls
         .iter()
-        .filter(|row| row.status == MessageStatus::Completed)
-        .filter_map(|row| match &row.message {
-            Message::Assistant { tool_calls, .. } => Some(tool_calls),
-            _ => None,
+        .filter(|call| match answered.iter().position(|id| *id == call.id) {
+            Some(at) => {
+                answered.swap_remove(at);
+                false
+            }
+            None => true,
         })
-        .flatten()
-        .filter(|call| !answered.contains(call.id.as_str()))
         .map(|call| Message::Tool {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -280,8 +312,7 @@ pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
             ),
             is_error: true,
         })
-        .collect();
-    Repairs { stale, unanswered }
+        .collect()
 }
 
 /// Microseconds since the Unix epoch.

@@ -2,6 +2,7 @@
 //! engine traces, decisions, failures and persistence, the macros, the stores, sessions and spans.
 
 mod durability;
+mod engine_call_ids;
 mod engine_config;
 mod engine_continue;
 mod engine_decisions;
