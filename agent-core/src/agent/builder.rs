@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -51,6 +52,7 @@ pub struct AgentBuilder {
     model: Option<Arc<dyn Model>>,
     max_steps: usize,
     tool_concurrency: usize,
+    tool_timeout: Option<Duration>,
     overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
@@ -83,6 +85,7 @@ impl AgentBuilder {
             model: None,
             max_steps: 10,
             tool_concurrency: 8,
+            tool_timeout: None,
             overlap: TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
@@ -122,6 +125,14 @@ impl AgentBuilder {
     /// The step limit of a turn (default 10, at least 1).
     pub fn max_steps(mut self, max_steps: usize) -> Self {
         self.max_steps = max_steps;
+        self
+    }
+
+    /// Stops any tool call that runs longer than `limit` (its future is dropped) and gives the
+    /// model a timeout error result, unless the tool has its own timeout (`Tool::TIMEOUT`,
+    /// `#[tool(timeout_ms = N)]`, `FnTool::with_timeout`). Default: no limit.
+    pub fn tool_timeout(mut self, limit: Duration) -> Self {
+        self.tool_timeout = Some(limit);
         self
     }
 
@@ -260,6 +271,7 @@ impl AgentBuilder {
             model,
             max_steps,
             tool_concurrency,
+            tool_timeout,
             overlap,
             settings,
             provider_options,
@@ -303,7 +315,9 @@ impl AgentBuilder {
         let after_hooks: Vec<_> = after.into_iter().map(|(_, hook)| hook).collect();
         let slots: Vec<ToolSlot> = tools
             .into_iter()
-            .map(|(tool, dynamic)| ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks))
+            .map(|(tool, dynamic)| {
+                ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks, tool_timeout)
+            })
             .collect();
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
         Ok(Agent {
@@ -314,6 +328,7 @@ impl AgentBuilder {
                 model,
                 max_steps,
                 tool_concurrency,
+                tool_timeout,
                 overlap,
                 settings,
                 provider_options,

@@ -34,7 +34,15 @@ impl<'a> TurnPlan<'a> {
         let extra = config
             .tools
             .into_iter()
-            .map(|tool| ToolSlot::resolve(tool, true, &agent.before_hooks, &agent.after_hooks))
+            .map(|tool| {
+                ToolSlot::resolve(
+                    tool,
+                    true,
+                    &agent.before_hooks,
+                    &agent.after_hooks,
+                    agent.tool_timeout,
+                )
+            })
             .collect();
         let mut provider_options = agent.provider_options.clone();
         provider_options.extend(config.provider_options.unwrap_or_default());

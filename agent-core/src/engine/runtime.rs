@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, Weak};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
@@ -24,6 +25,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) max_steps: usize,
     pub(crate) tool_concurrency: usize,
+    /// The timeout of tools that set none.
+    pub(crate) tool_timeout: Option<Duration>,
     pub(crate) overlap: TurnOverlap,
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,
@@ -49,6 +52,8 @@ pub(crate) struct ToolSlot {
     pub(crate) dynamic: bool,
     pub(crate) before: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after: Vec<Arc<dyn AfterHook>>,
+    /// The tool's own timeout, else the agent's.
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl ToolSlot {
@@ -62,6 +67,7 @@ impl ToolSlot {
         dynamic: bool,
         before: &[Arc<dyn BeforeHook>],
         after: &[Arc<dyn AfterHook>],
+        default_timeout: Option<Duration>,
     ) -> ToolSlot {
         let name = tool.spec().name.as_str();
         let before = before
@@ -75,6 +81,7 @@ impl ToolSlot {
             .cloned()
             .collect();
         ToolSlot {
+            timeout: tool.timeout().or(default_timeout),
             tool,
             dynamic,
             before,

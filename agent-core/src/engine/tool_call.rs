@@ -3,7 +3,7 @@
 //! after_tool_call, and the text the model reads.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing::Instrument;
 
@@ -184,18 +184,29 @@ async fn invoke(
     } else {
         (state.effective_input.clone(), Some(state))
     };
-    let started = Instant::now();
+    // tokio's clock: the same as the system's, except in tests that pause time.
+    let started = tokio::time::Instant::now();
     // The tool is called inside the guarded future: a `DynTool` may panic while making its
     // future (an `FnTool` closure), not only while it runs.
     let tool = &slot.tool;
-    let result = catch_unwind(Box::pin(async move { tool.call(args, ctx).await })).await;
+    let run = catch_unwind(Box::pin(async move { tool.call(args, ctx).await }));
+    let result = match slot.timeout {
+        // On expiry the tool's future is dropped, which stops it.
+        Some(limit) => tokio::time::timeout(limit, run).await.ok(),
+        None => Some(run.await),
+    };
     let duration = started.elapsed();
     let outcome = match result {
-        Ok(Ok(output)) => ToolOutcome::Executed(output),
-        Ok(Err(error)) => ToolOutcome::Failed(error),
-        Err(panic) => ToolOutcome::Failed(ToolError::new(format!(
+        Some(Ok(Ok(output))) => ToolOutcome::Executed(output),
+        Some(Ok(Err(error))) => ToolOutcome::Failed(error),
+        Some(Err(panic)) => ToolOutcome::Failed(ToolError::new(format!(
             "tool `{}` panicked: {panic}",
             call.name
+        ))),
+        None => ToolOutcome::Failed(ToolError::new(format!(
+            "tool `{}` timed out after {:?} and was stopped",
+            call.name,
+            slot.timeout.unwrap_or_default()
         ))),
     };
     (outcome, duration, state)

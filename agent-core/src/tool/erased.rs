@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -130,6 +131,11 @@ pub trait DynTool: Send + Sync + 'static {
     /// Validates JSON arguments (an untyped hook's modified input) against the arguments type.
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError>;
 
+    /// How long a call may run (see [`Tool::TIMEOUT`]); `None` takes the agent's default.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
     /// Runs the tool with arguments produced by [`parse_args`](Self::parse_args).
     fn call(
         &self,
@@ -214,6 +220,10 @@ impl<T: Tool> DynTool for TypedTool<T> {
         Ok(AnyValue::new(args))
     }
 
+    fn timeout(&self) -> Option<Duration> {
+        T::TIMEOUT
+    }
+
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         let args: T::Args =
             serde_path_to_error::deserialize(value).map_err(|e| args_error(T::NAME, e))?;
@@ -256,6 +266,7 @@ type FnToolBody =
 pub struct FnTool {
     spec: Arc<ToolSpec>,
     body: Box<FnToolBody>,
+    timeout: Option<Duration>,
 }
 
 impl FnTool {
@@ -278,7 +289,14 @@ impl FnTool {
         FnTool {
             spec: Arc::new(spec),
             body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
+            timeout: None,
         }
+    }
+
+    /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]).
+    pub fn with_timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
     }
 }
 
@@ -287,6 +305,10 @@ use std::future::Future;
 impl DynTool for FnTool {
     fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {

@@ -8,6 +8,7 @@ mod spec;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -36,6 +37,10 @@ pub trait Tool: Send + Sync + 'static {
     type Args: DeserializeOwned + Serialize + Clone + Send + Sync + 'static;
     /// The output, serialized for the model.
     type Output: Serialize + Send + Sync + 'static;
+    /// How long a call may run before it is stopped (its future dropped) and the model reads
+    /// a timeout error (`#[tool(timeout_ms = N)]`); `None` takes the agent's default
+    /// ([`AgentBuilder::tool_timeout`](crate::AgentBuilder::tool_timeout)).
+    const TIMEOUT: Option<Duration> = None;
 
     /// JSON Schema 2020-12 of [`Self::Args`], built once.
     fn schema() -> &'static Value;

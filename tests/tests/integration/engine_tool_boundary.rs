@@ -209,3 +209,114 @@ async fn an_error_result_quotes_a_few_kb_of_a_huge_argument_and_says_how_long_it
         );
     }
 }
+
+/// Sets its flag when dropped: shows a tool's future was dropped, not left running.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A tool that never returns, noting when its future is dropped.
+fn hanging(dropped: &Arc<std::sync::atomic::AtomicBool>) -> FnTool {
+    let dropped = dropped.clone();
+    FnTool::new(
+        "hang",
+        "Never returns.",
+        json!({"type": "object"}),
+        move |_, _| {
+            let flag = DropFlag(dropped.clone());
+            async move {
+                let _flag = flag;
+                std::future::pending::<()>().await;
+                Ok(Value::Null)
+            }
+        },
+    )
+}
+
+/// Time is paused: the runtime jumps to each timer, so a 30 s limit is checked at its real
+/// value, exactly, without the test waiting 30 s.
+#[tokio::test(start_paused = true)]
+async fn a_tool_past_its_timeout_is_stopped_and_the_model_reads_why() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    for (own, agent_wide, expected) in [
+        (None, Some(30), 30),
+        (Some(2), Some(30), 2),
+        (Some(45), None, 45),
+    ] {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let mut tool = hanging(&dropped);
+        if let Some(secs) = own {
+            tool = tool.with_timeout(Duration::from_secs(secs));
+        }
+        let model = one_call("hang", "{}");
+        let mut builder = AgentBuilder::new("t").model(model.clone()).dyn_tool(tool);
+        if let Some(secs) = agent_wide {
+            builder = builder.tool_timeout(Duration::from_secs(secs));
+        }
+        let result = builder.build().unwrap().run("go").await;
+        assert_done(&result);
+        assert_eq!(
+            result_read(&model),
+            (
+                format!("tool `hang` timed out after {expected}s and was stopped"),
+                true
+            )
+        );
+        let record = &result.steps[0].tool_results[0];
+        assert_eq!(record.outcome, agent_core::ToolOutcomeKind::Failed);
+        assert_eq!(
+            record.duration.as_secs(),
+            expected,
+            "{own:?} {agent_wide:?}"
+        );
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the tool's future was dropped"
+        );
+    }
+}
+
+/// A typed tool's own limit (`Tool::TIMEOUT`).
+struct Slow;
+
+impl agent_core::Tool for Slow {
+    const NAME: &'static str = "slow";
+    const DESCRIPTION: &'static str = "Takes an hour.";
+    const TIMEOUT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(5));
+    type Args = Value;
+    type Output = String;
+
+    fn schema() -> &'static Value {
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(|| json!({"type": "object"}))
+    }
+
+    async fn call(&self, _: Value, _: ToolContext) -> Result<String, ToolError> {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        Ok("late".to_owned())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_typed_tool_takes_its_own_timeout() {
+    let model = one_call("slow", "{}");
+    let agent = AgentBuilder::new("t")
+        .model(model.clone())
+        .tool(Slow)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_done(&result);
+    assert_eq!(
+        result_read(&model),
+        (
+            "tool `slow` timed out after 5s and was stopped".to_owned(),
+            true
+        )
+    );
+}
