@@ -41,7 +41,7 @@ impl Conversation {
         match writer.insert(row).await {
             Ok(stored) => Ok(stored),
             Err(WriteError::Store(error)) => Err(error),
-            Err(WriteError::Hook(error)) => Err(StoreError::new(
+            Err(WriteError::Hook(error) | WriteError::After(error, _)) => Err(StoreError::new(
                 StoreErrorKind::Hook,
                 format!("inject_message: {error}"),
             )),

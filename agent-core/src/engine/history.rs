@@ -98,12 +98,13 @@ pub(crate) struct Reply {
 /// post_process_message: the reply to store; its text and tool calls become the step's. A
 /// replacement that is not an assistant message is refused (logged) and the chain keeps the
 /// last good one.
+/// A fail-closed hook that fails returns its error with the last good reply.
 pub(crate) async fn post_process(
     hooks: &TurnHooks,
     request_id: &Arc<str>,
     step: usize,
     reply: Reply,
-) -> Result<Reply, TurnError> {
+) -> Result<Reply, (TurnError, Reply)> {
     if hooks.post_process_message.is_empty() {
         return Ok(reply);
     }
@@ -112,7 +113,7 @@ pub(crate) async fn post_process(
         step,
         message: reply.message,
     };
-    chain(&hooks.post_process_message, &mut ctx, |ctx, out| {
+    let chained = chain(&hooks.post_process_message, &mut ctx, |ctx, out| {
         match out {
             Some(message @ Message::Assistant { .. }) => ctx.message = message,
             Some(_) => tracing::warn!(
@@ -123,7 +124,7 @@ pub(crate) async fn post_process(
         }
         true
     })
-    .await?;
+    .await;
     let (text, tool_calls) = match &ctx.message {
         Message::Assistant {
             content,
@@ -132,11 +133,15 @@ pub(crate) async fn post_process(
         } => (content.clone(), tool_calls.clone()),
         _ => (reply.text, reply.tool_calls),
     };
-    Ok(Reply {
+    let reply = Reply {
         message: ctx.message,
         text,
         tool_calls,
-    })
+    };
+    match chained {
+        Ok(()) => Ok(reply),
+        Err(error) => Err((error, reply)),
+    }
 }
 
 /// before_store_tool_result: the tool message to store for `record`, which is updated to what
@@ -251,7 +256,13 @@ impl Turn<'_> {
             silent: silent.then_some(true),
             ..MessageUpdate::default()
         };
-        self.update(row, update).await?;
+        let (written, flow) = self.update_tracked(row, update).await;
+        if written {
+            for &position in dropped {
+                self.open.answered(position);
+            }
+        }
+        flow?;
         let added = &mut self.outcome.added;
         if silent {
             messages.remove(at.1);

@@ -29,6 +29,7 @@ pub(crate) mod persist;
 mod plan;
 mod request;
 pub(crate) mod runtime;
+mod settle;
 mod state;
 mod step;
 mod tool_call;

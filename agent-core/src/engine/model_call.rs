@@ -51,7 +51,12 @@ impl Turn<'_> {
             request_sent_at: Some(store::now_micros()),
             silent: false,
         };
-        let row = self.insert(pending).await?;
+        let (row, flow) = self.insert_tracked(pending).await;
+        if let Some(row) = row {
+            self.open.pending(row);
+        }
+        flow?;
+        let row = row.unwrap_or_default();
         let started = std::time::Instant::now();
         let stream = catch_panic(|| model.stream(start.request)).map_err(|message| {
             TurnError::new(
@@ -96,7 +101,16 @@ impl Turn<'_> {
                 return Err(self.broken(row, partial, error).await);
             }
         };
-        llm_end.map_err(End::turn)?;
+        if let Err(error) = llm_end {
+            self.open.partial(&Message::Assistant {
+                content: text,
+                reasoning: streamed.reasoning,
+                tool_calls: Vec::new(),
+                reasoning_signature: streamed.reasoning_signature,
+                provider_blocks: Vec::new(),
+            });
+            return Err(End::turn(error));
+        }
         span.record("gen_ai.response.finish_reasons", finish_reason.as_str());
         Ok(Answer {
             row,
@@ -124,6 +138,8 @@ impl Turn<'_> {
             reasoning_signature: partial.reasoning_signature,
             provider_blocks: Vec::new(),
         };
+        // Should this write fail, the turn's settling stores the partial reply instead.
+        self.open.partial(&partial);
         let settled = if produced {
             let failed = MessageUpdate {
                 message: Some(partial.clone()),
@@ -131,13 +147,18 @@ impl Turn<'_> {
                 response_completed_at: Some(store::now_micros()),
                 silent: None,
             };
-            self.update(row, failed).await
+            let (written, flow) = self.update_tracked(row, failed).await;
+            if written {
+                self.open.reply_settled(&[]);
+            }
+            flow
         } else {
             self.discard(row).await
         };
         if let Err(end) = settled {
             return end;
         }
+        self.open.reply_settled(&[]);
         if produced {
             self.outcome.added.push(partial);
         }

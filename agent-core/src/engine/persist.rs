@@ -9,12 +9,24 @@ use crate::hooks::{CreateMessageContext, MessageCreatedContext, TurnError, Updat
 use crate::hooks::{chain, observe};
 use crate::store::{MessageUpdate, NewMessage, StoreError, StoredMessage};
 
-/// Why a write did not happen (or a fail-closed after-hook failed once it had).
+/// Why a write did not happen, or failed once it had.
 pub(crate) enum WriteError {
     /// The store failed.
     Store(StoreError),
-    /// A hook whose `on_error` says fail closed failed.
+    /// A before-hook whose `on_error` says fail closed failed: nothing was written.
     Hook(TurnError),
+    /// The row (this id) was written, then a fail-closed after-hook failed.
+    After(TurnError, i64),
+}
+
+/// How a write treats a fail-closed message hook that fails.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strictness {
+    /// As its policy says: the write stops (before-hooks) or reports it (after-hooks).
+    Policy,
+    /// As a fail-open one: logged, the write goes on with the last good value. For the rows
+    /// that settle a turn that already ended, which must be written whatever a hook does.
+    Lenient,
 }
 
 /// Writes rows of one session through the agent's store and its message hooks.
@@ -28,6 +40,15 @@ pub(crate) struct Writer<'a> {
 impl Writer<'_> {
     /// before_create_message, the insert, after_create_message.
     pub(crate) async fn insert(&self, row: NewMessage) -> Result<StoredMessage, WriteError> {
+        self.insert_as(row, Strictness::Policy).await
+    }
+
+    /// [`insert`](Self::insert) with the given strictness.
+    pub(crate) async fn insert_as(
+        &self,
+        row: NewMessage,
+        strictness: Strictness,
+    ) -> Result<StoredMessage, WriteError> {
         let hooks = &self.agent.hooks;
         let row = if hooks.before_create_message.is_empty() {
             row
@@ -37,14 +58,16 @@ impl Writer<'_> {
                 request_id: self.request_id.cloned(),
                 row,
             };
-            chain(&hooks.before_create_message, &mut ctx, |ctx, out| {
+            let chained = chain(&hooks.before_create_message, &mut ctx, |ctx, out| {
                 if let Some(row) = out {
                     ctx.row = row;
                 }
                 true
             })
-            .await
-            .map_err(WriteError::Hook)?;
+            .await;
+            if strictness == Strictness::Policy {
+                chained.map_err(WriteError::Hook)?;
+            }
             ctx.row
         };
         let stored = self
@@ -61,14 +84,27 @@ impl Writer<'_> {
             request_id: self.request_id.cloned(),
             row: stored,
         };
-        observe(&hooks.after_create_message, &ctx)
-            .await
-            .map_err(WriteError::Hook)?;
-        Ok(ctx.row)
+        let observed = observe(&hooks.after_create_message, &ctx).await;
+        match observed {
+            Err(error) if strictness == Strictness::Policy => {
+                Err(WriteError::After(error, ctx.row.id))
+            }
+            _ => Ok(ctx.row),
+        }
     }
 
     /// before_update_message, the update, after_update_message.
     pub(crate) async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), WriteError> {
+        self.update_as(id, update, Strictness::Policy).await
+    }
+
+    /// [`update`](Self::update) with the given strictness.
+    pub(crate) async fn update_as(
+        &self,
+        id: i64,
+        update: MessageUpdate,
+        strictness: Strictness,
+    ) -> Result<(), WriteError> {
         let hooks = &self.agent.hooks;
         if hooks.before_update_message.is_empty() && hooks.after_update_message.is_empty() {
             return self
@@ -84,21 +120,24 @@ impl Writer<'_> {
             id,
             update,
         };
-        chain(&hooks.before_update_message, &mut ctx, |ctx, out| {
+        let chained = chain(&hooks.before_update_message, &mut ctx, |ctx, out| {
             if let Some(update) = out {
                 ctx.update = update;
             }
             true
         })
-        .await
-        .map_err(WriteError::Hook)?;
+        .await;
+        if strictness == Strictness::Policy {
+            chained.map_err(WriteError::Hook)?;
+        }
         self.agent
             .store
             .update(self.session, id, ctx.update.clone())
             .await
             .map_err(WriteError::Store)?;
-        observe(&hooks.after_update_message, &ctx)
-            .await
-            .map_err(WriteError::Hook)
+        match observe(&hooks.after_update_message, &ctx).await {
+            Err(error) if strictness == Strictness::Policy => Err(WriteError::After(error, id)),
+            _ => Ok(()),
+        }
     }
 }

@@ -8,6 +8,7 @@ use tokio::sync::{Mutex, mpsc};
 use super::events::TurnEvent;
 use super::persist::{WriteError, Writer};
 use super::runtime::AgentRuntime;
+use super::settle::OpenRows;
 use crate::cancel::CancelToken;
 use crate::hooks::{
     ChatErrorClassification, ErrorStage, StepRecord, StopReason, TurnError, TurnErrorKind,
@@ -27,6 +28,8 @@ pub(super) struct Turn<'a> {
     pub(super) cancel: CancelToken,
     pub(super) sink: Option<mpsc::Sender<TurnEvent>>,
     pub(super) outcome: Outcome,
+    /// What the running step has written but not finished (`settle.rs`).
+    pub(super) open: OpenRows,
     /// What the turn tracks of its session (`compact.rs`).
     pub(super) session: SessionTurn,
     /// The turn's `invoke_agent` span, to record usage on when the turn ends.
@@ -98,6 +101,25 @@ impl Turn<'_> {
         }
     }
 
+    /// Stores a row; when the turn must end, also says whether the row was written (a
+    /// fail-closed after_create_message hook fails after the insert).
+    pub(super) async fn insert_tracked(&self, row: NewMessage) -> (Option<i64>, Flow) {
+        match self.writer().insert(row).await {
+            Ok(stored) => (Some(stored.id), Ok(())),
+            Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
+            Err(error) => (None, Err(write_failed(error))),
+        }
+    }
+
+    /// Updates a row; when the turn must end, also says whether the update was written.
+    pub(super) async fn update_tracked(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
+        match self.writer().update(id, update).await {
+            Ok(()) => (true, Ok(())),
+            Err(WriteError::After(error, _)) => (true, Err(End::turn(error))),
+            Err(error) => (false, Err(write_failed(error))),
+        }
+    }
+
     /// Writes this session's rows through the message hooks (`persist.rs`).
     pub(super) fn writer(&self) -> Writer<'_> {
         Writer {
@@ -135,7 +157,9 @@ impl Turn<'_> {
 pub(super) fn write_failed(error: WriteError) -> End {
     match error {
         WriteError::Store(error) => End::Failed(store_error(error), ErrorStage::Persist),
-        WriteError::Hook(error) => End::Failed(error, ErrorStage::Turn),
+        WriteError::Hook(error) | WriteError::After(error, _) => {
+            End::Failed(error, ErrorStage::Turn)
+        }
     }
 }
 

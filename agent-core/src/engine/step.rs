@@ -132,9 +132,14 @@ impl Turn<'_> {
             text: answer.text,
             tool_calls: answer.tool_calls,
         };
-        let reply = history::post_process(&self.agent.hooks, &self.request_id, step, reply)
-            .await
-            .map_err(End::turn)?;
+        let reply =
+            match history::post_process(&self.agent.hooks, &self.request_id, step, reply).await {
+                Ok(reply) => reply,
+                Err((error, reply)) => {
+                    self.open.partial(&reply.message);
+                    return Err(End::turn(error));
+                }
+            };
         self.outcome.text = reply.text.clone();
         let at = (self.outcome.added.len(), plan.messages.len());
         self.settle_reply(answer.row, reply.message, plan).await?;
@@ -163,15 +168,22 @@ impl Turn<'_> {
         let empty = matches!(&assistant, Message::Assistant { content, tool_calls, provider_blocks, .. }
             if content.is_empty() && tool_calls.is_empty() && provider_blocks.is_empty());
         if empty {
-            return self.discard(row).await;
+            self.discard(row).await?;
+            self.open.reply_settled(&[]);
+            return Ok(());
         }
+        self.open.partial(&assistant);
         let completed = MessageUpdate {
             message: Some(assistant.clone()),
             status: Some(MessageStatus::Completed),
             response_completed_at: Some(store::now_micros()),
             silent: None,
         };
-        self.update(row, completed).await?;
+        let (written, flow) = self.update_tracked(row, completed).await;
+        if written && let Message::Assistant { tool_calls, .. } = &assistant {
+            self.open.reply_settled(tool_calls);
+        }
+        flow?;
         self.outcome.added.push(assistant.clone());
         plan.messages.push(assistant);
         Ok(())

@@ -12,7 +12,8 @@ use super::state::{End, Flow, Turn};
 use super::step::{CallsDone, Reply};
 use super::tool_call::{CallResult, execute};
 use crate::hooks::Chunk;
-use crate::message::{Message, ToolCall};
+use crate::message::ToolCall;
+use crate::store::NewMessage;
 use crate::util::{BoxFuture, join_ordered};
 
 impl Turn<'_> {
@@ -31,10 +32,8 @@ impl Turn<'_> {
         if reply.tool_calls.is_empty() {
             return Ok(done);
         }
+        // Cancelled: the turn's settling answers every call (`settle.rs`).
         let Some(results) = self.execute_all(plan, step, &reply.tool_calls).await else {
-            for call in &reply.tool_calls {
-                self.add(aborted(call)).await?;
-            }
             return Err(End::Aborted);
         };
         // By position: ids are not unique (a model may send one id twice in a step).
@@ -61,7 +60,14 @@ impl Turn<'_> {
                 stream.chunk(chunk).await.map_err(End::turn)?;
             }
             // Each result is stored as it is appended, in the model's call order.
-            self.add(message.clone()).await?;
+            let (written, flow) = self
+                .insert_tracked(NewMessage::completed(message.clone()))
+                .await;
+            if written.is_some() {
+                self.open.answered(position);
+                self.outcome.added.push(message.clone());
+            }
+            flow?;
             plan.messages.push(message);
             done.results.push(record);
         }
@@ -108,15 +114,5 @@ impl Turn<'_> {
             () = self.cancel.cancelled() => None,
             results = joined => Some(results),
         }
-    }
-}
-
-/// The result a call gets when the turn was aborted while it ran.
-fn aborted(call: &ToolCall) -> Message {
-    Message::Tool {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: format!("tool `{}` did not finish: the turn was aborted", call.name),
-        is_error: true,
     }
 }

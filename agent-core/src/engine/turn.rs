@@ -60,6 +60,7 @@ pub(crate) async fn run_turn(
         cancel: request.cancel.clone(),
         sink,
         outcome: Outcome::default(),
+        open: Default::default(),
         session: SessionTurn::default(),
         span: span.clone(),
     };
@@ -88,6 +89,7 @@ impl Turn<'_> {
                 ErrorStage::Turn,
             ),
         };
+        let end = self.settle(end).await;
         self.finish(end, guard).await
     }
 
@@ -174,7 +176,12 @@ impl Turn<'_> {
         // anything reads them.
         let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
         for message in request.messages.into_iter().chain(input) {
-            if let Err(end) = self.insert(NewMessage::completed(message.clone())).await {
+            let (written, flow) = self
+                .insert_tracked(NewMessage::completed(message.clone()))
+                .await;
+            // on_chat_error reads what is stored, even when an after-hook then failed.
+            self.outcome.user_persisted |= written.is_some();
+            if let Err(end) = flow {
                 return end;
             }
             messages.push(message);

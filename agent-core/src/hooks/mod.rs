@@ -463,19 +463,19 @@ pub mod event {
         PostProcessMessage = "post_process_message" / post_process_message, PostProcessContext => Option<Message>, FailOpen;
         /// Before every stored insert: may change the row.
         ///
-        /// Fired by `Writer::insert` in `engine/persist.rs`.
+        /// Fired by `Writer::insert_as` in `engine/persist.rs`.
         BeforeCreateMessage = "before_create_message" / before_create_message, CreateMessageContext => Option<NewMessage>, FailOpen;
         /// After every stored insert, with the stored row.
         ///
-        /// Fired by `Writer::insert` in `engine/persist.rs`.
+        /// Fired by `Writer::insert_as` in `engine/persist.rs`.
         AfterCreateMessage = "after_create_message" / after_create_message, MessageCreatedContext => (), FailOpen;
         /// Before every stored update: may change the fields.
         ///
-        /// Fired by `Writer::update` in `engine/persist.rs`.
+        /// Fired by `Writer::update_as` in `engine/persist.rs`.
         BeforeUpdateMessage = "before_update_message" / before_update_message, UpdateMessageContext => Option<MessageUpdate>, FailOpen;
         /// After every stored update, with the fields applied.
         ///
-        /// Fired by `Writer::update` in `engine/persist.rs`.
+        /// Fired by `Writer::update_as` in `engine/persist.rs`.
         AfterUpdateMessage = "after_update_message" / after_update_message, UpdateMessageContext => (), FailOpen;
         /// After a tool call the model got a valid result from, before the result is stored:
         /// may replace the result or drop the call from history.

@@ -16,6 +16,7 @@ mod engine_model;
 mod engine_panics;
 mod engine_persistence;
 mod engine_post_outcome;
+mod engine_settled;
 mod engine_tool_boundary;
 mod engine_trace;
 mod hook_index;

@@ -1,0 +1,122 @@
+//! What a step leaves open while it runs (its reply's pending row, the calls of its stored
+//! reply that have no stored result yet) and the one exit path that settles it when the turn
+//! ends, however it ends: the pending row stored as failed with the text it had, every open
+//! call answered with an error result. The stored session is whole the moment the turn ends.
+
+use super::persist::{Strictness, WriteError};
+use super::state::{End, Turn, store_error};
+use crate::hooks::ErrorStage;
+use crate::message::{Message, ToolCall};
+use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
+
+/// What the running step has written but not finished.
+#[derive(Default)]
+pub(super) struct OpenRows {
+    /// The reply's row while it is pending, with what the reply holds so far.
+    pending: Option<(i64, Message)>,
+    /// Calls of the stored reply without a stored result, with their positions in it.
+    calls: Vec<(usize, ToolCall)>,
+}
+
+impl OpenRows {
+    /// The reply's row was inserted pending.
+    pub(super) fn pending(&mut self, row: i64) {
+        self.pending = Some((row, Message::assistant("")));
+    }
+
+    /// What the pending reply holds, stored with the row if the turn ends now (tool calls are
+    /// left out: they never ran).
+    pub(super) fn partial(&mut self, message: &Message) {
+        if let Some((_, held)) = &mut self.pending
+            && let Message::Assistant {
+                content,
+                reasoning,
+                reasoning_signature,
+                ..
+            } = message
+        {
+            *held = Message::Assistant {
+                content: content.clone(),
+                reasoning: reasoning.clone(),
+                tool_calls: Vec::new(),
+                reasoning_signature: reasoning_signature.clone(),
+                provider_blocks: Vec::new(),
+            };
+        }
+    }
+
+    /// The reply's row is settled (stored completed with these calls, failed, or deleted).
+    pub(super) fn reply_settled(&mut self, calls: &[ToolCall]) {
+        self.pending = None;
+        self.calls = calls.iter().cloned().enumerate().collect();
+    }
+
+    /// The call at `position` has its result stored, or was taken out of the reply.
+    pub(super) fn answered(&mut self, position: usize) {
+        self.calls.retain(|(at, _)| *at != position);
+    }
+}
+
+impl Turn<'_> {
+    /// Settles what the step left open, so the stored session is whole when the turn ends.
+    /// The writes go through the message hooks, which cannot stop them: a hook that fails
+    /// here is logged (the turn's error is already decided). A store that fails here fails a
+    /// turn that had completed; otherwise the turn's own end stands.
+    pub(super) async fn settle(&mut self, end: End) -> End {
+        let open = std::mem::take(&mut self.open);
+        let mut failed = None;
+        if let Some((row, message)) = open.pending {
+            let update = MessageUpdate {
+                message: Some(message.clone()),
+                status: Some(MessageStatus::Failed),
+                response_completed_at: Some(store::now_micros()),
+                silent: None,
+            };
+            match self
+                .writer()
+                .update_as(row, update, Strictness::Lenient)
+                .await
+            {
+                Ok(()) if !message.text().is_empty() => self.outcome.added.push(message),
+                Ok(()) => {}
+                Err(error) => failed = failed.or(Some(error)),
+            }
+        }
+        for (_, call) in open.calls {
+            let result = unanswered(&call, &end);
+            let row = NewMessage::completed(result.clone());
+            match self.writer().insert_as(row, Strictness::Lenient).await {
+                Ok(_) => self.outcome.added.push(result),
+                Err(error) => failed = failed.or(Some(error)),
+            }
+        }
+        match (failed, end) {
+            (Some(WriteError::Store(error)), End::Completed(_)) => {
+                End::Failed(store_error(error), ErrorStage::Persist)
+            }
+            (Some(_), end) => {
+                tracing::error!("a turn's rows could not be settled; the next turn repairs them");
+                end
+            }
+            (None, end) => end,
+        }
+    }
+}
+
+/// The error result of a call the turn ended without answering.
+fn unanswered(call: &ToolCall, end: &End) -> Message {
+    let why = match end {
+        End::Aborted => format!("tool `{}` did not finish: the turn was aborted", call.name),
+        End::Failed(error, _) => format!(
+            "tool `{}` has no result: the turn ended with an error: {}",
+            call.name, error.message
+        ),
+        End::Completed(_) => format!("tool `{}` has no result: the turn ended", call.name),
+    };
+    Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: why,
+        is_error: true,
+    }
+}
