@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
 
 use super::{Agent, TurnStream};
+use crate::cancel::CancelToken;
 use crate::engine::{SessionRef, TurnRequest, run_turn};
 use crate::hooks::TurnResult;
 use crate::message::Message;
@@ -117,14 +118,35 @@ impl Conversation {
         ))
     }
 
-    /// Runs one turn to its end.
+    /// Runs one turn to its end, on a spawned task (it needs a Tokio runtime).
+    ///
+    /// Dropping the returned future (a `tokio::time::timeout` around it, a server handler whose
+    /// client went away) cancels the turn, as its token would: the turn still ends on its
+    /// task, as `aborted`, with its rows settled and on_chat_response fired once. The token of
+    /// the request is left alone (the turn runs on a child of it).
     pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
-        run_turn(&self.agent.inner, self.session_ref(), request.into(), None).await
+        let mut request = request.into();
+        request.cancel = request.cancel.child();
+        let cancel = CancelOnDrop(Some(request.cancel.clone()));
+        let conversation = self.clone();
+        let task = tokio::spawn(async move {
+            let session = conversation.session_ref();
+            run_turn(&conversation.agent.inner, session, request, None).await
+        });
+        let joined = task.await;
+        cancel.disarm();
+        match joined {
+            Ok(result) => result,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // The runtime is shutting down and dropped the task.
+            Err(_) => TurnResult::shut_down(),
+        }
     }
 
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
-    /// needs a Tokio runtime) and keeps running if the stream is dropped; cancel it through the
-    /// request's token.
+    /// needs a Tokio runtime). Dropping the stream before `Finished` cancels the turn (it ends
+    /// as `aborted` on its task, rows settled, on_chat_response fired once), as the request's
+    /// token would.
     ///
     /// When a provider retries a step whose stream broke partway, the stream yields
     /// [`Chunk::Discarded`](crate::Chunk::Discarded) and then the retried attempt's chunks from the start of the step: a
@@ -134,11 +156,30 @@ impl Conversation {
     pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
         let conversation = self.clone();
-        let request = request.into();
+        let mut request = request.into();
+        request.cancel = request.cancel.child();
+        let cancel = request.cancel.clone();
         tokio::spawn(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, Some(sender)).await;
         });
-        TurnStream::new(receiver)
+        TurnStream::new(receiver, cancel)
+    }
+}
+
+/// Cancels its token when dropped, unless disarmed first.
+struct CancelOnDrop(Option<CancelToken>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
     }
 }

@@ -18,7 +18,7 @@ use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, RunContext, TurnConfig,
     TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, every, observe,
-    observe_every,
+    observe_every, stopped_on_cancel,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -71,15 +71,25 @@ impl Turn<'_> {
     async fn run(mut self, request: TurnRequest) -> TurnResult {
         let lock = self.lock.clone();
         let guard = match self.agent.overlap {
-            TurnOverlap::Wait => lock.lock_owned().await,
+            // A cancel while the turn waits ends it at once: it has not started.
+            TurnOverlap::Wait => tokio::select! {
+                guard = lock.lock_owned() => guard,
+                () = self.cancel.cancelled() => return self.unstarted(TurnStatus::Aborted, None).await,
+            },
             TurnOverlap::Reject => match lock.try_lock_owned() {
                 Ok(guard) => guard,
-                Err(_) => return self.busy().await,
+                Err(_) => {
+                    let message =
+                        format!("a turn of session `{}` is already running", self.session_id);
+                    let error = TurnError::new(TurnErrorKind::Busy, message);
+                    return self.unstarted(TurnStatus::Error, Some(error)).await;
+                }
             },
         };
         // A panic in code the turn runs outside any hook or tool still ends the turn through
         // its error hooks and on_chat_response.
-        let end = match catch_unwind(Box::pin(self.drive(request))).await {
+        let steps = stopped_on_cancel(self.cancel.clone(), self.drive(request));
+        let end = match catch_unwind(Box::pin(steps)).await {
             Ok(end) => end,
             Err(message) => End::Failed(
                 TurnError::new(
@@ -89,24 +99,30 @@ impl Turn<'_> {
                 ErrorStage::Turn,
             ),
         };
+        // A cancel wins over a failure it caused (a fail-closed hook it stopped).
+        let end = match end {
+            End::Failed(..) if self.cancel.is_cancelled() => End::Aborted,
+            end => end,
+        };
         let end = self.settle(end).await;
         self.finish(end, guard).await
     }
 
-    /// The result of a turn rejected because another turn of its session is running.
-    async fn busy(self) -> TurnResult {
-        let message = format!("a turn of session `{}` is already running", self.session_id);
-        let error = TurnError::new(TurnErrorKind::Busy, message);
+    /// The result of a turn that ended before it took its session's turn lock: rejected
+    /// because another turn of its session is running, or cancelled while it waited. It ran
+    /// no hook and wrote nothing.
+    async fn unstarted(self, status: TurnStatus, error: Option<TurnError>) -> TurnResult {
+        let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
         let result = TurnResult {
             request_id: self.request_id.clone(),
-            status: TurnStatus::Error,
+            status,
             text: String::new(),
             stop_reason: None,
             steps: Vec::new(),
             messages: Vec::new(),
             usage: Usage::default(),
-            error: Some(error),
-            classification: Some(ChatErrorClassification::Transient),
+            error,
+            classification,
         };
         self.emit(TurnEvent::Finished(result.clone())).await;
         result

@@ -23,7 +23,7 @@ pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
 pub use returns::HookReturn;
-pub(crate) use run::{chain, each, every, observe, observe_every, settle, span};
+pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
 pub use tool_context::*;
 
 /// A lifecycle event: its context, what its hooks return, and its default failure policy.
@@ -73,6 +73,7 @@ impl std::error::Error for HookError {}
 
 /// How a hook failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HookFailure {
     /// It returned an error.
     Error(String),
@@ -80,6 +81,8 @@ pub enum HookFailure {
     Panic(String),
     /// It ran past its `timeout_ms`.
     Timeout(Duration),
+    /// The turn was cancelled while it ran (an async hook is stopped then).
+    Cancelled,
 }
 
 impl std::error::Error for HookFailure {}
@@ -90,6 +93,7 @@ impl fmt::Display for HookFailure {
             HookFailure::Error(message) => write!(f, "returned an error: {message}"),
             HookFailure::Panic(message) => write!(f, "panicked: {message}"),
             HookFailure::Timeout(after) => write!(f, "timed out after {} ms", after.as_millis()),
+            HookFailure::Cancelled => f.write_str("was stopped: the turn was cancelled"),
         }
     }
 }

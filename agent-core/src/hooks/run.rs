@@ -7,9 +7,22 @@ use tracing::Instrument;
 use super::{
     Event, FailurePolicy, Hook, HookBody, HookFailure, TurnError, TurnErrorKind, TurnWideEvent,
 };
+use crate::cancel::CancelToken;
 use crate::util::{catch_panic, catch_unwind};
 
-/// Runs a hook, catching panics; async hooks honour their timeout.
+tokio::task_local! {
+    /// The running turn's token, while its steps run: an async hook stops when it is cancelled.
+    static TURN_CANCEL: CancelToken;
+}
+
+/// Runs `future` (a turn's steps) so that an async hook running inside it stops as soon as
+/// `cancel` is cancelled, rather than when it returns. The hooks that run once the turn's
+/// outcome is decided run outside it: they always run to their end.
+pub(crate) async fn stopped_on_cancel<F: Future>(cancel: CancelToken, future: F) -> F::Output {
+    TURN_CANCEL.scope(cancel, future).await
+}
+
+/// Runs a hook, catching panics; async hooks honour their timeout and the turn's cancel.
 pub(crate) async fn run_hook<E: Event>(
     hook: &Hook<E>,
     ctx: &E::Ctx,
@@ -24,12 +37,21 @@ pub(crate) async fn run_hook<E: Event>(
                 Ok(future) => catch_unwind(future),
                 Err(panic) => return Err(HookFailure::Panic(panic)),
             };
-            let result = match hook.options.timeout {
-                Some(limit) => match tokio::time::timeout(limit, future).await {
-                    Ok(result) => result,
-                    Err(_) => return Err(HookFailure::Timeout(limit)),
+            let timed = async {
+                match hook.options.timeout {
+                    Some(limit) => tokio::time::timeout(limit, future)
+                        .await
+                        .map_err(|_| HookFailure::Timeout(limit)),
+                    None => Ok(future.await),
+                }
+            };
+            let result = match TURN_CANCEL.try_with(CancelToken::clone) {
+                Ok(cancel) => tokio::select! {
+                    biased;
+                    result = timed => result?,
+                    () = cancel.cancelled() => return Err(HookFailure::Cancelled),
                 },
-                None => future.await,
+                Err(_) => timed.await?,
             };
             match result {
                 Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),

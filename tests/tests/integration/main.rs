@@ -3,6 +3,7 @@
 
 mod durability;
 mod engine_call_ids;
+mod engine_cancel;
 mod engine_config;
 mod engine_continue;
 mod engine_decisions;

@@ -1,0 +1,263 @@
+//! A dropped turn future counts as a cancel (issue 15 item 3), and a cancel ends a turn at
+//! once wherever it waits (item 4): on the session's turn lock or inside a slow async hook.
+//!
+//! Time is paused in these tests: the runtime jumps to the next timer when every task waits, so
+//! a turn that did not stop on its cancel would run into the test's 60 s bound (checked on the
+//! paused clock, exactly) instead of hanging.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{
+    AgentBuilder, CancelToken, FnTool, Hook, HookReturn, MemoryStore, ScriptedModel, ScriptedStep,
+    SessionStore, ToolError, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent, event,
+};
+use serde_json::{Value, json};
+use tests::{Seen, Trace, assert_whole};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The test's bound on a turn that must end promptly, on the paused clock.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// A tool that never returns, and says on `started` when it has begun.
+fn hanging(started: mpsc::UnboundedSender<()>) -> FnTool {
+    FnTool::new(
+        "hang",
+        "Never returns.",
+        json!({"type": "object"}),
+        move |_, _| {
+            let _ = started.send(());
+            async {
+                std::future::pending::<()>().await;
+                Ok::<Value, ToolError>(Value::Null)
+            }
+        },
+    )
+}
+
+/// An agent whose one step calls `hang` (after some text), on `store`, recording every
+/// on_chat_response.
+fn hanging_agent(
+    store: &Arc<dyn SessionStore>,
+    responses: &Seen<agent_core::ChatResponse>,
+) -> (AgentBuilder, mpsc::UnboundedReceiver<()>) {
+    let (started, on_start) = mpsc::unbounded_channel();
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("Working on it.")
+        .tool_call("c1", "hang", "{}")]);
+    let builder = AgentBuilder::new("cancel")
+        .model(model)
+        .store(store.clone())
+        .dyn_tool(hanging(started))
+        .hook(responses.hook::<event::OnChatResponse>("responses"));
+    (builder, on_start)
+}
+
+/// Waits until on_chat_response has fired (the turn runs on its own task), then checks it
+/// fired once, with `aborted`, and that the stored session is whole.
+async fn assert_aborted_and_whole(
+    store: &Arc<dyn SessionStore>,
+    responses: &Seen<agent_core::ChatResponse>,
+) {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + BOUND;
+    while seen.is_empty() {
+        assert!(Instant::now() < deadline, "on_chat_response never fired");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        seen.extend(responses.take());
+    }
+    // Anything else would have fired by now: the turn's task has ended.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    seen.extend(responses.take());
+    let statuses: Vec<_> = seen.iter().map(|response| response.status).collect();
+    assert_eq!(statuses, [TurnStatus::Aborted]);
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    let texts: Vec<_> = rows.iter().map(|row| row.message.text()).collect();
+    assert_eq!(
+        texts,
+        [
+            "go",
+            "Working on it.",
+            "tool `hang` did not finish: the turn was aborted"
+        ],
+        "the user's row, the reply with its call, and the call answered"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_around_run_cancels_the_turn_and_settles_it() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let responses = Seen::new();
+    let (builder, mut started) = hanging_agent(&store, &responses);
+    let conversation = builder.build().unwrap().session("s");
+    let token = CancelToken::new();
+    let request = TurnRequest::new("go").cancel(token.clone());
+    let timed = tokio::time::timeout(Duration::from_secs(5), conversation.run(request)).await;
+    assert!(
+        timed.is_err(),
+        "the turn hangs in its tool until the timeout"
+    );
+    assert!(started.try_recv().is_ok(), "the tool was running");
+    assert_aborted_and_whole(&store, &responses).await;
+    assert!(
+        !token.is_cancelled(),
+        "the caller's token is left alone: only the dropped turn was cancelled"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_turn_stream_cancels_the_turn_and_settles_it() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let responses = Seen::new();
+    let (builder, mut started) = hanging_agent(&store, &responses);
+    let conversation = builder.build().unwrap().session("s");
+    let mut stream = conversation.stream("go");
+    let first = stream.next().await;
+    assert!(matches!(first, Some(TurnEvent::Chunk { .. })), "{first:?}");
+    tokio::time::timeout(BOUND, started.recv())
+        .await
+        .expect("the tool starts");
+    drop(stream);
+    assert_aborted_and_whole(&store, &responses).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_read_to_its_end_cancels_nothing() {
+    let model = ScriptedModel::new([ScriptedStep::new().text("Hello.")]);
+    let responses = Seen::new();
+    let conversation = AgentBuilder::new("done")
+        .model(model)
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .unwrap()
+        .session("s");
+    let mut stream = conversation.stream("hi");
+    let mut last = None;
+    while let Some(event) = stream.next().await {
+        last = Some(event);
+    }
+    drop(stream);
+    let Some(TurnEvent::Finished(result)) = last else {
+        panic!("the stream ends with Finished: {last:?}")
+    };
+    assert_eq!(result.status, TurnStatus::Completed);
+    let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [TurnStatus::Completed]);
+}
+
+/// Runs `turn`, cancels `token` after 50 ms, and returns the result and how long after the
+/// cancel the turn returned (paused clock: exact).
+async fn cancelled_after_50ms(
+    token: &CancelToken,
+    turn: impl Future<Output = TurnResult>,
+) -> (TurnResult, Duration) {
+    let canceller = {
+        let token = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            token.cancel();
+            Instant::now()
+        })
+    };
+    let result = tokio::time::timeout(BOUND, turn)
+        .await
+        .expect("the cancelled turn ends");
+    let cancelled_at = canceller.await.unwrap();
+    (result, Instant::now() - cancelled_at)
+}
+
+/// A turn cancelled while an async hook of `E` runs (a hook that would never return) ends at
+/// the moment of the cancel, aborted, with on_chat_response once and its session whole.
+async fn slow_hook_stops_on_cancel<E: TurnWideEvent>()
+where
+    (): HookReturn<E>,
+{
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let responses = Seen::new();
+    let t = trace.clone();
+    let stuck = Hook::<E>::from_async("stuck", move |_: &E::Ctx| {
+        t.push(format!("{} started", E::NAME));
+        Box::pin(std::future::pending::<()>())
+    });
+    let conversation = AgentBuilder::new("slow")
+        .model(ScriptedModel::new([ScriptedStep::new().text("Hello.")]))
+        .store(store.clone())
+        .hook(stuck)
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .unwrap()
+        .session("s");
+    let token = CancelToken::new();
+    let request = TurnRequest::new("hi").cancel(token.clone());
+    let (result, late) = cancelled_after_50ms(&token, conversation.run(request)).await;
+    assert_eq!(
+        trace.take(),
+        [format!("{} started", E::NAME)],
+        "the hook ran"
+    );
+    assert_eq!(result.status, TurnStatus::Aborted, "{}", E::NAME);
+    assert_eq!(
+        late,
+        Duration::ZERO,
+        "{} held the turn past its cancel",
+        E::NAME
+    );
+    let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [TurnStatus::Aborted], "{}", E::NAME);
+    assert_whole(&store.load("s").await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_async_hook_stops_when_the_turn_is_cancelled() {
+    slow_hook_stops_on_cancel::<event::BeforeRun>().await;
+    slow_hook_stops_on_cancel::<event::BeforeTurn>().await;
+    slow_hook_stops_on_cancel::<event::BeforeStep>().await;
+    slow_hook_stops_on_cancel::<event::OnLlmStart>().await;
+    slow_hook_stops_on_cancel::<event::OnLlmEnd>().await;
+    slow_hook_stops_on_cancel::<event::OnStepFinish>().await;
+    slow_hook_stops_on_cancel::<event::PrefilterLlmHistory>().await;
+    slow_hook_stops_on_cancel::<event::BeforeCreateMessage>().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_waiting_for_its_session_ends_at_once_when_cancelled() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let responses = Seen::new();
+    let (builder, mut started) = hanging_agent(&store, &responses);
+    let conversation = builder.build().unwrap().session("s");
+    let first_token = CancelToken::new();
+    let first = tokio::spawn({
+        let conversation = conversation.clone();
+        let request = TurnRequest::new("go").cancel(first_token.clone());
+        async move { conversation.run(request).await }
+    });
+    tokio::time::timeout(BOUND, started.recv())
+        .await
+        .expect("the first turn holds the session, in its tool");
+    let token = CancelToken::new();
+    let second = conversation.run(TurnRequest::new("second").cancel(token.clone()));
+    let (result, late) = cancelled_after_50ms(&token, second).await;
+    assert_eq!(result.status, TurnStatus::Aborted);
+    assert_eq!(
+        late,
+        Duration::ZERO,
+        "the waiting turn returned at its cancel"
+    );
+    assert!(!first.is_finished(), "the first turn still runs");
+    assert!(
+        responses.take().is_empty(),
+        "a turn that never started fires no hook"
+    );
+    first_token.cancel();
+    let first = first.await.unwrap();
+    assert_eq!(first.status, TurnStatus::Aborted);
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    assert!(
+        rows.iter().all(|row| row.message.text() != "second"),
+        "the cancelled turn wrote nothing"
+    );
+}
