@@ -64,8 +64,9 @@ pub use session::{
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
 };
 pub use store::{
-    MemoryStore, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
-    SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
+    MemoryStore, MessageStatus, MessageUpdate, NewMessage, ReleaseTurn, SessionStore,
+    SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
+    TurnLease, TurnLocks,
 };
 pub use tool::{
     AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,

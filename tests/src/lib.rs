@@ -658,6 +658,14 @@ impl SessionStore for TracedStore {
         self.inner.delete(session, id)
     }
 
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
+        self.inner.lock_turn(session, wait)
+    }
+
     fn retain(&self, session: &str) {
         self.inner.retain(session);
     }

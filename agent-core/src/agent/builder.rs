@@ -142,7 +142,8 @@ impl AgentBuilder {
         self
     }
 
-    /// What a turn does while another turn of its session runs (default: wait).
+    /// What a turn does while another turn of its session runs, in this agent or any other on
+    /// the same store (default: wait).
     pub fn turn_overlap(mut self, overlap: TurnOverlap) -> Self {
         self.overlap = overlap;
         self

@@ -1,18 +1,20 @@
-//! A conversation: one session's history and its turn lock, with the `run` and `stream` APIs.
+//! A conversation: one session's history, with the `run` and `stream` APIs.
 
 use std::sync::Arc;
 
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 
 use super::{Agent, TurnStream};
 use crate::cancel::CancelToken;
 use crate::engine::{SessionRef, TurnRequest, run_turn};
 use crate::hooks::TurnResult;
 use crate::message::Message;
+use crate::session::Opened;
 use crate::store::{StoreError, StoredMessage};
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
-/// turns that never overlap (a second turn waits for the first).
+/// turns that never overlap (a second turn waits for the first, whichever agent or handle on
+/// the store runs it: the store holds the session's turn lock).
 ///
 /// Each handle (and each clone) holds its session in the store: an in-memory store frees the
 /// session's rows when the last handle on it is dropped (a persistent store keeps them). A turn
@@ -20,7 +22,8 @@ use crate::store::{StoreError, StoredMessage};
 pub struct Conversation {
     pub(crate) agent: Agent,
     pub(crate) session: Arc<str>,
-    pub(crate) lock: Arc<Mutex<()>>,
+    /// The session's open mark, shared by every handle on it in this agent.
+    pub(crate) opened: Arc<Opened>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -38,7 +41,7 @@ impl Clone for Conversation {
         Conversation {
             agent: self.agent.clone(),
             session: self.session.clone(),
-            lock: self.lock.clone(),
+            opened: self.opened.clone(),
         }
     }
 }
@@ -52,12 +55,12 @@ impl Drop for Conversation {
 impl Conversation {
     pub(crate) fn new(agent: Agent, session: String) -> Self {
         let session: Arc<str> = session.into();
-        let lock = agent.inner.sessions.lock_for(&session);
+        let opened = agent.inner.sessions.opened(&session);
         agent.inner.store.retain(&session);
         Conversation {
             agent,
             session,
-            lock,
+            opened,
         }
     }
 
@@ -65,7 +68,7 @@ impl Conversation {
     fn session_ref(&self) -> SessionRef<'_> {
         SessionRef {
             id: &self.session,
-            lock: &self.lock,
+            opened: &self.opened,
         }
     }
 

@@ -32,13 +32,21 @@ impl Conversation {
     }
 
     async fn inject_row(&self, row: NewMessage) -> Result<StoredMessage, StoreError> {
-        let _guard = self.lock.lock().await;
+        let store = &self.agent.inner.store;
+        let lease = store.lock_turn(&self.session, true).await?.ok_or_else(|| {
+            StoreError::new(
+                StoreErrorKind::Other,
+                "inject_message: the store refused the session's turn lock while asked to wait",
+            )
+        })?;
         let writer = Writer {
             agent: &self.agent.inner,
             session: &self.session,
             request_id: None,
         };
-        match writer.insert(row).await {
+        let written = writer.insert(row).await;
+        lease.release().await;
+        match written {
             Ok(stored) => Ok(stored),
             Err(WriteError::Store(error)) => Err(error),
             Err(WriteError::Hook(error) | WriteError::After(error, _)) => Err(StoreError::new(

@@ -103,8 +103,8 @@ impl Agent {
         Conversation::new(self.clone(), crate::util::new_id("session"))
     }
 
-    /// Opens (or resumes) the conversation with this session id. Every handle opened on one
-    /// session shares its turn lock, so their turns never overlap.
+    /// Opens (or resumes) the conversation with this session id. Turns of one session never
+    /// overlap, whichever handle (or agent on the same store) runs them.
     pub fn session(&self, session_id: impl Into<String>) -> Conversation {
         Conversation::new(self.clone(), session_id.into())
     }

@@ -19,7 +19,7 @@ impl Turn<'_> {
         let Some(configure) = &agent.configure_session else {
             return Ok(agent.instructions.clone());
         };
-        let open = match agent.session_states.get(self.session_id, self.lock) {
+        let open = match agent.session_states.get(self.session_id, self.opened) {
             Some(open) => open,
             None => {
                 let info = SessionInfo {
@@ -32,7 +32,7 @@ impl Turn<'_> {
                     .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
                 agent
                     .session_states
-                    .put(self.session_id, self.lock, open.clone());
+                    .put(self.session_id, self.opened, open.clone());
                 open
             }
         };

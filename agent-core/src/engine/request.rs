@@ -71,9 +71,12 @@ impl From<String> for TurnRequest {
 /// What a turn does when another turn of its session is running.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TurnOverlap {
-    /// Wait for the running turn to end (the default).
+    /// Wait for the running turn to end (the default). A turn of a process that died holds
+    /// its session no longer than the store's lease (see each store's guarantee).
     #[default]
     Wait,
+    /// Wait at most this long, then end as [`Reject`](Self::Reject) does.
+    WaitAtMost(std::time::Duration),
     /// End at once with status `error` and [`TurnErrorKind::Busy`](crate::hooks::TurnErrorKind::Busy);
     /// no hook fires, nothing is stored.
     Reject,

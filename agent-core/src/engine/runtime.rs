@@ -7,13 +7,12 @@ use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::Mutex;
 
 use super::request::TurnOverlap;
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
 use crate::model::{CallSettings, Model};
-use crate::session::{Configure, SessionStates};
+use crate::session::{Configure, Opened, SessionStates};
 use crate::store::SessionStore;
 use crate::tool::{DynTool, ToolSpec};
 
@@ -37,8 +36,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
     pub(crate) store: Arc<dyn SessionStore>,
-    /// The turn lock of each open session.
-    pub(crate) sessions: SessionLocks,
+    /// The mark of each open session.
+    pub(crate) sessions: OpenSessions,
     /// Builds each session's configuration when it opens.
     pub(crate) configure_session: Option<Configure>,
     /// The configuration and system prompt of each open session.
@@ -90,33 +89,33 @@ impl ToolSlot {
     }
 }
 
-/// The turn locks of an agent's open sessions: every [`Conversation`] opened on one session id
-/// shares one lock, so turns in a session never overlap, however many handles serve it.
+/// An agent's open sessions: every [`Conversation`](crate::Conversation) opened on one session
+/// id shares one [`Opened`] mark while any is alive (the session's configuration lives as long).
 #[derive(Default)]
-pub(crate) struct SessionLocks {
-    inner: std::sync::Mutex<LockTable>,
+pub(crate) struct OpenSessions {
+    inner: std::sync::Mutex<MarkTable>,
 }
 
 #[derive(Default)]
-struct LockTable {
-    locks: HashMap<Arc<str>, Weak<Mutex<()>>>,
+struct MarkTable {
+    marks: HashMap<Arc<str>, Weak<Opened>>,
     /// Sessions no handle keeps open are forgotten when the table grows to this size.
     prune_at: usize,
 }
 
-impl SessionLocks {
-    /// The turn lock of `session`, shared with every open handle on it.
-    pub(crate) fn lock_for(&self, session: &Arc<str>) -> Arc<Mutex<()>> {
+impl OpenSessions {
+    /// The mark of `session`, shared with every open handle on it.
+    pub(crate) fn opened(&self, session: &Arc<str>) -> Arc<Opened> {
         let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
-            return lock;
+        if let Some(opened) = table.marks.get(session).and_then(Weak::upgrade) {
+            return opened;
         }
-        if table.locks.len() >= table.prune_at {
-            table.locks.retain(|_, lock| lock.strong_count() > 0);
-            table.prune_at = (table.locks.len() * 2).max(64);
+        if table.marks.len() >= table.prune_at {
+            table.marks.retain(|_, opened| opened.strong_count() > 0);
+            table.prune_at = (table.marks.len() * 2).max(64);
         }
-        let lock = Arc::new(Mutex::new(()));
-        table.locks.insert(session.clone(), Arc::downgrade(&lock));
-        lock
+        let opened = Arc::new(Opened);
+        table.marks.insert(session.clone(), Arc::downgrade(&opened));
+        opened
     }
 }

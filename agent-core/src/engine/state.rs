@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
 use super::persist::{WriteError, Writer};
@@ -15,14 +15,15 @@ use crate::hooks::{
 };
 use crate::message::Message;
 use crate::model::Usage;
-use crate::session::OpenSession;
+use crate::session::{OpenSession, Opened};
 use crate::store::{MessageUpdate, NewMessage, StoreError};
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
     pub(super) agent: &'a AgentRuntime,
     pub(super) session_id: &'a Arc<str>,
-    pub(super) lock: &'a Arc<Mutex<()>>,
+    /// The session's open mark (its configuration lives as long as it).
+    pub(super) opened: &'a Arc<Opened>,
     pub(super) request_id: Arc<str>,
     pub(super) continuation: bool,
     pub(super) cancel: CancelToken,

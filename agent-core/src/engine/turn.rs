@@ -1,10 +1,11 @@
-//! A turn's frame, from the user's input to on_chat_response: the session's turn lock,
+//! A turn's frame, from the user's input to on_chat_response: the session's turn (taken from
+//! the store),
 //! on_session_start, before_run, the history, before_turn, the step loop (`step`), on_stop,
 //! after_run, the error hooks and on_chat_response, in the order of docs/design.md §5.
 
 use std::sync::Arc;
 
-use tokio::sync::{Mutex, OwnedMutexGuard, mpsc};
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::classify;
@@ -22,15 +23,16 @@ use crate::hooks::{
 };
 use crate::message::Message;
 use crate::model::Usage;
-use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage};
+use crate::session::Opened;
+use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage, TurnLease};
 use crate::util::{catch_unwind, new_id};
 
-/// The session a turn runs in: its id and its turn lock.
+/// The session a turn runs in: its id and its open mark.
 pub(crate) struct SessionRef<'a> {
     /// The session id.
     pub(crate) id: &'a Arc<str>,
-    /// The session's turn lock, shared by every handle on it.
-    pub(crate) lock: &'a Arc<Mutex<()>>,
+    /// The session's open mark, shared by every handle on it.
+    pub(crate) opened: &'a Arc<Opened>,
 }
 
 /// Runs one turn of `agent` in `session`; events go to `sink` when streaming.
@@ -54,7 +56,7 @@ pub(crate) async fn run_turn(
     let turn = Turn {
         agent,
         session_id: session.id,
-        lock: session.lock,
+        opened: session.opened,
         request_id,
         continuation: request.continuation,
         cancel: request.cancel.clone(),
@@ -69,22 +71,9 @@ pub(crate) async fn run_turn(
 
 impl Turn<'_> {
     async fn run(mut self, request: TurnRequest) -> TurnResult {
-        let lock = self.lock.clone();
-        let guard = match self.agent.overlap {
-            // A cancel while the turn waits ends it at once: it has not started.
-            TurnOverlap::Wait => tokio::select! {
-                guard = lock.lock_owned() => guard,
-                () = self.cancel.cancelled() => return self.unstarted(TurnStatus::Aborted, None).await,
-            },
-            TurnOverlap::Reject => match lock.try_lock_owned() {
-                Ok(guard) => guard,
-                Err(_) => {
-                    let message =
-                        format!("a turn of session `{}` is already running", self.session_id);
-                    let error = TurnError::new(TurnErrorKind::Busy, message);
-                    return self.unstarted(TurnStatus::Error, Some(error)).await;
-                }
-            },
+        let lease = match self.take_session().await {
+            Ok(lease) => lease,
+            Err((status, error)) => return self.unstarted(status, error).await,
         };
         // A panic in code the turn runs outside any hook or tool still ends the turn through
         // its error hooks and on_chat_response.
@@ -105,12 +94,57 @@ impl Turn<'_> {
             end => end,
         };
         let end = self.settle(end).await;
-        self.finish(end, guard).await
+        self.finish(end, lease).await
     }
 
-    /// The result of a turn that ended before it took its session's turn lock: rejected
-    /// because another turn of its session is running, or cancelled while it waited. It ran
-    /// no hook and wrote nothing.
+    /// Takes the session's turn from the store, as the agent's [`TurnOverlap`] says; a cancel
+    /// while the turn waits ends it at once.
+    async fn take_session(&self) -> Result<TurnLease, (TurnStatus, Option<TurnError>)> {
+        let session = self.session_id;
+        let busy = |waited: Option<std::time::Duration>| {
+            let message = match waited {
+                Some(waited) => format!(
+                    "a turn of session `{session}` has been running for all of the {} ms this \
+                     turn waited",
+                    waited.as_millis()
+                ),
+                None => format!("a turn of session `{session}` is already running"),
+            };
+            (
+                TurnStatus::Error,
+                Some(TurnError::new(TurnErrorKind::Busy, message)),
+            )
+        };
+        let store_failed = |error| (TurnStatus::Error, Some(store_error(error)));
+        let (wait, limit) = match self.agent.overlap {
+            TurnOverlap::Wait => (true, None),
+            TurnOverlap::WaitAtMost(limit) => (true, Some(limit)),
+            TurnOverlap::Reject => (false, None),
+        };
+        let take = async {
+            let take = self.agent.store.lock_turn(session, wait);
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, take)
+                    .await
+                    .map_err(|_| busy(Some(limit))),
+                None => Ok(take.await),
+            }
+        };
+        let taken = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err((TurnStatus::Aborted, None)),
+            taken = take => taken?,
+        };
+        match taken {
+            Ok(Some(lease)) => Ok(lease),
+            Ok(None) => Err(busy(None)),
+            Err(error) => Err(store_failed(error)),
+        }
+    }
+
+    /// The result of a turn that ended before it took its session: rejected because another
+    /// turn of its session is running, or refused by the store (no hook runs), or cancelled
+    /// before it took it (only on_chat_response runs, with `aborted`). It wrote nothing.
     async fn unstarted(self, status: TurnStatus, error: Option<TurnError>) -> TurnResult {
         let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
         let result = TurnResult {
@@ -124,6 +158,16 @@ impl Turn<'_> {
             error,
             classification,
         };
+        if status == TurnStatus::Aborted {
+            let response = ChatResponse {
+                request_id: self.request_id.clone(),
+                message: Message::assistant(""),
+                continuation: self.continuation,
+                status,
+                error: None,
+            };
+            let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
+        }
         self.emit(TurnEvent::Finished(result.clone())).await;
         result
     }
@@ -236,7 +280,7 @@ impl Turn<'_> {
 
     /// Builds the result, runs after_run (whose failure fails the turn after its result is
     /// built), classifies an error and runs on_chat_error, then the response hooks.
-    async fn finish(self, end: End, guard: OwnedMutexGuard<()>) -> TurnResult {
+    async fn finish(self, end: End, lease: TurnLease) -> TurnResult {
         let Turn {
             agent,
             session_id,
@@ -287,8 +331,8 @@ impl Turn<'_> {
             };
             fail(&agent.hooks, &request_id, failure, &mut result).await;
         }
-        // The turn lock is released before on_chat_response, so the hook may start a new turn.
-        drop(guard);
+        // The session is released before on_chat_response, so the hook may start a new turn.
+        lease.release().await;
         let message = result
             .messages
             .iter()

@@ -68,10 +68,14 @@ pub(crate) async fn open(
     })
 }
 
-type Lock = tokio::sync::Mutex<()>;
+/// One opening of a session by an agent: shared by every handle on the session, dropped with
+/// the last one.
+#[derive(Debug)]
+pub(crate) struct Opened;
 
-/// The open sessions of an agent. An entry lives as long as the session's turn lock (shared by
-/// every handle on the session), so a session is configured again once every handle is gone.
+/// The open sessions of an agent. An entry lives as long as the session's [`Opened`] mark
+/// (shared by every handle on the session), so a session is configured again once every handle
+/// is gone.
 #[derive(Default)]
 pub(crate) struct SessionStates {
     inner: std::sync::Mutex<StateTable>,
@@ -79,21 +83,21 @@ pub(crate) struct SessionStates {
 
 #[derive(Default)]
 struct StateTable {
-    open: HashMap<Arc<str>, (Weak<Lock>, Arc<OpenSession>)>,
-    /// Entries whose lock is gone are forgotten when the table grows to this size.
+    open: HashMap<Arc<str>, (Weak<Opened>, Arc<OpenSession>)>,
+    /// Entries whose mark is gone are forgotten when the table grows to this size.
     prune_at: usize,
 }
 
 impl SessionStates {
-    /// The open state of `session`, if it was opened under this `lock`.
-    pub(crate) fn get(&self, session: &str, lock: &Arc<Lock>) -> Option<Arc<OpenSession>> {
+    /// The open state of `session`, if it was opened under this mark.
+    pub(crate) fn get(&self, session: &str, opened: &Arc<Opened>) -> Option<Arc<OpenSession>> {
         let table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let (owner, state) = table.open.get(session)?;
-        (owner.as_ptr() == Arc::as_ptr(lock)).then(|| state.clone())
+        (owner.as_ptr() == Arc::as_ptr(opened)).then(|| state.clone())
     }
 
-    /// Records `session` as opened under `lock`.
-    pub(crate) fn put(&self, session: &Arc<str>, lock: &Arc<Lock>, state: Arc<OpenSession>) {
+    /// Records `session` as opened under this mark.
+    pub(crate) fn put(&self, session: &Arc<str>, opened: &Arc<Opened>, state: Arc<OpenSession>) {
         let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if table.open.len() >= table.prune_at {
             table.open.retain(|_, (owner, _)| owner.strong_count() > 0);
@@ -101,6 +105,6 @@ impl SessionStates {
         }
         table
             .open
-            .insert(session.clone(), (Arc::downgrade(lock), state));
+            .insert(session.clone(), (Arc::downgrade(opened), state));
     }
 }

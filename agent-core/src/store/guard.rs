@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use super::{MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage};
+use super::{
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, TurnLease,
+};
 use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
 
@@ -54,6 +56,14 @@ impl SessionStore for PanicSafe {
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         guarded("delete", || self.0.delete(session, id))
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
+        guarded("lock_turn", || self.0.lock_turn(session, wait))
     }
 
     fn retain(&self, session: &str) {

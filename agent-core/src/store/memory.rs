@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::{
     MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
-    now_micros,
+    TurnLease, TurnLocks, now_micros,
 };
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -21,6 +21,8 @@ use crate::util::BoxFuture;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// One turn at a time per session, for every agent using this store.
+    locks: TurnLocks,
 }
 
 #[derive(Debug, Default)]
@@ -149,6 +151,14 @@ impl SessionStore for MemoryStore {
             )),
         };
         Box::pin(std::future::ready(result))
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
+        Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::new)) })
     }
 
     fn retain(&self, session: &str) {

@@ -4,6 +4,7 @@
 //! content) when it ends, and each tool result as it arrives.
 
 mod guard;
+mod lease;
 mod memory;
 mod sqlite;
 
@@ -16,6 +17,7 @@ use crate::message::Message;
 use crate::util::BoxFuture;
 
 pub(crate) use guard::PanicSafe;
+pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
@@ -212,6 +214,20 @@ pub trait SessionStore: Send + Sync {
     /// model call that produced nothing (no text, no tool call), so that no empty assistant
     /// message is ever stored.
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Takes the turn of `session`, so that turns of one session never overlap: whichever agent
+    /// or handle of this process runs them (every agent sharing this store), and, for a store
+    /// that several processes share, whichever process. With `wait`, waits until the running
+    /// turn gives it back; otherwise `Ok(None)` at once while another turn holds it. Dropping
+    /// the returned future must leave nothing held.
+    ///
+    /// A store in one process embeds a [`TurnLocks`] and answers with
+    /// `TurnLocks::lock(session, wait)` wrapped in [`TurnLease::new`].
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>>;
 
     /// A handle on `session` was opened ([`Conversation`](crate::Conversation) and its clones
     /// each count once). A store that keeps sessions in process memory uses this with

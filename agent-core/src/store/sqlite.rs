@@ -5,6 +5,7 @@
 //! [`StoreError`] naming the file and, when it can, what to do.
 
 mod error;
+mod lease;
 mod row;
 mod schema;
 
@@ -17,7 +18,8 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use self::error::DbFile;
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, now_micros,
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, TurnLease,
+    TurnLocks, now_micros,
 };
 use crate::util::BoxFuture;
 
@@ -53,6 +55,10 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// How durable a commit is (default [`SqliteSync::Full`]).
     pub synchronous: SqliteSync,
+    /// How long a turn's lease on its session lasts unless renewed (default 30 s). A running
+    /// turn renews it every third of this; a process that dies mid-turn holds its sessions for
+    /// at most this long, then the next turn takes over and repairs what it left.
+    pub turn_lease: Duration,
 }
 
 impl Default for SqliteOptions {
@@ -60,6 +66,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             synchronous: SqliteSync::Full,
+            turn_lease: Duration::from_secs(30),
         }
     }
 }
@@ -76,15 +83,29 @@ impl SqliteOptions {
         self.synchronous = synchronous;
         self
     }
+
+    /// These options with another turn lease length (at least 3 ms; a shorter one is taken
+    /// as 3 ms).
+    pub fn turn_lease(mut self, length: Duration) -> Self {
+        self.turn_lease = length.max(Duration::from_millis(3));
+        self
+    }
 }
 
 /// Sessions in one SQLite file: the embedded default store (docs/design.md §7). Rows keep their order
 /// and survive the process; several processes may share the file (a writer waits up to the busy
 /// timeout for another's lock). Clones share one connection.
+///
+/// Turns of one session never overlap, whichever agent, store or process on this machine runs
+/// them: a turn holds a lease row in the file (see [`SqliteOptions::turn_lease`]).
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     file: DbFile,
+    /// The turn locks of this store and its clones, within the process.
+    locks: Arc<TurnLocks>,
+    /// How long a turn's lease lasts unless renewed.
+    lease: Duration,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -144,6 +165,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             file,
+            locks: Arc::default(),
+            lease: options.turn_lease.max(Duration::from_millis(3)),
         })
     }
 
@@ -363,5 +386,13 @@ impl SessionStore for SqliteStore {
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
         Box::pin(self.run(move |conn, file| delete_row(conn, file, &session, id)))
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
+        Box::pin(lease::take(self, session, wait))
     }
 }

@@ -1,13 +1,15 @@
 //! A process that starts a turn on a SQLite session and never finishes it, for the durability
-//! test to kill with SIGKILL. Usage: `turn_until_killed DB_PATH stream|tool`. It prints `READY`
-//! once the turn is at the point to be cut: streaming an answer (`stream`) or running a tool
-//! (`tool`).
+//! test to kill with SIGKILL. Usage: `turn_until_killed DB_PATH stream|tool [LEASE_MS]`. It
+//! prints `READY` once the turn is at the point to be cut: streaming an answer (`stream`) or
+//! running a tool (`tool`). `LEASE_MS` sets the store's turn lease (default: the store's).
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SqliteStore, event};
+use agent_core::{
+    AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SqliteOptions, SqliteStore, event,
+};
 use serde_json::json;
 
 fn ready() {
@@ -19,10 +21,18 @@ fn ready() {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(db), Some(mode)) = (args.next(), args.next()) else {
-        eprintln!("usage: turn_until_killed DB_PATH stream|tool");
+        eprintln!("usage: turn_until_killed DB_PATH stream|tool [LEASE_MS]");
         std::process::exit(2);
     };
-    let store = match SqliteStore::open(&db) {
+    let mut options = SqliteOptions::default();
+    if let Some(lease) = args.next() {
+        let Ok(millis) = lease.parse() else {
+            eprintln!("LEASE_MS must be a number of milliseconds, not `{lease}`");
+            std::process::exit(2);
+        };
+        options = options.turn_lease(Duration::from_millis(millis));
+    }
+    let store = match SqliteStore::open_with(&db, options) {
         Ok(store) => Arc::new(store),
         Err(error) => {
             eprintln!("{error}");

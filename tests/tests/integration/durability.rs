@@ -4,14 +4,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use agent_core::{
     AgentBuilder, Message, MessageStatus, ScriptedModel, ScriptedStep, SqliteStore, TurnStatus,
 };
 
-fn database(name: &str) -> PathBuf {
+pub(crate) fn database(name: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("durability-{name}-{}.db", std::process::id()));
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -19,11 +19,14 @@ fn database(name: &str) -> PathBuf {
     path
 }
 
-/// Starts the doomed turn, waits until it says it is at the point to cut, and kills it.
-fn kill_mid_turn(db: &PathBuf, mode: &str) {
+/// Starts a turn in another process on `db` (`mode`: `stream` or `tool`, see the
+/// `turn_until_killed` binary) with a turn lease of `lease_ms`, and returns the process once the
+/// turn is at the point to cut, holding its session.
+pub(crate) fn doomed_turn(db: &PathBuf, mode: &str, lease_ms: u64) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_turn_until_killed"))
         .arg(db)
         .arg(mode)
+        .arg(lease_ms.to_string())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the child process");
@@ -35,6 +38,13 @@ fn kill_mid_turn(db: &PathBuf, mode: &str) {
         Some("READY"),
         "the child reaches the point to cut"
     );
+    child
+}
+
+/// Starts the doomed turn, waits until it says it is at the point to cut, and kills it. Its
+/// lease is short (300 ms), so the next turn does not wait the default 30 s for it to run out.
+fn kill_mid_turn(db: &PathBuf, mode: &str) {
+    let mut child = doomed_turn(db, mode, 300);
     child.kill().expect("SIGKILL the child");
     let status = child.wait().expect("reap the child");
     assert!(!status.success(), "the child was killed: {status:?}");

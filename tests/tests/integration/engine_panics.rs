@@ -83,6 +83,14 @@ impl SessionStore for PanickyStore {
     fn delete<'a>(&'a self, s: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         self.0.delete(s, id)
     }
+
+    fn lock_turn<'a>(
+        &'a self,
+        s: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
+        self.0.lock_turn(s, wait)
+    }
 }
 
 /// Runs one turn with `run` and one with `stream` on agents from `build`, checks both end the

@@ -84,7 +84,8 @@ async fn every_row_is_written_at_its_place_in_the_turn() {
 }
 
 /// A store whose writes fail.
-struct BrokenStore;
+#[derive(Default)]
+struct BrokenStore(agent_core::TurnLocks);
 
 impl SessionStore for BrokenStore {
     fn load<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
@@ -111,6 +112,20 @@ impl SessionStore for BrokenStore {
     fn delete<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async { Err(StoreError::new(StoreErrorKind::Io, "disk full")) })
     }
+
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
+        Box::pin(async move {
+            Ok(self
+                .0
+                .lock(session, wait)
+                .await
+                .map(agent_core::TurnLease::new))
+        })
+    }
 }
 
 #[tokio::test]
@@ -120,7 +135,7 @@ async fn a_store_failure_ends_the_turn_at_stage_persist_before_any_model_call() 
     let seen = stages.clone();
     let agent = AgentBuilder::new("broken")
         .model(model.clone())
-        .store(Arc::new(BrokenStore))
+        .store(Arc::new(BrokenStore::default()))
         .hook(Hook::<event::OnChatError>::sync("error", move |ctx| {
             seen.push(format!(
                 "{} persisted={} {}",

@@ -27,4 +27,5 @@ mod macro_tools;
 mod session_compaction;
 mod store_memory;
 mod store_sqlite;
+mod store_turn_lease;
 mod tracing_spans;

@@ -27,6 +27,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX messages_session_id ON messages (session_id, id);",
     // 2: an assistant's provider blocks (a JSON list), such as Anthropic's server-tool blocks.
     "ALTER TABLE messages ADD COLUMN provider_blocks TEXT;",
+    // 3: the turn lease of each session with a turn running (see `lease.rs`).
+    "CREATE TABLE turn_leases (
+        session_id TEXT    PRIMARY KEY,
+        holder     TEXT    NOT NULL,
+        expires_at INTEGER NOT NULL
+    );",
 ];
 
 /// The schema version this build writes: the number of migration steps.

@@ -1,0 +1,149 @@
+//! One turn at a time per session: the lease a store gives a turn ([`TurnLease`]), and the
+//! in-process turn locks every store keeps ([`TurnLocks`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use tokio::sync::OwnedMutexGuard;
+
+use crate::util::BoxFuture;
+
+/// A session's turn, held: while it lives no other turn of that session starts, whichever
+/// agent or handle asks (and, for a store shared between processes, whichever process).
+///
+/// The engine gives it back with [`release`](Self::release) when the turn ends; dropping it
+/// releases it too (in the background, on the Tokio runtime, when one is running).
+#[must_use = "the session's turn is released when the lease is dropped"]
+pub struct TurnLease {
+    held: Option<Box<dyn ReleaseTurn>>,
+}
+
+/// What a store does to give a held turn back (see [`TurnLease::new`]).
+pub trait ReleaseTurn: Send + 'static {
+    /// Gives the turn back. Called at most once; the future may be dropped before it ends.
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()>;
+}
+
+/// The in-process lock alone: released when the guard is dropped.
+impl ReleaseTurn for OwnedMutexGuard<()> {
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
+        drop(self);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+impl TurnLease {
+    /// A lease released through `held`.
+    pub fn new(held: impl ReleaseTurn) -> TurnLease {
+        TurnLease {
+            held: Some(Box::new(held)),
+        }
+    }
+
+    /// Gives the turn back, so the next turn of the session may start.
+    pub async fn release(mut self) {
+        if let Some(held) = self.held.take() {
+            held.release().await;
+        }
+    }
+}
+
+impl Drop for TurnLease {
+    fn drop(&mut self) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(held.release());
+        }
+    }
+}
+
+impl fmt::Debug for TurnLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TurnLease")
+            .field("held", &self.held.is_some())
+            .finish()
+    }
+}
+
+/// The turn locks of one store's sessions within this process: one lock per session id,
+/// shared by every agent and handle using the store. A store embeds one and answers
+/// [`SessionStore::lock_turn`](super::SessionStore::lock_turn) with [`TurnLocks::lock`]
+/// (a store shared between processes adds its own cross-process lease on top).
+#[derive(Default)]
+pub struct TurnLocks {
+    table: Mutex<LockTable>,
+}
+
+#[derive(Default)]
+struct LockTable {
+    locks: HashMap<Arc<str>, Weak<tokio::sync::Mutex<()>>>,
+    /// Sessions nobody waits on or holds are forgotten when the table grows to this size.
+    prune_at: usize,
+}
+
+impl TurnLocks {
+    /// No session locked.
+    pub fn new() -> TurnLocks {
+        TurnLocks::default()
+    }
+
+    /// Takes the turn of `session` in this process: waits for it when `wait` is true (in the
+    /// order turns asked), else returns `None` at once when another turn holds it.
+    pub async fn lock(&self, session: &str, wait: bool) -> Option<OwnedMutexGuard<()>> {
+        let lock = self.lock_of(session);
+        if wait {
+            Some(lock.lock_owned().await)
+        } else {
+            lock.try_lock_owned().ok()
+        }
+    }
+
+    /// The lock of `session`, shared with every turn that holds it or waits on it.
+    fn lock_of(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
+            return lock;
+        }
+        if table.locks.len() >= table.prune_at {
+            table.locks.retain(|_, lock| lock.strong_count() > 0);
+            table.prune_at = (table.locks.len() * 2).max(64);
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        table
+            .locks
+            .insert(Arc::from(session), Arc::downgrade(&lock));
+        lock
+    }
+}
+
+impl fmt::Debug for TurnLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("TurnLocks")
+            .field("sessions", &table.locks.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnLocks;
+
+    #[tokio::test]
+    async fn one_turn_per_session_and_the_table_forgets_free_sessions() {
+        let locks = TurnLocks::new();
+        let held = locks.lock("a", false).await.expect("free");
+        assert!(locks.lock("a", false).await.is_none(), "held");
+        assert!(locks.lock("b", false).await.is_some(), "another session");
+        drop(held);
+        assert!(locks.lock("a", false).await.is_some(), "released");
+        for n in 0..1000 {
+            drop(locks.lock(&format!("s{n}"), false).await);
+        }
+        let size = locks.table.lock().unwrap().locks.len();
+        assert!(size <= 128, "free sessions are pruned: {size} kept");
+    }
+}
