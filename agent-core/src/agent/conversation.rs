@@ -1,6 +1,8 @@
 //! A conversation: one session's history, with the `run` and `stream` APIs.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use tokio::sync::mpsc;
 
@@ -121,29 +123,26 @@ impl Conversation {
         ))
     }
 
-    /// Runs one turn to its end, on a spawned task (it needs a Tokio runtime).
+    /// Runs one turn to its end (it needs a Tokio runtime).
     ///
     /// Dropping the returned future (a `tokio::time::timeout` around it, a server handler whose
-    /// client went away) cancels the turn, as its token would: the turn still ends on its
-    /// task, as `aborted`, with its rows settled and on_chat_response fired once. The token of
-    /// the request is left alone (the turn runs on a child of it).
+    /// client went away) cancels the turn, as its token would: the turn then finishes on a
+    /// task of its own, as `aborted`, with its rows settled and on_chat_response fired once.
+    /// The token of the request is left alone (the turn runs on a child of it).
     pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
         let mut request = request.into();
         request.cancel = request.cancel.child();
-        let cancel = CancelOnDrop(Some(request.cancel.clone()));
+        let cancel = request.cancel.clone();
         let conversation = self.clone();
-        let task = tokio::spawn(async move {
+        let turn = Box::pin(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, None).await
         });
-        let joined = task.await;
-        cancel.disarm();
-        match joined {
-            Ok(result) => result,
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            // The runtime is shutting down and dropped the task.
-            Err(_) => TurnResult::shut_down(),
+        FinishOnDrop {
+            turn: Some(turn),
+            cancel,
         }
+        .await
     }
 
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
@@ -170,19 +169,36 @@ impl Conversation {
     }
 }
 
-/// Cancels its token when dropped, unless disarmed first.
-struct CancelOnDrop(Option<CancelToken>);
+/// A turn driven in the caller's future that, dropped before it ended, is cancelled and
+/// finished on a task of its own (rows settled, on_chat_response fired).
+struct FinishOnDrop<F: Future<Output = TurnResult> + Send + 'static> {
+    turn: Option<Pin<Box<F>>>,
+    cancel: CancelToken,
+}
 
-impl CancelOnDrop {
-    fn disarm(mut self) {
-        self.0 = None;
+impl<F: Future<Output = TurnResult> + Send + 'static> Future for FinishOnDrop<F> {
+    type Output = TurnResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnResult> {
+        let Some(turn) = self.turn.as_mut() else {
+            panic!("a turn polled after it finished");
+        };
+        let result = std::task::ready!(turn.as_mut().poll(cx));
+        self.turn = None;
+        Poll::Ready(result)
     }
 }
 
-impl Drop for CancelOnDrop {
+impl<F: Future<Output = TurnResult> + Send + 'static> Drop for FinishOnDrop<F> {
     fn drop(&mut self) {
-        if let Some(token) = self.0.take() {
-            token.cancel();
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        self.cancel.cancel();
+        // Without a runtime (it is shutting down) the turn stops where it is; the next turn
+        // repairs the session as after a crash.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(turn);
         }
     }
 }

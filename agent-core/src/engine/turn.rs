@@ -77,7 +77,9 @@ impl Turn<'_> {
         };
         // A panic in code the turn runs outside any hook or tool still ends the turn through
         // its error hooks and on_chat_response.
-        let steps = stopped_on_cancel(self.cancel.clone(), self.drive(request));
+        // Boxed before it is wrapped: the steps' future is large, and is moved once.
+        let cancel = self.cancel.clone();
+        let steps = stopped_on_cancel(cancel, Box::pin(self.drive(request)));
         let end = match catch_unwind(Box::pin(steps)).await {
             Ok(end) => end,
             Err(message) => End::Failed(
@@ -130,10 +132,14 @@ impl Turn<'_> {
                 None => Ok(take.await),
             }
         };
+        if self.cancel.is_cancelled() {
+            return Err((TurnStatus::Aborted, None));
+        }
+        // The store first: a free session is taken without waiting on the token at all.
         let taken = tokio::select! {
             biased;
-            () = self.cancel.cancelled() => return Err((TurnStatus::Aborted, None)),
             taken = take => taken?,
+            () = self.cancel.cancelled() => return Err((TurnStatus::Aborted, None)),
         };
         match taken {
             Ok(Some(lease)) => Ok(lease),

@@ -330,21 +330,6 @@ pub struct TurnResult {
 }
 
 impl TurnResult {
-    /// The result of a turn whose task the runtime dropped while shutting down.
-    pub(crate) fn shut_down() -> TurnResult {
-        TurnResult {
-            request_id: Arc::from(""),
-            status: TurnStatus::Aborted,
-            text: String::new(),
-            stop_reason: None,
-            steps: Vec::new(),
-            messages: Vec::new(),
-            usage: Usage::default(),
-            error: None,
-            classification: None,
-        }
-    }
-
     /// True when the turn completed.
     pub fn is_completed(&self) -> bool {
         self.status == TurnStatus::Completed

@@ -5,7 +5,8 @@
 use tracing::Instrument;
 
 use super::{
-    Event, FailurePolicy, Hook, HookBody, HookFailure, TurnError, TurnErrorKind, TurnWideEvent,
+    AsyncBody, Event, FailurePolicy, Hook, HookBody, HookFailure, TurnError, TurnErrorKind,
+    TurnWideEvent,
 };
 use crate::cancel::CancelToken;
 use crate::util::{catch_panic, catch_unwind};
@@ -18,8 +19,11 @@ tokio::task_local! {
 /// Runs `future` (a turn's steps) so that an async hook running inside it stops as soon as
 /// `cancel` is cancelled, rather than when it returns. The hooks that run once the turn's
 /// outcome is decided run outside it: they always run to their end.
-pub(crate) async fn stopped_on_cancel<F: Future>(cancel: CancelToken, future: F) -> F::Output {
-    TURN_CANCEL.scope(cancel, future).await
+pub(crate) fn stopped_on_cancel<F: Future>(
+    cancel: CancelToken,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    TURN_CANCEL.scope(cancel, future)
 }
 
 /// Runs a hook, catching panics; async hooks honour their timeout and the turn's cancel.
@@ -32,32 +36,41 @@ pub(crate) async fn run_hook<E: Event>(
             Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
             Err(panic) => Err(HookFailure::Panic(panic)),
         },
-        HookBody::Async(body) => {
-            let future = match catch_panic(|| body(ctx)) {
-                Ok(future) => catch_unwind(future),
-                Err(panic) => return Err(HookFailure::Panic(panic)),
-            };
-            let timed = async {
-                match hook.options.timeout {
-                    Some(limit) => tokio::time::timeout(limit, future)
-                        .await
-                        .map_err(|_| HookFailure::Timeout(limit)),
-                    None => Ok(future.await),
-                }
-            };
-            let result = match TURN_CANCEL.try_with(CancelToken::clone) {
-                Ok(cancel) => tokio::select! {
-                    biased;
-                    result = timed => result?,
-                    () = cancel.cancelled() => return Err(HookFailure::Cancelled),
-                },
-                Err(_) => timed.await?,
-            };
-            match result {
-                Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
-                Err(panic) => Err(HookFailure::Panic(panic)),
-            }
+        // Boxed: the timeout and cancel machinery would otherwise make every hook call's future
+        // (a sync hook's on each streamed chunk, too) several times larger to move around.
+        HookBody::Async(body) => Box::pin(run_async(hook, body, ctx)).await,
+    }
+}
+
+/// An async hook's run: under its timeout, stopped by the turn's cancel.
+async fn run_async<E: Event>(
+    hook: &Hook<E>,
+    body: &AsyncBody<E>,
+    ctx: &E::Ctx,
+) -> Result<E::Out, HookFailure> {
+    let future = match catch_panic(|| body(ctx)) {
+        Ok(future) => catch_unwind(future),
+        Err(panic) => return Err(HookFailure::Panic(panic)),
+    };
+    let timed = async {
+        match hook.options.timeout {
+            Some(limit) => tokio::time::timeout(limit, future)
+                .await
+                .map_err(|_| HookFailure::Timeout(limit)),
+            None => Ok(future.await),
         }
+    };
+    let result = match TURN_CANCEL.try_with(CancelToken::clone) {
+        Ok(cancel) => tokio::select! {
+            biased;
+            result = timed => result?,
+            () = cancel.cancelled() => return Err(HookFailure::Cancelled),
+        },
+        Err(_) => timed.await?,
+    };
+    match result {
+        Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
+        Err(panic) => Err(HookFailure::Panic(panic)),
     }
 }
 

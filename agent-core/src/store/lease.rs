@@ -16,7 +16,17 @@ use crate::util::BoxFuture;
 /// releases it too (in the background, on the Tokio runtime, when one is running).
 #[must_use = "the session's turn is released when the lease is dropped"]
 pub struct TurnLease {
-    held: Option<Box<dyn ReleaseTurn>>,
+    held: Held,
+}
+
+/// What a lease holds until it is released.
+enum Held {
+    /// Released already.
+    Nothing,
+    /// An in-process lock alone ([`TurnLocks`]): released by dropping it.
+    Local(OwnedMutexGuard<()>),
+    /// A store's own lease.
+    Store(Box<dyn ReleaseTurn>),
 }
 
 /// What a store does to give a held turn back (see [`TurnLease::new`]).
@@ -25,36 +35,36 @@ pub trait ReleaseTurn: Send + 'static {
     fn release(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
 
-/// The in-process lock alone: released when the guard is dropped.
-impl ReleaseTurn for OwnedMutexGuard<()> {
-    fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
-        drop(self);
-        Box::pin(std::future::ready(()))
-    }
-}
-
 impl TurnLease {
     /// A lease released through `held`.
     pub fn new(held: impl ReleaseTurn) -> TurnLease {
         TurnLease {
-            held: Some(Box::new(held)),
+            held: Held::Store(Box::new(held)),
+        }
+    }
+
+    /// A lease that is a [`TurnLocks`] guard alone (a store confined to one process).
+    pub fn local(guard: OwnedMutexGuard<()>) -> TurnLease {
+        TurnLease {
+            held: Held::Local(guard),
         }
     }
 
     /// Gives the turn back, so the next turn of the session may start.
     pub async fn release(mut self) {
-        if let Some(held) = self.held.take() {
-            held.release().await;
+        match std::mem::replace(&mut self.held, Held::Nothing) {
+            Held::Store(held) => held.release().await,
+            Held::Local(guard) => drop(guard),
+            Held::Nothing => {}
         }
     }
 }
 
 impl Drop for TurnLease {
     fn drop(&mut self) {
-        let Some(held) = self.held.take() else {
-            return;
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        if let Held::Store(held) = std::mem::replace(&mut self.held, Held::Nothing)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
             runtime.spawn(held.release());
         }
     }
@@ -63,7 +73,7 @@ impl Drop for TurnLease {
 impl fmt::Debug for TurnLease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TurnLease")
-            .field("held", &self.held.is_some())
+            .field("held", &!matches!(self.held, Held::Nothing))
             .finish()
     }
 }

@@ -158,7 +158,7 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
-        Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::new)) })
+        Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::local)) })
     }
 
     fn retain(&self, session: &str) {

@@ -222,7 +222,7 @@ pub trait SessionStore: Send + Sync {
     /// the returned future must leave nothing held.
     ///
     /// A store in one process embeds a [`TurnLocks`] and answers with
-    /// `TurnLocks::lock(session, wait)` wrapped in [`TurnLease::new`].
+    /// `TurnLocks::lock(session, wait)` wrapped in [`TurnLease::local`].
     fn lock_turn<'a>(
         &'a self,
         session: &'a str,

@@ -123,7 +123,7 @@ impl SessionStore for BrokenStore {
                 .0
                 .lock(session, wait)
                 .await
-                .map(agent_core::TurnLease::new))
+                .map(agent_core::TurnLease::local))
         })
     }
 }
