@@ -38,21 +38,26 @@ mod store;
 mod tool;
 mod util;
 
-pub use agent::{Agent, AgentBuilder, AgentSpec, BuildError, Conversation, HookSet, TurnStream};
+pub use agent::{
+    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, Handoff, HookSet, TurnStream,
+};
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
-pub use engine::{TurnEvent, TurnOverlap, TurnRequest, default_classifier, is_context_overflow};
+pub use engine::{
+    HandoffHistory, HistoryFilter, TurnEvent, TurnOverlap, TurnRequest, default_classifier,
+    is_context_overflow,
+};
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,
     ChunkContext, ClassifyContext, CreateMessageContext, ErrorStage, Event, FailurePolicy,
-    FilterMessagesContext, HistoryDecision, Hook, HookError, HookFailure, HookOptions, HookReturn,
-    LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
-    MessageCreatedContext, PostProcessContext, RunContext, SessionEndContext, SessionStartContext,
-    StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
-    StoreToolResultContext, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
-    ToolOutcomeKind, ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig,
-    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
-    UpdateMessageContext, event,
+    FilterMessagesContext, HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError,
+    HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext,
+    Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
+    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
+    StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
+    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
+    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::Agent;
+use super::{Agent, Handoff};
 use crate::engine::TurnOverlap;
-use crate::engine::runtime::{AgentRuntime, ToolSlot};
+use crate::engine::runtime::{AgentRuntime, HandoffSlot, ToolSlot};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
 use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};
@@ -61,6 +61,7 @@ pub struct AgentBuilder {
     before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
     store: Option<Arc<dyn SessionStore>>,
+    handoffs: Vec<Handoff>,
     configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
@@ -94,9 +95,19 @@ impl AgentBuilder {
             before: Vec::new(),
             after: Vec::new(),
             store: None,
+            handoffs: Vec::new(),
             configure_session: None,
             problems: Vec::new(),
         }
+    }
+
+    /// Lets the agent hand a turn to another agent: its model sees a transfer tool for the
+    /// target (see [`Handoff`]); once a call of it is allowed by every before_handoff hook,
+    /// the target's model, instructions, tools and step hooks run the rest of the turn. Takes
+    /// `&agent` or a configured [`Handoff`].
+    pub fn handoff(mut self, handoff: impl Into<Handoff>) -> Self {
+        self.handoffs.push(handoff.into());
+        self
     }
 
     /// What the agent does.
@@ -281,6 +292,7 @@ impl AgentBuilder {
             mut before,
             mut after,
             store,
+            handoffs,
             configure_session,
             mut problems,
         } = self;
@@ -292,6 +304,7 @@ impl AgentBuilder {
             problems.push("`max_steps` must be at least 1".to_owned());
         }
         let tool_index = index_tools(&tools, &mut problems);
+        let handoffs = handoff_slots(handoffs, &tool_index, &mut problems);
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
@@ -342,12 +355,45 @@ impl AgentBuilder {
                 store: Arc::new(crate::store::PanicSafe(
                     store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 )),
+                handoffs,
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),
             }),
         })
     }
+}
+
+/// The handoffs' transfer tools; a name that is invalid or taken by a tool or another handoff
+/// is a problem.
+fn handoff_slots(
+    handoffs: Vec<Handoff>,
+    tools: &HashMap<String, usize>,
+    problems: &mut Vec<String>,
+) -> Vec<HandoffSlot> {
+    let mut slots: Vec<HandoffSlot> = Vec::with_capacity(handoffs.len());
+    for handoff in handoffs {
+        let slot = HandoffSlot::new(
+            handoff.target.inner,
+            handoff.tool_name,
+            handoff.description,
+            handoff.history,
+        );
+        let name = &slot.spec.name;
+        let target = &slot.target.name;
+        if !is_valid_tool_name(name) {
+            problems.push(format!(
+                "handoff to `{target}`: invalid transfer tool name `{name}`: use 1 to 64 of `[A-Za-z0-9_-]` (name it with `Handoff::tool_name`)"
+            ));
+        }
+        if tools.contains_key(name) || slots.iter().any(|other| other.spec.name == *name) {
+            problems.push(format!(
+                "handoff to `{target}`: the transfer tool name `{name}` is taken; name it with `Handoff::tool_name`"
+            ));
+        }
+        slots.push(slot);
+    }
+    slots
 }
 
 /// Each tool's position by name; invalid and duplicate names are problems.

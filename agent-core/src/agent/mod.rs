@@ -7,6 +7,7 @@
 
 mod builder;
 mod conversation;
+mod handoff;
 mod inject;
 mod stream;
 
@@ -18,6 +19,7 @@ use crate::tool::ToolSpec;
 
 pub use builder::{AgentBuilder, BuildError};
 pub use conversation::Conversation;
+pub use handoff::Handoff;
 pub use stream::TurnStream;
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its

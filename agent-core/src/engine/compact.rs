@@ -12,7 +12,7 @@ use crate::message::Message;
 use crate::session::{self, Compaction, OpenSession, SessionInfo};
 use crate::store::MessageUpdate;
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
     /// The turn's system prompt: the session's (built when it opens) or the instructions.
     pub(super) async fn system_prompt(&mut self) -> Result<Option<String>, End> {
         let agent = self.agent;
@@ -111,7 +111,7 @@ impl Turn<'_> {
 
     /// The step loop, retried once from its first step after a context overflow the history
     /// could be compacted for.
-    pub(super) async fn steps_recovering(&mut self, mut plan: TurnPlan<'_>) -> End {
+    pub(super) async fn steps_recovering(&mut self, mut plan: TurnPlan<'a>) -> End {
         loop {
             let end = self.steps(&mut plan).await;
             let Some(open) = self.session.open.clone() else {

@@ -21,6 +21,7 @@
 mod classify;
 mod compact;
 mod events;
+mod handoff;
 mod history;
 mod lifecycle;
 mod model_call;
@@ -39,5 +40,6 @@ mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};
 pub use events::TurnEvent;
+pub use handoff::{HandoffHistory, HistoryFilter};
 pub use request::{TurnOverlap, TurnRequest};
 pub(crate) use turn::{SessionRef, run_turn};

@@ -40,7 +40,7 @@ impl Turn<'_> {
             step,
             request,
         };
-        observe(&self.agent.hooks.on_llm_start, &start)
+        observe(&self.current.hooks.on_llm_start, &start)
             .await
             .map_err(End::turn)?;
         let span = chat_span(&**model);
@@ -83,7 +83,7 @@ impl Turn<'_> {
             error: streamed.error(),
         };
         self.outcome.usage.add(&end_ctx.usage);
-        let llm_end = observe(&self.agent.hooks.on_llm_end, &end_ctx).await;
+        let llm_end = observe(&self.current.hooks.on_llm_end, &end_ctx).await;
         let LlmEndContext {
             text,
             tool_calls,

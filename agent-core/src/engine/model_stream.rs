@@ -39,7 +39,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
     /// Whether anyone sees chunks (an on_chunk hook or the stream API): when nobody does, the
     /// copies made only to build a chunk are skipped.
     pub(super) fn listening(&self) -> bool {
-        !self.turn.agent.hooks.on_chunk.is_empty() || self.turn.sink.is_some()
+        !self.turn.current.hooks.on_chunk.is_empty() || self.turn.sink.is_some()
     }
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
@@ -47,7 +47,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
         if !self.listening() {
             return Ok(());
         }
-        let hooks = &self.turn.agent.hooks.on_chunk;
+        let hooks = &self.turn.current.hooks.on_chunk;
         let ctx = ChunkContext {
             request_id: self.turn.request_id.clone(),
             step: self.step,

@@ -81,6 +81,13 @@ impl<'a> TurnPlan<'a> {
             .iter()
             .chain(&self.tools.extra)
             .map(|slot| slot.spec())
+            .chain(
+                self.tools
+                    .agent
+                    .handoffs
+                    .iter()
+                    .map(|handoff| &handoff.spec),
+            )
             .filter(|spec| self.tools.is_active(&spec.name))
             .cloned()
             .collect();
@@ -137,8 +144,20 @@ impl TurnTools<'_> {
             .tools
             .iter()
             .chain(&self.extra)
-            .map(|slot| slot.spec().name.as_str());
+            .map(|slot| slot.spec().name.as_str())
+            .chain(self.agent.handoffs.iter().map(|h| h.spec.name.as_str()));
         all.filter(|name| self.is_active(name)).collect()
+    }
+
+    /// The current agent's handoff whose transfer tool this is, when the model may call it.
+    pub(super) fn handoff(&self, name: &str) -> Option<usize> {
+        if !self.is_active(name) || self.agent.tool_index.contains_key(name) {
+            return None;
+        }
+        self.agent
+            .handoffs
+            .iter()
+            .position(|handoff| handoff.spec.name == name)
     }
 }
 

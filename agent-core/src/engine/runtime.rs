@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+pub(crate) use super::handoff::HandoffSlot;
 use super::request::TurnOverlap;
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
@@ -36,6 +37,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
     pub(crate) store: Arc<dyn SessionStore>,
+    /// The agents this one may hand a turn to, each with its transfer tool.
+    pub(crate) handoffs: Vec<HandoffSlot>,
     /// The mark of each open session.
     pub(crate) sessions: OpenSessions,
     /// Builds each session's configuration when it opens.

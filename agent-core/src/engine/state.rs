@@ -20,7 +20,10 @@ use crate::store::{MessageUpdate, NewMessage, StoreError};
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
+    /// The agent the turn was asked of: its session, store and the turn's frame hooks.
     pub(super) agent: &'a AgentRuntime,
+    /// The agent running the steps: the first one, or the target of the last handoff.
+    pub(super) current: &'a AgentRuntime,
     pub(super) session_id: &'a Arc<str>,
     /// The session's open mark (its configuration lives as long as it).
     pub(super) opened: &'a Arc<Opened>,

@@ -38,30 +38,45 @@ pub(super) struct CallsDone {
     pub(super) results: Vec<ToolResultRecord>,
     /// A fail-closed after_tool_call hook failed: the turn fails after this step.
     pub(super) failed_hook: Option<TurnError>,
+    /// An allowed handoff: the current agent's handoff at this index takes over next step.
+    pub(super) handoff: Option<usize>,
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
     /// The step loop: steps until one ends the turn, then on_stop when the step limit is hit.
-    pub(super) async fn steps(&mut self, plan: &mut TurnPlan<'_>) -> End {
-        for step in 0..plan.max_steps {
+    /// A handoff gives the target its own step limit, counted from its first step.
+    pub(super) async fn steps(&mut self, plan: &mut TurnPlan<'a>) -> End {
+        let mut step = 0;
+        let mut limit = plan.max_steps;
+        while step < limit {
             if self.cancel.is_cancelled() {
                 return End::Aborted;
             }
             let span = tracing::info_span!(
                 "step",
                 otel.name = %format_args!("step {step}"),
+                gen_ai.agent.name = %self.current.name,
                 gen_ai.agent.step = step,
             );
-            if let Err(end) = self.step(plan, step).instrument(span).await {
-                return end;
+            match self.step(plan, step).instrument(span).await {
+                Err(end) => return end,
+                Ok(Some(handoff)) => {
+                    let from = self.current.name.clone();
+                    self.hand_off(plan, handoff);
+                    limit = step + 1 + plan.max_steps;
+                    let to = self.current.name.clone();
+                    self.emit(super::TurnEvent::Handoff { from, to }).await;
+                }
+                Ok(None) => {}
             }
+            step += 1;
         }
         self.stop(StopReason::MaxSteps).await
     }
 
     /// One step: before_step, the model call, its tool calls, on_step_finish. `Ok` when the
-    /// turn goes on to another step.
-    async fn step(&mut self, plan: &mut TurnPlan<'_>, step: usize) -> Flow {
+    /// turn goes on to another step (with the handoff the step made, if any).
+    async fn step(&mut self, plan: &mut TurnPlan<'a>, step: usize) -> Flow<Option<usize>> {
         self.compact_before_step(plan).await?;
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;
@@ -76,7 +91,7 @@ impl Turn<'_> {
         plan: &mut TurnPlan<'_>,
         step: usize,
     ) -> Flow<(Arc<dyn Model>, ModelRequest)> {
-        let hooks = &self.agent.hooks;
+        let hooks = &self.current.hooks;
         let step_ctx = StepContext {
             request_id: self.request_id.clone(),
             step,
@@ -133,7 +148,7 @@ impl Turn<'_> {
             tool_calls: answer.tool_calls,
         };
         let reply =
-            match history::post_process(&self.agent.hooks, &self.request_id, step, reply).await {
+            match history::post_process(&self.current.hooks, &self.request_id, step, reply).await {
                 Ok(reply) => reply,
                 Err((error, reply)) => {
                     self.open.partial(&reply.message);
@@ -197,7 +212,7 @@ impl Turn<'_> {
         model: &dyn Model,
         reply: Reply,
         calls: CallsDone,
-    ) -> Flow {
+    ) -> Flow<Option<usize>> {
         let record = StepRecord {
             step,
             model: model.id().to_owned(),
@@ -209,7 +224,7 @@ impl Turn<'_> {
             usage: reply.usage,
             provider_metadata: reply.provider_metadata,
         };
-        observe(&self.agent.hooks.on_step_finish, &record)
+        observe(&self.current.hooks.on_step_finish, &record)
             .await
             .map_err(End::turn)?;
         let more = !record.tool_calls.is_empty();
@@ -228,7 +243,7 @@ impl Turn<'_> {
         if !more {
             return Err(End::Completed(StopReason::Finished));
         }
-        Ok(())
+        Ok(calls.handoff)
     }
 
     /// on_stop: a limit ended the turn.
@@ -240,7 +255,7 @@ impl Turn<'_> {
             text: self.outcome.text.clone(),
         };
         let mut decision = StopDecision::Complete;
-        if let Err(error) = each(&self.agent.hooks.on_stop, &ctx, |d| decision = d).await {
+        if let Err(error) = each(&self.current.hooks.on_stop, &ctx, |d| decision = d).await {
             return End::Failed(error, ErrorStage::Turn);
         }
         match decision {

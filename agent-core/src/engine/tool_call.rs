@@ -23,6 +23,8 @@ pub(crate) struct CallResult {
     pub(crate) error: Option<TurnError>,
     /// An after_tool_call_success/failure hook dropped the call from history.
     pub(crate) dropped: bool,
+    /// A transfer call whose handoff was allowed: the current agent's handoff at this index.
+    pub(crate) handoff: Option<usize>,
 }
 
 fn rejected(call: &ToolCall, content: String) -> CallResult {
@@ -38,6 +40,7 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
         record,
         error: None,
         dropped: false,
+        handoff: None,
     }
 }
 
@@ -122,6 +125,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         record,
         error,
         dropped: checked.dropped,
+        handoff: None,
     }
 }
 

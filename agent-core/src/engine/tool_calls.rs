@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::handoff;
 use super::history;
 use super::model_stream::StepStream;
 use super::plan::CallScope;
@@ -28,6 +29,7 @@ impl Turn<'_> {
         let mut done = CallsDone {
             results: Vec::with_capacity(reply.tool_calls.len()),
             failed_hook: None,
+            handoff: None,
         };
         if reply.tool_calls.is_empty() {
             return Ok(done);
@@ -41,12 +43,13 @@ impl Turn<'_> {
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
             done.failed_hook = done.failed_hook.or(result.error);
+            done.handoff = done.handoff.or(result.handoff);
             if result.dropped {
                 dropped.insert(position);
                 continue;
             }
             let message =
-                history::tool_result(&self.agent.hooks, &self.request_id, step, &mut record)
+                history::tool_result(&self.current.hooks, &self.request_id, step, &mut record)
                     .await
                     .map_err(End::turn)?;
             let stream = StepStream::new(self, step);
@@ -104,11 +107,20 @@ impl Turn<'_> {
             cancel: &self.cancel,
             tools: &plan.tools,
         };
+        // The first transfer call of the step is decided by before_handoff; another is refused.
+        let mut handoffs = 0;
         let futures = calls
             .iter()
-            .map(|call| Box::pin(execute(&scope, call)) as BoxFuture<'_, CallResult>)
+            .map(|call| match plan.tools.handoff(&call.name) {
+                Some(index) => {
+                    handoffs += 1;
+                    Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
+                        as BoxFuture<'_, CallResult>
+                }
+                None => Box::pin(execute(&scope, call)) as BoxFuture<'_, CallResult>,
+            })
             .collect();
-        let joined = join_ordered(futures, self.agent.tool_concurrency);
+        let joined = join_ordered(futures, self.current.tool_concurrency);
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,

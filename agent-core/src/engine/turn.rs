@@ -55,6 +55,7 @@ pub(crate) async fn run_turn(
     );
     let turn = Turn {
         agent,
+        current: agent,
         session_id: session.id,
         opened: session.opened,
         request_id,
@@ -155,6 +156,7 @@ impl Turn<'_> {
         let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
         let result = TurnResult {
             request_id: self.request_id.clone(),
+            agent: self.agent.name.clone(),
             status,
             text: String::new(),
             stop_reason: None,
@@ -289,6 +291,7 @@ impl Turn<'_> {
     async fn finish(self, end: End, lease: TurnLease) -> TurnResult {
         let Turn {
             agent,
+            current,
             session_id,
             request_id,
             continuation,
@@ -301,6 +304,7 @@ impl Turn<'_> {
         let hooks = &agent.hooks;
         let mut result = TurnResult {
             request_id: request_id.clone(),
+            agent: current.name.clone(),
             status: TurnStatus::Completed,
             text: outcome.text,
             stop_reason: None,

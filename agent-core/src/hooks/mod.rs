@@ -2,6 +2,7 @@
 //! receive and decide, and the one runner that applies the failure policy.
 
 mod context;
+mod handoff;
 mod matcher;
 mod messages;
 mod outcome;
@@ -19,6 +20,7 @@ use crate::util::BoxFuture;
 
 pub use context::*;
 pub(crate) use event::TurnHooks;
+pub use handoff::*;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
@@ -495,6 +497,11 @@ pub mod event {
         ///
         /// Fired by `tool_result` in `engine/history.rs`.
         BeforeStoreToolResult = "before_store_tool_result" / before_store_tool_result, StoreToolResultContext => Option<Message>, FailOpen;
+        /// The model called a transfer tool: allow the handoff to the target agent, or deny it
+        /// (the model reads the reason). Fails closed: a failing hook denies.
+        ///
+        /// Fired by `decide` in `engine/handoff.rs`.
+        BeforeHandoff = "before_handoff" / before_handoff, HandoffContext => HandoffDecision, FailClosed;
     }
 
     /// Before a tool runs: allow, modify, block or substitute the call.

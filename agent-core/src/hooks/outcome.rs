@@ -311,6 +311,9 @@ pub struct ChatResponse {
 pub struct TurnResult {
     /// This turn's id.
     pub request_id: Arc<str>,
+    /// The agent that ran the turn's last step: the agent asked, or the target of the last
+    /// handoff.
+    pub agent: Arc<str>,
     /// How the turn ended.
     pub status: TurnStatus,
     /// The final answer (the last step's text, or what on_stop supplied; partial on error/abort).

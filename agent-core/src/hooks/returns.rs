@@ -6,8 +6,8 @@ use std::fmt::Display;
 use super::event::*;
 use super::{Event, HookError};
 use crate::hooks::{
-    ChatErrorClassification, HistoryDecision, StepConfig, StopDecision, ToolCallDecision,
-    ToolResultDecision, TurnConfig, TurnError,
+    ChatErrorClassification, HandoffDecision, HistoryDecision, StepConfig, StopDecision,
+    ToolCallDecision, ToolResultDecision, TurnConfig, TurnError,
 };
 use crate::message::Message;
 use crate::store::{MessageUpdate, NewMessage, StoredMessage};
@@ -83,6 +83,8 @@ returns! {
     AfterToolCallFailure: Option<ToolResultDecision> => |v| v.unwrap_or_default();
     BeforeStoreToolResult: Message => |v| Some(v);
     BeforeStoreToolResult: Option<Message> => |v| v;
+    BeforeHandoff: HandoffDecision => |v| v;
+    BeforeHandoff: Option<HandoffDecision> => |v| v.unwrap_or_default();
 }
 
 impl<I: ToolInput> HookReturn<BeforeToolCall<I>> for ToolCallDecision<I> {

@@ -93,7 +93,8 @@ impl ToolOutcome {
 }
 
 /// How a tool call ended, without its value: what step records and the result hooks report.
-/// Displays in snake case (`executed`, `failed`, `blocked`, `substituted`, `rejected`).
+/// Displays in snake case (`executed`, `failed`, `blocked`, `substituted`, `rejected`,
+/// `handed_off`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolOutcomeKind {
@@ -108,6 +109,8 @@ pub enum ToolOutcomeKind {
     /// The call never reached a hook: the tool is unknown (or not active) or its arguments do
     /// not parse.
     Rejected,
+    /// A transfer call whose handoff was taken: the target agent takes over after the step.
+    HandedOff,
 }
 
 impl ToolOutcomeKind {
@@ -119,6 +122,7 @@ impl ToolOutcomeKind {
             ToolOutcomeKind::Blocked => "blocked",
             ToolOutcomeKind::Substituted => "substituted",
             ToolOutcomeKind::Rejected => "rejected",
+            ToolOutcomeKind::HandedOff => "handed_off",
         }
     }
 }

@@ -82,6 +82,7 @@ fn every_event_has_one_row() {
         AfterToolCallSuccess::NAME,
         AfterToolCallFailure::NAME,
         BeforeStoreToolResult::NAME,
+        BeforeHandoff::NAME,
     ];
     let mut listed: Vec<String> = rows().into_iter().flat_map(|(events, _)| events).collect();
     listed.sort();

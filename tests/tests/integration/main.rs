@@ -24,6 +24,7 @@ mod hook_index;
 mod macro_agent;
 mod macro_hooks;
 mod macro_tools;
+mod multi_agent_handoff;
 mod session_compaction;
 mod store_memory;
 mod store_sqlite;
