@@ -39,7 +39,8 @@ mod tool;
 mod util;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, Handoff, HookSet, TurnStream,
+    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, Handoff, HookSet, Subagent,
+    TurnStream,
 };
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
@@ -54,10 +55,10 @@ pub use hooks::{
     HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext,
     Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
     SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, StoreToolResultContext, ToolCallContext, ToolCallDecision,
-    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
-    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
-    TurnWideEvent, UpdateMessageContext, event,
+    StopDecision, StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext,
+    ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind,
+    ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError,
+    TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Agent, Handoff};
+use super::{Agent, Handoff, Subagent};
 use crate::engine::TurnOverlap;
 use crate::engine::runtime::{AgentRuntime, HandoffSlot, ToolSlot};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
@@ -62,6 +62,7 @@ pub struct AgentBuilder {
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
     store: Option<Arc<dyn SessionStore>>,
     handoffs: Vec<Handoff>,
+    subagents: Vec<Subagent>,
     configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
@@ -96,6 +97,7 @@ impl AgentBuilder {
             after: Vec::new(),
             store: None,
             handoffs: Vec::new(),
+            subagents: Vec::new(),
             configure_session: None,
             problems: Vec::new(),
         }
@@ -107,6 +109,14 @@ impl AgentBuilder {
     /// `&agent` or a configured [`Handoff`].
     pub fn handoff(mut self, handoff: impl Into<Handoff>) -> Self {
         self.handoffs.push(handoff.into());
+        self
+    }
+
+    /// Offers another agent to the model as a tool (see [`Subagent`]): a call runs that
+    /// agent's own turn on its input and returns its final answer. Takes `&agent` or a
+    /// configured [`Subagent`].
+    pub fn subagent(mut self, subagent: impl Into<Subagent>) -> Self {
+        self.subagents.push(subagent.into());
         self
     }
 
@@ -293,9 +303,22 @@ impl AgentBuilder {
             mut after,
             store,
             handoffs,
+            subagents,
             configure_session,
             mut problems,
         } = self;
+        let mut tools = tools;
+        let mut subagent_names = vec![None; tools.len()];
+        for subagent in subagents {
+            let name = subagent.agent.inner.name.clone();
+            let tool = crate::engine::subagent::tool(
+                subagent.agent.inner,
+                subagent.tool_name,
+                subagent.description,
+            );
+            tools.push((Arc::new(tool), false));
+            subagent_names.push(Some(name));
+        }
         let Some(model) = model else {
             problems.push("no model: call `.model(...)` on the builder".to_owned());
             return Err(BuildError { problems });
@@ -329,8 +352,10 @@ impl AgentBuilder {
         let after_hooks: Vec<_> = after.into_iter().map(|(_, hook)| hook).collect();
         let slots: Vec<ToolSlot> = tools
             .into_iter()
-            .map(|(tool, dynamic)| {
-                ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks, tool_timeout)
+            .zip(subagent_names)
+            .map(|((tool, dynamic), subagent)| ToolSlot {
+                subagent,
+                ..ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks, tool_timeout)
             })
             .collect();
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();

@@ -10,6 +10,7 @@ mod conversation;
 mod handoff;
 mod inject;
 mod stream;
+mod subagent;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub use builder::{AgentBuilder, BuildError};
 pub use conversation::Conversation;
 pub use handoff::Handoff;
 pub use stream::TurnStream;
+pub use subagent::Subagent;
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its
 /// tools, hooks and options on a builder.

@@ -33,6 +33,7 @@ pub(crate) mod runtime;
 mod settle;
 mod state;
 mod step;
+pub(crate) mod subagent;
 mod tool_call;
 mod tool_calls;
 mod tool_results;

@@ -56,6 +56,8 @@ pub(crate) struct ToolSlot {
     pub(crate) after: Vec<Arc<dyn AfterHook>>,
     /// The tool's own timeout, else the agent's.
     pub(crate) timeout: Option<Duration>,
+    /// The agent this tool runs, when it is a subagent (`engine/subagent.rs`).
+    pub(crate) subagent: Option<Arc<str>>,
 }
 
 impl ToolSlot {
@@ -84,6 +86,7 @@ impl ToolSlot {
             .collect();
         ToolSlot {
             timeout: tool.timeout().or(default_timeout),
+            subagent: None,
             tool,
             dynamic,
             before,

@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::plan::CallScope;
 use super::runtime::ToolSlot;
+use super::subagent;
 use super::tool_results;
 use crate::hooks::tool_hooks::{CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
@@ -96,7 +97,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     };
     let (outcome, duration, state) = match gate(slot, &mut state, call).await {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
-        None => invoke(slot, state, call).await,
+        None => invoke(scope, slot, state, call).await,
     };
 
     let (content, is_error) =
@@ -165,10 +166,16 @@ async fn gate(slot: &ToolSlot, state: &mut CallState, call: &ToolCall) -> Option
 /// Runs the tool with the effective input, a panic becoming a failed outcome. The call's
 /// state comes back only when after_tool_call hooks will read it.
 async fn invoke(
+    scope: &CallScope<'_>,
     slot: &ToolSlot,
     state: CallState,
     call: &ToolCall,
 ) -> (ToolOutcome, Duration, Option<CallState>) {
+    if let Err(outcome) = subagent::started(scope, slot, &state).await {
+        let state = (!slot.after.is_empty()).then_some(state);
+        return (outcome, Duration::ZERO, state);
+    }
+    let call_id = state.call_id.clone();
     let ctx = ToolContext {
         call_id: state.call_id.clone(),
         tool_name: state.tool_name.clone(),
@@ -213,6 +220,7 @@ async fn invoke(
             slot.timeout.unwrap_or_default()
         ))),
     };
+    let outcome = subagent::stopped(scope, slot, &call_id, outcome).await;
     (outcome, duration, state)
 }
 

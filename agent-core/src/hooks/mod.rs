@@ -8,6 +8,7 @@ mod messages;
 mod outcome;
 mod returns;
 mod run;
+mod subagent;
 mod tool_context;
 pub(crate) mod tool_hooks;
 
@@ -26,6 +27,7 @@ pub use messages::*;
 pub use outcome::*;
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
+pub use subagent::*;
 pub use tool_context::*;
 
 /// A lifecycle event: its context, what its hooks return, and its default failure policy.
@@ -502,6 +504,14 @@ pub mod event {
         ///
         /// Fired by `decide` in `engine/handoff.rs`.
         BeforeHandoff = "before_handoff" / before_handoff, HandoffContext => HandoffDecision, FailClosed;
+        /// An agent offered as a tool is about to run its own turn.
+        ///
+        /// Fired by `started` in `engine/subagent.rs`.
+        OnSubagentStart = "on_subagent_start" / on_subagent_start, SubagentStartContext => (), FailOpen;
+        /// A subagent's turn ended, with its final answer or why it has none.
+        ///
+        /// Fired by `stopped` in `engine/subagent.rs`.
+        OnSubagentStop = "on_subagent_stop" / on_subagent_stop, SubagentStopContext => (), FailOpen;
     }
 
     /// Before a tool runs: allow, modify, block or substitute the call.

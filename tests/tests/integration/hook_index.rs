@@ -83,6 +83,8 @@ fn every_event_has_one_row() {
         AfterToolCallFailure::NAME,
         BeforeStoreToolResult::NAME,
         BeforeHandoff::NAME,
+        OnSubagentStart::NAME,
+        OnSubagentStop::NAME,
     ];
     let mut listed: Vec<String> = rows().into_iter().flat_map(|(events, _)| events).collect();
     listed.sort();

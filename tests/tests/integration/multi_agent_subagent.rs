@@ -1,0 +1,246 @@
+//! Subagents as tools (issue 9 item 3): a call runs the subagent's own turn on its input and
+//! returns its final answer; the caller's before_tool_call gates it (block and modify apply),
+//! on_subagent_start / on_subagent_stop fire around it, and the subagent's turn has its own
+//! request id and hooks.
+
+use std::sync::Arc;
+
+use agent_core::{
+    Agent, AgentBuilder, Hook, Matcher, MemoryStore, ScriptedModel, ScriptedStep, SessionStore,
+    Subagent, ToolCallDecision, TurnStatus, event,
+};
+use serde_json::{Value, json};
+use tests::{Trace, assert_whole, lines};
+
+/// The subagent, recording its own hooks (with the request id it runs under).
+fn researcher(trace: &Trace, model: ScriptedModel, store: &Arc<MemoryStore>) -> Agent {
+    let (t1, t2, t3) = (trace.clone(), trace.clone(), trace.clone());
+    AgentBuilder::new("researcher")
+        .description("Finds facts.")
+        .model(model)
+        .store(store.clone())
+        .hook(Hook::<event::BeforeRun>::sync("trace", move |ctx| {
+            t1.push(format!("researcher:before_run({})", ctx.input));
+            t1.push(format!("request {}", ctx.request_id));
+        }))
+        .hook(Hook::<event::OnLlmStart>::sync("trace", move |ctx| {
+            t2.push(format!("researcher:on_llm_start({})", ctx.step));
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync("trace", move |ctx| {
+            t3.push(format!("researcher:on_chat_response({})", ctx.status));
+        }))
+        .build()
+        .unwrap()
+}
+
+/// The calling agent: asks the researcher in its first step, then answers. `gate` decides its
+/// before_tool_call on every tool.
+fn writer(
+    trace: &Trace,
+    model: &ScriptedModel,
+    subagent: Subagent,
+    store: &Arc<dyn SessionStore>,
+    gate: impl Fn() -> ToolCallDecision<Value> + Send + Sync + 'static,
+) -> Agent {
+    let (t1, t2, t3, t4, t5) = (
+        trace.clone(),
+        trace.clone(),
+        trace.clone(),
+        trace.clone(),
+        trace.clone(),
+    );
+    AgentBuilder::new("writer")
+        .model(model.clone())
+        .store(store.clone())
+        .subagent(subagent)
+        .hook(Hook::<event::BeforeRun>::sync("trace", move |ctx| {
+            t5.push(format!("request {}", ctx.request_id));
+        }))
+        .before_tool_call(
+            Matcher::all(),
+            Hook::<event::BeforeToolCall<Value>>::sync("gate", move |ctx| {
+                t1.push(format!("writer:before_tool_call({})", ctx.tool_name));
+                gate()
+            }),
+        )
+        .after_tool_call(
+            Matcher::all(),
+            Hook::<event::AfterToolCall<Value>>::sync("trace", move |ctx| {
+                t2.push(format!(
+                    "writer:after_tool_call({} {})",
+                    ctx.tool_name,
+                    ctx.outcome.kind()
+                ));
+            }),
+        )
+        .hook(Hook::<event::OnSubagentStart>::sync("trace", move |ctx| {
+            t3.push(format!(
+                "writer:on_subagent_start({}->{} {})",
+                ctx.agent, ctx.subagent, ctx.input
+            ));
+        }))
+        .hook(Hook::<event::OnSubagentStop>::sync("trace", move |ctx| {
+            t4.push(format!(
+                "writer:on_subagent_stop({}->{} {:?})",
+                ctx.agent, ctx.subagent, ctx.result
+            ));
+        }))
+        .build()
+        .unwrap()
+}
+
+fn writer_model() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new().tool_call("s1", "researcher", r#"{"input":"facts about Rust"}"#),
+        ScriptedStep::new().text("Written."),
+    ])
+}
+
+/// The trace without the request id lines, and those ids.
+fn split(trace: &Trace) -> (Vec<String>, Vec<String>) {
+    trace
+        .take()
+        .into_iter()
+        .partition(|l| !l.starts_with("request "))
+}
+
+/// What the writer's model read as the researcher's answer.
+fn answer_read(model: &ScriptedModel) -> String {
+    model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .text()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_subagent_runs_its_own_turn_and_its_answer_is_the_result() {
+    let trace = Trace::new();
+    let child_store = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let child_model = ScriptedModel::new([ScriptedStep::new().text("Rust is fast.")]);
+    let researcher = researcher(&trace, child_model.clone(), &child_store);
+    let model = writer_model();
+    let writer = writer(&trace, &model, Subagent::of(&researcher), &store, || {
+        ToolCallDecision::Allow
+    });
+
+    let result = writer.session("s").run("Write about Rust").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let (events, requests) = split(&trace);
+    assert_eq!(
+        events,
+        lines(&[
+            "writer:before_tool_call(researcher)",
+            r#"writer:on_subagent_start(writer->researcher {"input":"facts about Rust"})"#,
+            "researcher:before_run(facts about Rust)",
+            "researcher:on_llm_start(0)",
+            "researcher:on_chat_response(completed)",
+            r#"writer:on_subagent_stop(writer->researcher Ok("Rust is fast."))"#,
+            "writer:after_tool_call(researcher executed)",
+        ])
+    );
+    assert_eq!(requests.len(), 2);
+    assert_ne!(
+        requests[0], requests[1],
+        "the subagent's turn has its own id"
+    );
+    assert_eq!(answer_read(&model), "Rust is fast.");
+    let offered = &model.requests()[0].tools[0];
+    assert_eq!(offered.name, "researcher");
+    assert_eq!(offered.description, "Ask agent `researcher`: Finds facts.");
+    assert_eq!(offered.parameters["required"], json!(["input"]));
+    assert_whole(&store.load("s").await.unwrap());
+    assert_eq!(
+        child_store.session_count(),
+        0,
+        "the subagent's session is freed when its call ends"
+    );
+}
+
+#[tokio::test]
+async fn the_callers_gate_modifies_or_blocks_a_subagent_call() {
+    let trace = Trace::new();
+    let child_store = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let child_model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+    let researcher = researcher(&trace, child_model.clone(), &child_store);
+    let model = writer_model();
+    let writer = writer(&trace, &model, Subagent::of(&researcher), &store, || {
+        ToolCallDecision::Modify(json!({"input": "facts about Rust, in one line"}))
+    });
+    writer.session("s").run("Write").await;
+    let (events, _) = split(&trace);
+    assert!(
+        events.contains(&"researcher:before_run(facts about Rust, in one line)".to_owned()),
+        "a modified input reaches the subagent: {events:?}"
+    );
+
+    let model = writer_model();
+    let child_model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+    let blocked_researcher = self::researcher(&trace, child_model.clone(), &child_store);
+    let blocking = self::writer(
+        &trace,
+        &model,
+        Subagent::of(&blocked_researcher),
+        &store,
+        || ToolCallDecision::block("no research today"),
+    );
+    blocking.session("t").run("Write").await;
+    let (events, _) = split(&trace);
+    assert_eq!(
+        events,
+        lines(&[
+            "writer:before_tool_call(researcher)",
+            "writer:after_tool_call(researcher blocked)",
+        ]),
+        "a blocked call never starts the subagent"
+    );
+    assert!(child_model.requests().is_empty());
+    assert_eq!(answer_read(&model), "no research today");
+}
+
+#[tokio::test]
+async fn a_failing_subagent_is_an_error_result_the_caller_reads() {
+    let trace = Trace::new();
+    let child_store = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let child_model = ScriptedModel::new([ScriptedStep::new().in_band_error("overloaded")]);
+    let researcher = researcher(&trace, child_model, &child_store);
+    let subagent = Subagent::of(&researcher)
+        .tool_name("research")
+        .description("Look it up.");
+    let model_with_name = ScriptedModel::new([
+        ScriptedStep::new().tool_call("s1", "research", r#"{"input":"x"}"#),
+        ScriptedStep::new().text("Written anyway."),
+    ]);
+    let writer = writer(&trace, &model_with_name, subagent, &store, || {
+        ToolCallDecision::Allow
+    });
+    let result = writer.session("s").run("Write").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    let read = answer_read(&model_with_name);
+    assert!(
+        read.starts_with("agent `researcher` ended error: "),
+        "{read}"
+    );
+    let (events, _) = split(&trace);
+    let stop = events
+        .iter()
+        .find(|l| l.starts_with("writer:on_subagent_stop"))
+        .unwrap();
+    assert!(
+        stop.contains("Err(\"agent `researcher` ended error"),
+        "{stop}"
+    );
+    assert!(
+        events.contains(&"writer:after_tool_call(research failed)".to_owned()),
+        "{events:?}"
+    );
+    assert_eq!(
+        model_with_name.requests()[0].tools[0].description,
+        "Look it up."
+    );
+}
