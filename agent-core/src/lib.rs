@@ -53,12 +53,13 @@ pub use hooks::{
     ChunkContext, ClassifyContext, CreateMessageContext, ErrorStage, Event, FailurePolicy,
     FilterMessagesContext, HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError,
     HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext,
-    Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunContext,
-    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext,
-    ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind,
-    ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError,
-    TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
+    Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunAgent, RunContext,
+    RunHooks, SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord,
+    StopContext, StopDecision, StopReason, StoreToolResultContext, SubagentStartContext,
+    SubagentStopContext, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
+    ToolOutcomeKind, ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig,
+    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
+    UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

@@ -29,6 +29,7 @@ mod model_stream;
 pub(crate) mod persist;
 mod plan;
 mod request;
+mod run_scope;
 pub(crate) mod runtime;
 mod settle;
 mod state;

@@ -43,6 +43,11 @@ impl Turn<'_> {
         observe(&self.current.hooks.on_llm_start, &start)
             .await
             .map_err(End::turn)?;
+        if let Some(run) = &self.run {
+            run.fire("on_llm_start", |hooks, agent| {
+                hooks.on_llm_start(agent, &start.request)
+            });
+        }
         let span = chat_span(&**model);
         // The assistant message is stored pending while the model answers.
         let pending = NewMessage {
@@ -84,6 +89,12 @@ impl Turn<'_> {
         };
         self.outcome.usage.add(&end_ctx.usage);
         let llm_end = observe(&self.current.hooks.on_llm_end, &end_ctx).await;
+        if let Some(run) = &self.run {
+            let calls = end_ctx.tool_calls.len();
+            run.fire("on_llm_end", |hooks, agent| {
+                hooks.on_llm_end(agent, &end_ctx.text, calls)
+            });
+        }
         let LlmEndContext {
             text,
             tool_calls,

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
 use crate::hooks::{StepConfig, TurnConfig};
@@ -168,4 +169,6 @@ pub(super) struct CallScope<'a> {
     pub(super) messages: &'a Arc<Vec<Message>>,
     pub(super) cancel: &'a CancelToken,
     pub(super) tools: &'a TurnTools<'a>,
+    /// The run the call belongs to, when run hooks observe it.
+    pub(super) run: Option<&'a RunScope>,
 }

@@ -1,9 +1,13 @@
 //! What a turn is asked to do: its input and options ([`TurnRequest`]) and what it does when
 //! another turn of its session runs ([`TurnOverlap`]).
 
+use std::fmt;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::cancel::CancelToken;
+use crate::hooks::RunHooks;
 use crate::message::Message;
 
 /// One turn's input and options.
@@ -20,6 +24,19 @@ pub struct TurnRequest {
     pub continuation: bool,
     /// Cancel this token to abort the turn; it then ends as `aborted`.
     pub cancel: CancelToken,
+    /// Observers of this turn across every agent it reaches (set with
+    /// [`run_hooks`](Self::run_hooks)).
+    pub(crate) run_hooks: RunHooksList,
+}
+
+/// A turn's run hooks.
+#[derive(Clone, Default)]
+pub(crate) struct RunHooksList(pub(crate) Vec<Arc<dyn RunHooks>>);
+
+impl fmt::Debug for RunHooksList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} run hooks", self.0.len())
+    }
 }
 
 impl TurnRequest {
@@ -46,6 +63,18 @@ impl TurnRequest {
     /// Stores these messages at the start of the turn, before the input.
     pub fn messages(mut self, messages: impl IntoIterator<Item = Message>) -> Self {
         self.messages.extend(messages);
+        self
+    }
+
+    /// Adds observers of this turn across every agent it reaches (see [`RunHooks`]).
+    pub fn run_hooks(mut self, hooks: impl RunHooks) -> Self {
+        self.run_hooks.0.push(Arc::new(hooks));
+        self
+    }
+
+    /// [`run_hooks`](Self::run_hooks) for observers already shared.
+    pub fn run_hooks_arc(mut self, hooks: Arc<dyn RunHooks>) -> Self {
+        self.run_hooks.0.push(hooks);
         self
     }
 

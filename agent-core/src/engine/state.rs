@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
 use super::persist::{WriteError, Writer};
+use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use super::settle::OpenRows;
 use crate::cancel::CancelToken;
@@ -34,6 +35,8 @@ pub(super) struct Turn<'a> {
     pub(super) outcome: Outcome,
     /// What the running step has written but not finished (`settle.rs`).
     pub(super) open: OpenRows,
+    /// The run the turn belongs to, when run hooks observe it (`run_scope.rs`).
+    pub(super) run: Option<RunScope>,
     /// What the turn tracks of its session (`compact.rs`).
     pub(super) session: SessionTurn,
     /// The turn's `invoke_agent` span, to record usage on when the turn ends.

@@ -55,7 +55,18 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
         gen_ai.tool.name = %call.name,
         gen_ai.tool.call.id = %call.id,
     );
-    execute_inner(scope, call).instrument(span).await
+    if let Some(run) = scope.run {
+        run.fire("on_tool_start", |hooks, agent| {
+            hooks.on_tool_start(agent, call)
+        });
+    }
+    let result = execute_inner(scope, call).instrument(span).await;
+    if let Some(run) = scope.run {
+        run.fire("on_tool_end", |hooks, agent| {
+            hooks.on_tool_end(agent, &result.record)
+        });
+    }
+    result
 }
 
 /// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.

@@ -9,6 +9,7 @@ use super::history;
 use super::model_stream::StepStream;
 use super::plan::CallScope;
 use super::plan::TurnPlan;
+use super::run_scope;
 use super::state::{End, Flow, Turn};
 use super::step::{CallsDone, Reply};
 use super::tool_call::{CallResult, execute};
@@ -106,6 +107,7 @@ impl Turn<'_> {
             messages: &messages,
             cancel: &self.cancel,
             tools: &plan.tools,
+            run: self.run.as_ref(),
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
@@ -120,7 +122,11 @@ impl Turn<'_> {
                 None => Box::pin(execute(&scope, call)) as BoxFuture<'_, CallResult>,
             })
             .collect();
-        let joined = join_ordered(futures, self.current.tool_concurrency);
+        // A subagent's turn started by one of the calls joins this turn's run.
+        let joined = run_scope::calling(
+            self.run.clone(),
+            join_ordered(futures, self.current.tool_concurrency),
+        );
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => None,

@@ -14,6 +14,7 @@ use super::history;
 use super::lifecycle;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
+use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
@@ -53,6 +54,7 @@ pub(crate) async fn run_turn(
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
     );
+    let run = RunScope::new(request.run_hooks.0.clone(), &agent.name, &request_id);
     let turn = Turn {
         agent,
         current: agent,
@@ -64,6 +66,7 @@ pub(crate) async fn run_turn(
         sink,
         outcome: Outcome::default(),
         open: Default::default(),
+        run,
         session: SessionTurn::default(),
         span: span.clone(),
     };
@@ -283,12 +286,28 @@ impl Turn<'_> {
             system, messages, ..
         } = turn_ctx;
         let plan = TurnPlan::new(agent, config, system, messages);
+        if let Some(open) = &self.session.open {
+            let more = &open.config.run_hooks;
+            RunScope::join(&mut self.run, more, &agent.name, &self.request_id);
+        }
+        if let Some(run) = &self.run {
+            run.fire("on_agent_start", |hooks, agent| hooks.on_agent_start(agent));
+        }
         self.steps_recovering(plan).await
     }
 
     /// Builds the result, runs after_run (whose failure fails the turn after its result is
     /// built), classifies an error and runs on_chat_error, then the response hooks.
     async fn finish(self, end: End, lease: TurnLease) -> TurnResult {
+        if let Some(run) = &self.run {
+            let output = match &end {
+                End::Completed(_) => self.outcome.text.as_str(),
+                _ => "",
+            };
+            run.fire("on_agent_end", |hooks, agent| {
+                hooks.on_agent_end(agent, output)
+            });
+        }
         let Turn {
             agent,
             current,

@@ -8,6 +8,7 @@ mod messages;
 mod outcome;
 mod returns;
 mod run;
+mod run_hooks;
 mod subagent;
 mod tool_context;
 pub(crate) mod tool_hooks;
@@ -27,6 +28,7 @@ pub use messages::*;
 pub use outcome::*;
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
+pub use run_hooks::{RunAgent, RunHooks};
 pub use subagent::*;
 pub use tool_context::*;
 

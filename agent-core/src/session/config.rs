@@ -1,5 +1,6 @@
 //! What `configure_session` builds: context blocks, compaction settings and the token counter.
 
+use crate::hooks::RunHooks;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -151,6 +152,7 @@ pub struct SessionConfig {
     pub(crate) max_compactions: usize,
     pub(crate) keep_recent: usize,
     pub(crate) reactive: bool,
+    pub(crate) run_hooks: Vec<Arc<dyn RunHooks>>,
 }
 
 impl Default for SessionConfig {
@@ -165,6 +167,7 @@ impl Default for SessionConfig {
             max_compactions: 1,
             keep_recent: 4,
             reactive: true,
+            run_hooks: Vec::new(),
         }
     }
 }
@@ -269,6 +272,13 @@ impl SessionConfig {
     /// first (default 0.8).
     pub fn headroom(mut self, headroom: f64) -> Self {
         self.headroom = headroom;
+        self
+    }
+
+    /// Adds observers of every turn of the session across the agents it reaches (see
+    /// [`RunHooks`]), beside any the turn's request brings.
+    pub fn run_hooks(mut self, hooks: impl RunHooks) -> Self {
+        self.run_hooks.push(Arc::new(hooks));
         self
     }
 

@@ -25,6 +25,7 @@ mod macro_agent;
 mod macro_hooks;
 mod macro_tools;
 mod multi_agent_handoff;
+mod multi_agent_run_hooks;
 mod multi_agent_subagent;
 mod session_compaction;
 mod store_memory;
