@@ -25,7 +25,7 @@ fn run(name: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|error| panic!("cannot run example {name}: {error}"))
 }
 
-const EXAMPLES: &[&str] = &["quickstart", "file_guard", "chat", "chat_cli"];
+const EXAMPLES: &[&str] = &["quickstart", "file_guard", "chat", "chat_cli", "triage"];
 
 #[test]
 fn every_example_answers_help_with_its_usage() {
@@ -68,6 +68,16 @@ fn the_offline_examples_complete_and_print_outcomes_in_snake_case() {
 
     let guard = run("file_guard", &[]);
     assert!(guard.status.success(), "{guard:?}");
+
+    let triage = run("triage", &[]);
+    let stdout = String::from_utf8_lossy(&triage.stdout);
+    assert!(triage.status.success(), "{triage:?}");
+    assert!(stdout.contains("handoff triage -> billing"), "{stdout}");
+    assert!(stdout.contains("┌ triage > billing > ledger"), "{stdout}");
+    assert!(
+        stdout.contains("status: completed, answered by billing, 4 steps"),
+        "{stdout}"
+    );
 }
 
 /// A one-shot OpenAI-compatible server on loopback: each connection gets the next body as a
