@@ -63,6 +63,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn SessionStore>>,
     handoffs: Vec<Handoff>,
     subagents: Vec<Subagent>,
+    context_type: Option<(std::any::TypeId, &'static str)>,
     configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
@@ -98,6 +99,7 @@ impl AgentBuilder {
             store: None,
             handoffs: Vec::new(),
             subagents: Vec::new(),
+            context_type: None,
             configure_session: None,
             problems: Vec::new(),
         }
@@ -109,6 +111,15 @@ impl AgentBuilder {
     /// `&agent` or a configured [`Handoff`].
     pub fn handoff(mut self, handoff: impl Into<Handoff>) -> Self {
         self.handoffs.push(handoff.into());
+        self
+    }
+
+    /// Declares the type of run context every turn of this agent carries
+    /// ([`TurnRequest::context`](crate::TurnRequest::context)): a turn without one, or with
+    /// one of another type, ends at once with [`TurnErrorKind::Context`](crate::TurnErrorKind::Context)
+    /// naming both types, before any hook runs.
+    pub fn context_type<T: std::any::Any + Send + Sync>(mut self) -> Self {
+        self.context_type = Some((std::any::TypeId::of::<T>(), std::any::type_name::<T>()));
         self
     }
 
@@ -304,6 +315,7 @@ impl AgentBuilder {
             store,
             handoffs,
             subagents,
+            context_type,
             configure_session,
             mut problems,
         } = self;
@@ -381,6 +393,7 @@ impl AgentBuilder {
                     store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 )),
                 handoffs,
+                context_type,
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),

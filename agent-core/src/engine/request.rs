@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::run_context::RunContextValue;
 use crate::cancel::CancelToken;
 use crate::hooks::RunHooks;
 use crate::message::Message;
@@ -27,6 +28,8 @@ pub struct TurnRequest {
     /// Observers of this turn across every agent it reaches (set with
     /// [`run_hooks`](Self::run_hooks)).
     pub(crate) run_hooks: RunHooksList,
+    /// The run context (set with [`context`](Self::context)).
+    pub(crate) context: Option<RunContextValue>,
 }
 
 /// A turn's run hooks.
@@ -75,6 +78,14 @@ impl TurnRequest {
     /// [`run_hooks`](Self::run_hooks) for observers already shared.
     pub fn run_hooks_arc(mut self, hooks: Arc<dyn RunHooks>) -> Self {
         self.run_hooks.0.push(hooks);
+        self
+    }
+
+    /// Gives the turn a context value of the application's own type (a user id, permissions,
+    /// a database handle), read with [`run_context`](crate::run_context) from every hook and
+    /// tool of every agent the turn reaches.
+    pub fn context<T: std::any::Any + Send + Sync>(mut self, context: T) -> Self {
+        self.context = Some(RunContextValue::new(context));
         self
     }
 

@@ -2,6 +2,7 @@
 //! the hook lists, its store and the state of its open sessions (turn locks, session
 //! configurations). The facade's `Agent` is a shared handle on one [`AgentRuntime`].
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
@@ -10,8 +11,10 @@ use serde_json::{Map, Value};
 
 pub(crate) use super::handoff::HandoffSlot;
 use super::request::TurnOverlap;
+use super::run_context::RunContextValue;
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
+use crate::hooks::{TurnError, TurnErrorKind};
 use crate::model::{CallSettings, Model};
 use crate::session::{Configure, Opened, SessionStates};
 use crate::store::SessionStore;
@@ -37,6 +40,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
     pub(crate) store: Arc<dyn SessionStore>,
+    /// The type of run context the agent's turns need, with its name.
+    pub(crate) context_type: Option<(TypeId, &'static str)>,
     /// The agents this one may hand a turn to, each with its transfer tool.
     pub(crate) handoffs: Vec<HandoffSlot>,
     /// The mark of each open session.
@@ -123,5 +128,26 @@ impl OpenSessions {
         let opened = Arc::new(Opened);
         table.marks.insert(session.clone(), Arc::downgrade(&opened));
         opened
+    }
+}
+
+impl AgentRuntime {
+    /// The error of a turn of this agent run with `context` when the agent declares a context
+    /// type the turn does not carry.
+    pub(crate) fn missing_context(&self, context: Option<&RunContextValue>) -> Option<TurnError> {
+        let (id, name) = self.context_type?;
+        let message = match context {
+            Some(context) if context.is(id) => return None,
+            Some(context) => format!(
+                "agent `{}` needs a run context of type `{name}`, and the turn carries a `{}`",
+                self.name,
+                context.type_name()
+            ),
+            None => format!(
+                "agent `{}` needs a run context of type `{name}`: give one with `TurnRequest::context`",
+                self.name
+            ),
+        };
+        Some(TurnError::new(TurnErrorKind::Context, message))
     }
 }

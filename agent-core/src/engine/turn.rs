@@ -14,6 +14,7 @@ use super::history;
 use super::lifecycle;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
+use super::run_context::{self, RunContextValue};
 use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
@@ -70,11 +71,17 @@ pub(crate) async fn run_turn(
         session: SessionTurn::default(),
         span: span.clone(),
     };
-    turn.run(request).instrument(span).await
+    // The turn's context, or its caller's for a subagent's turn.
+    let context = request.context.clone().or_else(RunContextValue::current);
+    let turn = turn.run(request, context.clone()).instrument(span);
+    run_context::with_context(context, turn).await
 }
 
 impl Turn<'_> {
-    async fn run(mut self, request: TurnRequest) -> TurnResult {
+    async fn run(mut self, request: TurnRequest, context: Option<RunContextValue>) -> TurnResult {
+        if let Some(error) = self.agent.missing_context(context.as_ref()) {
+            return self.unstarted(TurnStatus::Error, Some(error)).await;
+        }
         let lease = match self.take_session().await {
             Ok(lease) => lease,
             Err((status, error)) => return self.unstarted(status, error).await,

@@ -162,6 +162,9 @@ pub enum TurnErrorKind {
     Busy,
     /// A hook replaced the error.
     Custom,
+    /// The turn lacks the run context its agent declares (`AgentBuilder::context_type`), or
+    /// carries one of another type.
+    Context,
     /// Code the turn ran outside any hook or tool (a session's token counter, say) panicked.
     /// Panics in hooks and tools follow the failure policy; a model's or a store's panic is
     /// reported as that model's or store's error.

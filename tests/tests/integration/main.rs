@@ -24,6 +24,7 @@ mod hook_index;
 mod macro_agent;
 mod macro_hooks;
 mod macro_tools;
+mod multi_agent_context;
 mod multi_agent_handoff;
 mod multi_agent_run_hooks;
 mod multi_agent_subagent;
