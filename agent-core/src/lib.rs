@@ -68,8 +68,8 @@ pub use store::{
     SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
 };
 pub use tool::{
-    AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,
-    ToolInput, ToolSpec, TypedTool, is_valid_tool_name, schema_for,
+    AnyValue, ArgsError, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput, ToolSpec,
+    TypedTool, is_valid_tool_name, schema_for,
 };
 pub use util::BoxFuture;
 
@@ -81,7 +81,8 @@ pub mod __private {
     pub use serde_json;
     pub use std::sync::{Arc, OnceLock};
 
-    pub use crate::tool::{args_from, args_into};
+    // The compile-time checks and glue `#[tool]` and `#[agent]` generate; not for users.
+    pub use crate::tool::{AcceptsTool, OutputIs, args_from, args_into};
 
     /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
     pub const fn str_eq(a: &str, b: &str) -> bool {

@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 use syn::{Ident, Path};
 
 use super::parse::AgentModel;
-use crate::common::{crate_path, generic_args, is_json_value, last_ident, pascal_case};
+use crate::common::{crate_path, generic_args, is_json_value, last_ident, pascal_case, snake_case};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookFn, MatcherSpec};
 
@@ -41,6 +41,8 @@ pub(crate) struct EnumDef {
 
 pub(crate) struct Plan {
     pub(crate) krate: TokenStream,
+    /// The module the agent's own tools are generated in (`FileAgent` -> `file_agent_tools`).
+    pub(crate) module: Ident,
     pub(crate) tools: Vec<StaticTool>,
     pub(crate) hooks: Vec<HookPlan>,
     pub(crate) enums: Vec<EnumDef>,
@@ -50,6 +52,7 @@ pub(crate) struct Plan {
 
 pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
     let krate = crate_path(model.attr.crate_path.as_ref());
+    let module = tools_module(&model.self_ty);
     let mut tools: Vec<StaticTool> = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
     for tool in &model.tools {
@@ -57,7 +60,7 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
             name: tool.name.clone(),
             ty: {
                 let ty = tool.type_ident();
-                quote!(#ty)
+                quote!(#module::#ty)
             },
             variant: tool.type_ident(),
             args_ident: Some(tool.args_ident()),
@@ -72,10 +75,14 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         };
         let name = last.ident.to_string();
         let variant = format_ident!("{}", pascal_case(&name), span = last.ident.span());
+        // `tools(files::read_file)` -> `files::read_file_tool::ReadFile`.
         let mut ty_path = path.clone();
         if let Some(segment) = ty_path.segments.last_mut() {
-            segment.ident = variant.clone();
+            segment.ident = format_ident!("{}_tool", name, span = last.ident.span());
         }
+        ty_path
+            .segments
+            .push(syn::PathSegment::from(variant.clone()));
         tools.push(StaticTool {
             name,
             ty: quote!(#ty_path),
@@ -112,10 +119,23 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         .collect();
     Plan {
         krate,
+        module,
         tools,
         hooks,
         enums,
         all_enum,
+    }
+}
+
+/// The module of an agent's generated tool types: `FileAgent` -> `file_agent_tools`.
+pub(crate) fn tools_module(self_ty: &syn::Type) -> Ident {
+    match last_ident(self_ty) {
+        Some(ident) => format_ident!(
+            "{}_tools",
+            snake_case(&ident.to_string()),
+            span = ident.span()
+        ),
+        None => format_ident!("agent_tools"),
     }
 }
 

@@ -231,7 +231,12 @@ pub(crate) struct HookFn {
 }
 
 /// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
-pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<HookFn> {
+pub(crate) fn parse_hook(
+    cx: &Ctxt,
+    attr: HookAttr,
+    krate: Option<&Path>,
+    sig: &Signature,
+) -> Option<HookFn> {
     let event = attr.event?;
     if !sig.generics.params.is_empty() {
         cx.error_spanned_by(&sig.generics, "a hook function cannot be generic");
@@ -291,7 +296,7 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
             "ToolCallResultContext"
         };
         let args = generic_args(&ctx_ty);
-        let named = crate::common::last_ident(&ctx_ty).is_some_and(|ident| ident == shape);
+        let named = crate::common::is_helper_type(&ctx_ty, shape, krate);
         match (named, args.as_slice()) {
             (true, [input]) => input_ty = Some((*input).clone()),
             (true, [input, output]) if event.name == "after_tool_call" => {

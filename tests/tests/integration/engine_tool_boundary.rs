@@ -95,7 +95,7 @@ async fn an_output_whose_serialize_panics_is_an_error_result() {
     let model = one_call("boom", "{}");
     let agent = AgentBuilder::new("t")
         .model(model.clone())
-        .tool(Boom)
+        .tool(boom_tool::Boom)
         .build()
         .unwrap();
     let result = agent.run("go").await;
@@ -152,7 +152,7 @@ async fn trailing_text_after_the_arguments_is_rejected_by_every_kind_of_tool() {
         let model = one_call(name, arguments);
         let agent = AgentBuilder::new("t")
             .model(model.clone())
-            .tool(Add)
+            .tool(add_tool::Add)
             .dyn_tool(echo())
             .build()
             .unwrap();
@@ -188,7 +188,7 @@ async fn an_error_result_quotes_a_few_kb_of_a_huge_argument_and_says_how_long_it
         let model = one_call(name, &arguments);
         let agent = AgentBuilder::new("t")
             .model(model.clone())
-            .tool(Add)
+            .tool(add_tool::Add)
             .dyn_tool(FnTool::new(
                 "echo",
                 "Echo.",
