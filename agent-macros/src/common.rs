@@ -369,3 +369,29 @@ pub(crate) fn unknown_option(attr: &str, written: &str, valid: &[&str]) -> Strin
         None => format!("unknown `#[{attr}]` option `{written}`; expected one of: {list}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, snake_case};
+
+    #[test]
+    fn closest_suggests_only_near_names() {
+        let events = ["before_tool_call", "after_tool_call", "on_chunk"];
+        assert_eq!(closest("before_tool_cal", events), Some("before_tool_call"));
+        assert_eq!(closest("on_chnuk", events), Some("on_chunk"));
+        assert_eq!(
+            closest("on_chunk", events),
+            None,
+            "an exact name is not misspelt"
+        );
+        assert_eq!(closest("colour", events), None);
+    }
+
+    #[test]
+    fn snake_case_of_agent_names() {
+        assert_eq!(snake_case("FileAgent"), "file_agent");
+        assert_eq!(snake_case("Files"), "files");
+        assert_eq!(snake_case("HTTPAgent"), "http_agent");
+        assert_eq!(snake_case("Agent2Go"), "agent2_go");
+    }
+}

@@ -6,7 +6,9 @@ use quote::{format_ident, quote};
 use syn::{Ident, Path};
 
 use super::parse::AgentModel;
-use crate::common::{crate_path, generic_args, is_json_value, last_ident, pascal_case, snake_case};
+use crate::common::{
+    closest, crate_path, generic_args, is_json_value, last_ident, pascal_case, snake_case,
+};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookFn, MatcherSpec};
 
@@ -139,18 +141,23 @@ pub(crate) fn tools_module(self_ty: &syn::Type) -> Ident {
     }
 }
 
-fn tool_list(tools: &[StaticTool]) -> String {
-    if tools.is_empty() {
-        "the agent has no tools".to_owned()
-    } else {
-        format!(
-            "the agent's tools: {}",
-            tools
-                .iter()
-                .map(|t| format!("`{}`", t.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+/// `AgentBuilder::build`'s sentence for a matcher that matches none of the agent's tools.
+fn matches_none(hook: &str, matcher: &str, tools: &[&str]) -> String {
+    format!(
+        "hook `{hook}`: `{matcher}` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+        tools.join(", ")
+    )
+}
+
+/// What to do about a tool name the agent does not have: fix a misspelling, or list a
+/// `#[tool]` function defined elsewhere in `tools(...)`.
+fn unknown_name_hint(name: &str, tools: &[&str]) -> String {
+    match closest(name, tools.iter().copied()) {
+        Some(best) => format!("; did you mean `{best}`?"),
+        None if syn::parse_str::<Ident>(name).is_ok() => {
+            format!("; if `{name}` is a `#[tool]` function, list it in `#[agent(tools({name}))]`")
+        }
+        None => String::new(),
     }
 }
 
@@ -169,42 +176,66 @@ fn plan_hook(
         return plan;
     }
     let dynamic = hook.attr.dynamic;
-    let find = |lit: &syn::LitStr| -> Option<usize> {
-        let found = tools.iter().position(|t| t.name == lit.value());
-        if found.is_none() && !dynamic {
-            cx.error_spanned_by(
-                lit,
-                format!("no tool named `{}`; {}", lit.value(), tool_list(tools)),
-            );
-        }
-        found
-    };
-    plan.matched = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
+    let position = |name: &str| tools.iter().position(|t| t.name == name);
+    let spec = hook.attr.matcher.as_ref().map(|(spec, _)| spec);
+    plan.matched = match spec {
         None => (0..tools.len()).collect(),
-        Some(MatcherSpec::Tool(lit)) => find(lit).into_iter().collect(),
-        Some(MatcherSpec::Tools(lits)) => lits.iter().filter_map(find).collect(),
-        Some(MatcherSpec::Match(lit, regex)) => {
-            let matched: Vec<usize> = (0..tools.len())
-                .filter(|&i| regex.is_match(&tools[i].name))
-                .collect();
-            if matched.is_empty() && !dynamic {
+        Some(MatcherSpec::Tool(lit)) => position(&lit.value()).into_iter().collect(),
+        Some(MatcherSpec::Tools(lits)) => lits
+            .iter()
+            .filter_map(|lit| position(&lit.value()))
+            .collect(),
+        Some(MatcherSpec::Match(_, regex)) => (0..tools.len())
+            .filter(|&i| regex.is_match(&tools[i].name))
+            .collect(),
+    };
+    if !dynamic {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let hook_name = hook.ident.to_string();
+        // The sentences are `AgentBuilder::build`'s, word for word (a test compares them), so a
+        // matcher reads the same whether the macro or the builder finds it; the macro adds what
+        // to do about a name it does not know.
+        let unknown = |lit: &syn::LitStr| position(&lit.value()).is_none();
+        if plan.matched.is_empty() {
+            let ident = &hook.ident;
+            // Spanned on the first name the agent does not have, the regex, or the hook's name.
+            let (span_tokens, matcher, first_unknown) = match spec {
+                None => (quote!(#ident), "every tool".to_owned(), None),
+                Some(MatcherSpec::Tool(lit)) => (
+                    quote!(#lit),
+                    format!("tool = \"{}\"", lit.value()),
+                    Some(lit),
+                ),
+                Some(MatcherSpec::Tools(lits)) => {
+                    let values: Vec<String> = lits.iter().map(syn::LitStr::value).collect();
+                    let first = lits.first();
+                    (quote!(#first), format!("tools = {values:?}"), first)
+                }
+                Some(MatcherSpec::Match(lit, _)) => {
+                    (quote!(#lit), format!("match = \"{}\"", lit.value()), None)
+                }
+            };
+            let message = format!(
+                "{}{}",
+                matches_none(&hook_name, &matcher, &names),
+                first_unknown
+                    .map(|lit| unknown_name_hint(&lit.value(), &names))
+                    .unwrap_or_default()
+            );
+            cx.error_spanned_by(span_tokens, message);
+        } else if let Some(MatcherSpec::Tools(lits)) = spec {
+            for lit in lits.iter().filter(|lit| unknown(lit)) {
                 cx.error_spanned_by(
                     lit,
                     format!(
-                        "`match = \"{}\"` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+                        "hook `{hook_name}`: no tool named `{}` (tools: {}){}",
                         lit.value(),
-                        tool_list(tools)
+                        names.join(", "),
+                        unknown_name_hint(&lit.value(), &names)
                     ),
                 );
             }
-            matched
         }
-    };
-    if hook.attr.matcher.is_none() && tools.is_empty() && !dynamic {
-        cx.error_spanned_by(
-            &hook.ident,
-            format!("this tool-call hook matches no tool: {}", tool_list(tools)),
-        );
     }
 
     let Some(input) = &hook.input_ty else {

@@ -5,7 +5,7 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
 
-use crate::common::{AttrKind, attr_kind, doc_text, parse_crate_value};
+use crate::common::{AttrKind, attr_kind, doc_text, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookAttr, HookFn, parse_hook};
 use crate::tool::{ToolAttr, ToolFn, parse_tool};
@@ -21,6 +21,17 @@ pub(crate) struct AgentAttr {
     pub(crate) hooks: Vec<Path>,
     pub(crate) crate_path: Option<Path>,
 }
+
+/// Every `#[agent]` option, for "did you mean" and "expected one of" messages.
+const OPTIONS: &[&str] = &[
+    "name",
+    "description",
+    "instructions",
+    "max_steps",
+    "tools",
+    "hooks",
+    "crate",
+];
 
 fn set<T>(
     meta: &syn::meta::ParseNestedMeta<'_>,
@@ -47,24 +58,45 @@ impl AgentAttr {
                 .unwrap_or_default();
             match key.as_str() {
                 "name" => set(&meta, &mut attr.name, "name", meta.value()?.parse()?),
-                "description" => set(&meta, &mut attr.description, "description", meta.value()?.parse()?),
-                "instructions" => set(&meta, &mut attr.instructions, "instructions", meta.value()?.parse()?),
+                "description" => set(
+                    &meta,
+                    &mut attr.description,
+                    "description",
+                    meta.value()?.parse()?,
+                ),
+                "instructions" => set(
+                    &meta,
+                    &mut attr.instructions,
+                    "instructions",
+                    meta.value()?.parse()?,
+                ),
                 "max_steps" => {
                     let lit: LitInt = meta.value()?.parse()?;
                     if lit.base10_parse::<usize>()? == 0 {
-                        return Err(syn::Error::new(lit.span(), "`max_steps` must be at least 1"));
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            "`max_steps` must be at least 1",
+                        ));
                     }
                     set(&meta, &mut attr.max_steps, "max_steps", lit)
                 }
                 "tools" | "hooks" => {
-                    let seen = if key == "tools" { &mut saw_tools } else { &mut saw_hooks };
+                    let seen = if key == "tools" {
+                        &mut saw_tools
+                    } else {
+                        &mut saw_hooks
+                    };
                     if std::mem::replace(seen, true) {
                         return Err(meta.error(format!("duplicate `{key}` option")));
                     }
                     let content;
                     syn::parenthesized!(content in meta.input);
                     let paths = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
-                    let list = if key == "tools" { &mut attr.tools } else { &mut attr.hooks };
+                    let list = if key == "tools" {
+                        &mut attr.tools
+                    } else {
+                        &mut attr.hooks
+                    };
                     list.extend(paths);
                     Ok(())
                 }
@@ -72,9 +104,7 @@ impl AgentAttr {
                     let path = parse_crate_value(&meta)?;
                     set(&meta, &mut attr.crate_path, "crate", path)
                 }
-                _ => Err(meta.error(
-                    "unknown `#[agent]` option; expected one of: `name`, `description`, `instructions`, `max_steps`, `tools`, `hooks`, `crate`",
-                )),
+                _ => Err(meta.error(unknown_option("agent", &key, OPTIONS))),
             }
         });
         if let Err(error) = parser.parse2(args) {

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, LitInt, LitStr, Path, ReturnType, Signature, Type};
 
 use super::events::{self, EventInfo};
-use crate::common::{generic_args, parse_crate_value};
+use crate::common::{closest, generic_args, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
 
 /// Which tools a tool-call hook applies to, as written.
@@ -33,6 +33,18 @@ pub(crate) struct HookAttr {
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) crate_path: Option<Path>,
 }
+
+/// Every `#[hook]` option after the event, for "did you mean" and "expected one of" messages.
+const OPTIONS: &[&str] = &[
+    "tool",
+    "tools",
+    "match",
+    "dynamic",
+    "priority",
+    "on_error",
+    "timeout_ms",
+    "crate",
+];
 
 fn duplicate(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Error {
     meta.error(format!("duplicate `{key}` option"))
@@ -71,10 +83,14 @@ impl HookAttr {
                 .unwrap_or_default();
             if is_first && (meta.input.is_empty() || meta.input.peek(syn::Token![,])) {
                 let Some(event) = events::find(&key) else {
-                    return Err(meta.error(format!(
-                        "unknown hook event `{key}`; expected one of: {}",
-                        events::names()
-                    )));
+                    let suggestion = closest(&key, events::EVENTS.iter().map(|event| event.name));
+                    return Err(meta.error(match suggestion {
+                        Some(best) => format!("unknown hook event `{key}`; did you mean `{best}`?"),
+                        None => format!(
+                            "unknown hook event `{key}`; expected one of: {}",
+                            events::names()
+                        ),
+                    }));
                 };
                 attr.event = Some(event);
                 attr.event_span = Some(meta.path.span());
@@ -123,7 +139,23 @@ impl HookAttr {
                     }
                     attr.dynamic_span = Some(key_span);
                     attr.dynamic = if meta.input.peek(syn::Token![=]) {
-                        meta.value()?.parse::<syn::LitBool>()?.value
+                        let value = meta.value()?;
+                        if value.peek(LitStr) {
+                            let lit: LitStr = value.parse()?;
+                            let fix = match lit.value().as_str() {
+                                "true" => "write `dynamic`",
+                                "false" => "leave it out",
+                                _ => "write `dynamic`, or leave it out",
+                            };
+                            return Err(syn::Error::new(
+                                lit.span(),
+                                format!("`dynamic` is a flag, not a string: {fix}"),
+                            ));
+                        }
+                        value
+                            .parse::<syn::LitBool>()
+                            .map_err(|error| syn::Error::new(error.span(), "`dynamic` is a flag: write `dynamic`, or `dynamic = true` / `dynamic = false`"))?
+                            .value
                     } else {
                         true
                     };
@@ -177,11 +209,7 @@ impl HookAttr {
                     }
                     attr.crate_path = Some(parse_crate_value(&meta)?);
                 }
-                _ => {
-                    return Err(meta.error(
-                        "unknown `#[hook]` option; expected one of: `tool`, `tools`, `match`, `dynamic`, `priority`, `on_error`, `timeout_ms`, `crate`",
-                    ));
-                }
+                _ => return Err(meta.error(unknown_option("hook", &key, OPTIONS))),
             }
             Ok(())
         });
