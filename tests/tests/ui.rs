@@ -52,6 +52,8 @@ const FAIL: &[&str] = &[
     "tool/fail/output_not_serialize.rs",
     "tool/fail/param_not_json_schema.rs",
     "tool/fail/pattern_param.rs",
+    "tool/fail/timeout_ms_not_a_number.rs",
+    "tool/fail/timeout_ms_zero.rs",
     "tool/fail/unknown_option.rs",
 ];
 

@@ -320,3 +320,37 @@ async fn a_typed_tool_takes_its_own_timeout() {
         )
     );
 }
+
+/// Sleeps for an hour: `#[tool(timeout_ms = 50)]` stops it first.
+#[tool(timeout_ms = 50)]
+async fn sleepy() -> String {
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    "late".to_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_macro_tool_takes_its_timeout_ms() {
+    use agent_core::Tool;
+    assert_eq!(
+        sleepy_tool::Sleepy::TIMEOUT,
+        Some(std::time::Duration::from_millis(50))
+    );
+    let model = one_call("sleepy", "{}");
+    let agent = AgentBuilder::new("t")
+        .model(model.clone())
+        .tool(sleepy_tool::Sleepy)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_done(&result);
+    assert_eq!(
+        result_read(&model),
+        (
+            "tool `sleepy` timed out after 50ms and was stopped".to_owned(),
+            true
+        )
+    );
+    let record = &result.steps[0].tool_results[0];
+    assert_eq!(record.outcome, agent_core::ToolOutcomeKind::Failed);
+    assert_eq!(record.duration, std::time::Duration::from_millis(50));
+}
