@@ -99,4 +99,19 @@ pub mod __private {
         }
         true
     }
+
+    /// Compile-time proof that `C` is the context hooks of event `Self` receive. `#[hook]`
+    /// passes the context through [`ContextIs::cast`] at the hook's parameter, so a context the
+    /// macro cannot name (an alias, say) is one type mismatch on that parameter's type rather
+    /// than a closure-signature error about generated code.
+    pub trait ContextIs<C>: crate::Event {
+        /// The context, as the hook's parameter type.
+        fn cast(ctx: &Self::Ctx) -> &C;
+    }
+
+    impl<E: crate::Event> ContextIs<E::Ctx> for E {
+        fn cast(ctx: &E::Ctx) -> &E::Ctx {
+            ctx
+        }
+    }
 }

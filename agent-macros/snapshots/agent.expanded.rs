@@ -294,10 +294,22 @@ impl ::agent_core::AgentSpec for FileAgent {
                     "sandbox",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
-                        move |__ctx: &ToolCallContext<FileCall>| {
+                        move |
+                            __ctx: &<::agent_core::event::BeforeToolCall<
+                                FileCall,
+                            > as ::agent_core::Event>::Ctx|
+                        {
                             let __this = ::std::sync::Arc::clone(&__this);
                             ::std::boxed::Box::pin(async move {
-                                <FileAgent>::sandbox(&__this, __ctx).await
+                                <FileAgent>::sandbox(
+                                        &__this,
+                                        <::agent_core::event::BeforeToolCall<
+                                            FileCall,
+                                        > as ::agent_core::__private::ContextIs<
+                                            ToolCallContext<FileCall>,
+                                        >>::cast(__ctx),
+                                    )
+                                    .await
                             })
                         }
                     },
@@ -316,11 +328,22 @@ impl ::agent_core::AgentSpec for FileAgent {
                     {
                         let __this = ::std::sync::Arc::clone(&this);
                         move |
-                            __ctx: &ToolCallResultContext<
+                            __ctx: &<::agent_core::event::AfterToolCall<
                                 file_agent_tools::WriteFileArgs,
                                 usize,
-                            >|
-                        <FileAgent>::audit(&__this, __ctx)
+                            > as ::agent_core::Event>::Ctx|
+                        <FileAgent>::audit(
+                            &__this,
+                            <::agent_core::event::AfterToolCall<
+                                file_agent_tools::WriteFileArgs,
+                                usize,
+                            > as ::agent_core::__private::ContextIs<
+                                ToolCallResultContext<
+                                    file_agent_tools::WriteFileArgs,
+                                    usize,
+                                >,
+                            >>::cast(__ctx),
+                        )
                     },
                 ),
             );
@@ -332,7 +355,14 @@ impl ::agent_core::AgentSpec for FileAgent {
                     "meter",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
-                        move |__ctx: &ChunkContext| <FileAgent>::meter(&__this, __ctx)
+                        move |
+                            __ctx: &<::agent_core::event::OnChunk as ::agent_core::Event>::Ctx|
+                        <FileAgent>::meter(
+                            &__this,
+                            <::agent_core::event::OnChunk as ::agent_core::__private::ContextIs<
+                                ChunkContext,
+                            >>::cast(__ctx),
+                        )
                     },
                 ),
             );

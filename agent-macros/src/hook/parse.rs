@@ -316,6 +316,31 @@ pub(crate) fn parse_hook(
             return None;
         }
     };
+    // A context type of another event: one error here, rather than rustc's about the closure.
+    let base = |context: &'static str| context.split('<').next().unwrap_or(context);
+    let own = base(event.context);
+    if let Some(other) = events::EVENTS.iter().find(|other| {
+        !event.tool
+            && base(other.context) != own
+            && crate::common::is_helper_type(&ctx_ty, base(other.context), krate)
+    }) {
+        cx.error_spanned_by(
+            &ctx_ty,
+            format!(
+                "{} `{}` hook receives `&{}`, and `{}` is the context of `{}`: write {expected}",
+                if event.name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                },
+                event.name,
+                event.context,
+                base(other.context),
+                other.name
+            ),
+        );
+        return None;
+    }
     let (mut input_ty, mut output_ty) = (None, None);
     if event.tool {
         let shape = if event.name == "before_tool_call" {
