@@ -114,4 +114,96 @@ pub mod __private {
             ctx
         }
     }
+
+    /// Compile-time proof that a tool parameter's type has a JSON Schema. `#[tool]` checks it
+    /// at each parameter's type, so a missing derive is one error there, in these words.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it has no JSON Schema",
+        label = "add `#[derive(schemars::JsonSchema)]` to this type",
+        note = "the model reads a tool's parameters as JSON Schema: derive `schemars::JsonSchema` (schemars 1.x) on your type, or for a type from another crate enable its `schemars` feature or wrap it in a type of yours"
+    )]
+    pub trait ToolParam {}
+
+    impl<T: schemars::JsonSchema> ToolParam for T {}
+
+    /// Asserts [`ToolParam`] (called in a const context by `#[tool]`).
+    pub const fn tool_param<T: ToolParam>() {}
+
+    /// The schema of a tool parameter's type `T`, resolved where `#[tool]` names the concrete
+    /// type (autoref specialisation): `T`'s own schema when it has one ([`ParamHasSchema`]),
+    /// else a placeholder ([`ParamLacksSchema`]) so that the args struct's derive adds no error
+    /// to the one [`ToolParam`] reports.
+    pub struct ParamProbe<T>(core::marker::PhantomData<T>);
+
+    impl<T> ParamProbe<T> {
+        /// The probe; call the methods on `&ParamProbe::<T>::new()`.
+        pub const fn new() -> Self {
+            ParamProbe(core::marker::PhantomData)
+        }
+    }
+
+    impl<T> Default for ParamProbe<T> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// [`ParamProbe`] for a type with a JSON Schema: its own.
+    pub trait ParamHasSchema {
+        /// `T::schema_name`.
+        fn schema_name(&self) -> std::borrow::Cow<'static, str>;
+        /// `T::schema_id`.
+        fn schema_id(&self) -> std::borrow::Cow<'static, str>;
+        /// `T::inline_schema`.
+        fn inline_schema(&self) -> bool;
+        /// `T::json_schema`.
+        fn json_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+        /// Whether `T` is optional (an `Option`).
+        fn is_option(&self) -> bool;
+    }
+
+    impl<T: schemars::JsonSchema> ParamHasSchema for ParamProbe<T> {
+        fn schema_name(&self) -> std::borrow::Cow<'static, str> {
+            T::schema_name()
+        }
+        fn schema_id(&self) -> std::borrow::Cow<'static, str> {
+            T::schema_id()
+        }
+        fn inline_schema(&self) -> bool {
+            T::inline_schema()
+        }
+        fn json_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            T::json_schema(generator)
+        }
+        fn is_option(&self) -> bool {
+            T::_schemars_private_is_option()
+        }
+    }
+
+    /// [`ParamProbe`] for a type without a JSON Schema: a placeholder (never used: the tool
+    /// does not compile).
+    pub trait ParamLacksSchema {
+        /// A placeholder.
+        fn schema_name(&self) -> std::borrow::Cow<'static, str> {
+            std::borrow::Cow::Borrowed("NoSchema")
+        }
+        /// A placeholder.
+        fn schema_id(&self) -> std::borrow::Cow<'static, str> {
+            std::borrow::Cow::Borrowed("agent_core::NoSchema")
+        }
+        /// A placeholder.
+        fn inline_schema(&self) -> bool {
+            true
+        }
+        /// A placeholder.
+        fn json_schema(&self, _: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            schemars::Schema::default()
+        }
+        /// A placeholder.
+        fn is_option(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T> ParamLacksSchema for &ParamProbe<T> {}
 }

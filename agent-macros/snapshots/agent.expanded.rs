@@ -34,7 +34,36 @@ mod file_agent_tools {
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct ReadFileArgs {
+        #[schemars(with = "__ReadFileArgs_path")]
         pub path: String,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __ReadFileArgs_path;
+    impl ::agent_core::__private::schemars::JsonSchema for __ReadFileArgs_path {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
     }
     ///The `read_file` tool: Read a UTF-8 text file.
     #[derive(::core::clone::Clone)]
@@ -50,13 +79,72 @@ mod file_agent_tools {
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct WriteFileArgs {
+        #[schemars(with = "__WriteFileArgs_path")]
         pub path: String,
+        #[schemars(with = "__WriteFileArgs_contents")]
         pub contents: String,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __WriteFileArgs_path;
+    impl ::agent_core::__private::schemars::JsonSchema for __WriteFileArgs_path {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __WriteFileArgs_contents;
+    impl ::agent_core::__private::schemars::JsonSchema for __WriteFileArgs_contents {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
     }
     ///The `write_file` tool: Replace a file's contents.
     #[derive(::core::clone::Clone)]
     pub(super) struct WriteFile(pub ::std::sync::Arc<FileAgent>);
 }
+const _: () = ::agent_core::__private::tool_param::<String>();
 impl ::agent_core::Tool for file_agent_tools::ReadFile {
     const NAME: &'static str = "read_file";
     const DESCRIPTION: &'static str = "Read a UTF-8 text file.";
@@ -86,7 +174,10 @@ impl ::agent_core::Tool for file_agent_tools::ReadFile {
         }
     }
 }
-impl ::agent_core::ToolInput for file_agent_tools::ReadFileArgs {
+impl ::agent_core::ToolInput for file_agent_tools::ReadFileArgs
+where
+    for<'__a> <file_agent_tools::ReadFile as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
     type Output = <file_agent_tools::ReadFile as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "read_file"
@@ -106,6 +197,8 @@ impl ::agent_core::ToolInput for file_agent_tools::ReadFileArgs {
 }
 impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile>
 for file_agent_tools::ReadFileArgs {}
+const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = ::agent_core::__private::tool_param::<String>();
 impl ::agent_core::Tool for file_agent_tools::WriteFile {
     const NAME: &'static str = "write_file";
     const DESCRIPTION: &'static str = "Replace a file's contents.";
@@ -132,7 +225,10 @@ impl ::agent_core::Tool for file_agent_tools::WriteFile {
         }
     }
 }
-impl ::agent_core::ToolInput for file_agent_tools::WriteFileArgs {
+impl ::agent_core::ToolInput for file_agent_tools::WriteFileArgs
+where
+    for<'__a> <file_agent_tools::WriteFile as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
     type Output = <file_agent_tools::WriteFile as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "write_file"

@@ -23,13 +23,100 @@ pub mod search_tool {
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub struct SearchArgs {
         /// What to look for.
+        #[schemars(with = "__SearchArgs_query")]
         pub query: String,
         #[serde(
             default = "SearchArgs::__default_limit",
             deserialize_with = "SearchArgs::__nullable_limit"
         )]
+        #[schemars(with = "__SearchArgs_limit")]
         pub limit: u32,
+        #[schemars(with = "__SearchArgs_tag")]
         pub tag: Option<String>,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_query;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_query {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_limit;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_limit {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_tag;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_tag {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                .inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).is_option()
+        }
     }
     ///The `search-notes` tool: Search the notes.
     #[derive(
@@ -40,6 +127,9 @@ pub mod search_tool {
     )]
     pub struct Search;
 }
+const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = ::agent_core::__private::tool_param::<u32>();
+const _: () = ::agent_core::__private::tool_param::<Option<String>>();
 impl search_tool::SearchArgs {
     #[doc(hidden)]
     fn __default_limit() -> u32 {
@@ -87,7 +177,10 @@ impl ::agent_core::Tool for search_tool::Search {
         }
     }
 }
-impl ::agent_core::ToolInput for search_tool::SearchArgs {
+impl ::agent_core::ToolInput for search_tool::SearchArgs
+where
+    for<'__a> <search_tool::Search as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
     type Output = <search_tool::Search as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "search-notes"

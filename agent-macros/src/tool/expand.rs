@@ -8,7 +8,7 @@ use syn::Ident;
 use syn::spanned::Spanned;
 
 use super::parse::{Output, ToolFn};
-use crate::common::{crate_path, nested_vis, unshadow};
+use crate::common::{crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
 pub(crate) enum ToolOwner<'a> {
@@ -27,6 +27,15 @@ pub(crate) struct ToolCode {
 /// `serde(crate = "...")` and `schemars(crate = "...")` take the path as a string.
 fn path_string(tokens: TokenStream) -> String {
     tokens.to_string().replace(' ', "")
+}
+
+/// The type giving parameter `param`'s schema to the args struct's derive.
+fn param_schema_ident(args_ty: &Ident, param: &Ident) -> Ident {
+    format_ident!(
+        "__{}_{}",
+        args_ty,
+        param.to_string().trim_start_matches("r#")
+    )
 }
 
 /// The names a tool declares in its module (which shadow the parent's names there).
@@ -114,9 +123,14 @@ pub(crate) fn tool_code(
             let nullable_path = format!("{args_ty}::__nullable_{ident}");
             quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
         });
+        let schema_attr = (!stub).then(|| {
+            let with = param_schema_ident(&args_ty, ident).to_string();
+            quote!(#[schemars(with = #with)])
+        });
         quote! {
             #(#docs)*
             #default_attr
+            #schema_attr
             pub #ident: #ty
         }
     });
@@ -177,6 +191,53 @@ pub(crate) fn tool_code(
         return ToolCode { defs, impls };
     }
 
+    // Each parameter's schema goes through a type of its own that asks `ParamProbe` for it: a
+    // parameter type without a JSON Schema is then reported once, by the `ToolParam` check
+    // below, at the parameter's type, instead of by the derive in terms of `__private`.
+    let param_schemas = tool.params.iter().map(|param| {
+        let schema_ty = param_schema_ident(&args_ty, &param.ident);
+        let ty = unshadow(&param.ty, shadowed);
+        let probe = quote! {
+            use #private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&#private::ParamProbe::<#ty>::new())
+        };
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            struct #schema_ty;
+
+            impl #private::schemars::JsonSchema for #schema_ty {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    #probe.schema_name()
+                }
+
+                fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                    #probe.schema_id()
+                }
+
+                fn inline_schema() -> bool {
+                    #probe.inline_schema()
+                }
+
+                fn json_schema(
+                    generator: &mut #private::schemars::SchemaGenerator,
+                ) -> #private::schemars::Schema {
+                    #probe.json_schema(generator)
+                }
+
+                fn _schemars_private_is_option() -> bool {
+                    #probe.is_option()
+                }
+            }
+        }
+    });
+    let param_checks = tool.params.iter().map(|param| {
+        let ty = &param.ty;
+        respan(
+            quote!(const _: () = #private::tool_param::<#ty>();),
+            ty.span(),
+        )
+    });
     let serde_crate = path_string(quote!(#private::serde));
     let schemars_crate = path_string(quote!(#private::schemars));
     let defs = quote! {
@@ -193,6 +254,8 @@ pub(crate) fn tool_code(
         #vis struct #args_ty {
             #(#field_defs,)*
         }
+
+        #(#param_schemas)*
 
         #tool_struct
     };
@@ -269,6 +332,8 @@ pub(crate) fn tool_code(
     });
 
     let impls = quote! {
+        #(#param_checks)*
+
         #defaults_impl
 
         impl #krate::Tool for #module::#tool_ty {
@@ -299,7 +364,12 @@ pub(crate) fn tool_code(
             }
         }
 
-        impl #krate::ToolInput for #module::#args_ty {
+        // The bound (made higher-ranked so it is checked where used, not here) keeps an output
+        // type without `Serialize` to the one error `Tool::Output` reports on it.
+        impl #krate::ToolInput for #module::#args_ty
+        where
+            for<'__a> <#module::#tool_ty as #krate::Tool>::Output: #private::serde::Serialize,
+        {
             type Output = <#module::#tool_ty as #krate::Tool>::Output;
 
             fn accepts(tool: &str) -> bool {
