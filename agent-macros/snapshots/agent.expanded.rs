@@ -164,9 +164,8 @@ impl ::agent_core::Tool for file_agent_tools::ReadFile {
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<String, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let file_agent_tools::ReadFileArgs { path } = __args;
         async move {
-            let __output = self.0.read_file(path).await;
+            let __output = self.0.read_file(__args.path).await;
             ::core::result::Result::map_err(
                 __output,
                 ::agent_core::ToolError::from_display,
@@ -218,9 +217,8 @@ impl ::agent_core::Tool for file_agent_tools::WriteFile {
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<usize, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let file_agent_tools::WriteFileArgs { path, contents } = __args;
         async move {
-            let __output = self.0.write_file(path, contents);
+            let __output = self.0.write_file(__args.path, __args.contents);
             ::core::result::Result::Ok(__output)
         }
     }

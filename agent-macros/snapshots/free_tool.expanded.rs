@@ -167,9 +167,8 @@ impl ::agent_core::Tool for search_tool::Search {
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<Vec<String>, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let search_tool::SearchArgs { query, limit, tag } = __args;
         async move {
-            let __output = search(query, limit, tag, __ctx).await;
+            let __output = search(__args.query, __args.limit, __args.tag, __ctx).await;
             ::core::result::Result::map_err(
                 __output,
                 ::agent_core::ToolError::from_display,

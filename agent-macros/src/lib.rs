@@ -32,8 +32,9 @@ use proc_macro::TokenStream;
 /// visibility), holding the tool type `read_file_tool::ReadFile` and its arguments
 /// `read_file_tool::ReadFileArgs`; so the tool never collides with a type of yours named
 /// `ReadFile`. A tool method of an `#[agent]` impl is generated in the agent's module instead
-/// (see [`macro@agent`]). The module glob-imports its parent: parameter and output types are
-/// the ones in scope at the function (a type declared inside a function body is not).
+/// (see [`macro@agent`]). The args struct is declared in the module, which glob-imports its
+/// parent: parameter types are the ones in scope at the function, except a type declared
+/// inside a function body (a tool taking one belongs at module level).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::entry(args.into(), input.into()).into()

@@ -293,11 +293,12 @@ pub(crate) fn tool_code(
             }
         }
     });
-    let field_idents: Vec<_> = tool.params.iter().map(|p| &p.ident).collect();
     let call_args = tool.call_order.iter().map(|slot| match slot {
+        // Fields, not bindings: a parameter named like the function (`fn note(note: Note)`)
+        // must not shadow the function called.
         Some(index) => {
             let ident = &tool.params[*index].ident;
-            quote!(#ident)
+            quote!(__args.#ident)
         }
         None => quote!(__ctx),
     });
@@ -356,7 +357,6 @@ pub(crate) fn tool_code(
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<#output_ty, #krate::ToolError>,
             > + ::core::marker::Send {
-                let #module::#args_ty { #(#field_idents,)* } = __args;
                 async move {
                     let __output = #callee(#(#call_args),*)#awaited;
                     #wrap

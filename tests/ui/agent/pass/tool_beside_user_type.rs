@@ -1,5 +1,7 @@
 //! A tool named like one of the user's own types: the user's type keeps its name, the tool's
-//! types are reached through the tool's module (`weather_tool::Weather`).
+//! types are reached through the tool's module (`weather_tool::Weather`). Inside the module a
+//! parameter type the module's own names would shadow (`Note` for a tool `note`, `String` for a
+//! tool `string`) is still the user's, and std's.
 
 use agent_core::{AgentBuilder, AgentSpec, ScriptedModel, ToolCallContext, agent, tool};
 use serde::Serialize;
@@ -37,7 +39,31 @@ impl Desk {
     }
 }
 
+#[derive(Clone, Debug, serde::Deserialize, Serialize, schemars::JsonSchema)]
+struct Note {
+    text: String,
+}
+
+/// Keep a note.
+#[tool]
+fn note(note: Note) -> Note {
+    note
+}
+
+/// Echo a string.
+#[tool]
+fn string(value: String, more: Vec<String>) -> String {
+    format!("{value}{}", more.concat())
+}
+
 fn main() {
+    let kept = note_tool::NoteArgs {
+        note: Note {
+            text: "hi".to_owned(),
+        },
+    };
+    let _ = (kept.note.text, string_tool::StringArgs { value: String::new(), more: Vec::new() });
+    let _ = AgentBuilder::new("notes").tool(note_tool::Note).tool(string_tool::String);
     let own = Weather { celsius: 1 };
     let _ = (own.celsius, Forecast { days: 2 }.days);
     let _ = AgentBuilder::new("plain").tool(weather_tool::Weather);
