@@ -40,7 +40,7 @@ fn set<T>(
     value: T,
 ) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(meta.error(format!("duplicate `{key}` option")));
+        return Err(meta.error(format!("duplicate `{key}` option: give it once")));
     }
     *slot = Some(value);
     Ok(())
@@ -87,7 +87,7 @@ impl AgentAttr {
                         &mut saw_hooks
                     };
                     if std::mem::replace(seen, true) {
-                        return Err(meta.error(format!("duplicate `{key}` option")));
+                        return Err(meta.error(format!("duplicate `{key}` option: give it once")));
                     }
                     let content;
                     syn::parenthesized!(content in meta.input);

@@ -46,8 +46,17 @@ const OPTIONS: &[&str] = &[
     "crate",
 ];
 
+/// "a" or "an" before an event's name (`an on_chunk hook`, `a before_turn hook`).
+fn article(event: &str) -> &'static str {
+    if event.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 fn duplicate(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Error {
-    meta.error(format!("duplicate `{key}` option"))
+    meta.error(format!("duplicate `{key}` option: give it once"))
 }
 
 /// Validates a regex with the `regex` crate's parser (so errors read like `regex`'s) and compiles
@@ -193,7 +202,12 @@ impl HookAttr {
                     if attr.timeout_ms.is_some() {
                         return Err(duplicate(&meta, "timeout_ms"));
                     }
-                    let lit: LitInt = meta.value()?.parse()?;
+                    let lit: LitInt = meta.value()?.parse().map_err(|error: syn::Error| {
+                        syn::Error::new(
+                            error.span(),
+                            "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 250`",
+                        )
+                    })?;
                     let ms: u64 = lit.base10_parse()?;
                     if ms == 0 {
                         return Err(syn::Error::new(
@@ -291,7 +305,8 @@ pub(crate) fn parse_hook(
             cx.error_spanned_by(
                 &sig.ident,
                 format!(
-                    "a `{}` hook takes its context: add a parameter {expected}",
+                    "{} `{}` hook takes its context: add a parameter {expected}",
+                    article(event.name),
                     event.name
                 ),
             );
@@ -301,7 +316,11 @@ pub(crate) fn parse_hook(
         [_, extra, ..] => {
             cx.error_spanned_by(
                 extra,
-                format!("a `{}` hook takes one parameter, {expected}", event.name),
+                format!(
+                    "{} `{}` hook takes one parameter, {expected}",
+                    article(event.name),
+                    event.name
+                ),
             );
             return None;
         }
@@ -328,11 +347,7 @@ pub(crate) fn parse_hook(
             &ctx_ty,
             format!(
                 "{} `{}` hook receives `&{}`, and `{}` is the context of `{}`: write {expected}",
-                if event.name.starts_with(['a', 'e', 'i', 'o', 'u']) {
-                    "an"
-                } else {
-                    "a"
-                },
+                article(event.name),
                 event.name,
                 event.context,
                 base(other.context),
