@@ -76,8 +76,8 @@ pub use store::{
     TurnLease, TurnLocks,
 };
 pub use tool::{
-    AcceptsTool, AnyValue, ArgsError, DynTool, FnTool, OutputIs, Tool, ToolContext, ToolError,
-    ToolInput, ToolSpec, TypedTool, is_valid_tool_name, schema_for,
+    AnyValue, ArgsError, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput, ToolSpec,
+    TypedTool, is_valid_tool_name, schema_for,
 };
 pub use util::BoxFuture;
 
@@ -89,7 +89,8 @@ pub mod __private {
     pub use serde_json;
     pub use std::sync::{Arc, OnceLock};
 
-    pub use crate::tool::{args_from, args_into};
+    // The compile-time checks and glue `#[tool]` and `#[agent]` generate; not for users.
+    pub use crate::tool::{AcceptsTool, OutputIs, args_from, args_into};
 
     /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
     pub const fn str_eq(a: &str, b: &str) -> bool {
@@ -106,4 +107,111 @@ pub mod __private {
         }
         true
     }
+
+    /// Compile-time proof that `C` is the context hooks of event `Self` receive. `#[hook]`
+    /// passes the context through [`ContextIs::cast`] at the hook's parameter, so a context the
+    /// macro cannot name (an alias, say) is one type mismatch on that parameter's type rather
+    /// than a closure-signature error about generated code.
+    pub trait ContextIs<C>: crate::Event {
+        /// The context, as the hook's parameter type.
+        fn cast(ctx: &Self::Ctx) -> &C;
+    }
+
+    impl<E: crate::Event> ContextIs<E::Ctx> for E {
+        fn cast(ctx: &E::Ctx) -> &E::Ctx {
+            ctx
+        }
+    }
+
+    /// Compile-time proof that a tool parameter's type has a JSON Schema. `#[tool]` checks it
+    /// at each parameter's type, so a missing derive is one error there, in these words.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it has no JSON Schema",
+        label = "add `#[derive(schemars::JsonSchema)]` to this type",
+        note = "the model reads a tool's parameters as JSON Schema: derive `schemars::JsonSchema` (schemars 1.x) on your type, or for a type from another crate enable its `schemars` feature or wrap it in a type of yours"
+    )]
+    pub trait ToolParam {}
+
+    impl<T: schemars::JsonSchema> ToolParam for T {}
+
+    /// Asserts [`ToolParam`] (called in a const context by `#[tool]`).
+    pub const fn tool_param<T: ToolParam>() {}
+
+    /// The schema of a tool parameter's type `T`, resolved where `#[tool]` names the concrete
+    /// type (autoref specialisation): `T`'s own schema when it has one ([`ParamHasSchema`]),
+    /// else a placeholder ([`ParamLacksSchema`]) so that the args struct's derive adds no error
+    /// to the one [`ToolParam`] reports.
+    pub struct ParamProbe<T>(core::marker::PhantomData<T>);
+
+    impl<T> ParamProbe<T> {
+        /// The probe; call the methods on `&ParamProbe::<T>::new()`.
+        pub const fn new() -> Self {
+            ParamProbe(core::marker::PhantomData)
+        }
+    }
+
+    impl<T> Default for ParamProbe<T> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// [`ParamProbe`] for a type with a JSON Schema: its own.
+    pub trait ParamHasSchema {
+        /// `T::schema_name`.
+        fn schema_name(&self) -> std::borrow::Cow<'static, str>;
+        /// `T::schema_id`.
+        fn schema_id(&self) -> std::borrow::Cow<'static, str>;
+        /// `T::inline_schema`.
+        fn inline_schema(&self) -> bool;
+        /// `T::json_schema`.
+        fn json_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+        /// Whether `T` is optional (an `Option`).
+        fn is_option(&self) -> bool;
+    }
+
+    impl<T: schemars::JsonSchema> ParamHasSchema for ParamProbe<T> {
+        fn schema_name(&self) -> std::borrow::Cow<'static, str> {
+            T::schema_name()
+        }
+        fn schema_id(&self) -> std::borrow::Cow<'static, str> {
+            T::schema_id()
+        }
+        fn inline_schema(&self) -> bool {
+            T::inline_schema()
+        }
+        fn json_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            T::json_schema(generator)
+        }
+        fn is_option(&self) -> bool {
+            T::_schemars_private_is_option()
+        }
+    }
+
+    /// [`ParamProbe`] for a type without a JSON Schema: a placeholder (never used: the tool
+    /// does not compile).
+    pub trait ParamLacksSchema {
+        /// A placeholder.
+        fn schema_name(&self) -> std::borrow::Cow<'static, str> {
+            std::borrow::Cow::Borrowed("NoSchema")
+        }
+        /// A placeholder.
+        fn schema_id(&self) -> std::borrow::Cow<'static, str> {
+            std::borrow::Cow::Borrowed("agent_core::NoSchema")
+        }
+        /// A placeholder.
+        fn inline_schema(&self) -> bool {
+            true
+        }
+        /// A placeholder.
+        fn json_schema(&self, _: &mut schemars::SchemaGenerator) -> schemars::Schema {
+            schemars::Schema::default()
+        }
+        /// A placeholder.
+        fn is_option(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T> ParamLacksSchema for &ParamProbe<T> {}
 }

@@ -13,47 +13,159 @@ impl FileAgent {
     ) -> ToolCallDecision<FileCall> {
         ToolCallDecision::Allow
     }
-    fn audit(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {}
+    fn audit(
+        &self,
+        ctx: &ToolCallResultContext<file_agent_tools::WriteFileArgs, usize>,
+    ) {}
     fn meter(&self, ctx: &ChunkContext) {}
 }
-///Arguments of the `read_file` tool.
-#[derive(
-    ::core::clone::Clone,
-    ::core::fmt::Debug,
-    ::agent_core::__private::serde::Serialize,
-    ::agent_core::__private::serde::Deserialize,
-    ::agent_core::__private::schemars::JsonSchema,
-)]
-#[serde(crate = "::agent_core::__private::serde")]
-#[schemars(crate = "::agent_core::__private::schemars")]
-struct ReadFileArgs {
-    pub path: String,
+///The types `#[agent]` generates for the tools of `FileAgent`: each tool's type and its arguments (`ReadFile`, `ReadFileArgs` for `read_file`).
+mod file_agent_tools {
+    #[allow(unused_imports)]
+    use super::*;
+    ///Arguments of the `read_file` tool.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::fmt::Debug,
+        ::agent_core::__private::serde::Serialize,
+        ::agent_core::__private::serde::Deserialize,
+        ::agent_core::__private::schemars::JsonSchema,
+    )]
+    #[serde(crate = "::agent_core::__private::serde")]
+    #[schemars(crate = "::agent_core::__private::schemars")]
+    pub(super) struct ReadFileArgs {
+        #[schemars(with = "__ReadFileArgs_path")]
+        pub path: String,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __ReadFileArgs_path;
+    impl ::agent_core::__private::schemars::JsonSchema for __ReadFileArgs_path {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    ///The `read_file` tool: Read a UTF-8 text file.
+    #[derive(::core::clone::Clone)]
+    pub(super) struct ReadFile(pub ::std::sync::Arc<FileAgent>);
+    ///Arguments of the `write_file` tool.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::fmt::Debug,
+        ::agent_core::__private::serde::Serialize,
+        ::agent_core::__private::serde::Deserialize,
+        ::agent_core::__private::schemars::JsonSchema,
+    )]
+    #[serde(crate = "::agent_core::__private::serde")]
+    #[schemars(crate = "::agent_core::__private::schemars")]
+    pub(super) struct WriteFileArgs {
+        #[schemars(with = "__WriteFileArgs_path")]
+        pub path: String,
+        #[schemars(with = "__WriteFileArgs_contents")]
+        pub contents: String,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __WriteFileArgs_path;
+    impl ::agent_core::__private::schemars::JsonSchema for __WriteFileArgs_path {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __WriteFileArgs_contents;
+    impl ::agent_core::__private::schemars::JsonSchema for __WriteFileArgs_contents {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    ///The `write_file` tool: Replace a file's contents.
+    #[derive(::core::clone::Clone)]
+    pub(super) struct WriteFile(pub ::std::sync::Arc<FileAgent>);
 }
-///The `read_file` tool: Read a UTF-8 text file.
-#[derive(::core::clone::Clone)]
-struct ReadFile(pub ::std::sync::Arc<FileAgent>);
-impl ::agent_core::Tool for ReadFile {
+const _: () = ::agent_core::__private::tool_param::<String>();
+impl ::agent_core::Tool for file_agent_tools::ReadFile {
     const NAME: &'static str = "read_file";
     const DESCRIPTION: &'static str = "Read a UTF-8 text file.";
-    type Args = ReadFileArgs;
+    type Args = file_agent_tools::ReadFileArgs;
     type Output = String;
     fn schema() -> &'static ::agent_core::__private::serde_json::Value {
         static SCHEMA: ::agent_core::__private::OnceLock<
             ::agent_core::__private::serde_json::Value,
         > = ::agent_core::__private::OnceLock::new();
-        SCHEMA.get_or_init(::agent_core::schema_for::<ReadFileArgs>)
+        SCHEMA.get_or_init(::agent_core::schema_for::<file_agent_tools::ReadFileArgs>)
     }
     #[allow(unused_variables)]
     fn call(
         &self,
-        __args: ReadFileArgs,
+        __args: file_agent_tools::ReadFileArgs,
         __ctx: ::agent_core::ToolContext,
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<String, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let ReadFileArgs { path } = __args;
         async move {
-            let __output = self.0.read_file(path).await;
+            let __output = self.0.read_file(__args.path).await;
             ::core::result::Result::map_err(
                 __output,
                 ::agent_core::ToolError::from_display,
@@ -61,8 +173,11 @@ impl ::agent_core::Tool for ReadFile {
         }
     }
 }
-impl ::agent_core::ToolInput for ReadFileArgs {
-    type Output = <ReadFile as ::agent_core::Tool>::Output;
+impl ::agent_core::ToolInput for file_agent_tools::ReadFileArgs
+where
+    for<'__a> <file_agent_tools::ReadFile as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
+    type Output = <file_agent_tools::ReadFile as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "read_file"
     }
@@ -79,52 +194,40 @@ impl ::agent_core::ToolInput for ReadFileArgs {
         ::agent_core::__private::args_into(self, "read_file", tool)
     }
 }
-impl ::agent_core::AcceptsTool<ReadFile> for ReadFileArgs {}
-///Arguments of the `write_file` tool.
-#[derive(
-    ::core::clone::Clone,
-    ::core::fmt::Debug,
-    ::agent_core::__private::serde::Serialize,
-    ::agent_core::__private::serde::Deserialize,
-    ::agent_core::__private::schemars::JsonSchema,
-)]
-#[serde(crate = "::agent_core::__private::serde")]
-#[schemars(crate = "::agent_core::__private::schemars")]
-struct WriteFileArgs {
-    pub path: String,
-    pub contents: String,
-}
-///The `write_file` tool: Replace a file's contents.
-#[derive(::core::clone::Clone)]
-struct WriteFile(pub ::std::sync::Arc<FileAgent>);
-impl ::agent_core::Tool for WriteFile {
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile>
+for file_agent_tools::ReadFileArgs {}
+const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = ::agent_core::__private::tool_param::<String>();
+impl ::agent_core::Tool for file_agent_tools::WriteFile {
     const NAME: &'static str = "write_file";
     const DESCRIPTION: &'static str = "Replace a file's contents.";
-    type Args = WriteFileArgs;
+    type Args = file_agent_tools::WriteFileArgs;
     type Output = usize;
     fn schema() -> &'static ::agent_core::__private::serde_json::Value {
         static SCHEMA: ::agent_core::__private::OnceLock<
             ::agent_core::__private::serde_json::Value,
         > = ::agent_core::__private::OnceLock::new();
-        SCHEMA.get_or_init(::agent_core::schema_for::<WriteFileArgs>)
+        SCHEMA.get_or_init(::agent_core::schema_for::<file_agent_tools::WriteFileArgs>)
     }
     #[allow(unused_variables)]
     fn call(
         &self,
-        __args: WriteFileArgs,
+        __args: file_agent_tools::WriteFileArgs,
         __ctx: ::agent_core::ToolContext,
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<usize, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let WriteFileArgs { path, contents } = __args;
         async move {
-            let __output = self.0.write_file(path, contents);
+            let __output = self.0.write_file(__args.path, __args.contents);
             ::core::result::Result::Ok(__output)
         }
     }
 }
-impl ::agent_core::ToolInput for WriteFileArgs {
-    type Output = <WriteFile as ::agent_core::Tool>::Output;
+impl ::agent_core::ToolInput for file_agent_tools::WriteFileArgs
+where
+    for<'__a> <file_agent_tools::WriteFile as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
+    type Output = <file_agent_tools::WriteFile as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "write_file"
     }
@@ -141,15 +244,16 @@ impl ::agent_core::ToolInput for WriteFileArgs {
         ::agent_core::__private::args_into(self, "write_file", tool)
     }
 }
-impl ::agent_core::AcceptsTool<WriteFile> for WriteFileArgs {}
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile>
+for file_agent_tools::WriteFileArgs {}
 ///The input of a hook matching the tools `read_file`, `write_file`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
 #[allow(clippy::enum_variant_names)]
 enum FileCall {
     ///Arguments of the `read_file` tool.
-    ReadFile(<ReadFile as ::agent_core::Tool>::Args),
+    ReadFile(<file_agent_tools::ReadFile as ::agent_core::Tool>::Args),
     ///Arguments of the `write_file` tool.
-    WriteFile(<WriteFile as ::agent_core::Tool>::Args),
+    WriteFile(<file_agent_tools::WriteFile as ::agent_core::Tool>::Args),
 }
 impl ::agent_core::ToolInput for FileCall {
     type Output = ::agent_core::__private::serde_json::Value;
@@ -186,18 +290,18 @@ impl ::agent_core::ToolInput for FileCall {
         }
     }
 }
-impl ::agent_core::AcceptsTool<ReadFile> for FileCall {}
-impl ::agent_core::AcceptsTool<WriteFile> for FileCall {}
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile> for FileCall {}
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile> for FileCall {}
 ///The input of a hook matching the tools `read_file`, `write_file`, `current_time`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
 #[allow(clippy::enum_variant_names)]
 enum FileAgentInput {
     ///Arguments of the `read_file` tool.
-    ReadFile(<ReadFile as ::agent_core::Tool>::Args),
+    ReadFile(<file_agent_tools::ReadFile as ::agent_core::Tool>::Args),
     ///Arguments of the `write_file` tool.
-    WriteFile(<WriteFile as ::agent_core::Tool>::Args),
+    WriteFile(<file_agent_tools::WriteFile as ::agent_core::Tool>::Args),
     ///Arguments of the `current_time` tool.
-    CurrentTime(<CurrentTime as ::agent_core::Tool>::Args),
+    CurrentTime(<current_time_tool::CurrentTime as ::agent_core::Tool>::Args),
 }
 impl ::agent_core::ToolInput for FileAgentInput {
     type Output = ::agent_core::__private::serde_json::Value;
@@ -241,21 +345,24 @@ impl ::agent_core::ToolInput for FileAgentInput {
         }
     }
 }
-impl ::agent_core::AcceptsTool<ReadFile> for FileAgentInput {}
-impl ::agent_core::AcceptsTool<WriteFile> for FileAgentInput {}
-impl ::agent_core::AcceptsTool<CurrentTime> for FileAgentInput {}
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile>
+for FileAgentInput {}
+impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile>
+for FileAgentInput {}
+impl ::agent_core::__private::AcceptsTool<current_time_tool::CurrentTime>
+for FileAgentInput {}
 const _: () = {
     #[allow(dead_code)]
-    fn __accepts<I: ::agent_core::AcceptsTool<T>, T: ::agent_core::Tool>() {}
+    fn __accepts<I: ::agent_core::__private::AcceptsTool<T>, T: ::agent_core::Tool>() {}
     #[allow(dead_code)]
-    fn __output<T: ::agent_core::OutputIs<O>, O>() {}
+    fn __output<T: ::agent_core::__private::OutputIs<O>, O>() {}
     #[allow(dead_code)]
     fn __checks() {
-        __accepts::<WriteFileArgs, WriteFile>();
-        __output::<WriteFile, usize>();
+        __accepts::<file_agent_tools::WriteFileArgs, file_agent_tools::WriteFile>();
+        __output::<file_agent_tools::WriteFile, usize>();
         const _: () = ::core::assert!(
-            ::agent_core::__private::str_eq(< CurrentTime as ::agent_core::Tool > ::NAME,
-            "current_time"),
+            ::agent_core::__private::str_eq(< current_time_tool::CurrentTime as
+            ::agent_core::Tool > ::NAME, "current_time"),
             "the tool listed as `current_time` in `#[agent(tools(...))]` must be named `current_time` (its function's name), because the agent matches hooks against that name"
         );
     }
@@ -267,9 +374,11 @@ impl ::agent_core::AgentSpec for FileAgent {
         builder: ::agent_core::AgentBuilder,
     ) -> ::agent_core::AgentBuilder {
         let builder = builder.instructions("Be careful.").max_steps(8);
-        let builder = builder.tool(ReadFile(::std::sync::Arc::clone(&this)));
-        let builder = builder.tool(WriteFile(::std::sync::Arc::clone(&this)));
-        let builder = builder.tool(CurrentTime);
+        let builder = builder
+            .tool(file_agent_tools::ReadFile(::std::sync::Arc::clone(&this)));
+        let builder = builder
+            .tool(file_agent_tools::WriteFile(::std::sync::Arc::clone(&this)));
+        let builder = builder.tool(current_time_tool::CurrentTime);
         let builder = builder
             .before_tool_call(
                 ::agent_core::Matcher::tools(["read_file", "write_file"]),
@@ -279,10 +388,22 @@ impl ::agent_core::AgentSpec for FileAgent {
                     "sandbox",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
-                        move |__ctx: &ToolCallContext<FileCall>| {
+                        move |
+                            __ctx: &<::agent_core::event::BeforeToolCall<
+                                FileCall,
+                            > as ::agent_core::Event>::Ctx|
+                        {
                             let __this = ::std::sync::Arc::clone(&__this);
                             ::std::boxed::Box::pin(async move {
-                                <FileAgent>::sandbox(&__this, __ctx).await
+                                <FileAgent>::sandbox(
+                                        &__this,
+                                        <::agent_core::event::BeforeToolCall<
+                                            FileCall,
+                                        > as ::agent_core::__private::ContextIs<
+                                            ToolCallContext<FileCall>,
+                                        >>::cast(__ctx),
+                                    )
+                                    .await
                             })
                         }
                     },
@@ -292,14 +413,30 @@ impl ::agent_core::AgentSpec for FileAgent {
             .after_tool_call(
                 ::agent_core::Matcher::tools(["write_file"]),
                 ::agent_core::Hook::<
-                    ::agent_core::event::AfterToolCall<WriteFileArgs, usize>,
+                    ::agent_core::event::AfterToolCall<
+                        file_agent_tools::WriteFileArgs,
+                        usize,
+                    >,
                 >::sync(
                     "audit",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
-                        move |__ctx: &ToolCallResultContext<WriteFileArgs, usize>| <FileAgent>::audit(
+                        move |
+                            __ctx: &<::agent_core::event::AfterToolCall<
+                                file_agent_tools::WriteFileArgs,
+                                usize,
+                            > as ::agent_core::Event>::Ctx|
+                        <FileAgent>::audit(
                             &__this,
-                            __ctx,
+                            <::agent_core::event::AfterToolCall<
+                                file_agent_tools::WriteFileArgs,
+                                usize,
+                            > as ::agent_core::__private::ContextIs<
+                                ToolCallResultContext<
+                                    file_agent_tools::WriteFileArgs,
+                                    usize,
+                                >,
+                            >>::cast(__ctx),
                         )
                     },
                 ),
@@ -312,7 +449,14 @@ impl ::agent_core::AgentSpec for FileAgent {
                     "meter",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
-                        move |__ctx: &ChunkContext| <FileAgent>::meter(&__this, __ctx)
+                        move |
+                            __ctx: &<::agent_core::event::OnChunk as ::agent_core::Event>::Ctx|
+                        <FileAgent>::meter(
+                            &__this,
+                            <::agent_core::event::OnChunk as ::agent_core::__private::ContextIs<
+                                ChunkContext,
+                            >>::cast(__ctx),
+                        )
                     },
                 ),
             );

@@ -21,9 +21,20 @@ impl ::agent_core::HookSet for NoDeletes {
                     ::agent_core::event::BeforeToolCall<Value>,
                 >::from_async(
                         "no_deletes",
-                        move |__ctx: &ToolCallContext<Value>| {
+                        move |
+                            __ctx: &<::agent_core::event::BeforeToolCall<
+                                Value,
+                            > as ::agent_core::Event>::Ctx|
+                        {
                             ::std::boxed::Box::pin(async move {
-                                no_deletes(__ctx).await
+                                no_deletes(
+                                        <::agent_core::event::BeforeToolCall<
+                                            Value,
+                                        > as ::agent_core::__private::ContextIs<
+                                            ToolCallContext<Value>,
+                                        >>::cast(__ctx),
+                                    )
+                                    .await
                             })
                         },
                     )

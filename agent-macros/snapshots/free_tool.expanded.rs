@@ -7,27 +7,130 @@ pub async fn search(
 ) -> Result<Vec<String>, std::io::Error> {
     Ok(vec![query])
 }
-///Arguments of the `search-notes` tool.
-#[derive(
-    ::core::clone::Clone,
-    ::core::fmt::Debug,
-    ::agent_core::__private::serde::Serialize,
-    ::agent_core::__private::serde::Deserialize,
-    ::agent_core::__private::schemars::JsonSchema,
-)]
-#[serde(crate = "::agent_core::__private::serde")]
-#[schemars(crate = "::agent_core::__private::schemars")]
-pub struct SearchArgs {
-    /// What to look for.
-    pub query: String,
-    #[serde(
-        default = "SearchArgs::__default_limit",
-        deserialize_with = "SearchArgs::__nullable_limit"
+///The types `#[tool]` generates for `search`: the tool `Search` and its arguments `SearchArgs`.
+pub mod search_tool {
+    #[allow(unused_imports)]
+    use super::*;
+    ///Arguments of the `search-notes` tool.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::fmt::Debug,
+        ::agent_core::__private::serde::Serialize,
+        ::agent_core::__private::serde::Deserialize,
+        ::agent_core::__private::schemars::JsonSchema,
     )]
-    pub limit: u32,
-    pub tag: Option<String>,
+    #[serde(crate = "::agent_core::__private::serde")]
+    #[schemars(crate = "::agent_core::__private::schemars")]
+    pub struct SearchArgs {
+        /// What to look for.
+        #[schemars(with = "__SearchArgs_query")]
+        pub query: String,
+        #[serde(
+            default = "SearchArgs::__default_limit",
+            deserialize_with = "SearchArgs::__nullable_limit"
+        )]
+        #[schemars(with = "__SearchArgs_limit")]
+        pub limit: u32,
+        #[schemars(with = "__SearchArgs_tag")]
+        pub tag: Option<String>,
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_query;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_query {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<String>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_limit;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_limit {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<u32>::new()).is_option()
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __SearchArgs_tag;
+    impl ::agent_core::__private::schemars::JsonSchema for __SearchArgs_tag {
+        fn schema_name() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).schema_name()
+        }
+        fn schema_id() -> ::std::borrow::Cow<'static, str> {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).schema_id()
+        }
+        fn inline_schema() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                .inline_schema()
+        }
+        fn json_schema(
+            generator: &mut ::agent_core::__private::schemars::SchemaGenerator,
+        ) -> ::agent_core::__private::schemars::Schema {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                .json_schema(generator)
+        }
+        fn _schemars_private_is_option() -> bool {
+            use ::agent_core::__private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&::agent_core::__private::ParamProbe::<Option<String>>::new()).is_option()
+        }
+    }
+    ///The `search-notes` tool: Search the notes.
+    #[derive(
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::fmt::Debug,
+        ::core::default::Default
+    )]
+    pub struct Search;
 }
-impl SearchArgs {
+const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = ::agent_core::__private::tool_param::<u32>();
+const _: () = ::agent_core::__private::tool_param::<Option<String>>();
+impl search_tool::SearchArgs {
     #[doc(hidden)]
     fn __default_limit() -> u32 {
         10
@@ -42,36 +145,30 @@ impl SearchArgs {
         ::core::result::Result::Ok(value.unwrap_or_else(Self::__default_limit))
     }
 }
-///The `search-notes` tool: Search the notes.
-#[derive(
-    ::core::clone::Clone,
-    ::core::marker::Copy,
-    ::core::fmt::Debug,
-    ::core::default::Default
-)]
-pub struct Search;
-impl ::agent_core::Tool for Search {
+impl ::agent_core::Tool for search_tool::Search {
     const NAME: &'static str = "search-notes";
     const DESCRIPTION: &'static str = "Search the notes.";
-    type Args = SearchArgs;
+    type Args = search_tool::SearchArgs;
     type Output = Vec<String>;
+    const TIMEOUT: ::core::option::Option<::core::time::Duration> = ::core::option::Option::Some(
+        ::core::time::Duration::from_millis(5000),
+    );
     fn schema() -> &'static ::agent_core::__private::serde_json::Value {
         static SCHEMA: ::agent_core::__private::OnceLock<
             ::agent_core::__private::serde_json::Value,
         > = ::agent_core::__private::OnceLock::new();
-        SCHEMA.get_or_init(::agent_core::schema_for::<SearchArgs>)
+        SCHEMA.get_or_init(::agent_core::schema_for::<search_tool::SearchArgs>)
     }
     #[allow(unused_variables)]
     fn call(
         &self,
-        __args: SearchArgs,
+        __args: search_tool::SearchArgs,
         __ctx: ::agent_core::ToolContext,
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<Vec<String>, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        let SearchArgs { query, limit, tag } = __args;
         async move {
-            let __output = search(query, limit, tag, __ctx).await;
+            let __output = search(__args.query, __args.limit, __args.tag, __ctx).await;
             ::core::result::Result::map_err(
                 __output,
                 ::agent_core::ToolError::from_display,
@@ -79,8 +176,11 @@ impl ::agent_core::Tool for Search {
         }
     }
 }
-impl ::agent_core::ToolInput for SearchArgs {
-    type Output = <Search as ::agent_core::Tool>::Output;
+impl ::agent_core::ToolInput for search_tool::SearchArgs
+where
+    for<'__a> <search_tool::Search as ::agent_core::Tool>::Output: ::agent_core::__private::serde::Serialize,
+{
+    type Output = <search_tool::Search as ::agent_core::Tool>::Output;
     fn accepts(tool: &str) -> bool {
         tool == "search-notes"
     }
@@ -97,4 +197,5 @@ impl ::agent_core::ToolInput for SearchArgs {
         ::agent_core::__private::args_into(self, "search-notes", tool)
     }
 }
-impl ::agent_core::AcceptsTool<Search> for SearchArgs {}
+impl ::agent_core::__private::AcceptsTool<search_tool::Search>
+for search_tool::SearchArgs {}

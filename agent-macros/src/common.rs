@@ -74,16 +74,68 @@ pub(crate) fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Whether an attribute is ours: `#[name]` or `#[agent_core::name]` (or the overridden crate).
-pub(crate) fn is_our_attr(attr: &Attribute, name: &str) -> bool {
+/// What an attribute on a method inside `#[agent]` is to the agent.
+#[derive(PartialEq, Eq)]
+pub(crate) enum AttrKind {
+    /// `#[name]`, `#[agent_core::name]`, `#[::agent_core::name]` or `#[<crate>::name]` with the
+    /// agent's `crate = <crate>`.
+    Ours,
+    /// `#[other::name]` with another path: agent-core under another name, without `crate =`.
+    OtherPath,
+    /// Not `name` at all.
+    No,
+}
+
+/// Recognises the agent's inner `#[tool]` / `#[hook]` by its whole path, not its last segment.
+pub(crate) fn attr_kind(attr: &Attribute, name: &str, krate: Option<&Path>) -> AttrKind {
     let path = attr.path();
-    if path.is_ident(name) {
-        return true;
-    }
     let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    segments.len() == 2
-        && segments[1] == name
-        && (segments[0] == "agent_core" || segments[0] == "crate")
+    let Some((last, prefix)) = segments.split_last() else {
+        return AttrKind::No;
+    };
+    if last != name {
+        return AttrKind::No;
+    }
+    let ours = match krate {
+        Some(krate) => {
+            let krate: Vec<String> = krate.segments.iter().map(|s| s.ident.to_string()).collect();
+            prefix.is_empty() || prefix == krate.as_slice()
+        }
+        None => prefix.is_empty() || prefix == ["agent_core"],
+    };
+    if ours {
+        AttrKind::Ours
+    } else {
+        AttrKind::OtherPath
+    }
+}
+
+/// Whether a type is agent-core's helper type `name`: `name`, `agent_core::name`,
+/// `::agent_core::name` or `<crate>::name` (a type of the user's named like it is not).
+pub(crate) fn is_helper_type(ty: &syn::Type, name: &str, krate: Option<&Path>) -> bool {
+    let syn::Type::Path(p) = ty else {
+        return false;
+    };
+    if p.qself.is_some() {
+        return false;
+    }
+    let segments: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let Some((last, prefix)) = segments.split_last() else {
+        return false;
+    };
+    if last != name {
+        return false;
+    }
+    let krate: Vec<String> = match krate {
+        Some(krate) => krate.segments.iter().map(|s| s.ident.to_string()).collect(),
+        None => vec!["agent_core".to_owned()],
+    };
+    prefix.is_empty() || prefix == krate.as_slice() || prefix == ["agent_core"]
 }
 
 /// Checks a tool name, reporting a bad one on `span`.
@@ -126,9 +178,21 @@ pub(crate) fn generic_args(ty: &syn::Type) -> Vec<&syn::Type> {
         .collect()
 }
 
-/// Whether a type is spelled `Value` or `serde_json::Value` (the untyped JSON form).
+/// Whether a type is `Value` or a path ending `serde_json::Value` (the untyped JSON form).
 pub(crate) fn is_json_value(ty: &syn::Type) -> bool {
-    last_ident(ty).is_some_and(|ident| ident == "Value") && generic_args(ty).is_empty()
+    let syn::Type::Path(p) = ty else {
+        return false;
+    };
+    let segments: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    p.qself.is_none()
+        && generic_args(ty).is_empty()
+        && (segments == ["Value"]
+            || segments.ends_with(&["serde_json".to_owned(), "Value".to_owned()]))
 }
 
 /// Whether a receiver is `&self` (not `self`, `&mut self` or `self: Type`).
@@ -154,4 +218,180 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             token
         })
         .collect()
+}
+
+/// `FileAgent` -> `file_agent`: the module name part of an agent type.
+pub(crate) fn snake_case(pascal: &str) -> String {
+    let mut out = String::with_capacity(pascal.len() + 4);
+    let chars: Vec<char> = pascal.trim_start_matches("r#").chars().collect();
+    for (index, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let after_lower =
+                index > 0 && (chars[index - 1].is_lowercase() || chars[index - 1].is_ascii_digit());
+            let before_lower = index > 0
+                && chars[index - 1].is_uppercase()
+                && chars.get(index + 1).is_some_and(|next| next.is_lowercase());
+            if (after_lower || before_lower) && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The visibility `vis` (written on a function in some module) means for an item declared one
+/// module deeper: private becomes `pub(super)`, `pub(super)` becomes `pub(in super::super)`, and
+/// `pub(in self::..)`/`pub(in super::..)` gain a `super`.
+pub(crate) fn nested_vis(vis: &syn::Visibility) -> TokenStream {
+    match vis {
+        syn::Visibility::Public(_) => quote!(pub),
+        syn::Visibility::Inherited => quote!(pub(super)),
+        syn::Visibility::Restricted(restricted) => {
+            let path = &restricted.path;
+            let first = path.segments.first().map(|s| s.ident.to_string());
+            match first.as_deref() {
+                Some("crate") if path.leading_colon.is_none() => quote!(#vis),
+                Some("self") => {
+                    let rest = path.segments.iter().skip(1);
+                    quote!(pub(in super #(::#rest)*))
+                }
+                Some("super") => quote!(pub(in super::#path)),
+                _ => quote!(#vis),
+            }
+        }
+    }
+}
+
+/// The widest of some visibilities, for a module holding items of each: `pub` if any is,
+/// `pub(crate)` if any is restricted, private otherwise.
+pub(crate) fn widest_vis<'a>(all: impl IntoIterator<Item = &'a syn::Visibility>) -> TokenStream {
+    let mut widest = quote!();
+    for vis in all {
+        match vis {
+            syn::Visibility::Public(_) => return quote!(pub),
+            syn::Visibility::Restricted(_) => widest = quote!(pub(crate)),
+            syn::Visibility::Inherited => {}
+        }
+    }
+    widest
+}
+
+/// Rewrites a user's type for use inside a generated module that glob-imports its parent
+/// (`use super::*`): a path starting with a name the module itself defines (a tool `weather`
+/// returning the user's own `Weather`) is pointed back at the parent's item (`super::Weather`),
+/// or at std's for the prelude's types.
+pub(crate) fn unshadow(ty: &syn::Type, generated: &[syn::Ident]) -> syn::Type {
+    struct Unshadow<'a>(&'a [syn::Ident]);
+    impl syn::visit_mut::VisitMut for Unshadow<'_> {
+        fn visit_type_path_mut(&mut self, node: &mut syn::TypePath) {
+            syn::visit_mut::visit_type_path_mut(self, node);
+            if node.qself.is_some() || node.path.leading_colon.is_some() {
+                return;
+            }
+            let Some(first) = node.path.segments.first() else {
+                return;
+            };
+            if !self.0.contains(&first.ident) {
+                return;
+            }
+            let prefix: syn::Path = match first.ident.to_string().as_str() {
+                "String" => syn::parse_quote!(::std::string),
+                "Vec" => syn::parse_quote!(::std::vec),
+                "Box" => syn::parse_quote!(::std::boxed),
+                "Option" => syn::parse_quote!(::core::option),
+                "Result" => syn::parse_quote!(::core::result),
+                _ => syn::parse_quote!(super),
+            };
+            let rest = std::mem::take(&mut node.path.segments);
+            node.path.leading_colon = prefix.leading_colon;
+            node.path.segments = prefix.segments;
+            node.path.segments.extend(rest);
+        }
+    }
+    let mut ty = ty.clone();
+    syn::visit_mut::VisitMut::visit_type_mut(&mut Unshadow(generated), &mut ty);
+    ty
+}
+
+/// The edit distance between two names (insertions, deletions, substitutions, transpositions).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+/// The valid name closest to a misspelt one, when it is close enough to be what was meant
+/// (at most a third of its letters changed).
+pub(crate) fn closest<'a>(
+    written: &str,
+    valid: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    valid
+        .into_iter()
+        .map(|name| (edit_distance(written, name), name))
+        .filter(|&(distance, name)| distance > 0 && distance * 3 <= name.len().max(3))
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, name)| name)
+}
+
+/// An unknown option's message: the suggestion when one is close, then the valid keys.
+pub(crate) fn unknown_option(attr: &str, written: &str, valid: &[&str]) -> String {
+    let list = valid
+        .iter()
+        .map(|key| format!("`{key}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match closest(written, valid.iter().copied()) {
+        Some(best) => format!(
+            "unknown `#[{attr}]` option `{written}`; did you mean `{best}`? (options: {list})"
+        ),
+        None => format!("unknown `#[{attr}]` option `{written}`; expected one of: {list}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, snake_case};
+
+    #[test]
+    fn closest_suggests_only_near_names() {
+        let events = ["before_tool_call", "after_tool_call", "on_chunk"];
+        assert_eq!(closest("before_tool_cal", events), Some("before_tool_call"));
+        assert_eq!(closest("on_chnuk", events), Some("on_chunk"));
+        assert_eq!(
+            closest("on_chunk", events),
+            None,
+            "an exact name is not misspelt"
+        );
+        assert_eq!(closest("colour", events), None);
+    }
+
+    #[test]
+    fn snake_case_of_agent_names() {
+        assert_eq!(snake_case("FileAgent"), "file_agent");
+        assert_eq!(snake_case("Files"), "files");
+        assert_eq!(snake_case("HTTPAgent"), "http_agent");
+        assert_eq!(snake_case("Agent2Go"), "agent2_go");
+    }
 }

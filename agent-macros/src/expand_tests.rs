@@ -31,7 +31,7 @@ fn check(name: &str, expanded: TokenStream) {
 #[test]
 fn free_tool_with_options() {
     let expanded = crate::tool::entry(
-        quote!(name = "search-notes"),
+        quote!(name = "search-notes", timeout_ms = 5000),
         quote! {
             /// Search the notes.
             pub async fn search(
@@ -91,7 +91,7 @@ fn agent_with_tools_hooks_and_enum() {
                 }
 
                 #[hook(after_tool_call, tool = "write_file")]
-                fn audit(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {}
+                fn audit(&self, ctx: &ToolCallResultContext<file_agent_tools::WriteFileArgs, usize>) {}
 
                 #[hook(on_chunk)]
                 fn meter(&self, ctx: &ChunkContext) {}

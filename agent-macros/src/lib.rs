@@ -19,11 +19,22 @@ use proc_macro::TokenStream;
 
 /// Makes a function a tool the model can call.
 ///
-/// The doc comment is the tool's description (required). Parameters become a generated
-/// `<ToolName>Args` struct (serde + JSON Schema 2020-12); a parameter's doc comment describes it,
-/// `Option<T>` parameters are optional and `#[arg(default = EXPR)]` gives a default. A parameter
-/// of type `ToolContext` receives the call's context and is not part of the schema. Options:
-/// `name = "..."` (1 to 64 of `[A-Za-z0-9_-]`), `crate = path`.
+/// The doc comment is the tool's description (required). Parameters become a generated args
+/// struct (serde + JSON Schema 2020-12); a parameter's doc comment describes it, `Option<T>`
+/// parameters are optional and `#[arg(default = EXPR)]` gives a default. A parameter of type
+/// `ToolContext` receives the call's context and is not part of the schema. Options:
+/// `name = "..."` (1 to 64 of `[A-Za-z0-9_-]`), `timeout_ms = N` (the tool's own call timeout,
+/// `Tool::TIMEOUT`), `crate = path`.
+///
+/// # Generated names
+///
+/// `#[tool] fn read_file` generates the module `read_file_tool` beside the function (with its
+/// visibility), holding the tool type `read_file_tool::ReadFile` and its arguments
+/// `read_file_tool::ReadFileArgs`; so the tool never collides with a type of yours named
+/// `ReadFile`. A tool method of an `#[agent]` impl is generated in the agent's module instead
+/// (see [`macro@agent`]). The args struct is declared in the module, which glob-imports its
+/// parent: parameter types are the ones in scope at the function, except a type declared
+/// inside a function body (a tool taking one belongs at module level).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::entry(args.into(), input.into()).into()
@@ -44,7 +55,19 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// Options: `name = "..."`, `description = "..."`, `instructions = "..."`, `max_steps = N`,
 /// `tools(path, ...)` for tools defined elsewhere, `hooks(path, ...)` for hooks defined
-/// elsewhere, `crate = path`.
+/// elsewhere, `crate = path` (agent-core under another name; the inner `#[path::tool]` and
+/// `#[path::hook]` are then recognised too).
+///
+/// # Generated names
+///
+/// The tool methods of `#[agent] impl FileAgent` generate the module `file_agent_tools` (the
+/// agent's name in snake case) holding each tool's type and arguments:
+/// `file_agent_tools::ReadFile` and `file_agent_tools::ReadFileArgs` for `read_file`. Two
+/// agents with a `read_file` tool in one module therefore do not collide. A tool listed in
+/// `tools(read_file)` is `read_file_tool::ReadFile` (see [`macro@tool`]). Hook signatures name
+/// these paths: `ctx: &ToolCallContext<file_agent_tools::ReadFileArgs>`. The enum of all the
+/// agent's tool inputs (`<Agent>Input`) and the enums named in hook signatures are generated
+/// beside the impl block.
 #[proc_macro_attribute]
 pub fn agent(args: TokenStream, input: TokenStream) -> TokenStream {
     agent::entry(args.into(), input.into()).into()

@@ -259,8 +259,8 @@ fn whole_turn_agent(bencher: Bencher) {
         .model("bench");
     let agent = AgentBuilder::new("bench")
         .model(model)
-        .tool(GetWeather)
-        .tool(GetTime)
+        .tool(get_weather_tool::GetWeather)
+        .tool(get_time_tool::GetTime)
         .before_tool_call(
             Matcher::all(),
             Hook::<event::BeforeToolCall<serde_json::Value>>::sync("gate", |ctx| {

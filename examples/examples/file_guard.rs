@@ -96,7 +96,7 @@ impl FileAgent {
                     .collect::<Vec<_>>()
                     .join("\n")
                     + "\n";
-                ToolCallDecision::Modify(FileCall::WriteFile(WriteFileArgs {
+                ToolCallDecision::Modify(FileCall::WriteFile(file_agent_tools::WriteFileArgs {
                     path: args.path.clone(),
                     contents: normalised,
                 }))

@@ -134,7 +134,10 @@ impl Assistant {
 
     // One tool matched: the hook receives that tool's own args type.
     #[hook(before_tool_call, tool = "get_time")]
-    fn title_case(&self, ctx: &ToolCallContext<GetTimeArgs>) -> ToolCallDecision<GetTimeArgs> {
+    fn title_case(
+        &self,
+        ctx: &ToolCallContext<assistant_tools::GetTimeArgs>,
+    ) -> ToolCallDecision<assistant_tools::GetTimeArgs> {
         let mut chars = ctx.input.city.chars();
         let city = chars
             .next()
@@ -147,11 +150,11 @@ impl Assistant {
                 ctx.input.city
             ),
         );
-        ToolCallDecision::Modify(GetTimeArgs { city })
+        ToolCallDecision::Modify(assistant_tools::GetTimeArgs { city })
     }
 
     #[hook(before_tool_call, tool = "get_weather")]
-    fn allow_weather(&self, ctx: &ToolCallContext<GetWeatherArgs>) {
+    fn allow_weather(&self, ctx: &ToolCallContext<assistant_tools::GetWeatherArgs>) {
         self.record(
             2,
             format!(

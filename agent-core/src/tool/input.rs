@@ -11,7 +11,7 @@ use super::{AnyValue, DynTool, Tool};
 /// several tools receives, and agent-core for [`serde_json::Value`] (any tool).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool-call hook's input",
-    note = "use a tool's args type (`#[tool]` generates `<ToolName>Args`), an enum `#[agent]` generates for a matcher, or `serde_json::Value`"
+    note = "use a tool's args type (`#[tool] fn read_file` generates `read_file_tool::ReadFileArgs`; a `read_file` method of `#[agent] impl Files` generates `files_tools::ReadFileArgs`), an enum `#[agent]` generates for a matcher, or `serde_json::Value`"
 )]
 pub trait ToolInput: Sized + Send + Sync + 'static {
     /// What a hook taking this input may substitute for the tool's output: the tool's own output

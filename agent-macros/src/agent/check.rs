@@ -6,7 +6,9 @@ use quote::{format_ident, quote};
 use syn::{Ident, Path};
 
 use super::parse::AgentModel;
-use crate::common::{crate_path, generic_args, is_json_value, last_ident, pascal_case};
+use crate::common::{
+    closest, crate_path, generic_args, is_json_value, last_ident, pascal_case, snake_case,
+};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookFn, MatcherSpec};
 
@@ -41,6 +43,8 @@ pub(crate) struct EnumDef {
 
 pub(crate) struct Plan {
     pub(crate) krate: TokenStream,
+    /// The module the agent's own tools are generated in (`FileAgent` -> `file_agent_tools`).
+    pub(crate) module: Ident,
     pub(crate) tools: Vec<StaticTool>,
     pub(crate) hooks: Vec<HookPlan>,
     pub(crate) enums: Vec<EnumDef>,
@@ -50,6 +54,7 @@ pub(crate) struct Plan {
 
 pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
     let krate = crate_path(model.attr.crate_path.as_ref());
+    let module = tools_module(&model.self_ty);
     let mut tools: Vec<StaticTool> = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
     for tool in &model.tools {
@@ -57,7 +62,7 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
             name: tool.name.clone(),
             ty: {
                 let ty = tool.type_ident();
-                quote!(#ty)
+                quote!(#module::#ty)
             },
             variant: tool.type_ident(),
             args_ident: Some(tool.args_ident()),
@@ -72,10 +77,14 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         };
         let name = last.ident.to_string();
         let variant = format_ident!("{}", pascal_case(&name), span = last.ident.span());
+        // `tools(files::read_file)` -> `files::read_file_tool::ReadFile`.
         let mut ty_path = path.clone();
         if let Some(segment) = ty_path.segments.last_mut() {
-            segment.ident = variant.clone();
+            segment.ident = format_ident!("{}_tool", name, span = last.ident.span());
         }
+        ty_path
+            .segments
+            .push(syn::PathSegment::from(variant.clone()));
         tools.push(StaticTool {
             name,
             ty: quote!(#ty_path),
@@ -112,6 +121,7 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         .collect();
     Plan {
         krate,
+        module,
         tools,
         hooks,
         enums,
@@ -119,18 +129,35 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
     }
 }
 
-fn tool_list(tools: &[StaticTool]) -> String {
-    if tools.is_empty() {
-        "the agent has no tools".to_owned()
-    } else {
-        format!(
-            "the agent's tools: {}",
-            tools
-                .iter()
-                .map(|t| format!("`{}`", t.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+/// The module of an agent's generated tool types: `FileAgent` -> `file_agent_tools`.
+pub(crate) fn tools_module(self_ty: &syn::Type) -> Ident {
+    match last_ident(self_ty) {
+        Some(ident) => format_ident!(
+            "{}_tools",
+            snake_case(&ident.to_string()),
+            span = ident.span()
+        ),
+        None => format_ident!("agent_tools"),
+    }
+}
+
+/// `AgentBuilder::build`'s sentence for a matcher that matches none of the agent's tools.
+fn matches_none(hook: &str, matcher: &str, tools: &[&str]) -> String {
+    format!(
+        "hook `{hook}`: `{matcher}` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+        tools.join(", ")
+    )
+}
+
+/// What to do about a tool name the agent does not have: fix a misspelling, or list a
+/// `#[tool]` function defined elsewhere in `tools(...)`.
+fn unknown_name_hint(name: &str, tools: &[&str]) -> String {
+    match closest(name, tools.iter().copied()) {
+        Some(best) => format!("; did you mean `{best}`?"),
+        None if syn::parse_str::<Ident>(name).is_ok() => {
+            format!("; if `{name}` is a `#[tool]` function, list it in `#[agent(tools({name}))]`")
+        }
+        None => String::new(),
     }
 }
 
@@ -149,42 +176,66 @@ fn plan_hook(
         return plan;
     }
     let dynamic = hook.attr.dynamic;
-    let find = |lit: &syn::LitStr| -> Option<usize> {
-        let found = tools.iter().position(|t| t.name == lit.value());
-        if found.is_none() && !dynamic {
-            cx.error_spanned_by(
-                lit,
-                format!("no tool named `{}`; {}", lit.value(), tool_list(tools)),
-            );
-        }
-        found
-    };
-    plan.matched = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
+    let position = |name: &str| tools.iter().position(|t| t.name == name);
+    let spec = hook.attr.matcher.as_ref().map(|(spec, _)| spec);
+    plan.matched = match spec {
         None => (0..tools.len()).collect(),
-        Some(MatcherSpec::Tool(lit)) => find(lit).into_iter().collect(),
-        Some(MatcherSpec::Tools(lits)) => lits.iter().filter_map(find).collect(),
-        Some(MatcherSpec::Match(lit, regex)) => {
-            let matched: Vec<usize> = (0..tools.len())
-                .filter(|&i| regex.is_match(&tools[i].name))
-                .collect();
-            if matched.is_empty() && !dynamic {
+        Some(MatcherSpec::Tool(lit)) => position(&lit.value()).into_iter().collect(),
+        Some(MatcherSpec::Tools(lits)) => lits
+            .iter()
+            .filter_map(|lit| position(&lit.value()))
+            .collect(),
+        Some(MatcherSpec::Match(_, regex)) => (0..tools.len())
+            .filter(|&i| regex.is_match(&tools[i].name))
+            .collect(),
+    };
+    if !dynamic {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let hook_name = hook.ident.to_string();
+        // The sentences are `AgentBuilder::build`'s, word for word (a test compares them), so a
+        // matcher reads the same whether the macro or the builder finds it; the macro adds what
+        // to do about a name it does not know.
+        let unknown = |lit: &syn::LitStr| position(&lit.value()).is_none();
+        if plan.matched.is_empty() {
+            let ident = &hook.ident;
+            // Spanned on the first name the agent does not have, the regex, or the hook's name.
+            let (span_tokens, matcher, first_unknown) = match spec {
+                None => (quote!(#ident), "every tool".to_owned(), None),
+                Some(MatcherSpec::Tool(lit)) => (
+                    quote!(#lit),
+                    format!("tool = \"{}\"", lit.value()),
+                    Some(lit),
+                ),
+                Some(MatcherSpec::Tools(lits)) => {
+                    let values: Vec<String> = lits.iter().map(syn::LitStr::value).collect();
+                    let first = lits.first();
+                    (quote!(#first), format!("tools = {values:?}"), first)
+                }
+                Some(MatcherSpec::Match(lit, _)) => {
+                    (quote!(#lit), format!("match = \"{}\"", lit.value()), None)
+                }
+            };
+            let message = format!(
+                "{}{}",
+                matches_none(&hook_name, &matcher, &names),
+                first_unknown
+                    .map(|lit| unknown_name_hint(&lit.value(), &names))
+                    .unwrap_or_default()
+            );
+            cx.error_spanned_by(span_tokens, message);
+        } else if let Some(MatcherSpec::Tools(lits)) = spec {
+            for lit in lits.iter().filter(|lit| unknown(lit)) {
                 cx.error_spanned_by(
                     lit,
                     format!(
-                        "`match = \"{}\"` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+                        "hook `{hook_name}`: no tool named `{}` (tools: {}){}",
                         lit.value(),
-                        tool_list(tools)
+                        names.join(", "),
+                        unknown_name_hint(&lit.value(), &names)
                     ),
                 );
             }
-            matched
         }
-    };
-    if hook.attr.matcher.is_none() && tools.is_empty() && !dynamic {
-        cx.error_spanned_by(
-            &hook.ident,
-            format!("this tool-call hook matches no tool: {}", tool_list(tools)),
-        );
     }
 
     let Some(input) = &hook.input_ty else {

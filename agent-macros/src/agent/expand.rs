@@ -7,17 +7,47 @@ use syn::spanned::Spanned;
 
 use super::check::{Plan, StaticTool};
 use super::parse::AgentModel;
-use crate::common::{is_json_value, last_ident, pascal_case, respan};
+use crate::common::{is_json_value, last_ident, pascal_case, respan, widest_vis};
 use crate::hook::{MatcherCode, MatcherSpec, registration};
-use crate::tool::{ToolOwner, expand_tool_with};
+use crate::tool::{ToolOwner, declared_names, tool_code};
 
-pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
+/// The agent's code. With `stub`, after an error: its tool types and input enums with
+/// placeholder impls, and an `AgentSpec` that registers nothing, so the user's code using them
+/// compiles on and the error is the only one reported.
+pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream {
     let krate = &plan.krate;
     let self_ty = &model.self_ty;
-    let tool_items = model
-        .tools
-        .iter()
-        .map(|tool| expand_tool_with(tool, &ToolOwner::Method(self_ty), krate));
+    let shadowed: Vec<syn::Ident> = model.tools.iter().flat_map(declared_names).collect();
+    let module = &plan.module;
+    let (mut defs, mut impls) = (Vec::new(), Vec::new());
+    for tool in &model.tools {
+        let code = tool_code(
+            tool,
+            &ToolOwner::Method(self_ty),
+            krate,
+            &quote!(#module),
+            &shadowed,
+            stub,
+        );
+        defs.push(code.defs);
+        impls.push(code.impls);
+    }
+    let tool_items = (!model.tools.is_empty()).then(|| {
+        let vis = widest_vis(model.tools.iter().map(|tool| &tool.vis));
+        let doc = format!(
+            "The types `#[agent]` generates for the tools of `{}`: each tool's type and its arguments (`ReadFile`, `ReadFileArgs` for `read_file`).",
+            quote!(#self_ty).to_string().replace(' ', "")
+        );
+        quote! {
+            #[doc = #doc]
+            #vis mod #module {
+                #[allow(unused_imports)]
+                use super::*;
+                #(#defs)*
+            }
+            #(#impls)*
+        }
+    });
 
     let mut enums: Vec<TokenStream> = plan
         .enums
@@ -65,13 +95,13 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
             const _: () = ::core::assert!(#krate::__private::str_eq(<#ty as #krate::Tool>::NAME, #name), #message);
         });
     }
-    let checks = (!checks.is_empty()).then(|| {
+    let checks = (!checks.is_empty() && !stub).then(|| {
         quote! {
             const _: () = {
                 #[allow(dead_code)]
-                fn __accepts<I: #krate::AcceptsTool<T>, T: #krate::Tool>() {}
+                fn __accepts<I: #krate::__private::AcceptsTool<T>, T: #krate::Tool>() {}
                 #[allow(dead_code)]
-                fn __output<T: #krate::OutputIs<O>, O>() {}
+                fn __output<T: #krate::__private::OutputIs<O>, O>() {}
                 #[allow(dead_code)]
                 fn __checks() {
                     #(#checks)*
@@ -143,8 +173,26 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan) -> TokenStream {
         quote!(let builder = builder.hooks(#path);)
     });
 
+    if stub {
+        return quote! {
+            #tool_items
+            #(#enums)*
+
+            impl #krate::AgentSpec for #self_ty {
+                const NAME: &'static str = #name;
+
+                fn register(
+                    _: ::std::sync::Arc<Self>,
+                    builder: #krate::AgentBuilder,
+                ) -> #krate::AgentBuilder {
+                    builder
+                }
+            }
+        };
+    }
+
     quote! {
-        #(#tool_items)*
+        #tool_items
         #(#enums)*
         #checks
 
@@ -222,6 +270,6 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
             }
         }
 
-        #(impl #krate::AcceptsTool<#types> for #ident {})*
+        #(impl #krate::__private::AcceptsTool<#types> for #ident {})*
     }
 }

@@ -5,7 +5,7 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
 
-use crate::common::{doc_text, is_our_attr, parse_crate_value};
+use crate::common::{AttrKind, attr_kind, doc_text, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookAttr, HookFn, parse_hook};
 use crate::tool::{ToolAttr, ToolFn, parse_tool};
@@ -22,6 +22,17 @@ pub(crate) struct AgentAttr {
     pub(crate) crate_path: Option<Path>,
 }
 
+/// Every `#[agent]` option, for "did you mean" and "expected one of" messages.
+const OPTIONS: &[&str] = &[
+    "name",
+    "description",
+    "instructions",
+    "max_steps",
+    "tools",
+    "hooks",
+    "crate",
+];
+
 fn set<T>(
     meta: &syn::meta::ParseNestedMeta<'_>,
     slot: &mut Option<T>,
@@ -29,7 +40,7 @@ fn set<T>(
     value: T,
 ) -> syn::Result<()> {
     if slot.is_some() {
-        return Err(meta.error(format!("duplicate `{key}` option")));
+        return Err(meta.error(format!("duplicate `{key}` option: give it once")));
     }
     *slot = Some(value);
     Ok(())
@@ -47,24 +58,45 @@ impl AgentAttr {
                 .unwrap_or_default();
             match key.as_str() {
                 "name" => set(&meta, &mut attr.name, "name", meta.value()?.parse()?),
-                "description" => set(&meta, &mut attr.description, "description", meta.value()?.parse()?),
-                "instructions" => set(&meta, &mut attr.instructions, "instructions", meta.value()?.parse()?),
+                "description" => set(
+                    &meta,
+                    &mut attr.description,
+                    "description",
+                    meta.value()?.parse()?,
+                ),
+                "instructions" => set(
+                    &meta,
+                    &mut attr.instructions,
+                    "instructions",
+                    meta.value()?.parse()?,
+                ),
                 "max_steps" => {
                     let lit: LitInt = meta.value()?.parse()?;
                     if lit.base10_parse::<usize>()? == 0 {
-                        return Err(syn::Error::new(lit.span(), "`max_steps` must be at least 1"));
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            "`max_steps` must be at least 1",
+                        ));
                     }
                     set(&meta, &mut attr.max_steps, "max_steps", lit)
                 }
                 "tools" | "hooks" => {
-                    let seen = if key == "tools" { &mut saw_tools } else { &mut saw_hooks };
+                    let seen = if key == "tools" {
+                        &mut saw_tools
+                    } else {
+                        &mut saw_hooks
+                    };
                     if std::mem::replace(seen, true) {
-                        return Err(meta.error(format!("duplicate `{key}` option")));
+                        return Err(meta.error(format!("duplicate `{key}` option: give it once")));
                     }
                     let content;
                     syn::parenthesized!(content in meta.input);
                     let paths = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
-                    let list = if key == "tools" { &mut attr.tools } else { &mut attr.hooks };
+                    let list = if key == "tools" {
+                        &mut attr.tools
+                    } else {
+                        &mut attr.hooks
+                    };
                     list.extend(paths);
                     Ok(())
                 }
@@ -72,9 +104,7 @@ impl AgentAttr {
                     let path = parse_crate_value(&meta)?;
                     set(&meta, &mut attr.crate_path, "crate", path)
                 }
-                _ => Err(meta.error(
-                    "unknown `#[agent]` option; expected one of: `name`, `description`, `instructions`, `max_steps`, `tools`, `hooks`, `crate`",
-                )),
+                _ => Err(meta.error(unknown_option("agent", &key, OPTIONS))),
             }
         });
         if let Err(error) = parser.parse2(args) {
@@ -96,9 +126,13 @@ pub(crate) struct AgentModel {
 /// Collects `#[tool]` and `#[hook]` methods, removing those attributes from the impl block.
 pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentModel {
     if let Some((trait_path, _)) = &item.trait_ {
+        let self_ty = &item.self_ty;
         cx.error_spanned_by(
             trait_path,
-            "`#[agent]` goes on an inherent impl block, not a trait impl",
+            format!(
+                "`#[agent]` goes on the agent's own impl block, not a trait impl: move it to `impl {} {{ ... }}` holding the agent's tools and hooks",
+                quote::quote!(#self_ty).to_string().replace(' ', "")
+            ),
         );
     }
     if !item.generics.params.is_empty() {
@@ -110,25 +144,66 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
     let description = doc_text(&item.attrs);
     let mut tools = Vec::new();
     let mut hooks = Vec::new();
+    let mut reported_other_path = false;
     for impl_item in &mut item.items {
         let ImplItem::Fn(method) = impl_item else {
             continue;
         };
+        let krate = attr.crate_path.as_ref();
+        let is = |a: &syn::Attribute, name: &str, kind: AttrKind| attr_kind(a, name, krate) == kind;
         let tool_attrs: Vec<_> = method
             .attrs
             .iter()
-            .filter(|a| is_our_attr(a, "tool"))
+            .filter(|a| is(a, "tool", AttrKind::Ours))
             .cloned()
             .collect();
         let hook_attrs: Vec<_> = method
             .attrs
             .iter()
-            .filter(|a| is_our_attr(a, "hook"))
+            .filter(|a| is(a, "hook", AttrKind::Ours))
             .cloned()
             .collect();
-        method
+        // One mistake (a renamed crate without `crate =`), one error: on the first attribute.
+        for other in method
             .attrs
-            .retain(|a| !is_our_attr(a, "tool") && !is_our_attr(a, "hook"));
+            .iter()
+            .filter(|a| is(a, "tool", AttrKind::OtherPath) || is(a, "hook", AttrKind::OtherPath))
+            .take(usize::from(!reported_other_path))
+        {
+            reported_other_path = true;
+            let path = other.path();
+            let mut prefix = path.clone();
+            prefix.segments.pop();
+            prefix.segments.pop_punct();
+            let prefix = quote::quote!(#prefix).to_string().replace(' ', "");
+            let path = quote::quote!(#path).to_string().replace(' ', "");
+            let name = other
+                .path()
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let hint = match krate {
+                Some(krate) => {
+                    let krate = quote::quote!(#krate).to_string().replace(' ', "");
+                    format!(
+                        "write `#[{krate}::{name}]` or `#[{name}]`, as this agent's `crate = {krate}` says"
+                    )
+                }
+                None => format!(
+                    "add `crate = {prefix}` to `#[agent(...)]` if `{prefix}` is agent-core under another name"
+                ),
+            };
+            cx.error_spanned_by(
+                other.path(),
+                format!("`#[agent]` does not recognise `#[{path}]` as its tool or hook attribute: {hint}"),
+            );
+        }
+        method.attrs.retain(|a| {
+            !["tool", "hook"]
+                .iter()
+                .any(|name| attr_kind(a, name, krate) != AttrKind::No)
+        });
         if tool_attrs.len() + hook_attrs.len() > 1 {
             cx.error_spanned_by(
                 &method.sig.ident,
@@ -139,15 +214,19 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
         if let Some(tool_attr) = tool_attrs.first() {
             let args = attr_args(cx, tool_attr);
             let parsed = ToolAttr::parse(cx, args);
-            if let Some(tool) = parse_tool(cx, parsed, &method.attrs, &method.vis, &mut method.sig)
-            {
-                tools.push(tool);
-            }
+            tools.push(parse_tool(
+                cx,
+                parsed,
+                krate,
+                &method.attrs,
+                &method.vis,
+                &mut method.sig,
+            ));
         }
         if let Some(hook_attr) = hook_attrs.first() {
             let args = attr_args(cx, hook_attr);
             let parsed = HookAttr::parse(cx, args, syn::spanned::Spanned::span(hook_attr));
-            if let Some(hook) = parse_hook(cx, parsed, &method.sig) {
+            if let Some(hook) = parse_hook(cx, parsed, krate, &method.sig) {
                 hooks.push(hook);
             }
         }

@@ -84,23 +84,31 @@ pub(crate) fn registration(
         .map(|ret| ret.span())
         .unwrap_or_else(|| hook.ident.span());
     let ctx_ty = &hook.ctx_ty;
+    // The closure takes the event's own context and hands the hook its parameter type through
+    // `ContextIs::cast`: a context of another event is then one error, on the parameter's type.
+    let event_ctx = quote!(<#event_ty as #krate::Event>::Ctx);
+    let cast = respan(
+        quote!(<#event_ty as #krate::__private::ContextIs<#ctx_ty>>::cast),
+        ctx_span,
+    );
+    let arg = quote_spanned!(ctx_span=> #cast(__ctx));
     let callee = match (self_ty, hook.has_receiver) {
-        (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, __ctx)),
-        (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(__ctx)),
-        (None, _) => quote_spanned!(ctx_span=> #ident(__ctx)),
+        (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, #arg)),
+        (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(#arg)),
+        (None, _) => quote_spanned!(ctx_span=> #ident(#arg)),
     };
     let closure = if hook.is_async {
         let inner_capture = hook
             .has_receiver
             .then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
         quote_spanned! {ctx_span=>
-            move |__ctx: &#ctx_ty| {
+            move |__ctx: &#event_ctx| {
                 #inner_capture
                 ::std::boxed::Box::pin(async move { #callee.await })
             }
         }
     } else {
-        quote_spanned!(ctx_span=> move |__ctx: &#ctx_ty| #callee)
+        quote_spanned!(ctx_span=> move |__ctx: &#event_ctx| #callee)
     };
     // Methods capture the agent (`this: Arc<Self>`) in a block; free functions need no block.
     let closure = if hook.has_receiver {

@@ -28,19 +28,28 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     };
     let attr = HookAttr::parse(&cx, args, proc_macro2::Span::call_site());
+    let krate = attr.crate_path.clone();
+    let hook = parse_hook(&cx, attr, krate.as_ref(), &item.sig);
     if let Some(receiver) = item.sig.receiver() {
+        // Inside an impl block no items can be generated: the method is kept as written.
         cx.error_spanned_by(receiver, "`#[hook]` on a method needs `#[agent]` on its impl block, which collects the agent's hooks");
+        let errors = cx.check();
+        return quote!(#item #errors);
     }
-    let hook = parse_hook(&cx, attr, &item.sig);
+    let ident = &item.sig.ident;
+    let vis = &item.vis;
+    let set_ty = format_ident!("{}", pascal_case(&ident.to_string()), span = ident.span());
+    let doc = format!(
+        "The `{ident}` hook, to attach with `#[agent(hooks({ident}))]` or `AgentBuilder::hooks`."
+    );
+    let set_struct = quote! {
+        #[doc = #doc]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #set_ty;
+    };
     let generated = match &hook {
         Some(hook) if !cx.has_errors() => {
             let krate = crate_path(hook.attr.crate_path.as_ref());
-            let ident = &item.sig.ident;
-            let vis = &item.vis;
-            let set_ty = format_ident!("{}", pascal_case(&ident.to_string()), span = ident.span());
-            let doc = format!(
-                "The `{ident}` hook, to attach with `#[agent(hooks({ident}))]` or `AgentBuilder::hooks`."
-            );
             let matcher = hook
                 .attr
                 .matcher
@@ -48,9 +57,7 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
                 .map(|(spec, _)| MatcherCode::Runtime(spec));
             let register = registration(hook, &krate, None, matcher.as_ref());
             quote! {
-                #[doc = #doc]
-                #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-                #vis struct #set_ty;
+                #set_struct
 
                 impl #krate::HookSet for #set_ty {
                     fn register(self, builder: #krate::AgentBuilder) -> #krate::AgentBuilder {
@@ -59,7 +66,20 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
                 }
             }
         }
-        _ => TokenStream::new(),
+        // After an error the hook set type is still generated, registering nothing, so code
+        // attaching it compiles on and the error is the only one reported.
+        _ => {
+            let krate = crate_path(krate.as_ref());
+            quote! {
+                #set_struct
+
+                impl #krate::HookSet for #set_ty {
+                    fn register(self, builder: #krate::AgentBuilder) -> #krate::AgentBuilder {
+                        builder
+                    }
+                }
+            }
+        }
     };
     let errors = cx.check();
     quote! {

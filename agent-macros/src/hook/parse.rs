@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, LitInt, LitStr, Path, ReturnType, Signature, Type};
 
 use super::events::{self, EventInfo};
-use crate::common::{generic_args, parse_crate_value};
+use crate::common::{closest, generic_args, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
 
 /// Which tools a tool-call hook applies to, as written.
@@ -34,8 +34,29 @@ pub(crate) struct HookAttr {
     pub(crate) crate_path: Option<Path>,
 }
 
+/// Every `#[hook]` option after the event, for "did you mean" and "expected one of" messages.
+const OPTIONS: &[&str] = &[
+    "tool",
+    "tools",
+    "match",
+    "dynamic",
+    "priority",
+    "on_error",
+    "timeout_ms",
+    "crate",
+];
+
+/// "a" or "an" before an event's name (`an on_chunk hook`, `a before_turn hook`).
+fn article(event: &str) -> &'static str {
+    if event.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 fn duplicate(meta: &syn::meta::ParseNestedMeta<'_>, key: &str) -> syn::Error {
-    meta.error(format!("duplicate `{key}` option"))
+    meta.error(format!("duplicate `{key}` option: give it once"))
 }
 
 /// Validates a regex with the `regex` crate's parser (so errors read like `regex`'s) and compiles
@@ -71,10 +92,14 @@ impl HookAttr {
                 .unwrap_or_default();
             if is_first && (meta.input.is_empty() || meta.input.peek(syn::Token![,])) {
                 let Some(event) = events::find(&key) else {
-                    return Err(meta.error(format!(
-                        "unknown hook event `{key}`; expected one of: {}",
-                        events::names()
-                    )));
+                    let suggestion = closest(&key, events::EVENTS.iter().map(|event| event.name));
+                    return Err(meta.error(match suggestion {
+                        Some(best) => format!("unknown hook event `{key}`; did you mean `{best}`?"),
+                        None => format!(
+                            "unknown hook event `{key}`; expected one of: {}",
+                            events::names()
+                        ),
+                    }));
                 };
                 attr.event = Some(event);
                 attr.event_span = Some(meta.path.span());
@@ -123,7 +148,23 @@ impl HookAttr {
                     }
                     attr.dynamic_span = Some(key_span);
                     attr.dynamic = if meta.input.peek(syn::Token![=]) {
-                        meta.value()?.parse::<syn::LitBool>()?.value
+                        let value = meta.value()?;
+                        if value.peek(LitStr) {
+                            let lit: LitStr = value.parse()?;
+                            let fix = match lit.value().as_str() {
+                                "true" => "write `dynamic`",
+                                "false" => "leave it out",
+                                _ => "write `dynamic`, or leave it out",
+                            };
+                            return Err(syn::Error::new(
+                                lit.span(),
+                                format!("`dynamic` is a flag, not a string: {fix}"),
+                            ));
+                        }
+                        value
+                            .parse::<syn::LitBool>()
+                            .map_err(|error| syn::Error::new(error.span(), "`dynamic` is a flag: write `dynamic`, or `dynamic = true` / `dynamic = false`"))?
+                            .value
                     } else {
                         true
                     };
@@ -161,7 +202,12 @@ impl HookAttr {
                     if attr.timeout_ms.is_some() {
                         return Err(duplicate(&meta, "timeout_ms"));
                     }
-                    let lit: LitInt = meta.value()?.parse()?;
+                    let lit: LitInt = meta.value()?.parse().map_err(|error: syn::Error| {
+                        syn::Error::new(
+                            error.span(),
+                            "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 250`",
+                        )
+                    })?;
                     let ms: u64 = lit.base10_parse()?;
                     if ms == 0 {
                         return Err(syn::Error::new(
@@ -177,11 +223,7 @@ impl HookAttr {
                     }
                     attr.crate_path = Some(parse_crate_value(&meta)?);
                 }
-                _ => {
-                    return Err(meta.error(
-                        "unknown `#[hook]` option; expected one of: `tool`, `tools`, `match`, `dynamic`, `priority`, `on_error`, `timeout_ms`, `crate`",
-                    ));
-                }
+                _ => return Err(meta.error(unknown_option("hook", &key, OPTIONS))),
             }
             Ok(())
         });
@@ -231,7 +273,12 @@ pub(crate) struct HookFn {
 }
 
 /// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
-pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<HookFn> {
+pub(crate) fn parse_hook(
+    cx: &Ctxt,
+    attr: HookAttr,
+    krate: Option<&Path>,
+    sig: &Signature,
+) -> Option<HookFn> {
     let event = attr.event?;
     if !sig.generics.params.is_empty() {
         cx.error_spanned_by(&sig.generics, "a hook function cannot be generic");
@@ -258,7 +305,8 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
             cx.error_spanned_by(
                 &sig.ident,
                 format!(
-                    "a `{}` hook takes its context: add a parameter {expected}",
+                    "{} `{}` hook takes its context: add a parameter {expected}",
+                    article(event.name),
                     event.name
                 ),
             );
@@ -268,7 +316,11 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
         [_, extra, ..] => {
             cx.error_spanned_by(
                 extra,
-                format!("a `{}` hook takes one parameter, {expected}", event.name),
+                format!(
+                    "{} `{}` hook takes one parameter, {expected}",
+                    article(event.name),
+                    event.name
+                ),
             );
             return None;
         }
@@ -283,6 +335,27 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
             return None;
         }
     };
+    // A context type of another event: one error here, rather than rustc's about the closure.
+    let base = |context: &'static str| context.split('<').next().unwrap_or(context);
+    let own = base(event.context);
+    if let Some(other) = events::EVENTS.iter().find(|other| {
+        !event.tool
+            && base(other.context) != own
+            && crate::common::is_helper_type(&ctx_ty, base(other.context), krate)
+    }) {
+        cx.error_spanned_by(
+            &ctx_ty,
+            format!(
+                "{} `{}` hook receives `&{}`, and `{}` is the context of `{}`: write {expected}",
+                article(event.name),
+                event.name,
+                event.context,
+                base(other.context),
+                other.name
+            ),
+        );
+        return None;
+    }
     let (mut input_ty, mut output_ty) = (None, None);
     if event.tool {
         let shape = if event.name == "before_tool_call" {
@@ -291,7 +364,7 @@ pub(crate) fn parse_hook(cx: &Ctxt, attr: HookAttr, sig: &Signature) -> Option<H
             "ToolCallResultContext"
         };
         let args = generic_args(&ctx_ty);
-        let named = crate::common::last_ident(&ctx_ty).is_some_and(|ident| ident == shape);
+        let named = crate::common::is_helper_type(&ctx_ty, shape, krate);
         match (named, args.as_slice()) {
             (true, [input]) => input_ty = Some((*input).clone()),
             (true, [input, output]) if event.name == "after_tool_call" => {

@@ -1,11 +1,14 @@
-//! Code for one tool: its args struct, its tool type and their trait impls.
+//! Code for one tool: its args struct and tool type (declared in a generated module, so two
+//! agents' `read_file` tools, or a tool `weather` beside the user's own `Weather`, never collide),
+//! and their trait impls (beside the function, where the user's names resolve as written).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
 use syn::spanned::Spanned;
 
 use super::parse::{Output, ToolFn};
-use crate::common::crate_path;
+use crate::common::{crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
 pub(crate) enum ToolOwner<'a> {
@@ -15,26 +18,76 @@ pub(crate) enum ToolOwner<'a> {
     Method(&'a syn::Type),
 }
 
+/// One tool's code: `defs` go inside the generated module, `impls` beside the function.
+pub(crate) struct ToolCode {
+    pub(crate) defs: TokenStream,
+    pub(crate) impls: TokenStream,
+}
+
 /// `serde(crate = "...")` and `schemars(crate = "...")` take the path as a string.
 fn path_string(tokens: TokenStream) -> String {
     tokens.to_string().replace(' ', "")
 }
 
-/// Generates the args struct, the tool type, and `Tool`, `ToolInput`, `AcceptsTool` impls.
-/// `krate` is the agent's crate path for methods; free tools use their own `crate` option.
-pub(crate) fn expand_tool(tool: &ToolFn, owner: &ToolOwner<'_>) -> TokenStream {
-    expand_tool_with(tool, owner, &crate_path(tool.attr.crate_path.as_ref()))
+/// The type giving parameter `param`'s schema to the args struct's derive.
+fn param_schema_ident(args_ty: &Ident, param: &Ident) -> Ident {
+    format_ident!(
+        "__{}_{}",
+        args_ty,
+        param.to_string().trim_start_matches("r#")
+    )
 }
 
-pub(crate) fn expand_tool_with(
+/// The names a tool declares in its module (which shadow the parent's names there).
+pub(crate) fn declared_names(tool: &ToolFn) -> [Ident; 2] {
+    [tool.type_ident(), tool.args_ident()]
+}
+
+/// A free tool: the module `<fn>_tool` holding `<Tool>` and `<Tool>Args`, and their impls.
+/// With `stub`, after an error: the same types with placeholder impls, so code using them
+/// compiles on and only the error is reported.
+pub(crate) fn expand_free_tool(tool: &ToolFn, stub: bool) -> TokenStream {
+    let krate = crate_path(tool.attr.crate_path.as_ref());
+    let module = tool.module_ident();
+    let ToolCode { defs, impls } = tool_code(
+        tool,
+        &ToolOwner::Free,
+        &krate,
+        &quote!(#module),
+        &declared_names(tool),
+        stub,
+    );
+    let doc = format!(
+        "The types `#[tool]` generates for `{}`: the tool `{}` and its arguments `{}`.",
+        tool.ident,
+        tool.type_ident(),
+        tool.args_ident()
+    );
+    let vis = &tool.vis;
+    quote! {
+        #[doc = #doc]
+        #vis mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+            #defs
+        }
+        #impls
+    }
+}
+
+/// The args struct and tool type of `tool` (for the module `module`), and their impls.
+/// `shadowed` lists every name the module declares; `krate` is the agent's crate path for
+/// methods, the tool's own for free functions.
+pub(crate) fn tool_code(
     tool: &ToolFn,
     owner: &ToolOwner<'_>,
     krate: &TokenStream,
-) -> TokenStream {
+    module: &TokenStream,
+    shadowed: &[Ident],
+    stub: bool,
+) -> ToolCode {
     let private = quote!(#krate::__private);
-    let serde_crate = path_string(quote!(#private::serde));
-    let schemars_crate = path_string(quote!(#private::schemars));
-    let vis = &tool.vis;
+    let vis = nested_vis(&tool.vis);
     let fn_ident = &tool.ident;
     let tool_ty = tool.type_ident();
     let args_ty = tool.args_ident();
@@ -46,90 +99,215 @@ pub(crate) fn expand_tool_with(
         tool.description.lines().next().unwrap_or_default()
     );
 
-    let mut fields = Vec::new();
-    let mut defaults = Vec::new();
-    for param in &tool.params {
-        let ident = &param.ident;
-        let ty = &param.ty;
-        let docs = &param.docs;
-        let default_attr = param.default.as_ref().map(|expr| {
-            let default_fn = format_ident!("__default_{}", ident);
-            let nullable_fn = format_ident!("__nullable_{}", ident);
-            let path = format!("{args_ty}::{default_fn}");
-            let nullable_path = format!("{args_ty}::{nullable_fn}");
-            defaults.push(quote_spanned! {expr.span()=>
-                #[doc(hidden)]
-                fn #default_fn() -> #ty {
-                    #expr
-                }
-            });
-            // `null` also means "use the default": providers' strict modes make every parameter
-            // required and send `null` for the ones the model leaves out.
-            defaults.push(quote! {
-                #[doc(hidden)]
-                fn #nullable_fn<'de, D: #private::serde::Deserializer<'de>>(
-                    deserializer: D,
-                ) -> ::core::result::Result<#ty, D::Error> {
-                    let value: ::core::option::Option<#ty> =
-                        #private::serde::Deserialize::deserialize(deserializer)?;
-                    ::core::result::Result::Ok(value.unwrap_or_else(Self::#default_fn))
-                }
-            });
-            quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
-        });
-        fields.push(quote! {
-            #(#docs)*
-            #default_attr
-            pub #ident: #ty
-        });
-    }
-    let defaults_impl = (!defaults.is_empty()).then(|| {
-        quote! {
-            impl #args_ty {
-                #(#defaults)*
-            }
-        }
-    });
-    let field_idents: Vec<_> = tool.params.iter().map(|p| &p.ident).collect();
-
-    let call_args = tool.call_order.iter().map(|slot| match slot {
-        Some(index) => {
-            let ident = &tool.params[*index].ident;
-            quote!(#ident)
-        }
-        None => quote!(__ctx),
-    });
-    let (tool_struct, callee) = match owner {
-        ToolOwner::Free => (
-            quote! {
-                #[doc = #tool_doc]
-                #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-                #vis struct #tool_ty;
-            },
-            quote!(#fn_ident),
-        ),
-        ToolOwner::Method(self_ty) if tool.has_receiver => (
+    let tool_struct = match owner {
+        ToolOwner::Method(self_ty) if tool.has_receiver => {
+            let self_ty = unshadow(self_ty, shadowed);
             quote! {
                 #[doc = #tool_doc]
                 #[derive(::core::clone::Clone)]
                 #vis struct #tool_ty(pub ::std::sync::Arc<#self_ty>);
-            },
-            quote!(self.0.#fn_ident),
-        ),
-        ToolOwner::Method(self_ty) => (
-            quote! {
-                #[doc = #tool_doc]
-                #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
-                #vis struct #tool_ty;
-            },
-            quote!(<#self_ty>::#fn_ident),
-        ),
+            }
+        }
+        _ => quote! {
+            #[doc = #tool_doc]
+            #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+            #vis struct #tool_ty;
+        },
     };
-    let awaited = if tool.is_async {
-        quote!(.await)
-    } else {
-        quote!()
+    let field_defs = tool.params.iter().map(|param| {
+        let ident = &param.ident;
+        let ty = unshadow(&param.ty, shadowed);
+        let docs = &param.docs;
+        let default_attr = param.default.as_ref().filter(|_| !stub).map(|_| {
+            let path = format!("{args_ty}::__default_{ident}");
+            let nullable_path = format!("{args_ty}::__nullable_{ident}");
+            quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
+        });
+        let schema_attr = (!stub).then(|| {
+            let with = param_schema_ident(&args_ty, ident).to_string();
+            quote!(#[schemars(with = #with)])
+        });
+        quote! {
+            #(#docs)*
+            #default_attr
+            #schema_attr
+            pub #ident: #ty
+        }
+    });
+
+    if stub {
+        let defs = quote! {
+            #[doc = #args_doc]
+            #[allow(dead_code)]
+            #vis struct #args_ty {
+                #(#field_defs,)*
+            }
+
+            #tool_struct
+        };
+        let impls = quote! {
+            impl #krate::Tool for #module::#tool_ty {
+                const NAME: &'static str = #name;
+                const DESCRIPTION: &'static str = #description;
+                type Args = #private::serde_json::Value;
+                type Output = #private::serde_json::Value;
+
+                fn schema() -> &'static #private::serde_json::Value {
+                    ::core::unimplemented!()
+                }
+
+                fn call(
+                    &self,
+                    _: #private::serde_json::Value,
+                    _: #krate::ToolContext,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<#private::serde_json::Value, #krate::ToolError>,
+                > + ::core::marker::Send {
+                    ::core::future::pending()
+                }
+            }
+
+            impl #krate::ToolInput for #module::#args_ty {
+                type Output = #private::serde_json::Value;
+
+                fn accepts(_: &str) -> bool {
+                    false
+                }
+
+                fn from_args(_: &str, _: &#krate::AnyValue) -> ::core::option::Option<Self> {
+                    ::core::option::Option::None
+                }
+
+                fn into_args(
+                    self,
+                    _: &dyn #krate::DynTool,
+                ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
+                    ::core::result::Result::Err(::std::string::String::new())
+                }
+            }
+
+            impl #private::AcceptsTool<#module::#tool_ty> for #module::#args_ty {}
+        };
+        return ToolCode { defs, impls };
+    }
+
+    // Each parameter's schema goes through a type of its own that asks `ParamProbe` for it: a
+    // parameter type without a JSON Schema is then reported once, by the `ToolParam` check
+    // below, at the parameter's type, instead of by the derive in terms of `__private`.
+    let param_schemas = tool.params.iter().map(|param| {
+        let schema_ty = param_schema_ident(&args_ty, &param.ident);
+        let ty = unshadow(&param.ty, shadowed);
+        let probe = quote! {
+            use #private::{ParamHasSchema as _, ParamLacksSchema as _};
+            (&#private::ParamProbe::<#ty>::new())
+        };
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            struct #schema_ty;
+
+            impl #private::schemars::JsonSchema for #schema_ty {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    #probe.schema_name()
+                }
+
+                fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                    #probe.schema_id()
+                }
+
+                fn inline_schema() -> bool {
+                    #probe.inline_schema()
+                }
+
+                fn json_schema(
+                    generator: &mut #private::schemars::SchemaGenerator,
+                ) -> #private::schemars::Schema {
+                    #probe.json_schema(generator)
+                }
+
+                fn _schemars_private_is_option() -> bool {
+                    #probe.is_option()
+                }
+            }
+        }
+    });
+    let param_checks = tool.params.iter().map(|param| {
+        let ty = &param.ty;
+        respan(
+            quote!(const _: () = #private::tool_param::<#ty>();),
+            ty.span(),
+        )
+    });
+    let serde_crate = path_string(quote!(#private::serde));
+    let schemars_crate = path_string(quote!(#private::schemars));
+    let defs = quote! {
+        #[doc = #args_doc]
+        #[derive(
+            ::core::clone::Clone,
+            ::core::fmt::Debug,
+            #private::serde::Serialize,
+            #private::serde::Deserialize,
+            #private::schemars::JsonSchema,
+        )]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #args_ty {
+            #(#field_defs,)*
+        }
+
+        #(#param_schemas)*
+
+        #tool_struct
     };
+
+    let mut defaults = Vec::new();
+    for param in &tool.params {
+        let Some(expr) = &param.default else { continue };
+        let ident = &param.ident;
+        let ty = &param.ty;
+        let default_fn = format_ident!("__default_{}", ident);
+        let nullable_fn = format_ident!("__nullable_{}", ident);
+        defaults.push(quote_spanned! {expr.span()=>
+            #[doc(hidden)]
+            fn #default_fn() -> #ty {
+                #expr
+            }
+        });
+        // `null` also means "use the default": providers' strict modes make every parameter
+        // required and send `null` for the ones the model leaves out.
+        defaults.push(quote! {
+            #[doc(hidden)]
+            fn #nullable_fn<'de, D: #private::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<#ty, D::Error> {
+                let value: ::core::option::Option<#ty> =
+                    #private::serde::Deserialize::deserialize(deserializer)?;
+                ::core::result::Result::Ok(value.unwrap_or_else(Self::#default_fn))
+            }
+        });
+    }
+    let defaults_impl = (!defaults.is_empty()).then(|| {
+        quote! {
+            impl #module::#args_ty {
+                #(#defaults)*
+            }
+        }
+    });
+    let call_args = tool.call_order.iter().map(|slot| match slot {
+        // Fields, not bindings: a parameter named like the function (`fn note(note: Note)`)
+        // must not shadow the function called.
+        Some(index) => {
+            let ident = &tool.params[*index].ident;
+            quote!(__args.#ident)
+        }
+        None => quote!(__ctx),
+    });
+    let callee = match owner {
+        ToolOwner::Free => quote!(#fn_ident),
+        ToolOwner::Method(_) if tool.has_receiver => quote!(self.0.#fn_ident),
+        ToolOwner::Method(self_ty) => quote!(<#self_ty>::#fn_ident),
+    };
+    let awaited = tool.is_async.then(|| quote!(.await));
     let (output_ty, wrap) = match &tool.output {
         Output::Unit => (
             quote!(()),
@@ -147,46 +325,38 @@ pub(crate) fn expand_tool_with(
             quote!(::core::result::Result::map_err(__output, #krate::ToolError::from_display)),
         ),
     };
-
-    quote! {
-        #[doc = #args_doc]
-        #[derive(
-            ::core::clone::Clone,
-            ::core::fmt::Debug,
-            #private::serde::Serialize,
-            #private::serde::Deserialize,
-            #private::schemars::JsonSchema,
-        )]
-        #[serde(crate = #serde_crate)]
-        #[schemars(crate = #schemars_crate)]
-        #vis struct #args_ty {
-            #(#fields,)*
+    let timeout = tool.attr.timeout_ms.as_ref().map(|ms| {
+        quote! {
+            const TIMEOUT: ::core::option::Option<::core::time::Duration> =
+                ::core::option::Option::Some(::core::time::Duration::from_millis(#ms));
         }
+    });
+
+    let impls = quote! {
+        #(#param_checks)*
 
         #defaults_impl
 
-        #tool_struct
-
-        impl #krate::Tool for #tool_ty {
+        impl #krate::Tool for #module::#tool_ty {
             const NAME: &'static str = #name;
             const DESCRIPTION: &'static str = #description;
-            type Args = #args_ty;
+            type Args = #module::#args_ty;
             type Output = #output_ty;
+            #timeout
 
             fn schema() -> &'static #private::serde_json::Value {
                 static SCHEMA: #private::OnceLock<#private::serde_json::Value> = #private::OnceLock::new();
-                SCHEMA.get_or_init(#krate::schema_for::<#args_ty>)
+                SCHEMA.get_or_init(#krate::schema_for::<#module::#args_ty>)
             }
 
             #[allow(unused_variables)]
             fn call(
                 &self,
-                __args: #args_ty,
+                __args: #module::#args_ty,
                 __ctx: #krate::ToolContext,
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<#output_ty, #krate::ToolError>,
             > + ::core::marker::Send {
-                let #args_ty { #(#field_idents,)* } = __args;
                 async move {
                     let __output = #callee(#(#call_args),*)#awaited;
                     #wrap
@@ -194,8 +364,13 @@ pub(crate) fn expand_tool_with(
             }
         }
 
-        impl #krate::ToolInput for #args_ty {
-            type Output = <#tool_ty as #krate::Tool>::Output;
+        // The bound (made higher-ranked so it is checked where used, not here) keeps an output
+        // type without `Serialize` to the one error `Tool::Output` reports on it.
+        impl #krate::ToolInput for #module::#args_ty
+        where
+            for<'__a> <#module::#tool_ty as #krate::Tool>::Output: #private::serde::Serialize,
+        {
+            type Output = <#module::#tool_ty as #krate::Tool>::Output;
 
             fn accepts(tool: &str) -> bool {
                 tool == #name
@@ -213,6 +388,7 @@ pub(crate) fn expand_tool_with(
             }
         }
 
-        impl #krate::AcceptsTool<#tool_ty> for #args_ty {}
-    }
+        impl #private::AcceptsTool<#module::#tool_ty> for #module::#args_ty {}
+    };
+    ToolCode { defs, impls }
 }

@@ -9,7 +9,7 @@ use quote::quote;
 
 use crate::ctxt::Ctxt;
 
-pub(crate) use expand::{ToolOwner, expand_tool, expand_tool_with};
+pub(crate) use expand::{ToolOwner, declared_names, expand_free_tool, tool_code};
 pub(crate) use parse::{ToolAttr, ToolFn, parse_tool};
 
 /// Entry point of `#[tool]` on a free function.
@@ -24,16 +24,26 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     };
     let attr = ToolAttr::parse(&cx, args);
-    let tool = parse_tool(&cx, attr, &item.attrs, &item.vis, &mut item.sig);
-    if let Some(receiver) = item.sig.receiver() {
+    let krate = attr.crate_path.clone();
+    let tool = parse_tool(
+        &cx,
+        attr,
+        krate.as_ref(),
+        &item.attrs,
+        &item.vis,
+        &mut item.sig,
+    );
+    let generated = if let Some(receiver) = item.sig.receiver() {
+        // Inside an impl block no items can be generated: the method is kept as written.
         cx.error_spanned_by(
             receiver,
             "`#[tool]` on a method needs `#[agent]` on its impl block, which collects the agent's tools",
         );
-    }
-    let generated = match &tool {
-        Some(tool) if !cx.has_errors() => expand_tool(tool, &ToolOwner::Free),
-        _ => TokenStream::new(),
+        TokenStream::new()
+    } else {
+        // After an error the tool's types are still generated, with placeholder impls, so code
+        // using them compiles on and the error is the only one reported.
+        expand_free_tool(&tool, cx.has_errors())
     };
     let errors = cx.check();
     quote! {

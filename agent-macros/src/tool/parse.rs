@@ -2,36 +2,74 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
-use syn::{Attribute, FnArg, Ident, LitStr, Pat, Path, ReturnType, Signature, Type, Visibility};
+use syn::{
+    Attribute, FnArg, Ident, LitInt, LitStr, Pat, Path, ReturnType, Signature, Type, Visibility,
+};
 
-use crate::common::{check_tool_name, doc_text, last_ident, parse_crate_value, pascal_case};
+use crate::common::{
+    check_tool_name, doc_text, is_helper_type, last_ident, parse_crate_value, pascal_case,
+    unknown_option,
+};
 use crate::ctxt::Ctxt;
 
 /// The options of `#[tool(...)]`.
 #[derive(Default)]
 pub(crate) struct ToolAttr {
     pub(crate) name: Option<LitStr>,
+    /// `timeout_ms = N`: the tool's own call timeout (`Tool::TIMEOUT`).
+    pub(crate) timeout_ms: Option<LitInt>,
     pub(crate) crate_path: Option<Path>,
 }
+
+/// Every `#[tool]` option, for "did you mean" and "expected one of" messages.
+const OPTIONS: &[&str] = &["name", "timeout_ms", "crate"];
 
 impl ToolAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
         let mut attr = ToolAttr::default();
         let parser = syn::meta::parser(|meta| {
-            if meta.path.is_ident("name") {
-                if attr.name.is_some() {
-                    return Err(meta.error("duplicate `name` option"));
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let duplicate = |meta: &syn::meta::ParseNestedMeta<'_>| {
+                Err(meta.error(format!("duplicate `{key}` option: give it once")))
+            };
+            match key.as_str() {
+                "name" => {
+                    if attr.name.is_some() {
+                        return duplicate(&meta);
+                    }
+                    attr.name = Some(meta.value()?.parse()?);
                 }
-                attr.name = Some(meta.value()?.parse()?);
-            } else if meta.path.is_ident("crate") {
-                if attr.crate_path.is_some() {
-                    return Err(meta.error("duplicate `crate` option"));
+                "timeout_ms" => {
+                    if attr.timeout_ms.is_some() {
+                        return duplicate(&meta);
+                    }
+                    let value = meta.value()?;
+                    let lit: LitInt = value.parse().map_err(|error| {
+                        syn::Error::new(
+                            error.span(),
+                            "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 5000`",
+                        )
+                    })?;
+                    let ms: u64 = lit.base10_parse()?;
+                    if ms == 0 {
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            "`timeout_ms` must be at least 1 (leave it out to use the agent's tool timeout)",
+                        ));
+                    }
+                    attr.timeout_ms = Some(lit);
                 }
-                attr.crate_path = Some(parse_crate_value(&meta)?);
-            } else {
-                return Err(
-                    meta.error("unknown `#[tool]` option; expected one of: `name`, `crate`")
-                );
+                "crate" => {
+                    if attr.crate_path.is_some() {
+                        return duplicate(&meta);
+                    }
+                    attr.crate_path = Some(parse_crate_value(&meta)?);
+                }
+                _ => return Err(meta.error(unknown_option("tool", &key, OPTIONS))),
             }
             Ok(())
         });
@@ -84,6 +122,14 @@ impl ToolFn {
         Ident::new(&pascal_case(&self.ident.to_string()), self.ident.span())
     }
 
+    /// The module a free tool's types are generated in (`read_file` -> `read_file_tool`).
+    pub(crate) fn module_ident(&self) -> Ident {
+        Ident::new(
+            &format!("{}_tool", self.ident.to_string().trim_start_matches("r#")),
+            self.ident.span(),
+        )
+    }
+
     /// The generated args type's name (`ReadFileArgs`).
     pub(crate) fn args_ident(&self) -> Ident {
         Ident::new(
@@ -94,14 +140,16 @@ impl ToolFn {
 }
 
 /// Parses a tool function's signature; strips the parameter attributes it consumes from `sig`.
-/// Returns `None` only when the signature is unusable (errors are in `cx`).
+/// Always returns a tool (what could not be parsed is left out and reported in `cx`), so the
+/// tool's types are generated, as stubs, even after an error.
 pub(crate) fn parse_tool(
     cx: &Ctxt,
     attr: ToolAttr,
+    krate: Option<&Path>,
     attrs: &[Attribute],
     vis: &Visibility,
     sig: &mut Signature,
-) -> Option<ToolFn> {
+) -> ToolFn {
     let (name, name_span) = match &attr.name {
         Some(lit) => (lit.value(), lit.span()),
         None => (
@@ -165,7 +213,7 @@ pub(crate) fn parse_tool(
         typed
             .attrs
             .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"));
-        if last_ident(&typed.ty).is_some_and(|ident| ident == "ToolContext") {
+        if is_helper_type(&typed.ty, "ToolContext", krate) {
             if call_order.contains(&None) {
                 cx.error_spanned_by(
                     &typed.ty,
@@ -216,17 +264,23 @@ pub(crate) fn parse_tool(
                     impl_trait,
                     "a tool must return a concrete type that implements `Serialize`",
                 );
-                return None;
-            }
-            let is_result = last_ident(ty).is_some_and(|ident| ident == "Result");
-            match crate::common::generic_args(ty).first() {
-                Some(ok) if is_result => Output::Fallible((*ok).clone()),
-                _ => Output::Plain((**ty).clone()),
+                Output::Unit
+            } else {
+                let is_result = last_ident(ty).is_some_and(|ident| ident == "Result");
+                match crate::common::generic_args(ty).first() {
+                    Some(ok) if is_result => Output::Fallible((*ok).clone()),
+                    _ => Output::Plain((**ty).clone()),
+                }
             }
         }
     };
 
-    Some(ToolFn {
+    if !sig.generics.params.is_empty() {
+        // The parameters' types may name the generics, which the args struct does not have.
+        params.clear();
+        call_order.clear();
+    }
+    ToolFn {
         vis: vis.clone(),
         ident: sig.ident.clone(),
         name,
@@ -238,5 +292,5 @@ pub(crate) fn parse_tool(
         call_order,
         output,
         attr,
-    })
+    }
 }

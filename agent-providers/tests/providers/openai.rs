@@ -444,7 +444,7 @@ async fn strict_parameters(parameters: Value) -> (Value, Value) {
 
 #[tokio::test]
 async fn strict_mode_makes_optional_properties_required_and_nullable() {
-    let (parameters, strict) = strict_parameters(PlanTrip::schema().clone()).await;
+    let (parameters, strict) = strict_parameters(plan_trip_tool::PlanTrip::schema().clone()).await;
     assert_eq!(strict, true);
     assert_eq!(
         parameters,

@@ -98,7 +98,7 @@ async fn body_sent(
 }
 
 fn typed(builder: AgentBuilder) -> AgentBuilder {
-    builder.tool(PlanTrip)
+    builder.tool(plan_trip_tool::PlanTrip)
 }
 
 fn by_hand(builder: AgentBuilder) -> AgentBuilder {

@@ -349,6 +349,44 @@ fn a_matcher_matching_no_tool_is_a_build_error_listing_the_tools() {
     );
 }
 
+/// The message of a trybuild snapshot's first error (`tests/ui/<fixture>.stderr`).
+fn macro_message(fixture: &str) -> String {
+    let path = format!("{}/ui/{fixture}.stderr", env!("CARGO_MANIFEST_DIR"));
+    let stderr = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let first = stderr.lines().next().unwrap_or_default();
+    first
+        .strip_prefix("error: ")
+        .unwrap_or_else(|| panic!("{path} starts with an error: {first}"))
+        .to_owned()
+}
+
+#[test]
+fn the_macro_and_the_builder_word_a_matcher_matching_no_tool_alike() {
+    // The same agent as `tests/ui/agent/fail/matcher_matches_no_tool.rs`, built by hand.
+    let trace = Trace::new();
+    let error = build_error(
+        file_agent(&no_model(), &trace)
+            .before_tool_call(Matcher::regex("^delete_"), probe(&trace, "guard")),
+    );
+    assert_eq!(
+        error.problems,
+        [macro_message("agent/fail/matcher_matches_no_tool")]
+    );
+    // `tests/ui/agent/fail/matcher_tool_not_listed.rs`: the macro says the builder's sentence,
+    // then what to do about the name.
+    let error = build_error(
+        AgentBuilder::new("clock")
+            .model(no_model())
+            .before_tool_call(Matcher::tool("current_time"), probe(&trace, "guard")),
+    );
+    let from_macro = macro_message("agent/fail/matcher_tool_not_listed");
+    assert!(
+        from_macro.starts_with(&format!("{}; ", error.problems[0])),
+        "macro: {from_macro}\nbuilder: {}",
+        error.problems[0]
+    );
+}
+
 #[test]
 fn dynamic_opts_a_matcher_out_of_the_build_check() {
     let trace = Trace::new();

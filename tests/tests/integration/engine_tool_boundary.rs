@@ -95,7 +95,7 @@ async fn an_output_whose_serialize_panics_is_an_error_result() {
     let model = one_call("boom", "{}");
     let agent = AgentBuilder::new("t")
         .model(model.clone())
-        .tool(Boom)
+        .tool(boom_tool::Boom)
         .build()
         .unwrap();
     let result = agent.run("go").await;
@@ -152,7 +152,7 @@ async fn trailing_text_after_the_arguments_is_rejected_by_every_kind_of_tool() {
         let model = one_call(name, arguments);
         let agent = AgentBuilder::new("t")
             .model(model.clone())
-            .tool(Add)
+            .tool(add_tool::Add)
             .dyn_tool(echo())
             .build()
             .unwrap();
@@ -188,7 +188,7 @@ async fn an_error_result_quotes_a_few_kb_of_a_huge_argument_and_says_how_long_it
         let model = one_call(name, &arguments);
         let agent = AgentBuilder::new("t")
             .model(model.clone())
-            .tool(Add)
+            .tool(add_tool::Add)
             .dyn_tool(FnTool::new(
                 "echo",
                 "Echo.",
@@ -319,4 +319,38 @@ async fn a_typed_tool_takes_its_own_timeout() {
             true
         )
     );
+}
+
+/// Sleeps for an hour: `#[tool(timeout_ms = 50)]` stops it first.
+#[tool(timeout_ms = 50)]
+async fn sleepy() -> String {
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    "late".to_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_macro_tool_takes_its_timeout_ms() {
+    use agent_core::Tool;
+    assert_eq!(
+        sleepy_tool::Sleepy::TIMEOUT,
+        Some(std::time::Duration::from_millis(50))
+    );
+    let model = one_call("sleepy", "{}");
+    let agent = AgentBuilder::new("t")
+        .model(model.clone())
+        .tool(sleepy_tool::Sleepy)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_done(&result);
+    assert_eq!(
+        result_read(&model),
+        (
+            "tool `sleepy` timed out after 50ms and was stopped".to_owned(),
+            true
+        )
+    );
+    let record = &result.steps[0].tool_results[0];
+    assert_eq!(record.outcome, agent_core::ToolOutcomeKind::Failed);
+    assert_eq!(record.duration, std::time::Duration::from_millis(50));
 }

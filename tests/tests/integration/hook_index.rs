@@ -130,3 +130,92 @@ fn each_fired_by_function_exists_and_fires_its_event() {
         }
     }
 }
+
+/// The short name of a type without its generics: `ToolCallContext` for
+/// `agent_core::hooks::tool_context::ToolCallContext<serde_json::Value>`.
+fn short_name(full: &str) -> String {
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base).to_owned()
+}
+
+/// `(name, marker, context)` of every event agent-core defines.
+fn agent_core_events() -> Vec<(String, String, String)> {
+    fn entry<E: Event>(marker: &str) -> (String, String, String) {
+        (
+            E::NAME.to_owned(),
+            short_name(marker),
+            short_name(std::any::type_name::<E::Ctx>()),
+        )
+    }
+    macro_rules! entries {
+        ($($marker:ty),* $(,)?) => {
+            vec![$(entry::<$marker>(stringify!($marker))),*]
+        };
+    }
+    entries![
+        BeforeRun,
+        BeforeTurn,
+        BeforeStep,
+        OnLlmStart,
+        OnChunk,
+        OnLlmEnd,
+        BeforeToolCall<serde_json::Value>,
+        AfterToolCall<serde_json::Value>,
+        OnStepFinish,
+        OnStop,
+        AfterRun,
+        OnChatResponse,
+        ClassifyChatError,
+        OnChatError,
+        OnSessionStart,
+        OnSessionEnd,
+        FilterMessages,
+        PrefilterLlmHistory,
+        PostProcessMessage,
+        BeforeCreateMessage,
+        AfterCreateMessage,
+        BeforeUpdateMessage,
+        AfterUpdateMessage,
+        AfterToolCallSuccess,
+        AfterToolCallFailure,
+        BeforeStoreToolResult,
+    ]
+}
+
+/// `(name, marker, context)` of every event `#[hook]` knows, read from the macro crate's
+/// catalogue (`agent-macros/src/hook/events.rs`, entries `event("name", "Marker", "Context", tool)`).
+fn macro_events() -> Vec<(String, String, String)> {
+    let source = read("agent-macros/src/hook/events.rs");
+    let table = &source[source
+        .find("pub(crate) const EVENTS")
+        .expect("the EVENTS table")..];
+    let table = &table[..table.find("];").expect("the end of EVENTS")];
+    let compact: String = table.chars().filter(|c| !c.is_whitespace()).collect();
+    compact
+        .split("event(")
+        .skip(1)
+        .map(|entry| {
+            let fields: Vec<&str> = entry.split(',').collect();
+            let field = |i: usize| short_name(fields[i].trim_matches('"'));
+            (field(0), field(1), field(2))
+        })
+        .collect()
+}
+
+#[test]
+fn the_macro_event_catalogue_is_agent_cores() {
+    let mut from_core = agent_core_events();
+    from_core.sort();
+    let mut from_macro = macro_events();
+    from_macro.sort();
+    assert_eq!(
+        from_macro, from_core,
+        "agent-macros/src/hook/events.rs must list agent-core's events, markers and contexts"
+    );
+    // And agent-core's list here is the hook index's.
+    let mut indexed: Vec<String> = rows().into_iter().flat_map(|(events, _)| events).collect();
+    indexed.sort();
+    let mut names: Vec<String> = from_core.into_iter().map(|(name, _, _)| name).collect();
+    names.sort();
+    assert_eq!(names, indexed);
+}

@@ -60,7 +60,7 @@ impl FileAgent {
             }
             FileCall::ReadFile(_) => ToolCallDecision::Allow,
             FileCall::WriteFile(args) => {
-                ToolCallDecision::Modify(FileCall::WriteFile(WriteFileArgs {
+                ToolCallDecision::Modify(FileCall::WriteFile(file_agent_tools::WriteFileArgs {
                     path: format!("sandbox/{}", args.path),
                     contents: args.contents.clone(),
                 }))
@@ -69,7 +69,7 @@ impl FileAgent {
     }
 
     #[hook(after_tool_call, tool = "get_weather")]
-    fn audit(&self, ctx: &ToolCallResultContext<GetWeatherArgs, Weather>) {
+    fn audit(&self, ctx: &ToolCallResultContext<file_agent_tools::GetWeatherArgs, Weather>) {
         let weather = ctx.output().cloned();
         self.note(format!("audit({:?})", weather.map(|w| w.celsius)));
     }

@@ -69,10 +69,10 @@ impl Desk {
     #[hook(before_tool_call, match = "^write_", priority = -1)]
     fn writes_first(
         &self,
-        ctx: &ToolCallContext<WriteFileArgs>,
-    ) -> ToolCallDecision<WriteFileArgs> {
+        ctx: &ToolCallContext<desk_tools::WriteFileArgs>,
+    ) -> ToolCallDecision<desk_tools::WriteFileArgs> {
         self.trace.push(format!("writes_first({})", ctx.input.path));
-        ToolCallDecision::Modify(WriteFileArgs {
+        ToolCallDecision::Modify(desk_tools::WriteFileArgs {
             path: format!("safe/{}", ctx.input.path),
             contents: ctx.input.contents.clone(),
         })
@@ -94,7 +94,7 @@ impl Desk {
     }
 
     #[hook(after_tool_call, tool = "write_file")]
-    fn written(&self, ctx: &ToolCallResultContext<WriteFileArgs, usize>) {
+    fn written(&self, ctx: &ToolCallResultContext<desk_tools::WriteFileArgs, usize>) {
         self.trace.push(format!(
             "written model={} effective={} bytes={:?}",
             ctx.model_input.path,
@@ -104,7 +104,10 @@ impl Desk {
     }
 
     #[hook(after_tool_call, tool = "get_weather")]
-    async fn weather_seen(&self, ctx: &ToolCallResultContext<GetWeatherArgs, String>) {
+    async fn weather_seen(
+        &self,
+        ctx: &ToolCallResultContext<get_weather_tool::GetWeatherArgs, String>,
+    ) {
         tokio::task::yield_now().await;
         self.trace.push(format!("weather_seen {:?}", ctx.output()));
     }
@@ -172,7 +175,7 @@ fn dynamic_guard(ctx: &ToolCallContext<Value>) -> ToolCallDecision<Value> {
 fn a_free_hook_matcher_is_checked_when_the_agent_is_built() {
     let error = AgentBuilder::new("a")
         .model(ScriptedModel::new([]))
-        .tool(GetWeather)
+        .tool(get_weather_tool::GetWeather)
         .hooks(GuardsAMissingTool)
         .build()
         .unwrap_err();

@@ -6,6 +6,10 @@ use agent_core::{
 };
 use serde_json::json;
 
+use divide_tool::Divide;
+use hello_tool::Hello;
+use search_tool::{Search, SearchArgs};
+
 /// Search the notes.
 #[tool(name = "search-notes")]
 async fn search(

@@ -24,7 +24,7 @@ impl Files {
     }
 
     #[hook(before_tool_call, tool = "get_weather")]
-    fn guard(&self, ctx: &ToolCallContext<ReadFileArgs>) {
+    fn guard(&self, ctx: &ToolCallContext<files_tools::ReadFileArgs>) {
         let _ = ctx;
     }
 }

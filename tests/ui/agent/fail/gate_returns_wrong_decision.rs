@@ -24,7 +24,7 @@ impl Files {
     }
 
     #[hook(before_tool_call, tool = "read_file")]
-    fn guard(&self, ctx: &ToolCallContext<ReadFileArgs>) -> ToolCallDecision<GetWeatherArgs> {
+    fn guard(&self, ctx: &ToolCallContext<files_tools::ReadFileArgs>) -> ToolCallDecision<files_tools::GetWeatherArgs> {
         let _ = ctx;
         ToolCallDecision::Allow
     }

@@ -2,7 +2,7 @@ use agent_core::agent;
 
 struct Empty;
 
-#[agent(max_stesp = 3)]
+#[agent(colour = "red")]
 impl Empty {}
 
 fn main() {}

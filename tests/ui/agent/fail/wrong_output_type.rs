@@ -24,7 +24,7 @@ impl Files {
     }
 
     #[hook(after_tool_call, tool = "get_weather")]
-    fn audit(&self, ctx: &ToolCallResultContext<GetWeatherArgs, usize>) {
+    fn audit(&self, ctx: &ToolCallResultContext<files_tools::GetWeatherArgs, usize>) {
         let _ = ctx;
     }
 }

@@ -1,6 +1,6 @@
 use agent_core::{ChunkContext, hook};
 
-#[hook(on_chunks)]
+#[hook(on_every_thing)]
 fn meter(ctx: &ChunkContext) {
     let _ = ctx;
 }

@@ -1,7 +1,7 @@
 use agent_core::tool;
 
 /// Read a file.
-#[tool(nmae = "read")]
+#[tool(colour = "red")]
 fn read_file(path: String) -> String {
     path
 }

@@ -1,7 +1,9 @@
 //! Free-function tools: sync and async, optional and defaulted parameters, a context parameter,
 //! plain and fallible outputs, a name override.
 
+use add_tool::{Add, AddArgs};
 use agent_core::{Tool, ToolContext, ToolError, tool};
+use search_tool::Search;
 
 /// Add two numbers.
 #[tool]
@@ -42,5 +44,5 @@ fn main() {
     let schema = Search::schema();
     assert_eq!(schema["properties"]["limit"]["default"], 10);
     assert_eq!(schema["required"], serde_json::json!(["query"]));
-    let _ = (Nothing, Fail, AddArgs { a: 1, b: 2 });
+    let _ = (nothing_tool::Nothing, fail_tool::Fail, AddArgs { a: 1, b: 2 });
 }
