@@ -123,6 +123,19 @@ pub(crate) const EVENTS: &[EventInfo] = &[
         "StoreToolResultContext",
         false,
     ),
+    event("before_handoff", "BeforeHandoff", "HandoffContext", false),
+    event(
+        "on_subagent_start",
+        "OnSubagentStart",
+        "SubagentStartContext",
+        false,
+    ),
+    event(
+        "on_subagent_stop",
+        "OnSubagentStop",
+        "SubagentStopContext",
+        false,
+    ),
 ];
 
 /// The event with this name.

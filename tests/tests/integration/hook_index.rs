@@ -179,6 +179,9 @@ fn agent_core_events() -> Vec<(String, String, String)> {
         AfterToolCallSuccess,
         AfterToolCallFailure,
         BeforeStoreToolResult,
+        BeforeHandoff,
+        OnSubagentStart,
+        OnSubagentStop,
     ]
 }
 

@@ -487,3 +487,46 @@ fn transfer_tool_names_are_checked_when_the_agent_is_built() {
         .build();
     assert!(named.is_ok());
 }
+
+/// The macro form of the multi-agent hooks: `#[hook(before_handoff)]` on an `#[agent]` impl.
+struct Desk {
+    trace: Trace,
+}
+
+#[agent_core::agent(instructions = "Route the customer.")]
+impl Desk {
+    /// Vetoes every handoff, naming the target.
+    #[hook(before_handoff)]
+    fn closed(&self, ctx: &agent_core::HandoffContext) -> HandoffDecision {
+        self.trace
+            .push(format!("macro before_handoff({}->{})", ctx.from, ctx.to));
+        HandoffDecision::deny(format!("`{}` is closed", ctx.to))
+    }
+}
+
+#[tokio::test]
+async fn before_handoff_in_the_macro_form() {
+    use agent_core::AgentSpec;
+    let trace = Trace::new();
+    let bm = billing_model();
+    let billing = billing(&trace, &bm);
+    let tm = triage_model();
+    let desk = Desk {
+        trace: trace.clone(),
+    }
+    .builder()
+    .model(tm.clone())
+    .handoff(&billing)
+    .build()
+    .unwrap();
+    let result = desk.run("refund").await;
+    assert_eq!(&*result.agent, "Desk");
+    assert_eq!(
+        trace.take(),
+        lines(&["macro before_handoff(Desk->billing)"])
+    );
+    assert_eq!(
+        texts(&tm.requests()[1].messages).pop().unwrap(),
+        "`billing` is closed"
+    );
+}
