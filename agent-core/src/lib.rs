@@ -45,8 +45,8 @@ pub use agent::{
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
 pub use engine::{
-    HandoffHistory, HistoryFilter, RunContextError, TurnEvent, TurnOverlap, TurnRequest,
-    default_classifier, is_context_overflow, run_context,
+    Budget, HandoffHistory, HistoryFilter, Price, PriceTable, RunContextError, TurnEvent,
+    TurnOverlap, TurnRequest, default_classifier, is_context_overflow, run_context,
 };
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,

@@ -1,7 +1,7 @@
 //! Several agents in one turn, offline: a triage agent hands the customer to a billing or a
 //! tech desk; a before_handoff hook vetoes the tech desk out of hours (the model reads why and
-//! picks billing); billing asks a ledger agent used as a tool (a subagent); run hooks print the
-//! whole run as a tree indented by agent path.
+//! picks billing); billing asks a ledger agent used as a tool (a subagent); the run has a token
+//! budget and a model-call limit; run hooks print the whole run as a tree indented by agent path.
 //!
 //! Run: `cargo run -p examples --example triage`
 
@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use agent_core::ToolCall;
 use agent_core::{
-    AgentBuilder, FnTool, Handoff, HandoffDecision, HandoffHistory, Hook, ModelRequest, RunAgent,
-    RunHooks, ScriptedModel, ScriptedStep, Subagent, ToolError, ToolResultRecord, TurnRequest,
-    event,
+    AgentBuilder, Budget, FnTool, Handoff, HandoffDecision, HandoffHistory, Hook, ModelRequest,
+    RunAgent, RunHooks, ScriptedModel, ScriptedStep, Subagent, ToolError, ToolResultRecord,
+    TurnRequest, event,
 };
 use serde_json::{Value, json};
 
@@ -100,8 +100,12 @@ fn ledger() -> agent_core::Agent {
         .description("Looks up a customer's charges.")
         .instructions("You read the ledger and answer with facts only.")
         .model(ScriptedModel::new([
-            ScriptedStep::new().tool_call("c1", "charges", "{}"),
-            ScriptedStep::new().text("Two charges of $12.00 on 2026-11-20: one is a duplicate."),
+            ScriptedStep::new()
+                .tool_call("c1", "charges", "{}")
+                .usage(120, 10),
+            ScriptedStep::new()
+                .text("Two charges of $12.00 on 2026-11-20: one is a duplicate.")
+                .usage(160, 20),
         ]))
         .dyn_tool(charges)
         .build()
@@ -114,12 +118,16 @@ fn main_agents() -> agent_core::Agent {
         .description("Invoices, charges and refunds.")
         .instructions("You are the billing desk.")
         .model(ScriptedModel::new([
-            ScriptedStep::new().tool_call(
-                "l1",
-                "ledger",
-                r#"{"input":"Recent charges of this customer?"}"#,
-            ),
-            ScriptedStep::new().text("I found the duplicate $12.00 charge and refunded it."),
+            ScriptedStep::new()
+                .tool_call(
+                    "l1",
+                    "ledger",
+                    r#"{"input":"Recent charges of this customer?"}"#,
+                )
+                .usage(150, 15),
+            ScriptedStep::new()
+                .text("I found the duplicate $12.00 charge and refunded it.")
+                .usage(210, 20),
         ]))
         .subagent(Subagent::of(&ledger))
         .build()
@@ -134,10 +142,12 @@ fn main_agents() -> agent_core::Agent {
         .model(ScriptedModel::new([
             ScriptedStep::new()
                 .text("Looks like a technical glitch.")
-                .tool_call("h1", "transfer_to_tech", "{}"),
+                .tool_call("h1", "transfer_to_tech", "{}")
+                .usage(100, 12),
             ScriptedStep::new()
                 .text("Billing it is.")
-                .tool_call("h2", "transfer_to_billing", "{}"),
+                .tool_call("h2", "transfer_to_billing", "{}")
+                .usage(140, 10),
         ]))
         .handoff(Handoff::to(&billing).history(HandoffHistory::Input))
         .handoff(&tech)
@@ -167,14 +177,18 @@ async fn main() {
     let input = "I was charged twice for my subscription.";
     println!("customer: {input}\n");
     let timeline: Arc<dyn RunHooks> = Arc::new(Timeline);
-    let result = triage
-        .run(TurnRequest::new(input).run_hooks_arc(timeline))
-        .await;
+    // A budget for the whole run, the ledger's calls included: on_stop would fire past it.
+    let request = TurnRequest::new(input)
+        .run_hooks_arc(timeline)
+        .max_turns(12)
+        .budget(Budget::tokens(2_000));
+    let result = triage.run(request).await;
     println!(
-        "\nstatus: {}, answered by {}, {} steps\n{}",
+        "\nstatus: {}, answered by {}, {} steps, {} tokens in this turn (budget 2000 for the run)\n{}",
         result.status,
         result.agent,
         result.steps.len(),
+        result.usage.total_tokens(),
         result.text
     );
 }

@@ -75,7 +75,7 @@ fn the_offline_examples_complete_and_print_outcomes_in_snake_case() {
     assert!(stdout.contains("handoff triage -> billing"), "{stdout}");
     assert!(stdout.contains("┌ triage > billing > ledger"), "{stdout}");
     assert!(
-        stdout.contains("status: completed, answered by billing, 4 steps"),
+        stdout.contains("status: completed, answered by billing, 4 steps,"),
         "{stdout}"
     );
 }

@@ -80,10 +80,7 @@ pub fn status_name(status: TurnStatus) -> &'static str {
 
 /// A stop reason as trace entries spell it.
 pub fn stop_name(reason: StopReason) -> &'static str {
-    match reason {
-        StopReason::Finished => "finished",
-        StopReason::MaxSteps => "max_steps",
-    }
+    reason.as_str()
 }
 
 /// Keeps a clone of every context a hook of some event received, for assertions on fields the

@@ -112,6 +112,7 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         TurnErrorKind::Context => C::Fatal,
         TurnErrorKind::Hook { .. }
         | TurnErrorKind::Stopped
+        | TurnErrorKind::Limit(_)
         | TurnErrorKind::Store
         | TurnErrorKind::Custom
         | TurnErrorKind::Panicked => C::Unknown,

@@ -88,6 +88,9 @@ impl Turn<'_> {
             error: streamed.error(),
         };
         self.outcome.usage.add(&end_ctx.usage);
+        if let Some(limits) = &self.limits {
+            limits.count(&end_ctx.model, &end_ctx.usage);
+        }
         let llm_end = observe(&self.current.hooks.on_llm_end, &end_ctx).await;
         if let Some(run) = &self.run {
             let calls = end_ctx.tool_calls.len();

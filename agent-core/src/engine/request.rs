@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::limits::Budget;
 use super::run_context::RunContextValue;
 use crate::cancel::CancelToken;
 use crate::hooks::RunHooks;
@@ -30,6 +31,10 @@ pub struct TurnRequest {
     pub(crate) run_hooks: RunHooksList,
     /// The run context (set with [`context`](Self::context)).
     pub(crate) context: Option<RunContextValue>,
+    /// The most model calls of the run (set with [`max_turns`](Self::max_turns)).
+    pub(crate) max_turns: Option<usize>,
+    /// The run's budget (set with [`budget`](Self::budget)).
+    pub(crate) budget: Option<Budget>,
 }
 
 /// A turn's run hooks.
@@ -86,6 +91,22 @@ impl TurnRequest {
     /// tool of every agent the turn reaches.
     pub fn context<T: std::any::Any + Send + Sync>(mut self, context: T) -> Self {
         self.context = Some(RunContextValue::new(context));
+        self
+    }
+
+    /// Allows at most `max_turns` model calls in the whole run: this turn's, its handoff
+    /// targets' and its subagents' turns'. Reaching it fires on_stop with `max_turns`; without
+    /// an output from a hook the turn fails with [`TurnErrorKind::Limit`](crate::TurnErrorKind::Limit).
+    pub fn max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = Some(max_turns);
+        self
+    }
+
+    /// Gives the whole run (subagents' turns included) a token or cost budget, checked after
+    /// every model call. Spending it fires on_stop with `max_budget`; without an output from a
+    /// hook the turn fails with [`TurnErrorKind::Limit`](crate::TurnErrorKind::Limit).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = Some(budget);
         self
     }
 

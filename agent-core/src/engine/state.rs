@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
+use super::limits::RunLimits;
 use super::persist::{WriteError, Writer};
 use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
@@ -35,6 +36,8 @@ pub(super) struct Turn<'a> {
     pub(super) outcome: Outcome,
     /// What the running step has written but not finished (`settle.rs`).
     pub(super) open: OpenRows,
+    /// The run's limits, when it has any (`limits.rs`).
+    pub(super) limits: Option<Arc<RunLimits>>,
     /// The run the turn belongs to, when run hooks observe it (`run_scope.rs`).
     pub(super) run: Option<RunScope>,
     /// What the turn tracks of its session (`compact.rs`).

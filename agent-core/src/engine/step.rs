@@ -52,6 +52,9 @@ impl<'a> Turn<'a> {
             if self.cancel.is_cancelled() {
                 return End::Aborted;
             }
+            if let Some((reason, why)) = self.limits.as_ref().and_then(|l| l.reached()) {
+                return self.stop(reason, why).await;
+            }
             let span = tracing::info_span!(
                 "step",
                 otel.name = %format_args!("step {step}"),
@@ -81,7 +84,11 @@ impl<'a> Turn<'a> {
             }
             step += 1;
         }
-        self.stop(StopReason::MaxSteps).await
+        let why = format!(
+            "agent `{}` reached its limit of {limit} steps",
+            self.current.name
+        );
+        self.stop(StopReason::MaxSteps, why).await
     }
 
     /// One step: before_step, the model call, its tool calls, on_step_finish. `Ok` when the
@@ -256,19 +263,34 @@ impl<'a> Turn<'a> {
         Ok(calls.handoff)
     }
 
-    /// on_stop: a limit ended the turn.
-    pub(super) async fn stop(&mut self, reason: StopReason) -> End {
+    /// on_stop: a limit (`why` says which) ended the turn.
+    pub(super) async fn stop(&mut self, reason: StopReason, why: String) -> End {
         let ctx = StopContext {
             request_id: self.request_id.clone(),
             reason,
+            agent: self.current.name.clone(),
             steps: self.outcome.steps.len(),
             text: self.outcome.text.clone(),
+            usage: self
+                .limits
+                .as_ref()
+                .map_or(self.outcome.usage, |limits| limits.usage()),
         };
-        let mut decision = StopDecision::Complete;
-        if let Err(error) = each(&self.current.hooks.on_stop, &ctx, |d| decision = d).await {
+        let mut decision = StopDecision::Default;
+        let decided = each(&self.current.hooks.on_stop, &ctx, |d| {
+            if d != StopDecision::Default {
+                decision = d;
+            }
+        });
+        if let Err(error) = decided.await {
             return End::Failed(error, ErrorStage::Turn);
         }
         match decision {
+            StopDecision::Default if reason == StopReason::MaxSteps => End::Completed(reason),
+            StopDecision::Default => End::Failed(
+                TurnError::new(TurnErrorKind::Limit(reason), why),
+                ErrorStage::Turn,
+            ),
             StopDecision::Complete => End::Completed(reason),
             StopDecision::Output(text) => {
                 if let Err(end) = self.add(Message::assistant(text.clone())).await {

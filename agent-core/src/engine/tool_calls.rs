@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::handoff;
 use super::history;
+use super::limits;
 use super::model_stream::StepStream;
 use super::plan::CallScope;
 use super::plan::TurnPlan;
@@ -123,9 +124,12 @@ impl Turn<'_> {
             })
             .collect();
         // A subagent's turn started by one of the calls joins this turn's run.
-        let joined = run_scope::calling(
-            self.run.clone(),
-            join_ordered(futures, self.current.tool_concurrency),
+        let joined = limits::calling(
+            self.limits.clone(),
+            run_scope::calling(
+                self.run.clone(),
+                join_ordered(futures, self.current.tool_concurrency),
+            ),
         );
         tokio::select! {
             biased;

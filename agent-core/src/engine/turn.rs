@@ -12,6 +12,7 @@ use super::classify;
 use super::events::TurnEvent;
 use super::history;
 use super::lifecycle;
+use super::limits::RunLimits;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
 use super::run_context::{self, RunContextValue};
@@ -56,6 +57,7 @@ pub(crate) async fn run_turn(
         gen_ai.usage.output_tokens = tracing::field::Empty,
     );
     let run = RunScope::new(request.run_hooks.0.clone(), &agent.name, &request_id);
+    let limits = RunLimits::new(request.max_turns, request.budget.clone());
     let turn = Turn {
         agent,
         current: agent,
@@ -67,6 +69,7 @@ pub(crate) async fn run_turn(
         sink,
         outcome: Outcome::default(),
         open: Default::default(),
+        limits,
         run,
         session: SessionTurn::default(),
         span: span.clone(),

@@ -52,21 +52,30 @@ pub struct ToolResultRecord {
     pub duration: Duration,
 }
 
-/// Why a limit ended a turn.
+/// Why a turn stopped: on its own, or at a limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The model finished on its own.
     Finished,
-    /// The step limit was reached.
+    /// The agent's step limit was reached.
     MaxSteps,
+    /// The run's limit on model calls (`TurnRequest::max_turns`) was reached, across every
+    /// agent of the run.
+    MaxTurns,
+    /// The run's token or cost budget (`TurnRequest::budget`) was spent, across every agent
+    /// of the run.
+    MaxBudget,
 }
 
 impl StopReason {
-    /// The reason in snake_case: `finished`, `max_steps`.
+    /// The reason in snake_case: `finished`, `max_steps`, `max_turns`, `max_budget`.
     pub fn as_str(&self) -> &'static str {
         match self {
             StopReason::Finished => "finished",
             StopReason::MaxSteps => "max_steps",
+            StopReason::MaxTurns => "max_turns",
+            StopReason::MaxBudget => "max_budget",
         }
     }
 }
@@ -79,22 +88,31 @@ impl fmt::Display for StopReason {
 
 /// on_stop: a limit ended the turn.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StopContext {
     /// This turn's id.
     pub request_id: Arc<str>,
     /// Which limit.
     pub reason: StopReason,
-    /// Steps run.
+    /// The agent running when the limit was hit (whose hook this is).
+    pub agent: Arc<str>,
+    /// Steps run in this turn.
     pub steps: usize,
     /// The last step's text.
     pub text: String,
+    /// Tokens used so far: by the whole run (subagents' turns included) when it has a limit
+    /// or budget, else by this turn.
+    pub usage: Usage,
 }
 
-/// What an on_stop hook decides.
+/// What an on_stop hook decides. Returning `()` leaves it to the limit's default.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StopDecision {
-    /// End the turn as completed (stop reason stays the limit).
+    /// The limit's own ending: `max_steps` completes the turn quietly (as Think does),
+    /// `max_turns` and `max_budget` fail it with [`TurnErrorKind::Limit`] (as Stratus does).
     #[default]
+    Default,
+    /// End the turn as completed (stop reason stays the limit).
     Complete,
     /// End the turn as completed with this final answer.
     Output(String),
@@ -156,6 +174,8 @@ pub enum TurnErrorKind {
     },
     /// An on_stop hook failed the turn.
     Stopped,
+    /// The run reached this limit and no on_stop hook supplied an output.
+    Limit(StopReason),
     /// The history store failed.
     Store,
     /// Another turn of the session was running and the agent rejects overlapping turns.

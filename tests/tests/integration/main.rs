@@ -26,6 +26,7 @@ mod macro_hooks;
 mod macro_tools;
 mod multi_agent_context;
 mod multi_agent_handoff;
+mod multi_agent_limits;
 mod multi_agent_run_hooks;
 mod multi_agent_subagent;
 mod session_compaction;

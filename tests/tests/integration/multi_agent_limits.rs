@@ -1,0 +1,181 @@
+//! Stops and budgets across a run (issue 9 item 6): `max_turns` counts model calls of every
+//! agent the run reaches, budgets sum tokens (or their cost) across subagents, on_stop fires
+//! first with the reason, the agent and the run's usage, and may supply the final output;
+//! without one the turn fails with a typed error naming the limit. `max_steps` keeps Think's
+//! quiet completion.
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::{
+    Agent, AgentBuilder, Budget, Handoff, Hook, PriceTable, ScriptedModel, ScriptedStep,
+    StopDecision, StopReason, Subagent, TurnErrorKind, TurnRequest, TurnStatus, event,
+};
+
+/// What on_stop saw: reason, agent, total tokens.
+type Stops = Arc<Mutex<Vec<(StopReason, String, u64)>>>;
+
+/// triage (1 call, hands off) -> billing (asks the ledger subagent, 1 call, then answers),
+/// every call using 10 input and 5 output tokens. `answer` makes billing's on_stop supply an
+/// output.
+fn run_agents(stops: &Stops, answer: bool, ledger_model: &str) -> Agent {
+    let ledger = AgentBuilder::new("ledger")
+        .model(ScriptedModel::with_id(
+            ledger_model,
+            [ScriptedStep::new().text("Balance 0.").usage(10, 5)],
+        ))
+        .build()
+        .unwrap();
+    let seen = stops.clone();
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::with_id(
+            "small",
+            [
+                ScriptedStep::new()
+                    .tool_call("l1", "ledger", r#"{"input":"balance?"}"#)
+                    .usage(10, 5),
+                ScriptedStep::new().text("Settled.").usage(10, 5),
+            ],
+        ))
+        .subagent(Subagent::of(&ledger))
+        .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.reason,
+                ctx.agent.to_string(),
+                ctx.usage.total_tokens(),
+            ));
+            if answer {
+                StopDecision::Output(format!("Stopped at {}.", ctx.reason))
+            } else {
+                StopDecision::Default
+            }
+        }))
+        .build()
+        .unwrap();
+    AgentBuilder::new("triage")
+        .model(ScriptedModel::with_id(
+            "small",
+            [ScriptedStep::new()
+                .tool_call("h1", "transfer_to_billing", "{}")
+                .usage(10, 5)],
+        ))
+        .handoff(Handoff::to(&billing))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn max_turns_counts_every_agent_of_the_run() {
+    let stops = Stops::default();
+    // triage, billing and the ledger subagent make three calls: billing's second is a fourth.
+    let result = run_agents(&stops, false, "small")
+        .run(TurnRequest::new("balance?").max_turns(3))
+        .await;
+    assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.unwrap();
+    assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::MaxTurns));
+    assert_eq!(error.message, "the run reached its limit of 3 model calls");
+    assert_eq!(
+        *stops.lock().unwrap(),
+        [(StopReason::MaxTurns, "billing".to_owned(), 45)],
+        "on_stop fires first, on the agent running, with the run's usage"
+    );
+
+    let stops = Stops::default();
+    let result = run_agents(&stops, true, "small")
+        .run(TurnRequest::new("balance?").max_turns(3))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(result.stop_reason, Some(StopReason::MaxTurns));
+    assert_eq!(result.text, "Stopped at max_turns.");
+
+    let result = run_agents(&Stops::default(), false, "small")
+        .run(TurnRequest::new("balance?").max_turns(4))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "four calls fit");
+}
+
+#[tokio::test]
+async fn a_token_budget_sums_the_subagents_usage() {
+    let stops = Stops::default();
+    // 15 tokens a call: after triage, billing and the ledger, 45 > 40.
+    let result = run_agents(&stops, false, "small")
+        .run(TurnRequest::new("balance?").budget(Budget::tokens(40)))
+        .await;
+    let error = result.error.unwrap();
+    assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::MaxBudget));
+    assert_eq!(
+        error.message,
+        "the run spent 45 tokens, past its budget of 40"
+    );
+    assert_eq!(
+        *stops.lock().unwrap(),
+        [(StopReason::MaxBudget, "billing".to_owned(), 45)]
+    );
+    let result = run_agents(&Stops::default(), false, "small")
+        .run(TurnRequest::new("balance?").budget(Budget::tokens(60)))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_cost_budget_prices_each_call_by_its_model() {
+    // $1 per million input tokens, $2 per million output: 10 in + 5 out = $0.00002 a call.
+    let prices = PriceTable::new()
+        .price("small", 1.0, 2.0)
+        .price("big", 100.0, 200.0);
+    let stops = Stops::default();
+    let result = run_agents(&stops, false, "big")
+        .run(TurnRequest::new("balance?").budget(Budget::cost(0.001, prices.clone())))
+        .await;
+    let error = result.error.unwrap();
+    assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::MaxBudget));
+    assert_eq!(
+        error.message, "the run spent $0.0020, past its budget of $0.0010",
+        "the subagent's big model ($0.002) spends it"
+    );
+
+    let result = run_agents(&Stops::default(), false, "small")
+        .run(TurnRequest::new("balance?").budget(Budget::cost(0.001, prices)))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+
+    let result = run_agents(&Stops::default(), false, "unknown")
+        .run(TurnRequest::new("balance?").budget(Budget::cost(
+            1.0,
+            PriceTable::new().price("small", 1.0, 2.0),
+        )))
+        .await;
+    assert_eq!(
+        result.error.unwrap().message,
+        "model `unknown` has no price in the run's price table: its cost cannot be counted against the budget"
+    );
+}
+
+#[tokio::test]
+async fn max_steps_still_completes_quietly_by_default() {
+    let stops = Stops::default();
+    let seen = stops.clone();
+    let agent = AgentBuilder::new("looper")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "t1",
+            "transfer_to_nowhere",
+            "{}",
+        )]))
+        .max_steps(1)
+        .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.reason,
+                ctx.agent.to_string(),
+                ctx.usage.total_tokens(),
+            ));
+        }))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(result.stop_reason, Some(StopReason::MaxSteps));
+    assert_eq!(
+        *stops.lock().unwrap(),
+        [(StopReason::MaxSteps, "looper".to_owned(), 0)]
+    );
+}
