@@ -349,6 +349,32 @@ mod tool_call {
         bench_turn(bencher, steps, hooks, 2);
     }
 
+    /// Two agents: the first hands off (one transfer call) and the second answers "done". The
+    /// same two model steps as `turn_one_call`, with a handoff in place of the tool call.
+    #[divan::bench(sample_count = 5000)]
+    fn turn_handoff(bencher: Bencher) {
+        let rt = runtime();
+        let agents = || {
+            let target = AgentBuilder::new("target")
+                .model(ScriptedModel::new([ScriptedStep::new().text("done")]))
+                .build()
+                .expect("target builds");
+            AgentBuilder::new("bench")
+                .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+                    "h1",
+                    "transfer_to_target",
+                    "{}",
+                )]))
+                .handoff(&target)
+                .build()
+                .expect("agent builds")
+        };
+        check(&rt, &agents(), "done".len(), 2);
+        bencher
+            .with_inputs(agents)
+            .bench_local_refs(|agent| run(&rt, agent));
+    }
+
     /// A turn of `steps` tool-call steps (a short text and one call each), then "done";
     /// throughput is per step. Each step hands the model its own copy of the history so far
     /// (`ModelRequest` owns its messages, and the scripted model keeps every request), so the

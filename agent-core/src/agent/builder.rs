@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Agent, Handoff, Subagent};
-use crate::engine::TurnOverlap;
 use crate::engine::runtime::{AgentRuntime, HandoffSlot, ToolSlot};
+use crate::engine::{Guardrail, TurnOverlap};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
 use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};
@@ -64,6 +64,8 @@ pub struct AgentBuilder {
     handoffs: Vec<Handoff>,
     subagents: Vec<Subagent>,
     context_type: Option<(std::any::TypeId, &'static str)>,
+    input_guardrails: Vec<Guardrail>,
+    output_guardrails: Vec<Guardrail>,
     configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
@@ -100,6 +102,8 @@ impl AgentBuilder {
             handoffs: Vec::new(),
             subagents: Vec::new(),
             context_type: None,
+            input_guardrails: Vec::new(),
+            output_guardrails: Vec::new(),
             configure_session: None,
             problems: Vec::new(),
         }
@@ -120,6 +124,25 @@ impl AgentBuilder {
     /// naming both types, before any hook runs.
     pub fn context_type<T: std::any::Any + Send + Sync>(mut self) -> Self {
         self.context_type = Some((std::any::TypeId::of::<T>(), std::any::type_name::<T>()));
+        self
+    }
+
+    /// Checks every turn's input before the first model call (see [`Guardrail`]): a trip
+    /// ends the turn with [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail)
+    /// before the input is stored or any model sees it.
+    pub fn input_guardrail(mut self, guardrail: Guardrail) -> Self {
+        self.input_guardrails.push(guardrail);
+        self
+    }
+
+    /// Checks the final output (the reply with no tool call) before it is stored, streamed or
+    /// reported: a trip ends the turn with
+    /// [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail) and the output reaches
+    /// neither the store, nor on_chunk and the stream API, nor on_chat_response. An agent with
+    /// output guardrails delivers each step's chunks when the step's reply is settled, not as
+    /// they stream.
+    pub fn output_guardrail(mut self, guardrail: Guardrail) -> Self {
+        self.output_guardrails.push(guardrail);
         self
     }
 
@@ -316,6 +339,8 @@ impl AgentBuilder {
             handoffs,
             subagents,
             context_type,
+            input_guardrails,
+            output_guardrails,
             configure_session,
             mut problems,
         } = self;
@@ -394,6 +419,8 @@ impl AgentBuilder {
                 )),
                 handoffs,
                 context_type,
+                input_guardrails,
+                output_guardrails,
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),

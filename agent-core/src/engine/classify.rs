@@ -113,6 +113,7 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         TurnErrorKind::Hook { .. }
         | TurnErrorKind::Stopped
         | TurnErrorKind::Limit(_)
+        | TurnErrorKind::Guardrail { .. }
         | TurnErrorKind::Store
         | TurnErrorKind::Custom
         | TurnErrorKind::Panicked => C::Unknown,

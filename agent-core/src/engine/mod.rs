@@ -21,6 +21,7 @@
 mod classify;
 mod compact;
 mod events;
+mod guardrails;
 mod handoff;
 mod history;
 mod lifecycle;
@@ -44,6 +45,7 @@ mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};
 pub use events::TurnEvent;
+pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};
 pub use request::{TurnOverlap, TurnRequest};

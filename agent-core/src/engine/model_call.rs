@@ -1,7 +1,7 @@
 //! A step's model call: on_llm_start, the reply's pending row, the stream read to its end
 //! (`model_stream`), on_llm_end, and what a broken stream leaves behind.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use tracing::Instrument;
 
@@ -49,6 +49,9 @@ impl Turn<'_> {
             });
         }
         let span = chat_span(&**model);
+        if !self.current.output_guardrails.is_empty() {
+            *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
+        }
         // The assistant message is stored pending while the model answers.
         let pending = NewMessage {
             message: Message::assistant(""),

@@ -2,6 +2,7 @@
 //! re-copied), cancellation, and the rule that a stream without its end marker is an error.
 
 use std::future::Future;
+use std::sync::PoisonError;
 use std::task::Poll;
 
 use super::events::TurnEvent;
@@ -45,6 +46,17 @@ impl<'t, 'a> StepStream<'t, 'a> {
     /// Fires on_chunk for one chunk and forwards it to the stream API.
     pub(super) async fn chunk(&self, chunk: Chunk) -> Result<(), TurnError> {
         if !self.listening() {
+            return Ok(());
+        }
+        // Held back until the step's reply passed the output guardrails (`Turn::release`).
+        if let Some(held) = self
+            .turn
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            held.push(chunk);
             return Ok(());
         }
         let hooks = &self.turn.current.hooks.on_chunk;

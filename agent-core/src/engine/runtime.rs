@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::guardrails::Guardrail;
 pub(crate) use super::handoff::HandoffSlot;
 use super::request::TurnOverlap;
 use super::run_context::RunContextValue;
@@ -42,6 +43,10 @@ pub(crate) struct AgentRuntime {
     pub(crate) store: Arc<dyn SessionStore>,
     /// The type of run context the agent's turns need, with its name.
     pub(crate) context_type: Option<(TypeId, &'static str)>,
+    /// Checks on each turn's input, before the first model call.
+    pub(crate) input_guardrails: Vec<Guardrail>,
+    /// Checks on the final output, before it is stored, streamed or reported.
+    pub(crate) output_guardrails: Vec<Guardrail>,
     /// The agents this one may hand a turn to, each with its transfer tool.
     pub(crate) handoffs: Vec<HandoffSlot>,
     /// The mark of each open session.

@@ -13,7 +13,7 @@ use super::runtime::AgentRuntime;
 use super::settle::OpenRows;
 use crate::cancel::CancelToken;
 use crate::hooks::{
-    ChatErrorClassification, ErrorStage, StepRecord, StopReason, TurnError, TurnErrorKind,
+    ChatErrorClassification, Chunk, ErrorStage, StepRecord, StopReason, TurnError, TurnErrorKind,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -36,6 +36,9 @@ pub(super) struct Turn<'a> {
     pub(super) outcome: Outcome,
     /// What the running step has written but not finished (`settle.rs`).
     pub(super) open: OpenRows,
+    /// The step's chunks held back until its reply passes the output guardrails (`None` when
+    /// the agent has none: chunks go out as they stream).
+    pub(super) held: std::sync::Mutex<Option<Vec<Chunk>>>,
     /// The run's limits, when it has any (`limits.rs`).
     pub(super) limits: Option<Arc<RunLimits>>,
     /// The run the turn belongs to, when run hooks observe it (`run_scope.rs`).

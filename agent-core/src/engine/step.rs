@@ -1,17 +1,19 @@
 //! One step of a turn: before_step and the history prefilter, the model call (`model_call`),
 //! the reply's post-processing and storage, its tool calls (`tool_calls`), and on_step_finish.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use tracing::Instrument;
 
+use super::guardrails;
 use super::history;
 use super::model_call::Answer;
+use super::model_stream::StepStream;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use crate::hooks::{
-    ErrorStage, StepConfig, StepContext, StepRecord, StopContext, StopDecision, StopReason,
-    ToolResultRecord, TurnError, TurnErrorKind, each, observe,
+    ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
+    StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelRequest, Usage};
@@ -145,7 +147,22 @@ impl<'a> Turn<'a> {
         Ok((model, request))
     }
 
-    /// post_process_message, then the reply stored as completed (or its row deleted when empty).
+    /// Sends the step's held chunks (an agent with output guardrails), in order.
+    async fn release(&self, step: usize) -> Flow {
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let stream = StepStream::new(self, step);
+        for chunk in held.into_iter().flatten() {
+            stream.chunk(chunk).await.map_err(End::turn)?;
+        }
+        Ok(())
+    }
+
+    /// post_process_message, then the output guardrails on a final reply, then the reply
+    /// stored as completed (or its row deleted when empty).
     async fn settle_answer(
         &mut self,
         plan: &mut TurnPlan<'_>,
@@ -172,6 +189,22 @@ impl<'a> Turn<'a> {
                     return Err(End::turn(error));
                 }
             };
+        if reply.tool_calls.is_empty() && !self.current.output_guardrails.is_empty() {
+            let checks = &self.current.output_guardrails;
+            let output = GuardrailKind::Output;
+            if let Err(error) = guardrails::check(checks, output, &reply.text).await {
+                // The output reaches neither the stream nor the store.
+                self.held
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                self.discard(answer.row).await?;
+                self.open.reply_settled(&[]);
+                self.outcome.text.clear();
+                return Err(End::Failed(error, ErrorStage::Turn));
+            }
+        }
+        self.release(step).await?;
         self.outcome.text = reply.text.clone();
         let at = (self.outcome.added.len(), plan.messages.len());
         self.settle_reply(answer.row, reply.message, plan).await?;

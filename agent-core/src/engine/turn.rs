@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::classify;
 use super::events::TurnEvent;
+use super::guardrails;
 use super::history;
 use super::lifecycle;
 use super::limits::RunLimits;
@@ -20,9 +21,9 @@ use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
-    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, RunContext, TurnConfig,
-    TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, every, observe,
-    observe_every, stopped_on_cancel,
+    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind, RunContext,
+    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each,
+    every, observe, observe_every, stopped_on_cancel,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -69,6 +70,7 @@ pub(crate) async fn run_turn(
         sink,
         outcome: Outcome::default(),
         open: Default::default(),
+        held: Default::default(),
         limits,
         run,
         session: SessionTurn::default(),
@@ -237,6 +239,14 @@ impl Turn<'_> {
         }
         if let Err(error) = observe(&hooks.before_run, &run_ctx).await {
             return End::Failed(error, ErrorStage::Turn);
+        }
+        // Before the input is stored or any model sees it.
+        if !agent.input_guardrails.is_empty() && !run_ctx.input.is_empty() {
+            let input = GuardrailKind::Input;
+            let checked = guardrails::check(&agent.input_guardrails, input, &run_ctx.input);
+            if let Err(error) = checked.await {
+                return End::Failed(error, ErrorStage::Turn);
+            }
         }
 
         let rows = match agent.store.load(self.session_id).await {

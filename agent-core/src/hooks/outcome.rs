@@ -157,6 +157,24 @@ pub struct TurnError {
     pub message: String,
 }
 
+/// What a guardrail checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GuardrailKind {
+    /// The user's input, before the first model call.
+    Input,
+    /// The final output, before it is stored, streamed or reported.
+    Output,
+}
+
+impl fmt::Display for GuardrailKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GuardrailKind::Input => "input",
+            GuardrailKind::Output => "output",
+        })
+    }
+}
+
 /// What kind of failure ended a turn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -176,6 +194,13 @@ pub enum TurnErrorKind {
     Stopped,
     /// The run reached this limit and no on_stop hook supplied an output.
     Limit(StopReason),
+    /// A guardrail tripped.
+    Guardrail {
+        /// On the input or on the output.
+        kind: GuardrailKind,
+        /// The guardrail's name.
+        name: String,
+    },
     /// The history store failed.
     Store,
     /// Another turn of the session was running and the agent rejects overlapping turns.

@@ -25,6 +25,7 @@ mod macro_agent;
 mod macro_hooks;
 mod macro_tools;
 mod multi_agent_context;
+mod multi_agent_guardrails;
 mod multi_agent_handoff;
 mod multi_agent_limits;
 mod multi_agent_run_hooks;

@@ -1,0 +1,210 @@
+//! Guardrails (issue 9 item 7): an input guardrail checks the user's input before any model
+//! call or store write; an output guardrail checks the final reply before it is stored,
+//! streamed or reported; a trip ends the turn with a typed error naming the guardrail;
+//! parallel ones run at once.
+
+use std::sync::Arc;
+
+use agent_core::{
+    AgentBuilder, FnTool, Guardrail, GuardrailKind, GuardrailVerdict, Hook, MemoryStore,
+    ScriptedModel, ScriptedStep, SessionStore, ToolError, TurnErrorKind, TurnEvent, TurnStatus,
+    event,
+};
+use serde_json::{Value, json};
+use tests::{Trace, assert_whole, describe_chunk, lines, within};
+
+fn no_secrets(text: &str) -> GuardrailVerdict {
+    if text.contains("password") {
+        GuardrailVerdict::trip("it mentions a password")
+    } else {
+        GuardrailVerdict::Pass
+    }
+}
+
+/// An agent that looks something up, then answers `answer`; its on_chunk, on_chat_error and
+/// on_chat_response hooks record what they see.
+fn agent(trace: &Trace, answer: &str, store: &Arc<dyn SessionStore>) -> AgentBuilder {
+    let lookup = FnTool::new(
+        "lookup",
+        "Looks it up.",
+        json!({"type": "object"}),
+        |_, _| async { Ok::<Value, ToolError>(json!("found")) },
+    );
+    let (t1, t2, t3) = (trace.clone(), trace.clone(), trace.clone());
+    AgentBuilder::new("guarded")
+        .model(ScriptedModel::new([
+            ScriptedStep::new()
+                .text("Looking.")
+                .tool_call("c1", "lookup", "{}"),
+            ScriptedStep::new().text(answer),
+        ]))
+        .store(store.clone())
+        .dyn_tool(lookup)
+        .hook(Hook::<event::OnChunk>::sync("chunks", move |ctx| {
+            t1.push(format!("on_chunk({})", describe_chunk(&ctx.chunk)));
+        }))
+        .hook(Hook::<event::OnChatError>::sync("error", move |ctx| {
+            t2.push(format!("on_chat_error({})", ctx.error.message));
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync(
+            "response",
+            move |ctx| {
+                t3.push(format!(
+                    "on_chat_response({} {:?})",
+                    ctx.status,
+                    ctx.message.text()
+                ));
+            },
+        ))
+}
+
+#[tokio::test]
+async fn a_tripped_input_guardrail_ends_the_turn_before_any_model_call_or_write() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let model_calls = ScriptedModel::new([ScriptedStep::new().text("never")]);
+    let agent = agent(&trace, "unused", &store)
+        .model(model_calls.clone())
+        .input_guardrail(Guardrail::new("no secrets", no_secrets))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let result = conversation.run("my password is hunter2").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.unwrap();
+    assert_eq!(
+        error.kind,
+        TurnErrorKind::Guardrail {
+            kind: GuardrailKind::Input,
+            name: "no secrets".to_owned()
+        }
+    );
+    assert_eq!(
+        error.message,
+        "input guardrail `no secrets` tripped: it mentions a password"
+    );
+    assert!(model_calls.requests().is_empty(), "no model call");
+    assert!(
+        store.load("s").await.unwrap().is_empty(),
+        "the input is not stored"
+    );
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "on_chat_error(input guardrail `no secrets` tripped: it mentions a password)",
+            "on_chat_response(error \"\")",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_tripped_output_guardrail_keeps_the_output_from_the_store_the_stream_and_the_response() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let agent = agent(&trace, "The password is hunter2.", &store)
+        .output_guardrail(Guardrail::new("no secrets", no_secrets))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let mut stream = conversation.stream("what is the password?");
+    let mut streamed = Vec::new();
+    let mut result = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::Chunk { chunk, .. } => streamed.push(describe_chunk(&chunk)),
+            TurnEvent::Finished(done) => result = Some(done),
+            _ => {}
+        }
+    }
+    let result = result.unwrap();
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(result.text, "");
+    let error = result.error.unwrap();
+    assert_eq!(
+        error.kind,
+        TurnErrorKind::Guardrail {
+            kind: GuardrailKind::Output,
+            name: "no secrets".to_owned()
+        }
+    );
+    // The first step's chunks went out once its reply was settled; nothing of the second.
+    assert_eq!(
+        streamed,
+        [
+            "text:Looking.",
+            "tool_input:c1",
+            "tool_call:c1 lookup",
+            "tool_result:c1 lookup ok"
+        ]
+    );
+    let seen = trace.take();
+    assert!(seen.iter().all(|l| !l.contains("hunter2")), "{seen:?}");
+    assert_eq!(
+        seen.last().unwrap(),
+        "on_chat_response(error \"Looking.\")",
+        "on_chat_response reports the last stored reply, not the tripped one"
+    );
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    assert!(
+        rows.iter().all(|r| !r.message.text().contains("hunter2")),
+        "the output is not stored"
+    );
+}
+
+#[tokio::test]
+async fn a_passing_output_guardrail_delivers_every_chunk_in_order() {
+    let plain_trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let plain = agent(&plain_trace, "All clear.", &store).build().unwrap();
+    plain.run("check").await;
+
+    let guarded_trace = Trace::new();
+    let guarded = agent(&guarded_trace, "All clear.", &store)
+        .output_guardrail(Guardrail::new("no secrets", no_secrets))
+        .build()
+        .unwrap();
+    let result = guarded.run("check").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(result.text, "All clear.");
+    assert_eq!(guarded_trace.take(), plain_trace.take());
+}
+
+#[tokio::test]
+async fn parallel_guardrails_run_at_once_and_a_panicking_one_trips() {
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let both = |name: &str| {
+        let barrier = barrier.clone();
+        Guardrail::new_async(name, move |_| {
+            let barrier = barrier.clone();
+            async move {
+                // Passes only when the other parallel guardrail runs at the same time.
+                barrier.wait().await;
+                GuardrailVerdict::Pass
+            }
+        })
+        .parallel()
+    };
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let agent = agent(&Trace::new(), "Fine.", &store)
+        .input_guardrail(both("a"))
+        .input_guardrail(both("b"))
+        .build()
+        .unwrap();
+    let result = within("parallel guardrails", agent.run("hello")).await;
+    assert_eq!(result.status, TurnStatus::Completed);
+
+    let agent = agent_with_panic(&store);
+    let result = agent.run("hello").await;
+    assert_eq!(
+        result.error.unwrap().message,
+        "input guardrail `buggy` tripped: it panicked: checker bug"
+    );
+}
+
+fn agent_with_panic(store: &Arc<dyn SessionStore>) -> agent_core::Agent {
+    agent(&Trace::new(), "Fine.", store)
+        .input_guardrail(Guardrail::new("buggy", |_| panic!("checker bug")))
+        .build()
+        .unwrap()
+}
