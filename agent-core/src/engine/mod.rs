@@ -50,4 +50,5 @@ pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};
 pub use request::{TurnOverlap, TurnRequest};
 pub use run_context::{RunContextError, run_context};
+pub use run_scope::current_agent;
 pub(crate) use turn::{SessionRef, run_turn};

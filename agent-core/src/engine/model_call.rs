@@ -44,7 +44,7 @@ impl Turn<'_> {
             .await
             .map_err(End::turn)?;
         if let Some(run) = &self.run {
-            run.fire("on_llm_start", |hooks, agent| {
+            run.fire(&self.me, "on_llm_start", |hooks, agent| {
                 hooks.on_llm_start(agent, &start.request)
             });
         }
@@ -97,7 +97,7 @@ impl Turn<'_> {
         let llm_end = observe(&self.current.hooks.on_llm_end, &end_ctx).await;
         if let Some(run) = &self.run {
             let calls = end_ctx.tool_calls.len();
-            run.fire("on_llm_end", |hooks, agent| {
+            run.fire(&self.me, "on_llm_end", |hooks, agent| {
                 hooks.on_llm_end(agent, &end_ctx.text, calls)
             });
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
+use crate::hooks::RunAgent;
 use crate::hooks::{StepConfig, TurnConfig};
 use crate::message::Message;
 use crate::model::{CallSettings, Model, ModelRequest, OutputSchema, ToolChoice};
@@ -169,6 +170,8 @@ pub(super) struct CallScope<'a> {
     pub(super) messages: &'a Arc<Vec<Message>>,
     pub(super) cancel: &'a CancelToken,
     pub(super) tools: &'a TurnTools<'a>,
-    /// The run the call belongs to, when run hooks observe it.
+    /// The run hooks observing the call, if any.
     pub(super) run: Option<&'a RunScope>,
+    /// The agent making the call.
+    pub(super) me: &'a RunAgent,
 }

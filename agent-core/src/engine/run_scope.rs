@@ -1,88 +1,105 @@
-//! The run a turn belongs to ([`RunScope`]): its run hooks and the agent now working, with its
-//! path; handed to subagents' turns through a task-local while a step's tools run.
+//! Where a turn sits in its run: the agent working and its path ([`RunAgent`], readable from
+//! any hook or tool with [`current_agent`]), and the run hooks observing the run
+//! ([`RunScope`]); both handed to subagents' turns through task-locals.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::hooks::{RunAgent, RunHooks};
 use crate::util::catch_panic;
 
 tokio::task_local! {
-    /// The calling turn's run while its step's tools run: a subagent's turn joins it.
+    /// The calling turn's run hooks while its step's tools run: a subagent's turn joins them.
     static CALLER: Option<RunScope>;
+    /// The agent working in the turn running on this task (updated by a handoff).
+    static WORKING: RefCell<RunAgent>;
 }
 
-/// A turn's run hooks and the agent now working.
+/// The agent working in the turn running on this task: its name, its path from the agent asked
+/// (`triage > billing` after a handoff, `writer > researcher` in a subagent's turn), its turn's
+/// request id and the run id (the outermost turn's). Readable from any hook or tool of the
+/// turn; `None` outside a turn (or in a task it spawned).
+pub fn current_agent() -> Option<RunAgent> {
+    WORKING.try_with(|working| working.borrow().clone()).ok()
+}
+
+impl RunAgent {
+    /// The agent of a new turn of `agent`: a run of its own, or a step deeper into the calling
+    /// turn's run (a subagent's turn).
+    pub(crate) fn starting(agent: &Arc<str>, request_id: &Arc<str>) -> RunAgent {
+        match current_agent() {
+            Some(caller) => RunAgent {
+                name: agent.clone(),
+                path: Arc::from(format!("{} > {agent}", caller.path)),
+                request_id: request_id.clone(),
+                run_id: caller.run_id,
+            },
+            None => RunAgent {
+                name: agent.clone(),
+                path: agent.clone(),
+                request_id: request_id.clone(),
+                run_id: request_id.clone(),
+            },
+        }
+    }
+
+    /// The agent named `to` takes over from this one (a handoff); hooks and tools reading
+    /// [`current_agent`] see it from now on.
+    pub(crate) fn hand_to(&mut self, to: &Arc<str>) {
+        self.path = Arc::from(format!("{} > {to}", self.path));
+        self.name = to.clone();
+        let _ = WORKING.try_with(|working| *working.borrow_mut() = self.clone());
+    }
+}
+
+/// Runs `future` (a whole turn) with `agent` readable through [`current_agent`].
+pub(crate) async fn working<F: Future>(agent: RunAgent, future: F) -> F::Output {
+    WORKING.scope(RefCell::new(agent), future).await
+}
+
+/// The run hooks observing a turn: its request's and session's, and the calling turn's when
+/// it is a subagent's.
 #[derive(Clone)]
 pub(crate) struct RunScope {
     hooks: Arc<[Arc<dyn RunHooks>]>,
-    pub(crate) agent: RunAgent,
 }
 
 impl RunScope {
-    /// The run of a turn of `agent` with `request_id`: a new run, or the calling turn's when
-    /// this turn is a subagent's. `None` when nobody observes the run.
-    pub(crate) fn new(
-        hooks: Vec<Arc<dyn RunHooks>>,
-        agent: &Arc<str>,
-        request_id: &Arc<str>,
-    ) -> Option<RunScope> {
+    /// The run hooks of a new turn with these of its own; `None` when nobody observes it.
+    pub(crate) fn new(hooks: Vec<Arc<dyn RunHooks>>) -> Option<RunScope> {
         let caller = CALLER.try_with(Clone::clone).ok().flatten();
-        let (mut all, path, run_id) = match caller {
-            Some(caller) => (
-                caller.hooks.to_vec(),
-                Arc::from(format!("{} > {agent}", caller.agent.path)),
-                caller.agent.run_id,
-            ),
-            None => (Vec::new(), agent.clone(), request_id.clone()),
-        };
+        let mut all = caller
+            .map(|caller| caller.hooks.to_vec())
+            .unwrap_or_default();
         all.extend(hooks);
-        if all.is_empty() {
-            return None;
-        }
-        Some(RunScope {
-            hooks: all.into(),
-            agent: RunAgent {
-                name: agent.clone(),
-                path,
-                request_id: request_id.clone(),
-                run_id,
-            },
-        })
+        (!all.is_empty()).then(|| RunScope { hooks: all.into() })
     }
 
     /// Adds observers (a session's, once it is open).
-    pub(crate) fn join(
-        scope: &mut Option<RunScope>,
-        more: &[Arc<dyn RunHooks>],
-        agent: &Arc<str>,
-        request_id: &Arc<str>,
-    ) {
+    pub(crate) fn join(scope: &mut Option<RunScope>, more: &[Arc<dyn RunHooks>]) {
         if more.is_empty() {
             return;
         }
-        match scope {
-            Some(scope) => {
-                let mut all = scope.hooks.to_vec();
-                all.extend(more.iter().cloned());
-                scope.hooks = all.into();
-            }
-            None => *scope = RunScope::new(more.to_vec(), agent, request_id),
-        }
+        let mut all = scope
+            .take()
+            .map(|scope| scope.hooks.to_vec())
+            .unwrap_or_default();
+        all.extend(more.iter().cloned());
+        *scope = Some(RunScope { hooks: all.into() });
     }
 
-    /// Calls every observer, a panicking one logged and skipped.
-    pub(crate) fn fire(&self, event: &'static str, call: impl Fn(&dyn RunHooks, &RunAgent)) {
+    /// Calls every observer about `agent`, a panicking one logged and skipped.
+    pub(crate) fn fire(
+        &self,
+        agent: &RunAgent,
+        event: &'static str,
+        call: impl Fn(&dyn RunHooks, &RunAgent),
+    ) {
         for hooks in self.hooks.iter() {
-            if let Err(panic) = catch_panic(|| call(&**hooks, &self.agent)) {
+            if let Err(panic) = catch_panic(|| call(&**hooks, agent)) {
                 tracing::warn!(run.event = event, "a run hook panicked (ignored): {panic}");
             }
         }
-    }
-
-    /// The agent named `to` takes over from the current one (a handoff).
-    pub(crate) fn hand_to(&mut self, to: &Arc<str>) {
-        self.agent.path = Arc::from(format!("{} > {to}", self.agent.path));
-        self.agent.name = to.clone();
     }
 }
 

@@ -13,7 +13,8 @@ use super::runtime::AgentRuntime;
 use super::settle::OpenRows;
 use crate::cancel::CancelToken;
 use crate::hooks::{
-    ChatErrorClassification, Chunk, ErrorStage, StepRecord, StopReason, TurnError, TurnErrorKind,
+    ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, TurnError,
+    TurnErrorKind,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -39,6 +40,8 @@ pub(super) struct Turn<'a> {
     /// The step's chunks held back until its reply passes the output guardrails (`None` when
     /// the agent has none: chunks go out as they stream).
     pub(super) held: std::sync::Mutex<Option<Vec<Chunk>>>,
+    /// The agent working and where it sits in the run (`run_scope.rs`).
+    pub(super) me: RunAgent,
     /// The run's limits, when it has any (`limits.rs`).
     pub(super) limits: Option<Arc<RunLimits>>,
     /// The run the turn belongs to, when run hooks observe it (`run_scope.rs`).

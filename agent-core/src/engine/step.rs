@@ -68,14 +68,20 @@ impl<'a> Turn<'a> {
                 Ok(Some(handoff)) => {
                     let from = self.current.name.clone();
                     let to = self.current.handoffs[handoff].target.name.clone();
-                    if let Some(run) = &mut self.run {
-                        let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
-                        run.fire("on_agent_end", |hooks, agent| {
+                    let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
+                    if let Some(run) = &self.run {
+                        run.fire(&self.me, "on_agent_end", |hooks, agent| {
                             hooks.on_agent_end(agent, output)
                         });
-                        run.fire("on_handoff", |hooks, agent| hooks.on_handoff(agent, &to));
-                        run.hand_to(&to);
-                        run.fire("on_agent_start", |hooks, agent| hooks.on_agent_start(agent));
+                        run.fire(&self.me, "on_handoff", |hooks, agent| {
+                            hooks.on_handoff(agent, &to)
+                        });
+                    }
+                    self.me.hand_to(&to);
+                    if let Some(run) = &self.run {
+                        run.fire(&self.me, "on_agent_start", |hooks, agent| {
+                            hooks.on_agent_start(agent)
+                        });
                     }
                     self.hand_off(plan, handoff);
                     limit = step + 1 + plan.max_steps;

@@ -56,13 +56,13 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
         gen_ai.tool.call.id = %call.id,
     );
     if let Some(run) = scope.run {
-        run.fire("on_tool_start", |hooks, agent| {
+        run.fire(scope.me, "on_tool_start", |hooks, agent| {
             hooks.on_tool_start(agent, call)
         });
     }
     let result = execute_inner(scope, call).instrument(span).await;
     if let Some(run) = scope.run {
-        run.fire("on_tool_end", |hooks, agent| {
+        run.fire(scope.me, "on_tool_end", |hooks, agent| {
             hooks.on_tool_end(agent, &result.record)
         });
     }

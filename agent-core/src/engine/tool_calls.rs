@@ -109,6 +109,7 @@ impl Turn<'_> {
             cancel: &self.cancel,
             tools: &plan.tools,
             run: self.run.as_ref(),
+            me: &self.me,
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;

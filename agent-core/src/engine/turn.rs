@@ -17,13 +17,13 @@ use super::limits::RunLimits;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
 use super::run_context::{self, RunContextValue};
-use super::run_scope::RunScope;
+use super::run_scope::{self, RunScope};
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::{
-    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind, RunContext,
-    TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each,
-    every, observe, observe_every, stopped_on_cancel,
+    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind, RunAgent,
+    RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult,
+    TurnStatus, each, every, observe, observe_every, stopped_on_cancel,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -57,7 +57,8 @@ pub(crate) async fn run_turn(
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
     );
-    let run = RunScope::new(request.run_hooks.0.clone(), &agent.name, &request_id);
+    let run = RunScope::new(request.run_hooks.0.clone());
+    let me = RunAgent::starting(&agent.name, &request_id);
     let limits = RunLimits::new(request.max_turns, request.budget.clone());
     let turn = Turn {
         agent,
@@ -71,6 +72,7 @@ pub(crate) async fn run_turn(
         outcome: Outcome::default(),
         open: Default::default(),
         held: Default::default(),
+        me: me.clone(),
         limits,
         run,
         session: SessionTurn::default(),
@@ -79,7 +81,7 @@ pub(crate) async fn run_turn(
     // The turn's context, or its caller's for a subagent's turn.
     let context = request.context.clone().or_else(RunContextValue::current);
     let turn = turn.run(request, context.clone()).instrument(span);
-    run_context::with_context(context, turn).await
+    run_context::with_context(context, run_scope::working(me, turn)).await
 }
 
 impl Turn<'_> {
@@ -308,10 +310,12 @@ impl Turn<'_> {
         let plan = TurnPlan::new(agent, config, system, messages);
         if let Some(open) = &self.session.open {
             let more = &open.config.run_hooks;
-            RunScope::join(&mut self.run, more, &agent.name, &self.request_id);
+            RunScope::join(&mut self.run, more);
         }
         if let Some(run) = &self.run {
-            run.fire("on_agent_start", |hooks, agent| hooks.on_agent_start(agent));
+            run.fire(&self.me, "on_agent_start", |hooks, agent| {
+                hooks.on_agent_start(agent)
+            });
         }
         self.steps_recovering(plan).await
     }
@@ -324,7 +328,7 @@ impl Turn<'_> {
                 End::Completed(_) => self.outcome.text.as_str(),
                 _ => "",
             };
-            run.fire("on_agent_end", |hooks, agent| {
+            run.fire(&self.me, "on_agent_end", |hooks, agent| {
                 hooks.on_agent_end(agent, output)
             });
         }

@@ -153,3 +153,73 @@ async fn asking_for_another_type_names_both() {
         )
     );
 }
+
+/// Every hook and tool can tell which agent it runs for and where in the run it is.
+#[tokio::test]
+async fn hooks_and_tools_read_the_agent_path_and_the_run_id() {
+    use agent_core::current_agent;
+    let trace = Trace::new();
+    let line = |agent: agent_core::RunAgent| {
+        format!(
+            "{} same_run={} own_turn={}",
+            agent.path,
+            agent.run_id == agent.request_id,
+            agent.name
+        )
+    };
+    let t = trace.clone();
+    let where_am_i = FnTool::new(
+        "where",
+        "Where am I?",
+        json!({"type": "object"}),
+        move |_, _| {
+            t.push(format!("tool: {}", line(current_agent().unwrap())));
+            async { Ok::<Value, ToolError>(json!("here")) }
+        },
+    );
+    let ledger = AgentBuilder::new("ledger")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("w1", "where", "{}"),
+            ScriptedStep::new().text("Here."),
+        ]))
+        .dyn_tool(where_am_i)
+        .build()
+        .unwrap();
+    let t = trace.clone();
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("l1", "ledger", r#"{"input":"?"}"#),
+            ScriptedStep::new().text("Done."),
+        ]))
+        .subagent(Subagent::of(&ledger))
+        .hook(Hook::<event::BeforeStep>::sync("where", move |_| {
+            t.push(format!("billing hook: {}", line(current_agent().unwrap())));
+        }))
+        .build()
+        .unwrap();
+    let t = trace.clone();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "h1",
+            "transfer_to_billing",
+            "{}",
+        )]))
+        .handoff(Handoff::to(&billing))
+        .hook(Hook::<event::BeforeRun>::sync("where", move |_| {
+            t.push(format!("triage hook: {}", line(current_agent().unwrap())));
+        }))
+        .build()
+        .unwrap();
+    let result = triage.run("where?").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "triage hook: triage same_run=true own_turn=triage",
+            "billing hook: triage > billing same_run=true own_turn=billing",
+            "tool: triage > billing > ledger same_run=false own_turn=ledger",
+            "billing hook: triage > billing same_run=true own_turn=billing",
+        ])
+    );
+    assert!(current_agent().is_none(), "outside a turn");
+}
