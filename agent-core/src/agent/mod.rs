@@ -11,6 +11,7 @@ mod handoff;
 mod inject;
 mod stream;
 mod subagent;
+mod two_sided;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ pub use conversation::Conversation;
 pub use handoff::Handoff;
 pub use stream::TurnStream;
 pub use subagent::Subagent;
+pub use two_sided::{SessionEnd, Side, SideId, SideStop, TwoSided, TwoSidedState, two_sided};
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its
 /// tools, hooks and options on a builder.

@@ -35,3 +35,4 @@ mod store_memory;
 mod store_sqlite;
 mod store_turn_lease;
 mod tracing_spans;
+mod two_sided;
