@@ -1,5 +1,6 @@
 //! The builder every agent is made with, by hand or by `#[agent]`.
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Agent, Handoff, Subagent};
-use crate::engine::runtime::{AgentRuntime, HandoffSlot, ToolSlot};
+use crate::engine::runtime::{AgentRuntime, HandoffSlot, SubagentMark, ToolSlot};
 use crate::engine::{Guardrail, TurnOverlap};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
@@ -269,6 +270,7 @@ impl AgentBuilder {
             hook.options.priority,
             hook.policy(),
             I::accepts,
+            TypeId::of::<I>() == TypeId::of::<serde_json::Value>(),
         ) {
             self.before
                 .push((matcher, Arc::new(TypedBefore { meta, hook })));
@@ -288,6 +290,7 @@ impl AgentBuilder {
             hook.options.priority,
             hook.policy(),
             I::accepts,
+            TypeId::of::<I>() == TypeId::of::<serde_json::Value>(),
         ) {
             self.after
                 .push((matcher, Arc::new(TypedAfter { meta, hook })));
@@ -302,6 +305,7 @@ impl AgentBuilder {
         priority: i32,
         policy: crate::FailurePolicy,
         accepts: fn(&str) -> bool,
+        untyped: bool,
     ) -> Option<ToolHookMeta> {
         match matcher.compile() {
             Ok(compiled) => Some(ToolHookMeta {
@@ -310,6 +314,7 @@ impl AgentBuilder {
                 policy,
                 compiled,
                 accepts,
+                untyped,
             }),
             Err(error) => {
                 self.problems.push(format!("hook `{name}`: {error}"));
@@ -347,14 +352,17 @@ impl AgentBuilder {
         let mut tools = tools;
         let mut subagent_names = vec![None; tools.len()];
         for subagent in subagents {
-            let name = subagent.agent.inner.name.clone();
+            let mark = SubagentMark {
+                name: subagent.agent.inner.name.clone(),
+                inherit: subagent.inherit,
+            };
             let tool = crate::engine::subagent::tool(
                 subagent.agent.inner,
                 subagent.tool_name,
                 subagent.description,
             );
             tools.push((Arc::new(tool), false));
-            subagent_names.push(Some(name));
+            subagent_names.push(Some(mark));
         }
         let Some(model) = model else {
             problems.push("no model: call `.model(...)` on the builder".to_owned());
@@ -443,6 +451,7 @@ fn handoff_slots(
             handoff.tool_name,
             handoff.description,
             handoff.history,
+            handoff.inherit,
         );
         let name = &slot.spec.name;
         let target = &slot.target.name;

@@ -27,6 +27,7 @@ pub struct Handoff {
     pub(crate) tool_name: Option<String>,
     pub(crate) description: Option<String>,
     pub(crate) history: HandoffHistory,
+    pub(crate) inherit: bool,
 }
 
 impl Handoff {
@@ -37,6 +38,7 @@ impl Handoff {
             tool_name: None,
             description: None,
             history: HandoffHistory::All,
+            inherit: false,
         }
     }
 
@@ -50,6 +52,14 @@ impl Handoff {
     /// description).
     pub fn description(mut self, description: impl Into<String>) -> Handoff {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Whether the handing agent's untyped (JSON) before/after_tool_call hooks, and those it
+    /// inherited, also run on the target's tool calls, before its own (default `false`:
+    /// isolated, the target runs its own hooks only). Typed hooks never follow.
+    pub fn inherit_tool_hooks(mut self, inherit: bool) -> Handoff {
+        self.inherit = inherit;
         self
     }
 

@@ -28,6 +28,7 @@ pub struct Subagent {
     pub(crate) agent: Agent,
     pub(crate) tool_name: Option<String>,
     pub(crate) description: Option<String>,
+    pub(crate) inherit: bool,
 }
 
 impl Subagent {
@@ -37,6 +38,7 @@ impl Subagent {
             agent: agent.clone(),
             tool_name: None,
             description: None,
+            inherit: false,
         }
     }
 
@@ -49,6 +51,15 @@ impl Subagent {
     /// Describes the tool to the model (default: names the agent and its description).
     pub fn description(mut self, description: impl Into<String>) -> Subagent {
         self.description = Some(description.into());
+        self
+    }
+
+    /// Whether the calling agent's untyped (JSON) before/after_tool_call hooks, and those it
+    /// inherited, also run on the subagent's tool calls, before its own (default `false`:
+    /// isolated, the subagent runs its own hooks only). Typed hooks never follow: they read
+    /// one agent's tool types.
+    pub fn inherit_tool_hooks(mut self, inherit: bool) -> Subagent {
+        self.inherit = inherit;
         self
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use tracing::Instrument;
 
+use super::inherit::Inherited;
 use super::plan::{CallScope, TurnPlan, TurnTools};
 use super::runtime::AgentRuntime;
 use super::state::Turn;
@@ -81,6 +82,8 @@ pub(crate) struct HandoffSlot {
     pub(crate) target: Arc<AgentRuntime>,
     pub(crate) spec: Arc<ToolSpec>,
     pub(crate) history: HandoffHistory,
+    /// Whether the target inherits the handing agent's untyped tool hooks.
+    pub(crate) inherit: bool,
 }
 
 impl HandoffSlot {
@@ -91,6 +94,7 @@ impl HandoffSlot {
         tool_name: Option<String>,
         description: Option<String>,
         history: HandoffHistory,
+        inherit: bool,
     ) -> HandoffSlot {
         let name = tool_name.unwrap_or_else(|| format!("transfer_to_{}", target.name));
         let description = description.unwrap_or_else(|| match &target.description {
@@ -106,6 +110,7 @@ impl HandoffSlot {
             target,
             spec: Arc::new(spec),
             history,
+            inherit,
         }
     }
 }
@@ -198,6 +203,11 @@ impl<'a> Turn<'a> {
         let target: &'a AgentRuntime = &slot.target;
         tracing::info!(from = %from.name, to = %target.name, "handoff");
         plan.messages = slot.history.apply(&plan.messages);
+        self.inherited = if slot.inherit {
+            Inherited::passed_on(from, &self.inherited)
+        } else {
+            Arc::default()
+        };
         plan.model = target.model.clone();
         plan.system = target.instructions.clone();
         plan.tools = TurnTools {

@@ -24,6 +24,7 @@ mod events;
 mod guardrails;
 mod handoff;
 mod history;
+mod inherit;
 mod lifecycle;
 mod limits;
 mod model_call;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::inherit::Inherited;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
@@ -174,4 +175,6 @@ pub(super) struct CallScope<'a> {
     pub(super) run: Option<&'a RunScope>,
     /// The agent making the call.
     pub(super) me: &'a RunAgent,
+    /// The tool hooks this agent inherited (`inherit.rs`).
+    pub(super) inherited: &'a Inherited,
 }

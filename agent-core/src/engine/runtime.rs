@@ -57,6 +57,14 @@ pub(crate) struct AgentRuntime {
     pub(crate) session_states: SessionStates,
 }
 
+/// What marks a tool as a subagent: the agent it runs, and whether that agent's turn inherits
+/// the caller's untyped tool hooks.
+#[derive(Clone)]
+pub(crate) struct SubagentMark {
+    pub(crate) name: Arc<str>,
+    pub(crate) inherit: bool,
+}
+
 /// A tool with the hooks that apply to it, resolved once when the agent (or turn) is built.
 #[derive(Clone)]
 pub(crate) struct ToolSlot {
@@ -67,7 +75,7 @@ pub(crate) struct ToolSlot {
     /// The tool's own timeout, else the agent's.
     pub(crate) timeout: Option<Duration>,
     /// The agent this tool runs, when it is a subagent (`engine/subagent.rs`).
-    pub(crate) subagent: Option<Arc<str>>,
+    pub(crate) subagent: Option<SubagentMark>,
 }
 
 impl ToolSlot {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
+use super::inherit::Inherited;
 use super::limits::RunLimits;
 use super::persist::{WriteError, Writer};
 use super::run_scope::RunScope;
@@ -40,6 +41,8 @@ pub(super) struct Turn<'a> {
     /// The step's chunks held back until its reply passes the output guardrails (`None` when
     /// the agent has none: chunks go out as they stream).
     pub(super) held: std::sync::Mutex<Option<Vec<Chunk>>>,
+    /// The tool hooks inherited from the agents that handed work to this turn (`inherit.rs`).
+    pub(super) inherited: Arc<Inherited>,
     /// The agent working and where it sits in the run (`run_scope.rs`).
     pub(super) me: RunAgent,
     /// The run's limits, when it has any (`limits.rs`).

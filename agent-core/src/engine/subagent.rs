@@ -105,7 +105,7 @@ pub(super) async fn started(
     slot: &ToolSlot,
     state: &CallState,
 ) -> Result<(), ToolOutcome> {
-    let Some(subagent) = &slot.subagent else {
+    let Some(subagent) = slot.subagent.as_ref().map(|mark| &mark.name) else {
         return Ok(());
     };
     let caller = scope.tools.agent;
@@ -135,7 +135,7 @@ pub(super) async fn stopped(
     call_id: &Arc<str>,
     outcome: ToolOutcome,
 ) -> ToolOutcome {
-    let Some(subagent) = &slot.subagent else {
+    let Some(subagent) = slot.subagent.as_ref().map(|mark| &mark.name) else {
         return outcome;
     };
     let caller = scope.tools.agent;

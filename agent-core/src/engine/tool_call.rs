@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::inherit::{self, Inherited};
 use super::plan::CallScope;
 use super::runtime::ToolSlot;
 use super::subagent;
 use super::tool_results;
-use crate::hooks::tool_hooks::{CallState, ErasedDecision};
+use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::tool::{ToolContext, ToolError};
@@ -106,9 +107,13 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         model_input: parsed.clone(),
         effective_input: parsed,
     };
-    let (outcome, duration, state) = match gate(slot, &mut state, call).await {
+    // Hooks inherited from the agents that handed work to this one run first.
+    let name = slot.spec().name.as_str();
+    let before = scope.inherited.before_for(name).chain(&slot.before);
+    let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
+    let (outcome, duration, state) = match gate(before, &mut state, call).await {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
-        None => invoke(scope, slot, state, call).await,
+        None => invoke(scope, slot, state, call, has_after).await,
     };
 
     let (content, is_error) =
@@ -122,8 +127,9 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     let kind = outcome.kind();
     let checked = tool_results::check(scope, call, kind, content, is_error).await;
     let mut error = checked.error;
-    if let Some(state) = state.filter(|_| !slot.after.is_empty()) {
-        error = error.or(observe_outcome(slot, &state, outcome, duration).await);
+    if let Some(state) = state.filter(|_| has_after) {
+        let after = scope.inherited.after_for(name).chain(&slot.after);
+        error = error.or(observe_outcome(after, &state, outcome, duration).await);
     }
     let record = ToolResultRecord {
         call_id: call.id.clone(),
@@ -144,8 +150,12 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
 /// The before_tool_call chain (merge rule: each hook sees the input the previous one left).
 /// `Some` when a hook decided the outcome (blocked, substituted, or failed closed), so the
 /// tool does not run.
-async fn gate(slot: &ToolSlot, state: &mut CallState, call: &ToolCall) -> Option<ToolOutcome> {
-    for hook in &slot.before {
+async fn gate<'h>(
+    hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
+    state: &mut CallState,
+    call: &ToolCall,
+) -> Option<ToolOutcome> {
+    for hook in hooks {
         let meta = hook.meta();
         let span = hooks::span("before_tool_call", &meta.name);
         let run = catch_unwind(hook.run(state)).instrument(span).await;
@@ -181,9 +191,10 @@ async fn invoke(
     slot: &ToolSlot,
     state: CallState,
     call: &ToolCall,
+    has_after: bool,
 ) -> (ToolOutcome, Duration, Option<CallState>) {
     if let Err(outcome) = subagent::started(scope, slot, &state).await {
-        let state = (!slot.after.is_empty()).then_some(state);
+        let state = has_after.then_some(state);
         return (outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
@@ -195,7 +206,7 @@ async fn invoke(
     };
     // Without after hooks nobody reads the inputs again: hand the tool the only reference, so
     // it takes its arguments without a clone.
-    let (args, state) = if slot.after.is_empty() {
+    let (args, state) = if !has_after {
         let CallState {
             effective_input,
             model_input,
@@ -211,7 +222,15 @@ async fn invoke(
     // The tool is called inside the guarded future: a `DynTool` may panic while making its
     // future (an `FnTool` closure), not only while it runs.
     let tool = &slot.tool;
-    let run = catch_unwind(Box::pin(async move { tool.call(args, ctx).await }));
+    // A subagent's turn inherits the caller's untyped tool hooks when marked to.
+    let passed = slot
+        .subagent
+        .as_ref()
+        .filter(|subagent| subagent.inherit)
+        .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
+    let run = catch_unwind(Box::pin(async move {
+        inherit::passing(passed, tool.call(args, ctx)).await
+    }));
     let result = match slot.timeout {
         // On expiry the tool's future is dropped, which stops it.
         Some(limit) => tokio::time::timeout(limit, run).await.ok(),
@@ -237,14 +256,14 @@ async fn invoke(
 
 /// after_tool_call: observers of every outcome; a fail-closed one that fails returns the
 /// error that fails the turn after this step.
-async fn observe_outcome(
-    slot: &ToolSlot,
+async fn observe_outcome<'h>(
+    hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
     state: &CallState,
     outcome: ToolOutcome,
     duration: Duration,
 ) -> Option<TurnError> {
     let outcome = Arc::new(outcome);
-    for hook in &slot.after {
+    for hook in hooks {
         let meta = hook.meta();
         let span = hooks::span("after_tool_call", &meta.name);
         let run = catch_unwind(hook.run(state, &outcome, duration))

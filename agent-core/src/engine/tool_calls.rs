@@ -110,6 +110,7 @@ impl Turn<'_> {
             tools: &plan.tools,
             run: self.run.as_ref(),
             me: &self.me,
+            inherited: &self.inherited,
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;

@@ -12,6 +12,7 @@ use super::classify;
 use super::events::TurnEvent;
 use super::guardrails;
 use super::history;
+use super::inherit::Inherited;
 use super::lifecycle;
 use super::limits::RunLimits;
 use super::plan::TurnPlan;
@@ -73,6 +74,7 @@ pub(crate) async fn run_turn(
         open: Default::default(),
         held: Default::default(),
         me: me.clone(),
+        inherited: Inherited::for_new_turn(),
         limits,
         run,
         session: SessionTurn::default(),

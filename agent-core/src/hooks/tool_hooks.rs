@@ -47,6 +47,9 @@ pub(crate) struct ToolHookMeta {
     pub(crate) policy: FailurePolicy,
     pub(crate) compiled: CompiledMatcher,
     pub(crate) accepts: fn(&str) -> bool,
+    /// Whether the hook reads calls as JSON (`Value`): such a hook can follow a turn into
+    /// another agent's tools (inheritance), a typed one cannot.
+    pub(crate) untyped: bool,
 }
 
 pub(crate) trait BeforeHook: Send + Sync {

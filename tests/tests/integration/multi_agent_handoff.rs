@@ -530,3 +530,33 @@ async fn before_handoff_in_the_macro_form() {
         "`billing` is closed"
     );
 }
+
+/// Inheritance across a handoff: marked, triage's untyped tool hooks run on billing's calls
+/// (before billing's own); by default (the `ALLOWED` trace above) they do not.
+#[tokio::test]
+async fn a_handoff_target_inherits_untyped_tool_hooks_only_when_marked() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let (bm, tm) = (billing_model(), triage_model());
+    let billing = billing(&trace, &bm);
+    let gate_hook = gate("triage", &trace, || HandoffDecision::Allow);
+    let handoff = Handoff::to(&billing).inherit_tool_hooks(true);
+    let triage = triage(&trace, &tm, handoff, &store, gate_hook);
+    let result = triage.session("s").run("I want a refund").await;
+    assert_eq!(&*result.agent, "billing");
+    let calls: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|l| l.contains("tool_call") || l.contains("do_work ran"))
+        .collect();
+    assert_eq!(
+        calls,
+        lines(&[
+            "triage:before_tool_call(do_work)",
+            "billing:before_tool_call(do_work)",
+            "do_work ran",
+            "triage:after_tool_call(do_work)",
+            "billing:after_tool_call(do_work)",
+        ])
+    );
+}

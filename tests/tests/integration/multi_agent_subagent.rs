@@ -244,3 +244,76 @@ async fn a_failing_subagent_is_an_error_result_the_caller_reads() {
         "Look it up."
     );
 }
+
+/// Inheritance (issue 9 item 5): with `inherit_tool_hooks(true)` the caller's untyped tool
+/// hooks run on the subagent's tool calls, before its own; by default they do not (isolate).
+#[tokio::test]
+async fn a_subagent_inherits_the_callers_untyped_tool_hooks_only_when_marked() {
+    use agent_core::{FnTool, ToolError};
+    for inherit in [false, true] {
+        let trace = Trace::new();
+        let t = trace.clone();
+        let search = FnTool::new(
+            "search",
+            "Searches.",
+            json!({"type": "object"}),
+            move |_, _| {
+                t.push("search ran");
+                async { Ok::<Value, ToolError>(json!("results")) }
+            },
+        );
+        let t = trace.clone();
+        let researcher = AgentBuilder::new("researcher")
+            .model(ScriptedModel::new([
+                ScriptedStep::new().tool_call("q1", "search", "{}"),
+                ScriptedStep::new().text("Found it."),
+            ]))
+            .dyn_tool(search)
+            .before_tool_call(
+                Matcher::all(),
+                Hook::<event::BeforeToolCall<Value>>::sync("own", move |ctx| {
+                    t.push(format!("researcher:own({})", ctx.tool_name));
+                }),
+            )
+            .build()
+            .unwrap();
+        let (t1, t2) = (trace.clone(), trace.clone());
+        let writer = AgentBuilder::new("writer")
+            .model(writer_model())
+            .subagent(Subagent::of(&researcher).inherit_tool_hooks(inherit))
+            .before_tool_call(
+                Matcher::all().dynamic(),
+                Hook::<event::BeforeToolCall<Value>>::sync("audit", move |ctx| {
+                    t1.push(format!("writer:audit({})", ctx.tool_name));
+                }),
+            )
+            .after_tool_call(
+                Matcher::all().dynamic(),
+                Hook::<event::AfterToolCall<Value>>::sync("audit", move |ctx| {
+                    t2.push(format!("writer:after({})", ctx.tool_name));
+                }),
+            )
+            .build()
+            .unwrap();
+        let result = writer.run("write").await;
+        assert_eq!(result.status, TurnStatus::Completed);
+        let expected: &[&str] = if inherit {
+            &[
+                "writer:audit(researcher)",
+                "writer:audit(search)",
+                "researcher:own(search)",
+                "search ran",
+                "writer:after(search)",
+                "writer:after(researcher)",
+            ]
+        } else {
+            &[
+                "writer:audit(researcher)",
+                "researcher:own(search)",
+                "search ran",
+                "writer:after(researcher)",
+            ]
+        };
+        assert_eq!(trace.take(), lines(expected), "inherit: {inherit}");
+    }
+}

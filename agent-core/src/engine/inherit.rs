@@ -1,0 +1,69 @@
+//! Tool hooks that follow a turn into another agent on purpose: a handoff or a subagent marked
+//! to inherit passes the calling agent's untyped (JSON) before/after_tool_call hooks on, and
+//! they run, matched by their matchers against the other agent's tools, before its own.
+//! Without the mark each agent runs its own hooks only (isolate, the default).
+
+use std::sync::Arc;
+
+use super::runtime::AgentRuntime;
+use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
+
+tokio::task_local! {
+    /// The hooks a subagent call passes on to the subagent's turn.
+    static PASSED: Option<Arc<Inherited>>;
+}
+
+/// The tool hooks a turn inherited from the agents that handed work to it.
+#[derive(Clone, Default)]
+pub(crate) struct Inherited {
+    before: Vec<Arc<dyn BeforeHook>>,
+    after: Vec<Arc<dyn AfterHook>>,
+}
+
+impl Inherited {
+    /// What `from` passes on: what it inherited, then its own untyped tool hooks (a typed
+    /// hook reads one agent's tool types and stays with that agent).
+    pub(crate) fn passed_on(from: &AgentRuntime, inherited: &Inherited) -> Arc<Inherited> {
+        let mut passed = inherited.clone();
+        let untyped_before = from.before_hooks.iter().filter(|h| h.meta().untyped);
+        passed.before.extend(untyped_before.cloned());
+        let untyped_after = from.after_hooks.iter().filter(|h| h.meta().untyped);
+        passed.after.extend(untyped_after.cloned());
+        Arc::new(passed)
+    }
+
+    /// The hooks a new turn inherits: those its subagent call passed on, or none.
+    pub(crate) fn for_new_turn() -> Arc<Inherited> {
+        PASSED
+            .try_with(Clone::clone)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// The inherited before_tool_call hooks whose matchers select `tool`.
+    pub(crate) fn before_for<'a>(
+        &'a self,
+        tool: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<dyn BeforeHook>> + 'a {
+        self.before
+            .iter()
+            .filter(move |hook| hook.meta().compiled.matches(tool))
+    }
+
+    /// The inherited after_tool_call hooks whose matchers select `tool`.
+    pub(crate) fn after_for<'a>(
+        &'a self,
+        tool: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<dyn AfterHook>> + 'a {
+        self.after
+            .iter()
+            .filter(move |hook| hook.meta().compiled.matches(tool))
+    }
+}
+
+/// Runs `future` (a subagent call) so that the subagent's turn inherits `passed` (none when
+/// the subagent is isolated, whatever an outer call passed).
+pub(crate) async fn passing<F: Future>(passed: Option<Arc<Inherited>>, future: F) -> F::Output {
+    PASSED.scope(passed, future).await
+}
