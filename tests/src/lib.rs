@@ -590,6 +590,22 @@ impl Tool for Nap {
 
 own_args!(NapArgs => Nap);
 
+/// A tool named `hang` that never returns, and says on `started` when it has begun.
+pub fn hanging_tool(started: tokio::sync::mpsc::UnboundedSender<()>) -> agent_core::FnTool {
+    agent_core::FnTool::new(
+        "hang",
+        "Never returns.",
+        serde_json::json!({"type": "object"}),
+        move |_, _| {
+            let _ = started.send(());
+            async {
+                std::future::pending::<()>().await;
+                Ok::<Value, ToolError>(Value::Null)
+            }
+        },
+    )
+}
+
 /// Fails a test that would otherwise hang: awaits `future` for at most ten seconds.
 pub async fn within<T>(what: impl Display, future: impl Future<Output = T>) -> T {
     match tokio::time::timeout(Duration::from_secs(10), future).await {

@@ -9,32 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CancelToken, FnTool, Hook, HookReturn, MemoryStore, ScriptedModel, ScriptedStep,
-    SessionStore, ToolError, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent, event,
+    AgentBuilder, CancelToken, Hook, HookReturn, MemoryStore, ScriptedModel, ScriptedStep,
+    SessionStore, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent, event,
 };
-use serde_json::{Value, json};
 use tests::{Seen, Trace, assert_whole};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// The test's bound on a turn that must end promptly, on the paused clock.
 const BOUND: Duration = Duration::from_secs(60);
-
-/// A tool that never returns, and says on `started` when it has begun.
-fn hanging(started: mpsc::UnboundedSender<()>) -> FnTool {
-    FnTool::new(
-        "hang",
-        "Never returns.",
-        json!({"type": "object"}),
-        move |_, _| {
-            let _ = started.send(());
-            async {
-                std::future::pending::<()>().await;
-                Ok::<Value, ToolError>(Value::Null)
-            }
-        },
-    )
-}
 
 /// An agent whose one step calls `hang` (after some text), on `store`, recording every
 /// on_chat_response.
@@ -49,7 +32,7 @@ fn hanging_agent(
     let builder = AgentBuilder::new("cancel")
         .model(model)
         .store(store.clone())
-        .dyn_tool(hanging(started))
+        .dyn_tool(tests::hanging_tool(started))
         .hook(responses.hook::<event::OnChatResponse>("responses"));
     (builder, on_start)
 }

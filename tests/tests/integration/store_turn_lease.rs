@@ -97,22 +97,6 @@ async fn two_stores_on_one_sqlite_file_take_turns() {
     let _ = std::fs::remove_file(&db);
 }
 
-/// A tool that never returns, and says on `started` when it has begun.
-fn hanging(started: mpsc::UnboundedSender<()>) -> FnTool {
-    FnTool::new(
-        "hang",
-        "Never returns.",
-        json!({"type": "object"}),
-        move |_, _| {
-            let _ = started.send(());
-            async {
-                std::future::pending::<()>().await;
-                Ok::<Value, ToolError>(Value::Null)
-            }
-        },
-    )
-}
-
 /// The lease row of `session` in the file: its holder and expiry (µs since the epoch).
 fn lease_row(db: &std::path::Path, session: &str) -> Option<(String, i64)> {
     let conn = rusqlite::Connection::open(db).unwrap();
@@ -142,7 +126,7 @@ async fn a_running_turn_holds_a_thirty_second_lease_and_gives_it_back() {
     let conversation = AgentBuilder::new("held")
         .model(model)
         .store(store)
-        .dyn_tool(hanging(started))
+        .dyn_tool(tests::hanging_tool(started))
         .build()
         .unwrap()
         .session("s");
