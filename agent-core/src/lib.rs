@@ -45,9 +45,9 @@ pub use agent::{
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
 pub use engine::{
-    Budget, Guardrail, GuardrailVerdict, HandoffHistory, HistoryFilter, Price, PriceTable,
-    RunContextError, TurnEvent, TurnOverlap, TurnRequest, current_agent, default_classifier,
-    is_context_overflow, run_context,
+    Budget, EXTENSION_SNAPSHOT_VERSION, Extension, ExtensionEvent, Guardrail, GuardrailVerdict,
+    HandoffHistory, HistoryFilter, Price, PriceTable, RunContextError, TurnEvent, TurnOverlap,
+    TurnRequest, current_agent, default_classifier, is_context_overflow, run_context,
 };
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::{Agent, Handoff, Subagent};
 use crate::engine::runtime::{AgentRuntime, HandoffSlot, SubagentMark, ToolSlot};
-use crate::engine::{Guardrail, TurnOverlap};
+use crate::engine::{Extension, Guardrail, TurnOverlap};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
 use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};
@@ -67,6 +67,7 @@ pub struct AgentBuilder {
     context_type: Option<(std::any::TypeId, &'static str)>,
     input_guardrails: Vec<Guardrail>,
     output_guardrails: Vec<Guardrail>,
+    extensions: Vec<Extension>,
     configure_session: Option<crate::session::Configure>,
     problems: Vec<String>,
 }
@@ -105,6 +106,7 @@ impl AgentBuilder {
             context_type: None,
             input_guardrails: Vec::new(),
             output_guardrails: Vec::new(),
+            extensions: Vec::new(),
             configure_session: None,
             problems: Vec::new(),
         }
@@ -144,6 +146,13 @@ impl AgentBuilder {
     /// they stream.
     pub fn output_guardrail(mut self, guardrail: Guardrail) -> Self {
         self.output_guardrails.push(guardrail);
+        self
+    }
+
+    /// Adds a subscriber to JSON snapshots of this agent's turns (see [`Extension`]): it runs
+    /// after the agent's own hooks, after the extensions added before it.
+    pub fn extension(mut self, extension: Extension) -> Self {
+        self.extensions.push(extension);
         self
     }
 
@@ -346,6 +355,7 @@ impl AgentBuilder {
             context_type,
             input_guardrails,
             output_guardrails,
+            extensions,
             configure_session,
             mut problems,
         } = self;
@@ -429,6 +439,7 @@ impl AgentBuilder {
                 context_type,
                 input_guardrails,
                 output_guardrails,
+                extensions,
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),

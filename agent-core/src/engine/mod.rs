@@ -21,6 +21,7 @@
 mod classify;
 mod compact;
 mod events;
+mod extensions;
 mod guardrails;
 mod handoff;
 mod history;
@@ -46,6 +47,7 @@ mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};
 pub use events::TurnEvent;
+pub use extensions::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SNAPSHOT_VERSION};
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};

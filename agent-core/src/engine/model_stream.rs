@@ -11,6 +11,7 @@ use crate::message::ToolCall;
 use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
 use crate::util::catch_panic;
 
+use super::extensions::{self, ExtensionEvent};
 use super::state::Turn;
 use crate::hooks::observe;
 
@@ -40,7 +41,13 @@ impl<'t, 'a> StepStream<'t, 'a> {
     /// Whether anyone sees chunks (an on_chunk hook or the stream API): when nobody does, the
     /// copies made only to build a chunk are skipped.
     pub(super) fn listening(&self) -> bool {
-        !self.turn.current.hooks.on_chunk.is_empty() || self.turn.sink.is_some()
+        !self.turn.current.hooks.on_chunk.is_empty()
+            || self.turn.sink.is_some()
+            || self
+                .turn
+                .extensions
+                .iter()
+                .any(|e| e.wants(ExtensionEvent::OnChunk))
     }
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
@@ -66,6 +73,8 @@ impl<'t, 'a> StepStream<'t, 'a> {
             chunk,
         };
         observe(hooks, &ctx).await?;
+        let snapshot = || extensions::chunk_snapshot(&ctx.chunk);
+        extensions::dispatch(&self.turn.extensions, ExtensionEvent::OnChunk, snapshot).await;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
         if self.turn.sink.is_some() {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::extensions::Extension;
 use super::inherit::Inherited;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
@@ -177,4 +178,6 @@ pub(super) struct CallScope<'a> {
     pub(super) me: &'a RunAgent,
     /// The tool hooks this agent inherited (`inherit.rs`).
     pub(super) inherited: &'a Inherited,
+    /// The turn's extensions (`extensions.rs`).
+    pub(super) extensions: &'a [Extension],
 }

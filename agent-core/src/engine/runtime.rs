@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::extensions::Extension;
 use super::guardrails::Guardrail;
 pub(crate) use super::handoff::HandoffSlot;
 use super::request::TurnOverlap;
@@ -43,6 +44,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) store: Arc<dyn SessionStore>,
     /// The type of run context the agent's turns need, with its name.
     pub(crate) context_type: Option<(TypeId, &'static str)>,
+    /// Subscribers to JSON snapshots of the agent's turns (`extensions.rs`).
+    pub(crate) extensions: Vec<Extension>,
     /// Checks on each turn's input, before the first model call.
     pub(crate) input_guardrails: Vec<Guardrail>,
     /// Checks on the final output, before it is stored, streamed or reported.

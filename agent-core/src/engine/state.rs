@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
+use super::extensions::Extension;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
 use super::persist::{WriteError, Writer};
@@ -45,6 +46,9 @@ pub(super) struct Turn<'a> {
     pub(super) inherited: Arc<Inherited>,
     /// The agent working and where it sits in the run (`run_scope.rs`).
     pub(super) me: RunAgent,
+    /// The agent's and the session's extensions (`extensions.rs`), known once the session is
+    /// open.
+    pub(super) extensions: Arc<[Extension]>,
     /// The run's limits, when it has any (`limits.rs`).
     pub(super) limits: Option<Arc<RunLimits>>,
     /// The run the turn belongs to, when run hooks observe it (`run_scope.rs`).

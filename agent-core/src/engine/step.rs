@@ -5,6 +5,7 @@ use std::sync::{Arc, PoisonError};
 
 use tracing::Instrument;
 
+use super::extensions::{self, ExtensionEvent};
 use super::guardrails;
 use super::history;
 use super::model_call::Answer;
@@ -283,6 +284,9 @@ impl<'a> Turn<'a> {
         observe(&self.current.hooks.on_step_finish, &record)
             .await
             .map_err(End::turn)?;
+        let event = ExtensionEvent::OnStepFinish;
+        let snapshot = || extensions::step_snapshot(&record);
+        extensions::dispatch(&self.extensions, event, snapshot).await;
         let more = !record.tool_calls.is_empty();
         if self.sink.is_some() {
             // Cloned only for a stream: a record holds the step's whole text.

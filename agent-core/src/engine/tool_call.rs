@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
+use super::extensions::{self, ExtensionEvent};
 use super::inherit::{self, Inherited};
 use super::plan::CallScope;
 use super::runtime::ToolSlot;
@@ -111,10 +112,26 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     let name = slot.spec().name.as_str();
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
-    let (outcome, duration, state) = match gate(before, &mut state, call).await {
+    let gated = gate(before, &mut state, call).await;
+    // Extensions see the call after the agent's own gates, with the input that runs.
+    let subscribed = |event| scope.extensions.iter().any(|e| e.wants(event));
+    let call_snapshot = (subscribed(ExtensionEvent::BeforeToolCall)
+        || subscribed(ExtensionEvent::AfterToolCall))
+    .then(|| {
+        let input = state.effective_input.to_json().unwrap_or_default();
+        extensions::call_snapshot(name, &call.id, input, scope.step, slot.dynamic)
+    });
+    if let Some(snapshot) = &call_snapshot {
+        let event = ExtensionEvent::BeforeToolCall;
+        extensions::dispatch(scope.extensions, event, || snapshot.clone()).await;
+    }
+    let (outcome, duration, state) = match gated {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
         None => invoke(scope, slot, state, call, has_after).await,
     };
+    let result_snapshot = call_snapshot
+        .filter(|_| subscribed(ExtensionEvent::AfterToolCall))
+        .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
 
     let (content, is_error) =
         catch_panic(|| model_text(&call.name, &outcome)).unwrap_or_else(|panic| {
@@ -130,6 +147,10 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
     if let Some(state) = state.filter(|_| has_after) {
         let after = scope.inherited.after_for(name).chain(&slot.after);
         error = error.or(observe_outcome(after, &state, outcome, duration).await);
+    }
+    if let Some(snapshot) = result_snapshot {
+        let event = ExtensionEvent::AfterToolCall;
+        extensions::dispatch(scope.extensions, event, || snapshot).await;
     }
     let record = ToolResultRecord {
         call_id: call.id.clone(),

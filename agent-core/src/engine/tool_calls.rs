@@ -111,6 +111,7 @@ impl Turn<'_> {
             run: self.run.as_ref(),
             me: &self.me,
             inherited: &self.inherited,
+            extensions: &self.extensions,
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::classify;
 use super::events::TurnEvent;
+use super::extensions::{self, ExtensionEvent};
 use super::guardrails;
 use super::history;
 use super::inherit::Inherited;
@@ -73,6 +74,7 @@ pub(crate) async fn run_turn(
         outcome: Outcome::default(),
         open: Default::default(),
         held: Default::default(),
+        extensions: Arc::from(agent.extensions.as_slice()),
         me: me.clone(),
         inherited: Inherited::for_new_turn(),
         limits,
@@ -305,6 +307,17 @@ impl Turn<'_> {
         .await
         {
             return End::Failed(error, ErrorStage::Turn);
+        }
+        if let Some(open) = &self.session.open
+            && !open.config.extensions.is_empty()
+        {
+            let all = agent.extensions.iter().chain(&open.config.extensions);
+            self.extensions = all.cloned().collect();
+        }
+        let event = ExtensionEvent::BeforeTurn;
+        let snapshot = || extensions::turn_snapshot(&turn_ctx);
+        for answer in extensions::dispatch(&self.extensions, event, snapshot).await {
+            extensions::merge_turn_answer(&mut config, &answer);
         }
         let TurnContext {
             system, messages, ..

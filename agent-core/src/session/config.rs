@@ -153,6 +153,7 @@ pub struct SessionConfig {
     pub(crate) keep_recent: usize,
     pub(crate) reactive: bool,
     pub(crate) run_hooks: Vec<Arc<dyn RunHooks>>,
+    pub(crate) extensions: Vec<crate::engine::Extension>,
 }
 
 impl Default for SessionConfig {
@@ -168,6 +169,7 @@ impl Default for SessionConfig {
             keep_recent: 4,
             reactive: true,
             run_hooks: Vec::new(),
+            extensions: Vec::new(),
         }
     }
 }
@@ -279,6 +281,13 @@ impl SessionConfig {
     /// [`RunHooks`]), beside any the turn's request brings.
     pub fn run_hooks(mut self, hooks: impl RunHooks) -> Self {
         self.run_hooks.push(Arc::new(hooks));
+        self
+    }
+
+    /// Adds a subscriber to JSON snapshots of every turn of the session (see
+    /// [`Extension`](crate::Extension)), after the agent's own extensions.
+    pub fn extension(mut self, extension: crate::engine::Extension) -> Self {
+        self.extensions.push(extension);
         self
     }
 

@@ -20,6 +20,7 @@ mod engine_post_outcome;
 mod engine_settled;
 mod engine_tool_boundary;
 mod engine_trace;
+mod extensions;
 mod hook_index;
 mod macro_agent;
 mod macro_hooks;

@@ -1,0 +1,300 @@
+//! Extension hooks (Think's extension subscriptions): subscribers registered at run time that
+//! receive JSON snapshots of before_turn, before_tool_call, after_tool_call, on_step_finish and
+//! on_chunk, after the agent's own hooks, in the order they were added. A failing or slow
+//! subscriber is logged and never aborts the turn; only before_turn's answer is read (its
+//! scalar `TurnConfig` fields merge back, the last subscriber winning).
+//!
+//! The snapshots are a versioned JSON contract ([`SNAPSHOT_VERSION`]), with exactly the fields
+//! of Think's table; `agent-core/docs/extensions.md` gives a JSON Schema for each.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::hooks::{Chunk, StepRecord, ToolOutcome, TurnConfig, TurnContext};
+use crate::util::{BoxFuture, catch_panic, catch_unwind};
+
+/// The version of the snapshot contract: it changes when a field changes meaning or goes
+/// away (fields may be added within a version).
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// The events an extension may subscribe to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExtensionEvent {
+    /// `beforeTurn`: `{ system, toolNames, messageCount, continuation, body, modelId }`; the
+    /// answer may be an object of `TurnConfig` scalars to merge back.
+    BeforeTurn,
+    /// `beforeToolCall`: `{ toolName, toolCallId, input, stepNumber, dynamic }`.
+    BeforeToolCall,
+    /// `afterToolCall`: `{ toolName, toolCallId, input, stepNumber, durationMs, success,
+    /// output | error, dynamic }`.
+    AfterToolCall,
+    /// `onStepFinish`: `{ stepNumber, finishReason, text, reasoningText, toolCallCount,
+    /// toolResultCount, usage, providerMetadata }`.
+    OnStepFinish,
+    /// `onChunk`: `{ type, text?, toolName?, toolCallId? }`.
+    OnChunk,
+}
+
+impl ExtensionEvent {
+    /// Think's name of the event (`beforeTurn`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExtensionEvent::BeforeTurn => "beforeTurn",
+            ExtensionEvent::BeforeToolCall => "beforeToolCall",
+            ExtensionEvent::AfterToolCall => "afterToolCall",
+            ExtensionEvent::OnStepFinish => "onStepFinish",
+            ExtensionEvent::OnChunk => "onChunk",
+        }
+    }
+}
+
+type Handler =
+    Arc<dyn Fn(ExtensionEvent, Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+
+/// A subscriber to JSON snapshots of a turn's events (see the module docs), added with
+/// [`AgentBuilder::extension`](crate::AgentBuilder::extension).
+///
+/// ```
+/// use agent_core::{Extension, ExtensionEvent};
+/// let audit = Extension::new("audit", |event, snapshot| async move {
+///     println!("{}: {snapshot}", event.as_str());
+///     Ok(serde_json::Value::Null)
+/// })
+/// .subscribe([ExtensionEvent::BeforeToolCall, ExtensionEvent::AfterToolCall]);
+/// # let _ = audit;
+/// ```
+#[derive(Clone)]
+pub struct Extension {
+    name: Arc<str>,
+    events: Vec<ExtensionEvent>,
+    handler: Handler,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Extension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extension")
+            .field("name", &self.name)
+            .field("events", &self.events)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl Extension {
+    /// An extension named `name` whose `handler` receives each snapshot it subscribed to (see
+    /// [`subscribe`](Self::subscribe); none until then) and answers JSON (read for
+    /// `beforeTurn` only; `null` changes nothing) or an error (logged).
+    pub fn new<F>(
+        name: impl Into<String>,
+        handler: impl Fn(ExtensionEvent, Value) -> F + Send + Sync + 'static,
+    ) -> Extension
+    where
+        F: Future<Output = Result<Value, String>> + Send + 'static,
+    {
+        Extension {
+            name: Arc::from(name.into()),
+            events: Vec::new(),
+            handler: Arc::new(move |event, snapshot| Box::pin(handler(event, snapshot))),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Subscribes to these events.
+    pub fn subscribe(mut self, events: impl IntoIterator<Item = ExtensionEvent>) -> Extension {
+        self.events.extend(events);
+        self
+    }
+
+    /// How long one snapshot's handling may take before it is abandoned and logged (default
+    /// 5 s).
+    pub fn timeout(mut self, limit: Duration) -> Extension {
+        self.timeout = limit;
+        self
+    }
+
+    /// Whether the extension subscribed to `event`.
+    pub(crate) fn wants(&self, event: ExtensionEvent) -> bool {
+        self.events.contains(&event)
+    }
+
+    /// Hands one snapshot over; the answer, or `None` when the handler failed, panicked or ran
+    /// past its timeout (logged).
+    async fn deliver(&self, event: ExtensionEvent, snapshot: Value) -> Option<Value> {
+        let handler = &self.handler;
+        let failed = |why: String| {
+            tracing::warn!(extension = %self.name, event = event.as_str(), "extension hook failed (ignored): {why}");
+            None
+        };
+        let future = match catch_panic(|| handler(event, snapshot)) {
+            Ok(future) => catch_unwind(future),
+            Err(panic) => return failed(format!("panicked: {panic}")),
+        };
+        match tokio::time::timeout(self.timeout, future).await {
+            Ok(Ok(Ok(answer))) => Some(answer),
+            Ok(Ok(Err(error))) => failed(format!("returned an error: {error}")),
+            Ok(Err(panic)) => failed(format!("panicked: {panic}")),
+            Err(_) => failed(format!("timed out after {} ms", self.timeout.as_millis())),
+        }
+    }
+}
+
+/// Delivers `snapshot` (built only when someone subscribed) to each extension subscribed to
+/// `event`, in order; their answers.
+pub(super) async fn dispatch(
+    extensions: &[Extension],
+    event: ExtensionEvent,
+    snapshot: impl FnOnce() -> Value,
+) -> Vec<Value> {
+    if !extensions.iter().any(|extension| extension.wants(event)) {
+        return Vec::new();
+    }
+    let snapshot = snapshot();
+    let mut answers = Vec::new();
+    for extension in extensions {
+        if extension.wants(event)
+            && let Some(answer) = extension.deliver(event, snapshot.clone()).await
+        {
+            answers.push(answer);
+        }
+    }
+    answers
+}
+
+/// `beforeTurn`'s snapshot.
+pub(super) fn turn_snapshot(ctx: &TurnContext) -> Value {
+    let tools: Vec<&str> = ctx.tools.iter().map(|t| t.name.as_str()).collect();
+    json!({
+        "system": ctx.system,
+        "toolNames": tools,
+        "messageCount": ctx.messages.len(),
+        "continuation": ctx.continuation,
+        "body": ctx.body,
+        "modelId": ctx.model,
+    })
+}
+
+/// Merges the scalar `TurnConfig` fields of a `beforeTurn` answer into `config` (an answer
+/// that is not an object, and fields of the wrong type, are ignored with a log line).
+pub(super) fn merge_turn_answer(config: &mut TurnConfig, answer: &Value) {
+    let Some(fields) = answer.as_object() else {
+        return;
+    };
+    for (key, value) in fields {
+        let taken = match key.as_str() {
+            "system" => value.as_str().map(|v| config.system = Some(v.to_owned())),
+            "maxSteps" => value
+                .as_u64()
+                .map(|v| config.max_steps = Some(usize::try_from(v).unwrap_or(usize::MAX))),
+            "temperature" => value
+                .as_f64()
+                .map(|v| config.settings.temperature = Some(v)),
+            "topP" => value.as_f64().map(|v| config.settings.top_p = Some(v)),
+            "maxOutputTokens" => value.as_u64().map(|v| {
+                config.settings.max_output_tokens = Some(u32::try_from(v).unwrap_or(u32::MAX))
+            }),
+            "seed" => value.as_u64().map(|v| config.settings.seed = Some(v)),
+            "sendReasoning" => value.as_bool().map(|v| config.send_reasoning = Some(v)),
+            _ => None,
+        };
+        if taken.is_none() {
+            tracing::warn!(field = %key, "a beforeTurn extension answer field is not a TurnConfig scalar of its type (ignored)");
+        }
+    }
+}
+
+/// `beforeToolCall`'s snapshot.
+pub(super) fn call_snapshot(
+    tool: &str,
+    call_id: &str,
+    input: Value,
+    step: usize,
+    dynamic: bool,
+) -> Value {
+    json!({
+        "toolName": tool,
+        "toolCallId": call_id,
+        "input": input,
+        "stepNumber": step,
+        "dynamic": dynamic,
+    })
+}
+
+/// `afterToolCall`'s snapshot: `beforeToolCall`'s with the duration and the outcome.
+pub(super) fn result_snapshot(mut call: Value, duration: Duration, outcome: &ToolOutcome) -> Value {
+    let fields = call.as_object_mut().expect("a call snapshot is an object");
+    fields.insert(
+        "durationMs".to_owned(),
+        json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+    );
+    fields.insert("success".to_owned(), json!(outcome.success()));
+    match outcome {
+        ToolOutcome::Executed(value) | ToolOutcome::Substituted(value) => {
+            fields.insert("output".to_owned(), value.to_json().unwrap_or(Value::Null));
+        }
+        ToolOutcome::Failed(error) => {
+            fields.insert("error".to_owned(), json!(error.message()));
+        }
+        ToolOutcome::Blocked(reason) => {
+            fields.insert("output".to_owned(), json!(reason));
+        }
+    }
+    call
+}
+
+/// `onStepFinish`'s snapshot.
+pub(super) fn step_snapshot(record: &StepRecord) -> Value {
+    json!({
+        "stepNumber": record.step,
+        "finishReason": record.finish_reason.as_str(),
+        "text": record.text,
+        "reasoningText": record.reasoning,
+        "toolCallCount": record.tool_calls.len(),
+        "toolResultCount": record.tool_results.len(),
+        "usage": {
+            "inputTokens": record.usage.input_tokens,
+            "outputTokens": record.usage.output_tokens,
+        },
+        "providerMetadata": record.provider_metadata,
+    })
+}
+
+/// `onChunk`'s snapshot: the chunk's type and, when it has them, its text and tool.
+pub(super) fn chunk_snapshot(chunk: &Chunk) -> Value {
+    let mut fields = Map::new();
+    let (kind, text, tool, call) = match chunk {
+        Chunk::TextDelta(text) => ("text-delta", Some(text.as_str()), None, None),
+        Chunk::ReasoningDelta(text) => ("reasoning-delta", Some(text.as_str()), None, None),
+        Chunk::ToolInputDelta { id, delta } => (
+            "tool-input-delta",
+            Some(delta.as_str()),
+            None,
+            Some(id.as_str()),
+        ),
+        Chunk::ToolCall(call) => (
+            "tool-call",
+            None,
+            Some(call.name.as_str()),
+            Some(call.id.as_str()),
+        ),
+        Chunk::ToolResult { id, name, .. } => {
+            ("tool-result", None, Some(name.as_str()), Some(id.as_str()))
+        }
+        Chunk::Discarded { .. } => ("discarded", None, None, None),
+    };
+    fields.insert("type".to_owned(), json!(kind));
+    if let Some(text) = text {
+        fields.insert("text".to_owned(), json!(text));
+    }
+    if let Some(tool) = tool {
+        fields.insert("toolName".to_owned(), json!(tool));
+    }
+    if let Some(call) = call {
+        fields.insert("toolCallId".to_owned(), json!(call));
+    }
+    Value::Object(fields)
+}
