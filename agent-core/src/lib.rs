@@ -39,8 +39,9 @@ mod tool;
 mod util;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, Conversation, Handoff, HookSet, SessionEnd, Side,
-    SideId, SideStop, Subagent, TurnStream, TwoSided, TwoSidedState, two_sided,
+    Agent, AgentBuilder, AgentSpec, BuildError, CommandEvent, CommandHook, CommandHookError,
+    Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent, TurnStream,
+    TwoSided, TwoSidedState, two_sided,
 };
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Agent, Handoff, Subagent};
+use super::{Agent, CommandHook, Handoff, Subagent};
 use crate::engine::runtime::{AgentRuntime, HandoffSlot, SubagentMark, ToolSlot};
 use crate::engine::{Extension, Guardrail, TurnOverlap};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
@@ -154,6 +154,11 @@ impl AgentBuilder {
     pub fn extension(mut self, extension: Extension) -> Self {
         self.extensions.push(extension);
         self
+    }
+
+    /// Adds a program run on a tool-call event (see [`CommandHook`]).
+    pub fn command_hook(self, hook: CommandHook) -> Self {
+        hook.register(self)
     }
 
     /// Offers another agent to the model as a tool (see [`Subagent`]): a call runs that

@@ -6,6 +6,7 @@
 //! same builder, so everything the macros do can be written by hand.
 
 mod builder;
+mod command_hook;
 mod conversation;
 mod handoff;
 mod inject;
@@ -20,6 +21,7 @@ use crate::engine::runtime::AgentRuntime;
 use crate::tool::ToolSpec;
 
 pub use builder::{AgentBuilder, BuildError};
+pub use command_hook::{CommandEvent, CommandHook, CommandHookError};
 pub use conversation::Conversation;
 pub use handoff::Handoff;
 pub use stream::TurnStream;

@@ -208,7 +208,7 @@ pub(super) fn merge_turn_answer(config: &mut TurnConfig, answer: &Value) {
 }
 
 /// `beforeToolCall`'s snapshot.
-pub(super) fn call_snapshot(
+pub(crate) fn call_snapshot(
     tool: &str,
     call_id: &str,
     input: Value,
@@ -225,7 +225,7 @@ pub(super) fn call_snapshot(
 }
 
 /// `afterToolCall`'s snapshot: `beforeToolCall`'s with the duration and the outcome.
-pub(super) fn result_snapshot(mut call: Value, duration: Duration, outcome: &ToolOutcome) -> Value {
+pub(crate) fn result_snapshot(mut call: Value, duration: Duration, outcome: &ToolOutcome) -> Value {
     let fields = call.as_object_mut().expect("a call snapshot is an object");
     fields.insert(
         "durationMs".to_owned(),

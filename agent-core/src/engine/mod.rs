@@ -21,7 +21,7 @@
 mod classify;
 mod compact;
 mod events;
-mod extensions;
+pub(crate) mod extensions;
 mod guardrails;
 mod handoff;
 mod history;

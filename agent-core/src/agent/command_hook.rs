@@ -1,0 +1,363 @@
+//! Command hooks: a program run per tool call, as Claude Code's hooks are ([`CommandHook`]).
+//! The call's snapshot (the extension snapshot of the event) goes to its stdin; for
+//! before_tool_call its stdout may hold a decision. Built on the public hook API: a command
+//! hook is an untyped before/after_tool_call hook whose body runs the program.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::AgentBuilder;
+use crate::engine::extensions::{call_snapshot, result_snapshot};
+use crate::hooks::event::{AfterToolCall, BeforeToolCall};
+use crate::hooks::{FailurePolicy, Hook, Matcher, ToolCallDecision};
+use crate::util::clip;
+
+/// The event a command hook runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandEvent {
+    /// Before a tool runs: the program may allow, modify, block or substitute the call
+    /// (fails closed by default: a failing program means the tool does not run).
+    BeforeToolCall,
+    /// After every tool outcome: the program observes (fails open by default).
+    AfterToolCall,
+}
+
+/// A program run on a tool-call event, configured in code or from a JSON file
+/// ([`CommandHook::from_json_file`]), so an operator can add an audit or a policy hook without
+/// recompiling.
+///
+/// The program gets the event's snapshot on stdin (the fields of the
+/// [extension snapshots](crate::Extension): `toolName`, `toolCallId`, `input`, `stepNumber`,
+/// `dynamic`, and after the call `durationMs`, `success`, `output` or `error`), a minimal
+/// environment (`PATH` only, plus what [`env`](Self::env) adds: never the parent's API keys),
+/// and the working directory given (default: the process's). On before_tool_call its stdout
+/// may be empty or `{"decision": "allow"}`, `{"decision": "block", "reason": "..."}`,
+/// `{"decision": "modify", "input": {...}}` (validated against the tool's arguments as any
+/// hook's modification) or `{"decision": "substitute", "output": ...}`. A non-zero exit, an
+/// answer that is not one of these, or running past the timeout (the program and every
+/// process it started are killed) is the hook's failure, handled by its policy.
+#[derive(Clone, Debug)]
+pub struct CommandHook {
+    name: String,
+    event: CommandEvent,
+    command: Vec<String>,
+    matcher: Matcher,
+    timeout: Duration,
+    policy: Option<FailurePolicy>,
+    cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
+}
+
+/// The JSON form of one command hook (see [`CommandHook::from_json_file`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    name: String,
+    event: CommandEvent,
+    command: Vec<String>,
+    #[serde(rename = "match")]
+    matcher: Option<String>,
+    timeout_ms: Option<u64>,
+    on_error: Option<String>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    env: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    hooks: Vec<Config>,
+}
+
+/// Why command hooks could not be read from a file.
+#[derive(Debug)]
+pub struct CommandHookError(String);
+
+impl fmt::Display for CommandHookError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CommandHookError {}
+
+impl CommandHook {
+    /// Runs `command` (the program, then its arguments) on `event` for every tool; 10 s
+    /// timeout; the event's default failure policy.
+    pub fn new(
+        name: impl Into<String>,
+        event: CommandEvent,
+        command: impl IntoIterator<Item = impl Into<String>>,
+    ) -> CommandHook {
+        CommandHook {
+            name: name.into(),
+            event,
+            command: command.into_iter().map(Into::into).collect(),
+            matcher: Matcher::all().dynamic(),
+            timeout: Duration::from_secs(10),
+            policy: None,
+            cwd: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// Runs only on the tools `matcher` selects (always dynamic: it may select tools added at
+    /// run time, such as MCP tools).
+    pub fn matcher(mut self, matcher: Matcher) -> CommandHook {
+        self.matcher = matcher.dynamic();
+        self
+    }
+
+    /// How long the program may run before it (and everything it started) is killed.
+    pub fn timeout(mut self, limit: Duration) -> CommandHook {
+        self.timeout = limit;
+        self
+    }
+
+    /// What a failing program does, instead of the event's default.
+    pub fn on_error(mut self, policy: FailurePolicy) -> CommandHook {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The program's working directory.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> CommandHook {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Adds a variable to the program's (otherwise minimal) environment.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> CommandHook {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Reads command hooks from a JSON file:
+    /// `{"hooks": [{"name": "audit", "event": "after_tool_call", "command": ["./audit.sh"],
+    /// "match": "^write_", "timeout_ms": 2000, "on_error": "fail_closed", "cwd": "hooks",
+    /// "env": [["LOG", "/tmp/audit.log"]]}]}` (`match` is a regex; without it every tool). A
+    /// relative `cwd` is relative to the file's folder.
+    pub fn from_json_file(path: impl AsRef<Path>) -> Result<Vec<CommandHook>, CommandHookError> {
+        let path = path.as_ref();
+        let fail = |what: String| CommandHookError(format!("{}: {what}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let file: ConfigFile = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+        let folder = path.parent().unwrap_or(Path::new("."));
+        file.hooks
+            .into_iter()
+            .map(|config| {
+                if config.command.is_empty() {
+                    return Err(fail(format!("hook `{}`: `command` is empty", config.name)));
+                }
+                let mut hook = CommandHook::new(config.name, config.event, config.command);
+                if let Some(pattern) = config.matcher {
+                    hook = hook.matcher(Matcher::regex(pattern));
+                }
+                if let Some(ms) = config.timeout_ms {
+                    hook = hook.timeout(Duration::from_millis(ms));
+                }
+                if let Some(policy) = config.on_error {
+                    let policy = match policy.as_str() {
+                        "fail_open" => FailurePolicy::FailOpen,
+                        "fail_closed" => FailurePolicy::FailClosed,
+                        other => {
+                            return Err(fail(format!(
+                                "hook `{}`: `on_error` is `fail_open` or `fail_closed`, not `{other}`",
+                                hook.name
+                            )));
+                        }
+                    };
+                    hook = hook.on_error(policy);
+                }
+                if let Some(cwd) = config.cwd {
+                    hook = hook.cwd(folder.join(cwd));
+                }
+                for (key, value) in config.env {
+                    hook = hook.env(key, value);
+                }
+                Ok(hook)
+            })
+            .collect()
+    }
+
+    /// Registers the hook on `builder`.
+    pub(crate) fn register(self, builder: AgentBuilder) -> AgentBuilder {
+        let matcher = self.matcher.clone();
+        let run = Arc::new(Runner {
+            name: self.name.clone(),
+            command: self.command,
+            cwd: self.cwd,
+            env: self.env,
+            timeout: self.timeout,
+        });
+        match self.event {
+            CommandEvent::BeforeToolCall => {
+                let hook = Hook::<BeforeToolCall<Value>>::new_async_with(
+                    self.name,
+                    run,
+                    async |run: &Arc<Runner>, ctx: &crate::hooks::ToolCallContext<Value>| {
+                        let snapshot = call_snapshot(
+                            &ctx.tool_name,
+                            &ctx.call_id,
+                            ctx.input.clone(),
+                            ctx.step,
+                            ctx.dynamic,
+                        );
+                        decision(&run.run(snapshot).await?)
+                    },
+                );
+                let hook = match self.policy {
+                    Some(policy) => hook.on_error(policy),
+                    None => hook,
+                };
+                builder.before_tool_call(matcher, hook)
+            }
+            CommandEvent::AfterToolCall => {
+                let hook = Hook::<AfterToolCall<Value>>::new_async_with(
+                    self.name,
+                    run,
+                    async |run: &Arc<Runner>, ctx: &crate::hooks::ToolCallResultContext<Value>| {
+                        let call = call_snapshot(
+                            &ctx.tool_name,
+                            &ctx.call_id,
+                            ctx.effective_input.clone(),
+                            ctx.step,
+                            ctx.dynamic,
+                        );
+                        let snapshot = result_snapshot(call, ctx.duration, &ctx.outcome);
+                        run.run(snapshot).await.map(|_| ())
+                    },
+                );
+                let hook = match self.policy {
+                    Some(policy) => hook.on_error(policy),
+                    None => hook,
+                };
+                builder.after_tool_call(matcher, hook)
+            }
+        }
+    }
+}
+
+/// What a command hook runs: the program, its folder and environment, and its time limit.
+struct Runner {
+    name: String,
+    command: Vec<String>,
+    cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+}
+
+/// Kills a process group when dropped (a timeout, a cancelled turn), unless disarmed.
+struct KillGroup(Option<u32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            // `kill -- -PGID`: the program and every process it started.
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// The most of a program's stdout read (an answer is small).
+const STDOUT_LIMIT: u64 = 1 << 20;
+
+impl Runner {
+    /// Runs the program with `snapshot` on stdin; its stdout, or why it failed.
+    async fn run(&self, snapshot: Value) -> Result<String, String> {
+        let name = &self.name;
+        let mut command = tokio::process::Command::new(&self.command[0]);
+        command
+            .args(&self.command[1..])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            format!(
+                "command hook `{name}` could not start `{}`: {e}",
+                self.command[0]
+            )
+        })?;
+        let mut guard = KillGroup(child.id());
+        let io = async {
+            if let Some(mut stdin) = child.stdin.take() {
+                // A program that does not read its input is not an error.
+                let _ = stdin.write_all(snapshot.to_string().as_bytes()).await;
+            }
+            let mut out = String::new();
+            if let Some(stdout) = child.stdout.take() {
+                let _ = stdout.take(STDOUT_LIMIT).read_to_string(&mut out).await;
+            }
+            let mut err = String::new();
+            if let Some(stderr) = child.stderr.take() {
+                let _ = stderr.take(STDOUT_LIMIT).read_to_string(&mut err).await;
+            }
+            let status = child.wait().await;
+            (status, out, err)
+        };
+        let (status, out, err) = tokio::time::timeout(self.timeout, io).await.map_err(|_| {
+            format!(
+                "command hook `{name}` ran past its {} ms and was killed",
+                self.timeout.as_millis()
+            )
+        })?;
+        guard.0 = None;
+        let status = status.map_err(|e| format!("command hook `{name}`: {e}"))?;
+        if !status.success() {
+            let code = status
+                .code()
+                .map_or_else(|| "a signal".to_owned(), |code| code.to_string());
+            return Err(format!(
+                "command hook `{name}` exited with {code}: {}",
+                clip(err.trim())
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// A before_tool_call program's answer as a decision.
+fn decision(out: &str) -> Result<ToolCallDecision<Value>, String> {
+    if out.trim().is_empty() {
+        return Ok(ToolCallDecision::Allow);
+    }
+    let answer: Value = serde_json::from_str(out)
+        .map_err(|e| format!("its answer is not JSON ({e}): {}", clip(out)))?;
+    let field = |key: &str| answer.get(key).cloned();
+    match answer.get("decision").and_then(Value::as_str) {
+        Some("allow") => Ok(ToolCallDecision::Allow),
+        Some("block") => Ok(ToolCallDecision::Block(
+            field("reason").and_then(|r| r.as_str().map(str::to_owned)),
+        )),
+        Some("modify") => field("input")
+            .map(ToolCallDecision::Modify)
+            .ok_or_else(|| "a `modify` answer needs `input`".to_owned()),
+        Some("substitute") => field("output")
+            .map(ToolCallDecision::Substitute)
+            .ok_or_else(|| "a `substitute` answer needs `output`".to_owned()),
+        _ => Err(format!(
+            "its answer has no `decision` of allow, block, modify or substitute: {}",
+            clip(out)
+        )),
+    }
+}

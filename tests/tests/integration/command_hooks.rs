@@ -1,0 +1,225 @@
+//! Command hooks (issue 10 item 4): a program per tool-call event, the snapshot on its stdin,
+//! its answer on stdout; small shell scripts that allow, block, modify, substitute, crash and
+//! hang (killed with the processes they started), an audit hook with a minimal environment,
+//! and hooks read from a JSON file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_core::{
+    AgentBuilder, CommandEvent, CommandHook, FnTool, ScriptedModel, ScriptedStep, ToolError,
+    TurnResult,
+};
+use serde_json::{Value, json};
+use tests::Trace;
+
+/// A fresh folder for one test's scripts and files.
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("command-hooks-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes an executable `sh` script.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .unwrap();
+    path.display().to_string()
+}
+
+/// One turn in which the model calls `write_note` with `{"path":"notes.txt"}`; the tool records
+/// the path it got. Returns the result and what the model read.
+async fn turn(hook: CommandHook, trace: &Trace) -> (TurnResult, String) {
+    let t = trace.clone();
+    let write = FnTool::new(
+        "write_note",
+        "Writes a note.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        move |args: Value, _| {
+            t.push(format!("tool ran with {}", args["path"]));
+            async { Ok::<Value, ToolError>(json!("written")) }
+        },
+    );
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "write_note", r#"{"path":"notes.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = AgentBuilder::new("notes")
+        .model(model.clone())
+        .dyn_tool(write)
+        .command_hook(hook)
+        .build()
+        .unwrap();
+    let result = agent.run("write it").await;
+    let read = model.requests()[1]
+        .messages
+        .last()
+        .unwrap()
+        .text()
+        .to_owned();
+    (result, read)
+}
+
+#[tokio::test]
+async fn a_gate_program_allows_blocks_modifies_or_substitutes() {
+    let dir = folder("gate");
+    let cases = [
+        (
+            "allow",
+            "cat > /dev/null",
+            "tool ran with \"notes.txt\"",
+            "written",
+        ),
+        (
+            "block",
+            r#"cat > /dev/null; echo '{"decision":"block","reason":"no writes today"}'"#,
+            "",
+            "no writes today",
+        ),
+        (
+            "modify",
+            r#"cat > /dev/null; echo '{"decision":"modify","input":{"path":"safe.txt"}}'"#,
+            "tool ran with \"safe.txt\"",
+            "written",
+        ),
+        (
+            "substitute",
+            r#"cat > /dev/null; echo '{"decision":"substitute","output":"from cache"}'"#,
+            "",
+            "from cache",
+        ),
+    ];
+    for (name, body, ran, read) in cases {
+        let trace = Trace::new();
+        let program = script(&dir, name, body);
+        let hook = CommandHook::new(name, CommandEvent::BeforeToolCall, [program]);
+        let (result, model_read) = turn(hook, &trace).await;
+        assert!(result.is_completed(), "{name}: {result:?}");
+        let expected: Vec<String> = if ran.is_empty() {
+            vec![]
+        } else {
+            vec![ran.to_owned()]
+        };
+        assert_eq!(trace.take(), expected, "{name}");
+        assert_eq!(model_read, read, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_its_children() {
+    let dir = folder("failing");
+    let trace = Trace::new();
+    let crash = script(&dir, "crash", "echo boom >&2; exit 3");
+    let hook = CommandHook::new("crash", CommandEvent::BeforeToolCall, [crash]);
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed());
+    assert!(trace.take().is_empty(), "the tool did not run");
+    assert_eq!(
+        read,
+        "tool `write_note` did not run: before_tool_call hook `crash` returned an error: command hook `crash` exited with 3: boom"
+    );
+
+    let pid_file = dir.join("child.pid");
+    let hang = script(
+        &dir,
+        "hang",
+        &format!("sleep 300 & echo $! > {}; wait", pid_file.display()),
+    );
+    let hook = CommandHook::new("hang", CommandEvent::BeforeToolCall, [hang])
+        .timeout(Duration::from_millis(300));
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed());
+    assert!(trace.take().is_empty(), "the tool did not run");
+    assert_eq!(
+        read,
+        "tool `write_note` did not run: before_tool_call hook `hang` returned an error: command hook `hang` ran past its 300 ms and was killed"
+    );
+    let child = std::fs::read_to_string(&pid_file).unwrap();
+    // Killed: gone, or a zombie nobody reaped yet (PID 1 of a container may not reap).
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.trim())).unwrap_or_default();
+    let state = stat
+        .rsplit(") ")
+        .next()
+        .and_then(|rest| rest.chars().next());
+    let alive = !matches!(state, None | Some('Z' | 'X'));
+    assert!(!alive, "the program's own child was killed too");
+}
+
+#[tokio::test]
+async fn an_audit_program_sees_the_result_snapshot_in_a_minimal_environment() {
+    let dir = folder("audit");
+    let log = dir.join("audit.log");
+    let audit = script(
+        &dir,
+        "audit",
+        &format!(
+            "cat >> {log}; echo \" home=${{HOME:-none}} extra=$EXTRA\" >> {log}",
+            log = log.display()
+        ),
+    );
+    let hook = CommandHook::new("audit", CommandEvent::AfterToolCall, [audit]).env("EXTRA", "yes");
+    let (result, _) = turn(hook, &Trace::new()).await;
+    assert!(result.is_completed());
+    let line = std::fs::read_to_string(&log).unwrap();
+    let (snapshot, env) = line.split_once(" home=").unwrap();
+    let snapshot: Value = serde_json::from_str(snapshot).unwrap();
+    assert_eq!(snapshot["toolName"], json!("write_note"));
+    assert_eq!(snapshot["input"], json!({"path": "notes.txt"}));
+    assert_eq!(snapshot["success"], json!(true));
+    assert_eq!(snapshot["output"], json!("written"));
+    assert_eq!(
+        env.trim(),
+        "none extra=yes",
+        "no inherited HOME; only what the hook adds"
+    );
+}
+
+#[tokio::test]
+async fn hooks_read_from_a_json_file() {
+    let dir = folder("file");
+    script(
+        &dir,
+        "policy.sh",
+        r#"cat > /dev/null; echo '{"decision":"block","reason":"read-only day"}'"#,
+    );
+    let config = dir.join("hooks.json");
+    std::fs::write(
+        &config,
+        json!({"hooks": [{
+            "name": "policy",
+            "event": "before_tool_call",
+            "command": ["./policy.sh"],
+            "match": "^write_",
+            "timeout_ms": 2000,
+            "on_error": "fail_closed",
+            "cwd": "."
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let hooks = CommandHook::from_json_file(&config).unwrap();
+    assert_eq!(hooks.len(), 1);
+    let trace = Trace::new();
+    let (_, read) = turn(hooks.into_iter().next().unwrap(), &trace).await;
+    assert_eq!(read, "read-only day");
+    assert!(trace.take().is_empty());
+
+    std::fs::write(
+        &config,
+        r#"{"hooks": [{"name": "x", "event": "before_tool_call", "command": ["a"], "on_error": "sometimes"}]}"#,
+    )
+    .unwrap();
+    let error = CommandHook::from_json_file(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.ends_with("hook `x`: `on_error` is `fail_open` or `fail_closed`, not `sometimes`"),
+        "{error}"
+    );
+}
