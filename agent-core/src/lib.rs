@@ -49,6 +49,7 @@ pub use engine::{
     Budget, EXTENSION_SNAPSHOT_VERSION, Extension, ExtensionEvent, Guardrail, GuardrailVerdict,
     HandoffHistory, HistoryFilter, Price, PriceTable, RunContextError, TurnEvent, TurnOverlap,
     TurnRequest, current_agent, default_classifier, is_context_overflow, run_context,
+    tool_progress,
 };
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,

@@ -65,6 +65,9 @@ pub fn describe_chunk(chunk: &Chunk) -> String {
             let status = if *is_error { "error" } else { "ok" };
             format!("tool_result:{id} {name} {status}")
         }
+        Chunk::ToolPreliminary { id, name, content } => {
+            format!("tool_preliminary:{id} {name} {content}")
+        }
         other => format!("{other:?}"),
     }
 }

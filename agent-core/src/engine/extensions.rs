@@ -285,6 +285,12 @@ pub(super) fn chunk_snapshot(chunk: &Chunk) -> Value {
             ("tool-result", None, Some(name.as_str()), Some(id.as_str()))
         }
         Chunk::Discarded { .. } => ("discarded", None, None, None),
+        Chunk::ToolPreliminary { id, name, .. } => (
+            "tool-preliminary",
+            None,
+            Some(name.as_str()),
+            Some(id.as_str()),
+        ),
     };
     fields.insert("type".to_owned(), json!(kind));
     if let Some(text) = text {

@@ -32,6 +32,7 @@ mod model_call;
 mod model_stream;
 pub(crate) mod persist;
 mod plan;
+mod preliminary;
 mod request;
 mod run_context;
 mod run_scope;
@@ -51,6 +52,7 @@ pub use extensions::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SN
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};
+pub use preliminary::tool_progress;
 pub use request::{TurnOverlap, TurnRequest};
 pub use run_context::{RunContextError, run_context};
 pub use run_scope::current_agent;

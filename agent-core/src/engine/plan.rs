@@ -180,4 +180,6 @@ pub(super) struct CallScope<'a> {
     pub(super) inherited: &'a Inherited,
     /// The turn's extensions (`extensions.rs`).
     pub(super) extensions: &'a [Extension],
+    /// Where the calls' preliminary results go (`preliminary.rs`).
+    pub(super) progress: &'a tokio::sync::mpsc::UnboundedSender<crate::hooks::Chunk>,
 }

@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::extensions::{self, ExtensionEvent};
 use super::inherit::{self, Inherited};
 use super::plan::CallScope;
+use super::preliminary::{self, Reporter};
 use super::runtime::ToolSlot;
 use super::subagent;
 use super::tool_results;
@@ -107,11 +108,13 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         tool: slot.tool.clone(),
         model_input: parsed.clone(),
         effective_input: parsed,
+        preliminary: Arc::default(),
     };
     // Hooks inherited from the agents that handed work to this one run first.
     let name = slot.spec().name.as_str();
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
+    let reported = state.preliminary.clone();
     let gated = gate(before, &mut state, call).await;
     // Extensions see the call after the agent's own gates, with the input that runs.
     let subscribed = |event| scope.extensions.iter().any(|e| e.wants(event));
@@ -129,6 +132,11 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
         None => invoke(scope, slot, state, call, has_after).await,
     };
+    // The step forwards the call's preliminary results while it waits: let it deliver the
+    // last ones before the result hooks run.
+    if reported.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+        tokio::task::yield_now().await;
+    }
     let result_snapshot = call_snapshot
         .filter(|_| subscribed(ExtensionEvent::AfterToolCall))
         .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
@@ -219,6 +227,12 @@ async fn invoke(
         return (outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
+    let reporter = Reporter::new(
+        state.call_id.clone(),
+        state.tool_name.clone(),
+        state.preliminary.clone(),
+        scope.progress.clone(),
+    );
     let ctx = ToolContext {
         call_id: state.call_id.clone(),
         tool_name: state.tool_name.clone(),
@@ -250,7 +264,8 @@ async fn invoke(
         .filter(|subagent| subagent.inherit)
         .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
     let run = catch_unwind(Box::pin(async move {
-        inherit::passing(passed, tool.call(args, ctx)).await
+        let call = inherit::passing(passed, tool.call(args, ctx));
+        preliminary::reporting(reporter, call).await
     }));
     let result = match slot.timeout {
         // On expiry the tool's future is dropped, which stops it.

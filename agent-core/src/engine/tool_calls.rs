@@ -4,6 +4,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use tokio::sync::mpsc;
+
 use super::handoff;
 use super::history;
 use super::limits;
@@ -14,7 +16,7 @@ use super::run_scope;
 use super::state::{End, Flow, Turn};
 use super::step::{CallsDone, Reply};
 use super::tool_call::{CallResult, execute};
-use crate::hooks::Chunk;
+use crate::hooks::{Chunk, TurnError};
 use crate::message::ToolCall;
 use crate::store::NewMessage;
 use crate::util::{BoxFuture, join_ordered};
@@ -37,9 +39,10 @@ impl Turn<'_> {
             return Ok(done);
         }
         // Cancelled: the turn's settling answers every call (`settle.rs`).
-        let Some(results) = self.execute_all(plan, step, &reply.tool_calls).await else {
+        let Some((results, failed)) = self.execute_all(plan, step, &reply.tool_calls).await else {
             return Err(End::Aborted);
         };
+        done.failed_hook = failed;
         // By position: ids are not unique (a model may send one id twice in a step).
         let mut dropped = HashSet::new();
         for (position, result) in results.into_iter().enumerate() {
@@ -83,14 +86,17 @@ impl Turn<'_> {
         Ok(done)
     }
 
-    /// Runs the calls concurrently (up to the agent's limit), results in the model's order;
-    /// `None` when the turn was cancelled first.
+    /// Runs the calls concurrently (up to the agent's limit), results in the model's order,
+    /// forwarding their preliminary results to on_chunk and the stream API as they come;
+    /// `None` when the turn was cancelled first. A fail-closed on_chunk hook failing on a
+    /// preliminary result fails the turn after the step.
     async fn execute_all(
         &self,
         plan: &TurnPlan<'_>,
         step: usize,
         calls: &[ToolCall],
-    ) -> Option<Vec<CallResult>> {
+    ) -> Option<(Vec<CallResult>, Option<TurnError>)> {
+        let (progress, mut preliminaries) = mpsc::unbounded_channel();
         // Only tool-call hooks read the history; skip the copy when no called tool has one.
         let hooked = calls.iter().any(|call| {
             plan.tools
@@ -112,6 +118,7 @@ impl Turn<'_> {
             me: &self.me,
             inherited: &self.inherited,
             extensions: &self.extensions,
+            progress: &progress,
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
@@ -134,10 +141,22 @@ impl Turn<'_> {
                 join_ordered(futures, self.current.tool_concurrency),
             ),
         );
-        tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => None,
-            results = joined => Some(results),
+        let mut joined = std::pin::pin!(joined);
+        let stream = StepStream::new(self, step);
+        let mut failed = None;
+        let results = loop {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return None,
+                Some(chunk) = preliminaries.recv() => {
+                    failed = failed.or(stream.chunk(chunk).await.err());
+                }
+                results = &mut joined => break results,
+            }
+        };
+        while let Ok(chunk) = preliminaries.try_recv() {
+            failed = failed.or(stream.chunk(chunk).await.err());
         }
+        Some((results, failed))
     }
 }

@@ -398,4 +398,14 @@ pub enum Chunk {
         /// Whether the call failed.
         is_error: bool,
     },
+    /// A preliminary result a running tool reported (`tool_progress`); the model never
+    /// reads it.
+    ToolPreliminary {
+        /// The call id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What the tool reported.
+        content: serde_json::Value,
+    },
 }

@@ -153,6 +153,8 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub outcome: Arc<ToolOutcome>,
     /// Wall-clock time of the tool's execution (zero when it did not run).
     pub duration: Duration,
+    /// How many preliminary results the tool reported before its final value.
+    pub preliminary: usize,
     /// The conversation as the model saw it in this step.
     pub messages: Arc<Vec<Message>>,
     pub(crate) output_json: Option<Value>,

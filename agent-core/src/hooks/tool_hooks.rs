@@ -30,6 +30,8 @@ pub(crate) struct CallState {
     pub(crate) tool: Arc<dyn DynTool>,
     pub(crate) model_input: Arc<AnyValue>,
     pub(crate) effective_input: Arc<AnyValue>,
+    /// How many preliminary results the tool reported (`tool_progress`).
+    pub(crate) preliminary: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A before_tool_call decision with its input erased.
@@ -163,6 +165,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         dynamic: call.dynamic,
         outcome: outcome.clone(),
         duration,
+        preliminary: call.preliminary.load(std::sync::atomic::Ordering::Relaxed),
         messages: call.messages.clone(),
         output_json,
         _output: PhantomData,

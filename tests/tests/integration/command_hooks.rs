@@ -141,13 +141,25 @@ async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_i
         "tool `write_note` did not run: before_tool_call hook `hang` returned an error: command hook `hang` ran past its 300 ms and was killed"
     );
     let child = std::fs::read_to_string(&pid_file).unwrap();
-    // Killed: gone, or a zombie nobody reaped yet (PID 1 of a container may not reap).
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.trim())).unwrap_or_default();
-    let state = stat
-        .rsplit(") ")
-        .next()
-        .and_then(|rest| rest.chars().next());
-    let alive = !matches!(state, None | Some('Z' | 'X'));
+    // Killed: gone, or a zombie nobody reaped yet (PID 1 of a container may not reap); a
+    // signal may take a moment to land on a loaded machine, and a reused pid is not `sleep`.
+    let sleeping = || {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", child.trim())).unwrap_or_default();
+        let state = stat
+            .rsplit(") ")
+            .next()
+            .and_then(|rest| rest.chars().next());
+        stat.contains("(sleep)") && !matches!(state, None | Some('Z' | 'X'))
+    };
+    let mut alive = sleeping();
+    for _ in 0..100 {
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        alive = sleeping();
+    }
     assert!(!alive, "the program's own child was killed too");
 }
 

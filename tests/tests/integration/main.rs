@@ -36,5 +36,6 @@ mod session_compaction;
 mod store_memory;
 mod store_sqlite;
 mod store_turn_lease;
+mod streaming_tools;
 mod tracing_spans;
 mod two_sided;
