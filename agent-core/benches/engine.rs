@@ -17,9 +17,9 @@ use std::hint::black_box;
 use std::sync::{Arc, OnceLock};
 
 use agent_core::{
-    __private, Agent, AgentBuilder, AnyValue, CancelToken, ChunkContext, DynTool, Hook, Matcher,
-    ScriptedModel, ScriptedStep, Tool, ToolCallDecision, ToolContext, ToolError, ToolInput,
-    TurnResult, TurnStatus, TypedTool, event, schema_for,
+    __private, Agent, AgentBuilder, AnyValue, CancelToken, ChunkContext, DynTool, Extension,
+    ExtensionEvent, Hook, Matcher, ScriptedModel, ScriptedStep, Tool, ToolCallDecision,
+    ToolContext, ToolError, ToolInput, TurnResult, TurnStatus, TypedTool, event, schema_for,
 };
 use divan::counter::ItemsCount;
 use divan::{AllocProfiler, Bencher};
@@ -108,6 +108,32 @@ mod on_chunk {
         bencher
             .counter(ItemsCount::new(CHUNKS))
             .with_inputs(|| chunk_agent(&step, hooks))
+            .bench_local_refs(|agent| run(&rt, agent));
+    }
+
+    /// The empty-chunk turn with an extension subscribed to onChunk for tool calls only: the
+    /// text chunks it ignores build no snapshot (compare the allocations with `dispatch_only`).
+    #[divan::bench(sample_count = 1000)]
+    fn extension_ignoring_text(bencher: Bencher) {
+        let rt = runtime();
+        let step = text_step(CHUNKS, "");
+        let agent = |step: &ScriptedStep| {
+            let calls_only = Extension::new("calls", |_, snapshot| async move {
+                black_box(snapshot);
+                Ok(serde_json::Value::Null)
+            })
+            .subscribe([ExtensionEvent::OnChunk])
+            .chunk_types(["tool-call"]);
+            AgentBuilder::new("bench")
+                .model(ScriptedModel::new([step.clone()]))
+                .extension(calls_only)
+                .build()
+                .expect("agent builds")
+        };
+        check(&rt, &agent(&step), 0, 1);
+        bencher
+            .counter(ItemsCount::new(CHUNKS))
+            .with_inputs(|| agent(&step))
             .bench_local_refs(|agent| run(&rt, agent));
     }
 }

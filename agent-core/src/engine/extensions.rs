@@ -71,6 +71,8 @@ type Handler =
 pub struct Extension {
     name: Arc<str>,
     events: Vec<ExtensionEvent>,
+    /// The onChunk types wanted (`None`: all).
+    chunk_types: Option<Vec<&'static str>>,
     handler: Handler,
     timeout: Duration,
 }
@@ -99,6 +101,7 @@ impl Extension {
         Extension {
             name: Arc::from(name.into()),
             events: Vec::new(),
+            chunk_types: None,
             handler: Arc::new(move |event, snapshot| Box::pin(handler(event, snapshot))),
             timeout: Duration::from_secs(5),
         }
@@ -108,6 +111,24 @@ impl Extension {
     pub fn subscribe(mut self, events: impl IntoIterator<Item = ExtensionEvent>) -> Extension {
         self.events.extend(events);
         self
+    }
+
+    /// Receives onChunk snapshots only for chunks of these types (`text-delta`,
+    /// `reasoning-delta`, `tool-input-delta`, `tool-call`, `tool-result`,
+    /// `tool-preliminary`, `discarded`). A chunk of another type costs nothing: no snapshot is
+    /// built, nothing is allocated.
+    pub fn chunk_types(mut self, types: impl IntoIterator<Item = &'static str>) -> Extension {
+        self.chunk_types = Some(types.into_iter().collect());
+        self
+    }
+
+    /// Whether the extension wants an onChunk snapshot of a chunk of this type.
+    pub(crate) fn wants_chunk(&self, kind: &str) -> bool {
+        self.wants(ExtensionEvent::OnChunk)
+            && self
+                .chunk_types
+                .as_ref()
+                .is_none_or(|types| types.contains(&kind))
     }
 
     /// How long one snapshot's handling may take before it is abandoned and logged (default
@@ -263,10 +284,26 @@ pub(super) fn step_snapshot(record: &StepRecord) -> Value {
     })
 }
 
-/// `onChunk`'s snapshot: the chunk's type and, when it has them, its text and tool.
-pub(super) fn chunk_snapshot(chunk: &Chunk) -> Value {
-    let mut fields = Map::new();
-    let (kind, text, tool, call) = match chunk {
+/// Delivers `chunk`'s snapshot to the extensions that want chunks of its type; builds it (and
+/// allocates) only when one does.
+pub(super) async fn dispatch_chunk(extensions: &[Extension], chunk: &Chunk) {
+    let kind = chunk_parts(chunk).0;
+    if !extensions.iter().any(|e| e.wants_chunk(kind)) {
+        return;
+    }
+    let snapshot = chunk_snapshot(chunk);
+    for extension in extensions {
+        if extension.wants_chunk(kind) {
+            extension
+                .deliver(ExtensionEvent::OnChunk, snapshot.clone())
+                .await;
+        }
+    }
+}
+
+/// A chunk's type, text, tool name and call id, as onChunk names them.
+fn chunk_parts(chunk: &Chunk) -> (&'static str, Option<&str>, Option<&str>, Option<&str>) {
+    match chunk {
         Chunk::TextDelta(text) => ("text-delta", Some(text.as_str()), None, None),
         Chunk::ReasoningDelta(text) => ("reasoning-delta", Some(text.as_str()), None, None),
         Chunk::ToolInputDelta { id, delta } => (
@@ -291,7 +328,13 @@ pub(super) fn chunk_snapshot(chunk: &Chunk) -> Value {
             Some(name.as_str()),
             Some(id.as_str()),
         ),
-    };
+    }
+}
+
+/// `onChunk`'s snapshot: the chunk's type and, when it has them, its text and tool.
+fn chunk_snapshot(chunk: &Chunk) -> Value {
+    let mut fields = Map::new();
+    let (kind, text, tool, call) = chunk_parts(chunk);
     fields.insert("type".to_owned(), json!(kind));
     if let Some(text) = text {
         fields.insert("text".to_owned(), json!(text));

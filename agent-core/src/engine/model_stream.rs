@@ -73,8 +73,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             chunk,
         };
         observe(hooks, &ctx).await?;
-        let snapshot = || extensions::chunk_snapshot(&ctx.chunk);
-        extensions::dispatch(&self.turn.extensions, ExtensionEvent::OnChunk, snapshot).await;
+        extensions::dispatch_chunk(&self.turn.extensions, &ctx.chunk).await;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
         if self.turn.sink.is_some() {

@@ -320,3 +320,38 @@ async fn the_documented_schemas_list_exactly_the_snapshot_fields() {
         }
     }
 }
+
+/// An onChunk subscriber that asks for tool calls only receives those (the text chunks cost it
+/// nothing: no snapshot is built for them).
+#[tokio::test]
+async fn an_on_chunk_subscriber_receives_only_the_chunk_types_it_asked_for() {
+    let seen = Seen::default();
+    let s = seen.clone();
+    let calls_only = Extension::new("calls", move |event, snapshot| {
+        s.lock()
+            .unwrap()
+            .push((event.as_str().to_owned(), snapshot));
+        async { Ok(Value::Null) }
+    })
+    .subscribe([ExtensionEvent::OnChunk])
+    .chunk_types(["tool-call"]);
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Let me look.")
+            .tool_call("c1", "lookup", "{}"),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let result = agent(&Trace::new(), &model)
+        .extension(calls_only)
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    let seen = seen.lock().unwrap();
+    let snapshots: Vec<&Value> = seen.iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        snapshots,
+        [&json!({"type": "tool-call", "toolName": "lookup", "toolCallId": "c1"})]
+    );
+}
