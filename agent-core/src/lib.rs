@@ -46,23 +46,22 @@ pub use agent::{
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
 pub use engine::{
-    Budget, EXTENSION_SNAPSHOT_VERSION, Extension, ExtensionEvent, Guardrail, GuardrailVerdict,
-    HandoffHistory, HistoryFilter, Price, PriceTable, RunContextError, TurnEvent, TurnOverlap,
-    TurnRequest, current_agent, default_classifier, is_context_overflow, run_context,
-    tool_progress,
+    Budget, Guardrail, GuardrailVerdict, HandoffHistory, HistoryFilter, Price, PriceTable,
+    RunContextError, TurnEvent, TurnOverlap, TurnRequest, current_agent, default_classifier,
+    is_context_overflow, run_context, tool_progress,
 };
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,
-    ChunkContext, ClassifyContext, CreateMessageContext, ErrorStage, Event, FailurePolicy,
-    FilterMessagesContext, GuardrailKind, HandoffContext, HandoffDecision, HistoryDecision, Hook,
-    HookError, HookFailure, HookOptions, HookReturn, LlmEndContext, LlmHistoryContext,
-    LlmStartContext, Matcher, MatcherError, MessageCreatedContext, PostProcessContext, RunAgent,
-    RunContext, RunHooks, SessionEndContext, SessionStartContext, StepConfig, StepContext,
-    StepRecord, StopContext, StopDecision, StopReason, StoreToolResultContext,
-    SubagentStartContext, SubagentStopContext, ToolCallContext, ToolCallDecision,
-    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
-    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
-    TurnWideEvent, UpdateMessageContext, event,
+    ChunkContext, ClassifyContext, CreateMessageContext, EXTENSION_SNAPSHOT_VERSION, ErrorStage,
+    Event, Extension, ExtensionEvent, FailurePolicy, FilterMessagesContext, GuardrailKind,
+    HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError, HookFailure, HookOptions,
+    HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
+    MessageCreatedContext, PostProcessContext, RunAgent, RunContext, RunHooks, SessionEndContext,
+    SessionStartContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
+    StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext, ToolCallContext,
+    ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext,
+    ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind,
+    TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 use super::{Agent, CommandHook, Handoff, Subagent};
 use crate::engine::runtime::{AgentRuntime, HandoffSlot, SubagentMark, ToolSlot};
-use crate::engine::{Extension, Guardrail, TurnOverlap};
+use crate::engine::{Guardrail, TurnOverlap};
+use crate::hooks::Extension;
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, TypedBefore};
 use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};

@@ -14,8 +14,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::AgentBuilder;
-use crate::engine::extensions::{call_snapshot, result_snapshot};
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
+use crate::hooks::extension::{call_snapshot, result_snapshot};
 use crate::hooks::{FailurePolicy, Hook, Matcher, ToolCallDecision};
 use crate::util::clip;
 

@@ -21,7 +21,6 @@
 mod classify;
 mod compact;
 mod events;
-pub(crate) mod extensions;
 mod guardrails;
 mod handoff;
 mod history;
@@ -48,7 +47,6 @@ mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};
 pub use events::TurnEvent;
-pub use extensions::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SNAPSHOT_VERSION};
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};

@@ -11,8 +11,8 @@ use crate::message::ToolCall;
 use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
 use crate::util::catch_panic;
 
-use super::extensions::{self, ExtensionEvent};
 use super::state::Turn;
+use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::observe;
 
 /// What one model call streamed.

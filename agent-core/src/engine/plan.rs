@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use super::extensions::Extension;
 use super::inherit::Inherited;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
+use crate::hooks::Extension;
 use crate::hooks::RunAgent;
 use crate::hooks::{StepConfig, TurnConfig};
 use crate::message::Message;
@@ -178,7 +178,7 @@ pub(super) struct CallScope<'a> {
     pub(super) me: &'a RunAgent,
     /// The tool hooks this agent inherited (`inherit.rs`).
     pub(super) inherited: &'a Inherited,
-    /// The turn's extensions (`extensions.rs`).
+    /// The turn's extensions (`hooks/extension.rs`).
     pub(super) extensions: &'a [Extension],
     /// Where the calls' preliminary results go (`preliminary.rs`).
     pub(super) progress: &'a tokio::sync::mpsc::UnboundedSender<crate::hooks::Chunk>,

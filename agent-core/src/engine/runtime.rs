@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::extensions::Extension;
 use super::guardrails::Guardrail;
 pub(crate) use super::handoff::HandoffSlot;
 use super::request::TurnOverlap;
 use super::run_context::RunContextValue;
+use crate::hooks::Extension;
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
 use crate::hooks::{TurnError, TurnErrorKind};
@@ -44,7 +44,7 @@ pub(crate) struct AgentRuntime {
     pub(crate) store: Arc<dyn SessionStore>,
     /// The type of run context the agent's turns need, with its name.
     pub(crate) context_type: Option<(TypeId, &'static str)>,
-    /// Subscribers to JSON snapshots of the agent's turns (`extensions.rs`).
+    /// Subscribers to JSON snapshots of the agent's turns (`hooks/extension.rs`).
     pub(crate) extensions: Vec<Extension>,
     /// Checks on each turn's input, before the first model call.
     pub(crate) input_guardrails: Vec<Guardrail>,

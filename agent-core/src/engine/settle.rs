@@ -4,19 +4,10 @@
 //! call answered with an error result. The stored session is whole the moment the turn ends.
 
 use super::persist::{Strictness, WriteError};
-use super::state::{End, Turn, store_error};
+use super::state::{End, OpenRows, Turn, store_error};
 use crate::hooks::ErrorStage;
 use crate::message::{Message, ToolCall};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
-
-/// What the running step has written but not finished.
-#[derive(Default)]
-pub(super) struct OpenRows {
-    /// The reply's row while it is pending, with what the reply holds so far.
-    pending: Option<(i64, Message)>,
-    /// Calls of the stored reply without a stored result, with their positions in it.
-    calls: Vec<(usize, ToolCall)>,
-}
 
 impl OpenRows {
     /// The reply's row was inserted pending.

@@ -6,19 +6,18 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
-use super::extensions::Extension;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
 use super::persist::{WriteError, Writer};
 use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
-use super::settle::OpenRows;
 use crate::cancel::CancelToken;
+use crate::hooks::Extension;
 use crate::hooks::{
     ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, TurnError,
     TurnErrorKind,
 };
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
 use crate::store::{MessageUpdate, NewMessage, StoreError};
@@ -46,7 +45,7 @@ pub(super) struct Turn<'a> {
     pub(super) inherited: Arc<Inherited>,
     /// The agent working and where it sits in the run (`run_scope.rs`).
     pub(super) me: RunAgent,
-    /// The agent's and the session's extensions (`extensions.rs`), known once the session is
+    /// The agent's and the session's extensions (`hooks/extension.rs`), known once the session is
     /// open.
     pub(super) extensions: Arc<[Extension]>,
     /// The run's limits, when it has any (`limits.rs`).
@@ -191,4 +190,13 @@ pub(super) fn store_error(error: StoreError) -> TurnError {
         TurnErrorKind::Store,
         format!("history store failed: {error}"),
     )
+}
+
+/// What the running step has written but not finished.
+#[derive(Default)]
+pub(super) struct OpenRows {
+    /// The reply's row while it is pending, with what the reply holds so far.
+    pub(super) pending: Option<(i64, Message)>,
+    /// Calls of the stored reply without a stored result, with their positions in it.
+    pub(super) calls: Vec<(usize, ToolCall)>,
 }

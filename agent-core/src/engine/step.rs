@@ -5,13 +5,13 @@ use std::sync::{Arc, PoisonError};
 
 use tracing::Instrument;
 
-use super::extensions::{self, ExtensionEvent};
 use super::guardrails;
 use super::history;
 use super::model_call::Answer;
 use super::model_stream::StepStream;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
+use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
     StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::extensions::{self, ExtensionEvent};
 use super::inherit::{self, Inherited};
 use super::plan::CallScope;
 use super::preliminary::{self, Reporter};
 use super::runtime::ToolSlot;
 use super::subagent;
 use super::tool_results;
+use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;

@@ -10,7 +10,6 @@ use tracing::Instrument;
 
 use super::classify;
 use super::events::TurnEvent;
-use super::extensions::{self, ExtensionEvent};
 use super::guardrails;
 use super::history;
 use super::inherit::Inherited;
@@ -22,6 +21,7 @@ use super::run_context::{self, RunContextValue};
 use super::run_scope::{self, RunScope};
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
+use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind, RunAgent,
     RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult,

@@ -2,6 +2,7 @@
 //! receive and decide, and the one runner that applies the failure policy.
 
 mod context;
+pub(crate) mod extension;
 mod handoff;
 mod matcher;
 mod messages;
@@ -22,6 +23,7 @@ use crate::util::BoxFuture;
 
 pub use context::*;
 pub(crate) use event::TurnHooks;
+pub use extension::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SNAPSHOT_VERSION};
 pub use handoff::*;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;

@@ -153,7 +153,7 @@ pub struct SessionConfig {
     pub(crate) keep_recent: usize,
     pub(crate) reactive: bool,
     pub(crate) run_hooks: Vec<Arc<dyn RunHooks>>,
-    pub(crate) extensions: Vec<crate::engine::Extension>,
+    pub(crate) extensions: Vec<crate::hooks::Extension>,
 }
 
 impl Default for SessionConfig {
@@ -286,7 +286,7 @@ impl SessionConfig {
 
     /// Adds a subscriber to JSON snapshots of every turn of the session (see
     /// [`Extension`](crate::Extension)), after the agent's own extensions.
-    pub fn extension(mut self, extension: crate::engine::Extension) -> Self {
+    pub fn extension(mut self, extension: crate::hooks::Extension) -> Self {
         self.extensions.push(extension);
         self
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::hooks::{Chunk, StepRecord, ToolOutcome, TurnConfig, TurnContext};
+use super::{Chunk, StepRecord, ToolOutcome, TurnConfig, TurnContext};
 use crate::util::{BoxFuture, catch_panic, catch_unwind};
 
 /// The version of the snapshot contract: it changes when a field changes meaning or goes
@@ -166,7 +166,7 @@ impl Extension {
 
 /// Delivers `snapshot` (built only when someone subscribed) to each extension subscribed to
 /// `event`, in order; their answers.
-pub(super) async fn dispatch(
+pub(crate) async fn dispatch(
     extensions: &[Extension],
     event: ExtensionEvent,
     snapshot: impl FnOnce() -> Value,
@@ -187,7 +187,7 @@ pub(super) async fn dispatch(
 }
 
 /// `beforeTurn`'s snapshot.
-pub(super) fn turn_snapshot(ctx: &TurnContext) -> Value {
+pub(crate) fn turn_snapshot(ctx: &TurnContext) -> Value {
     let tools: Vec<&str> = ctx.tools.iter().map(|t| t.name.as_str()).collect();
     json!({
         "system": ctx.system,
@@ -201,7 +201,7 @@ pub(super) fn turn_snapshot(ctx: &TurnContext) -> Value {
 
 /// Merges the scalar `TurnConfig` fields of a `beforeTurn` answer into `config` (an answer
 /// that is not an object, and fields of the wrong type, are ignored with a log line).
-pub(super) fn merge_turn_answer(config: &mut TurnConfig, answer: &Value) {
+pub(crate) fn merge_turn_answer(config: &mut TurnConfig, answer: &Value) {
     let Some(fields) = answer.as_object() else {
         return;
     };
@@ -268,7 +268,7 @@ pub(crate) fn result_snapshot(mut call: Value, duration: Duration, outcome: &Too
 }
 
 /// `onStepFinish`'s snapshot.
-pub(super) fn step_snapshot(record: &StepRecord) -> Value {
+pub(crate) fn step_snapshot(record: &StepRecord) -> Value {
     json!({
         "stepNumber": record.step,
         "finishReason": record.finish_reason.as_str(),
@@ -286,7 +286,7 @@ pub(super) fn step_snapshot(record: &StepRecord) -> Value {
 
 /// Delivers `chunk`'s snapshot to the extensions that want chunks of its type; builds it (and
 /// allocates) only when one does.
-pub(super) async fn dispatch_chunk(extensions: &[Extension], chunk: &Chunk) {
+pub(crate) async fn dispatch_chunk(extensions: &[Extension], chunk: &Chunk) {
     let kind = chunk_parts(chunk).0;
     if !extensions.iter().any(|e| e.wants_chunk(kind)) {
         return;
