@@ -25,7 +25,14 @@ fn run(name: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|error| panic!("cannot run example {name}: {error}"))
 }
 
-const EXAMPLES: &[&str] = &["quickstart", "file_guard", "chat", "chat_cli", "triage"];
+const EXAMPLES: &[&str] = &[
+    "quickstart",
+    "file_guard",
+    "chat",
+    "chat_cli",
+    "triage",
+    "mcp_files",
+];
 
 #[test]
 fn every_example_answers_help_with_its_usage() {
