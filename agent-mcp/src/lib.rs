@@ -1,8 +1,8 @@
 //! Tools from MCP servers for `agent-core` agents, through the `rmcp` crate.
 //!
-//! [`McpServer::stdio`] starts a server program and lists its tools; [`McpServer::tools`]
-//! gives each as an `agent_core::FnTool`, added to an agent with `AgentBuilder::dyn_tool`
-//! beside its Rust tools. MCP tools are dynamic: the agent's hooks with `dynamic` matchers see
+//! [`McpServer::stdio`] starts a server program and lists its tools; [`McpServer::add_tools`]
+//! adds them to an agent beside its Rust tools ([`McpServer::tools`] gives each as an
+//! `agent_core::FnTool`). MCP tools are dynamic: the agent's hooks with `dynamic` matchers see
 //! their JSON input, typed hooks never match them. A call goes to the server; a server error,
 //! a timeout or a dead server is an error result the model reads, never a crashed turn. The
 //! server process lives as long as the server handle or any of its tools, and is killed with
@@ -15,7 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{FnTool, ToolError};
+use agent_core::{AgentBuilder, FnTool, ToolError};
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
@@ -132,6 +132,13 @@ impl McpServer {
                 })
             })
             .collect()
+    }
+
+    /// Adds every tool of the server to `builder`.
+    pub fn add_tools(&self, builder: AgentBuilder) -> AgentBuilder {
+        self.tools()
+            .into_iter()
+            .fold(builder, |builder, tool| builder.dyn_tool(tool))
     }
 
     /// Calls `tool` with `args`: its text content joined by lines, or why there is none.

@@ -92,11 +92,8 @@ async fn the_filesystem_servers_tools_run_under_a_dynamic_sandbox_hook() {
             ToolCallDecision::block(format!("`{path}` is outside the workspace"))
         }
     });
-    let builder = server.tools().into_iter().fold(
-        AgentBuilder::new("files").model(model.clone()),
-        |b, tool| b.dyn_tool(tool),
-    );
-    let agent = builder
+    let agent = server
+        .add_tools(AgentBuilder::new("files").model(model.clone()))
         .before_tool_call(Matcher::regex("_file$").dynamic(), sandbox)
         .build()
         .unwrap();
@@ -139,11 +136,7 @@ async fn a_server_error_is_an_error_result_the_model_reads() {
         ScriptedStep::new().text("It is not there."),
     ]);
     let agent = server
-        .tools()
-        .into_iter()
-        .fold(AgentBuilder::new("files").model(model), |b, tool| {
-            b.dyn_tool(tool)
-        })
+        .add_tools(AgentBuilder::new("files").model(model))
         .build()
         .unwrap();
     let result = agent.run("read it").await;
@@ -178,11 +171,7 @@ async fn a_dead_server_is_an_error_result_and_a_dropped_server_leaves_no_process
         ScriptedStep::new().text("The server is gone."),
     ]);
     let agent = server
-        .tools()
-        .into_iter()
-        .fold(AgentBuilder::new("files").model(model), |b, tool| {
-            b.dyn_tool(tool)
-        })
+        .add_tools(AgentBuilder::new("files").model(model))
         .build()
         .unwrap();
     Command::new("kill")

@@ -102,11 +102,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     let agent = files
-        .tools()
-        .into_iter()
-        .fold(AgentBuilder::new("files").model(model), |b, tool| {
-            b.dyn_tool(tool)
-        })
+        .add_tools(AgentBuilder::new("files").model(model))
         .dyn_tool(count_words)
         .before_tool_call(Matcher::regex("_file$").dynamic(), sandbox)
         .command_hook(CommandHook::new(
