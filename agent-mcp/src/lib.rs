@@ -12,12 +12,14 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_core::{AgentBuilder, FnTool, ToolError};
+use agent_core::{AgentBuilder, DynTool, FnTool, Hook, ToolError, TurnConfig, TurnContext, event};
+use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 
@@ -42,17 +44,34 @@ pub struct McpServer {
 struct Connection {
     name: String,
     pid: Option<u32>,
-    service: RunningService<RoleClient, ()>,
-    tools: Vec<rmcp::model::Tool>,
+    service: RunningService<RoleClient, Listener>,
+    /// The tools as last listed.
+    tools: Mutex<Vec<rmcp::model::Tool>>,
+    /// Set when the server says its tool list changed (`notifications/tools/list_changed`).
+    stale: Arc<AtomicBool>,
     timeout: Duration,
+}
+
+/// Hears the server's notifications: a changed tool list marks the list stale.
+struct Listener {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    fn on_tool_list_changed(
+        &self,
+        _: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.stale.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
 }
 
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let tools: Vec<&str> = self.inner.tools.iter().map(|t| &*t.name).collect();
         f.debug_struct("McpServer")
             .field("name", &self.inner.name)
-            .field("tools", &tools)
+            .field("tools", &self.tool_names())
             .finish()
     }
 }
@@ -72,7 +91,11 @@ impl McpServer {
         };
         let transport = TokioChildProcess::new(command).map_err(|e| fail("could not start", &e))?;
         let pid = transport.id();
-        let service = tokio::time::timeout(timeout, ().serve(transport))
+        let stale = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            stale: stale.clone(),
+        };
+        let service = tokio::time::timeout(timeout, listener.serve(transport))
             .await
             .map_err(|_| {
                 fail(
@@ -95,7 +118,8 @@ impl McpServer {
                 name,
                 pid,
                 service,
-                tools,
+                tools: Mutex::new(tools),
+                stale,
                 timeout,
             }),
         })
@@ -106,16 +130,53 @@ impl McpServer {
         self.inner.pid
     }
 
-    /// The names of the tools the server listed.
-    pub fn tool_names(&self) -> Vec<&str> {
-        self.inner.tools.iter().map(|tool| &*tool.name).collect()
+    /// The names of the tools the server listed (last).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.listed()
+            .iter()
+            .map(|tool| tool.name.to_string())
+            .collect()
     }
 
-    /// The server's tools, each routing its calls to the server, with the schema and
-    /// description the server gave.
-    pub fn tools(&self) -> Vec<FnTool> {
+    fn listed(&self) -> std::sync::MutexGuard<'_, Vec<rmcp::model::Tool>> {
         self.inner
             .tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the server said its tools changed since they were last listed.
+    pub fn tools_changed(&self) -> bool {
+        self.inner.stale.load(Ordering::SeqCst)
+    }
+
+    /// Lists the server's tools again if it said they changed; whether it did.
+    pub async fn refresh(&self) -> Result<bool, McpError> {
+        if !self.inner.stale.swap(false, Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let listed = tokio::time::timeout(self.inner.timeout, self.inner.service.list_all_tools())
+            .await
+            .map_err(|_| {
+                McpError(format!(
+                    "MCP server `{}` did not list its tools in time",
+                    self.inner.name
+                ))
+            })?
+            .map_err(|e| {
+                McpError(format!(
+                    "MCP server `{}` did not list its tools: {e}",
+                    self.inner.name
+                ))
+            })?;
+        *self.listed() = listed;
+        Ok(true)
+    }
+
+    /// The server's tools as last listed, each routing its calls to the server, with the
+    /// schema and description the server gave.
+    pub fn tools(&self) -> Vec<FnTool> {
+        self.listed()
             .iter()
             .map(|tool| {
                 let server = self.clone();
@@ -134,11 +195,28 @@ impl McpServer {
             .collect()
     }
 
-    /// Adds every tool of the server to `builder`.
+    /// Offers the server's tools to every turn of the agent `builder` makes: a before_turn
+    /// hook lists them again when the server said they changed
+    /// (`notifications/tools/list_changed`), so each turn sees the server's current tools. A
+    /// failed refresh keeps the last list (logged).
     pub fn add_tools(&self, builder: AgentBuilder) -> AgentBuilder {
-        self.tools()
-            .into_iter()
-            .fold(builder, |builder, tool| builder.dyn_tool(tool))
+        let name = format!("mcp:{}", self.inner.name);
+        builder.hook(Hook::<event::BeforeTurn>::new_async_with(
+            name,
+            self.clone(),
+            async |server: &McpServer, _: &TurnContext| {
+                if let Err(error) = server.refresh().await {
+                    tracing::warn!("{error}; the turn keeps the last list");
+                }
+                let mut config = TurnConfig::new();
+                config.tools = server
+                    .tools()
+                    .into_iter()
+                    .map(|tool| Arc::new(tool) as Arc<dyn DynTool>)
+                    .collect();
+                config
+            },
+        ))
     }
 
     /// Calls `tool` with `args`: its text content joined by lines, or why there is none.

@@ -69,8 +69,8 @@ async fn the_filesystem_servers_tools_run_under_a_dynamic_sandbox_hook() {
     std::fs::write(allowed.join("notes.txt"), "hello from disk").unwrap();
     let server = start(&allowed).await;
     let names = server.tool_names();
-    assert!(names.contains(&"read_text_file"), "{names:?}");
-    assert!(names.contains(&"write_file"), "{names:?}");
+    assert!(names.iter().any(|n| n == "read_text_file"), "{names:?}");
+    assert!(names.iter().any(|n| n == "write_file"), "{names:?}");
 
     let inside = allowed.join("notes.txt").display().to_string();
     let model = ScriptedModel::new([
