@@ -20,7 +20,7 @@ use agent_core::{AgentBuilder, DynTool, FnTool, Hook, ToolError, TurnConfig, Tur
 use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 /// Why a server could not be started or listed.
@@ -86,11 +86,36 @@ impl McpServer {
         timeout: Duration,
     ) -> Result<McpServer, McpError> {
         let name = name.into();
+        let transport = TokioChildProcess::new(command)
+            .map_err(|e| McpError(format!("MCP server `{name}`: could not start: {e}")))?;
+        let pid = transport.id();
+        McpServer::connect(name, pid, transport, timeout).await
+    }
+
+    /// Connects to an MCP server over streamable HTTP at `url` (`http://host:port/mcp`),
+    /// initializes the session and lists its tools (see [`stdio`](Self::stdio)).
+    pub async fn http(
+        name: impl Into<String>,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<McpServer, McpError> {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        McpServer::connect(name.into(), None, transport, timeout).await
+    }
+
+    async fn connect<T, E, A>(
+        name: String,
+        pid: Option<u32>,
+        transport: T,
+        timeout: Duration,
+    ) -> Result<McpServer, McpError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let fail = |what: &str, error: &dyn fmt::Display| {
             McpError(format!("MCP server `{name}`: {what}: {error}"))
         };
-        let transport = TokioChildProcess::new(command).map_err(|e| fail("could not start", &e))?;
-        let pid = transport.id();
         let stale = Arc::new(AtomicBool::new(false));
         let listener = Listener {
             stale: stale.clone(),
@@ -125,7 +150,7 @@ impl McpServer {
         })
     }
 
-    /// The server process's id.
+    /// The server process's id (a stdio server's).
     pub fn process_id(&self) -> Option<u32> {
         self.inner.pid
     }

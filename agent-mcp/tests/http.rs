@@ -1,0 +1,119 @@
+//! MCP over streamable HTTP, against AIMock's MCP mock (npm `@copilotkit/aimock`, pinned, the
+//! same install the provider conformance tests use): the server's tool offered and called.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
+use agent_mcp::McpServer;
+
+const VERSION: &str = "1.43.0";
+
+/// A running AIMock; killed when dropped.
+struct Aimock {
+    url: String,
+    child: Child,
+}
+
+impl Drop for Aimock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cli() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aimock-{VERSION}"));
+    let cli = dir.join("node_modules/@copilotkit/aimock/dist/aimock-cli.js");
+    if !cli.exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .arg(format!("@copilotkit/aimock@{VERSION}"))
+            .stdout(Stdio::null())
+            .status()
+            .expect("npm runs (the MCP tests need Node.js >= 20.15 and npm; see the README)");
+        assert!(status.success(), "npm install of AIMock failed");
+    }
+    cli
+}
+
+fn start(config: &str) -> Aimock {
+    let path = std::env::temp_dir().join(format!("aimock-mcp-{}.json", std::process::id()));
+    std::fs::write(&path, config).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let child = Command::new("node")
+        .arg(cli())
+        .arg("--config")
+        .arg(&path)
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start AIMock with node");
+    let server = Aimock {
+        url: format!("http://127.0.0.1:{port}"),
+        child,
+    };
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "AIMock did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+#[tokio::test]
+async fn a_streamable_http_servers_tool_is_offered_and_called() {
+    let aimock = start(
+        r#"{"mcp": {"path": "/mcp", "tools": [{
+            "name": "lookup_order",
+            "description": "Looks up an order.",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+            "result": "order 42: shipped"
+        }]}}"#,
+    );
+    let server = McpServer::http(
+        "orders",
+        &format!("{}/mcp", aimock.url),
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the HTTP server connects");
+    assert_eq!(server.tool_names(), ["lookup_order"]);
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("o1", "lookup_order", r#"{"id":"42"}"#),
+        ScriptedStep::new().text("Your order has shipped."),
+    ]);
+    let result = server
+        .add_tools(AgentBuilder::new("orders").model(model.clone()))
+        .build()
+        .unwrap()
+        .run("where is order 42?")
+        .await;
+    assert!(result.is_completed(), "{result:?}");
+    let record = &result.steps[0].tool_results[0];
+    assert_eq!(
+        (record.content.as_str(), record.is_error),
+        ("order 42: shipped", false)
+    );
+    assert_eq!(
+        model.requests()[0].tools[0].description,
+        "Looks up an order."
+    );
+}
