@@ -157,7 +157,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a program run on a tool-call event (see [`CommandHook`]).
+    /// Adds a program run on an event (see [`CommandHook`]).
     pub fn command_hook(self, hook: CommandHook) -> Self {
         hook.register(self)
     }

@@ -1,6 +1,6 @@
-//! Command hooks: a program run per tool call, as Claude Code's hooks are ([`CommandHook`]).
-//! The call's snapshot (the extension snapshot of the event) goes to its stdin; for
-//! before_tool_call its stdout may hold a decision. Built on the public hook API: a command
+//! Command hooks: a program run per event, as Claude Code's hooks are ([`CommandHook`]). The
+//! event's snapshot (its extension snapshot) goes to its stdin; for before_tool_call its
+//! stdout may hold a decision, for before_turn `TurnConfig` scalars. Built on the public hook API: a command
 //! hook is an untyped before/after_tool_call hook whose body runs the program.
 
 use std::fmt;
@@ -14,15 +14,24 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::AgentBuilder;
-use crate::hooks::event::{AfterToolCall, BeforeToolCall};
-use crate::hooks::extension::{call_snapshot, result_snapshot};
-use crate::hooks::{FailurePolicy, Hook, Matcher, ToolCallDecision};
+use crate::hooks::event::{AfterToolCall, BeforeToolCall, BeforeTurn, OnStepFinish};
+use crate::hooks::extension::{
+    call_snapshot, merge_turn_answer, result_snapshot, step_snapshot, turn_snapshot,
+};
+use crate::hooks::{Event, FailurePolicy, Hook, Matcher, ToolCallDecision, TurnConfig};
 use crate::util::clip;
 
 /// The event a command hook runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CommandEvent {
+    /// Before the first step: the program reads the `beforeTurn` snapshot and may print an
+    /// object of `TurnConfig` scalars to merge (as an extension's answer: `system`,
+    /// `maxSteps`, `temperature`, ...); fails the turn by default when it fails.
+    BeforeTurn,
+    /// After each step: the program reads the `onStepFinish` snapshot (fails open).
+    OnStepFinish,
     /// Before a tool runs: the program may allow, modify, block or substitute the call
     /// (fails closed by default: a failing program means the tool does not run).
     BeforeToolCall,
@@ -30,7 +39,8 @@ pub enum CommandEvent {
     AfterToolCall,
 }
 
-/// A program run on a tool-call event, configured in code or from a JSON file
+/// A program run on an event (a tool call's, before a turn, after a step), configured in code
+/// or from a JSON file
 /// ([`CommandHook::from_json_file`]), so an operator can add an audit or a policy hook without
 /// recompiling.
 ///
@@ -111,7 +121,7 @@ impl CommandHook {
     }
 
     /// Runs only on the tools `matcher` selects (always dynamic: it may select tools added at
-    /// run time, such as MCP tools).
+    /// run time, such as MCP tools). Tool-call events only.
     pub fn matcher(mut self, matcher: Matcher) -> CommandHook {
         self.matcher = matcher.dynamic();
         self
@@ -199,7 +209,36 @@ impl CommandHook {
             env: self.env,
             timeout: self.timeout,
         });
+        let policy = self.policy;
         match self.event {
+            CommandEvent::BeforeTurn => builder.hook(with_policy(
+                Hook::<BeforeTurn>::new_async_with(
+                    self.name,
+                    run,
+                    async |run: &Arc<Runner>, ctx: &crate::hooks::TurnContext| {
+                        let out = run.run(turn_snapshot(ctx)).await?;
+                        let mut config = TurnConfig::new();
+                        if !out.trim().is_empty() {
+                            let answer: Value = serde_json::from_str(&out).map_err(|e| {
+                                format!("its answer is not JSON ({e}): {}", clip(&out))
+                            })?;
+                            merge_turn_answer(&mut config, &answer);
+                        }
+                        Ok::<_, String>(config)
+                    },
+                ),
+                policy,
+            )),
+            CommandEvent::OnStepFinish => builder.hook(with_policy(
+                Hook::<OnStepFinish>::new_async_with(
+                    self.name,
+                    run,
+                    async |run: &Arc<Runner>, record: &crate::hooks::StepRecord| {
+                        run.run(step_snapshot(record)).await.map(|_| ())
+                    },
+                ),
+                policy,
+            )),
             CommandEvent::BeforeToolCall => {
                 let hook = Hook::<BeforeToolCall<Value>>::new_async_with(
                     self.name,
@@ -215,11 +254,7 @@ impl CommandHook {
                         decision(&run.run(snapshot).await?)
                     },
                 );
-                let hook = match self.policy {
-                    Some(policy) => hook.on_error(policy),
-                    None => hook,
-                };
-                builder.before_tool_call(matcher, hook)
+                builder.before_tool_call(matcher, with_policy(hook, policy))
             }
             CommandEvent::AfterToolCall => {
                 let hook = Hook::<AfterToolCall<Value>>::new_async_with(
@@ -237,13 +272,17 @@ impl CommandHook {
                         run.run(snapshot).await.map(|_| ())
                     },
                 );
-                let hook = match self.policy {
-                    Some(policy) => hook.on_error(policy),
-                    None => hook,
-                };
-                builder.after_tool_call(matcher, hook)
+                builder.after_tool_call(matcher, with_policy(hook, policy))
             }
         }
+    }
+}
+
+/// `hook` with the command hook's policy, when it has one.
+fn with_policy<E: Event>(hook: Hook<E>, policy: Option<FailurePolicy>) -> Hook<E> {
+    match policy {
+        Some(policy) => hook.on_error(policy),
+        None => hook,
     }
 }
 

@@ -235,3 +235,77 @@ async fn hooks_read_from_a_json_file() {
         "{error}"
     );
 }
+
+/// Programs on the turn's events: before_turn may set the system prompt, on_step_finish
+/// audits each step; a failing before_turn program fails the turn (that event's default).
+#[tokio::test]
+async fn programs_on_before_turn_and_on_step_finish() {
+    let dir = folder("turn");
+    let log = dir.join("steps.log");
+    let system = script(
+        &dir,
+        "system",
+        r#"cat > /dev/null; echo '{"system": "Answer in French."}'"#,
+    );
+    let steps = script(
+        &dir,
+        "steps",
+        &format!("cat >> {log}; echo >> {log}", log = log.display()),
+    );
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "write_note", r#"{"path":"a"}"#),
+        ScriptedStep::new().text("Fait."),
+    ]);
+    let write = FnTool::new(
+        "write_note",
+        "Writes a note.",
+        json!({"type": "object"}),
+        |_, _| async { Ok::<Value, ToolError>(json!("written")) },
+    );
+    let result = AgentBuilder::new("turn")
+        .model(model.clone())
+        .dyn_tool(write)
+        .command_hook(CommandHook::new(
+            "system",
+            CommandEvent::BeforeTurn,
+            [system],
+        ))
+        .command_hook(CommandHook::new(
+            "steps",
+            CommandEvent::OnStepFinish,
+            [steps],
+        ))
+        .build()
+        .unwrap()
+        .run("write it")
+        .await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(
+        model.requests()[0].system.as_deref(),
+        Some("Answer in French.")
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let numbers: Vec<&Value> = lines.iter().map(|l| &l["stepNumber"]).collect();
+    assert_eq!(numbers, [&json!(0), &json!(1)]);
+
+    let failing = script(&dir, "failing", "echo 'no config service' >&2; exit 1");
+    let result = AgentBuilder::new("turn")
+        .model(ScriptedModel::new([ScriptedStep::new().text("never")]))
+        .command_hook(CommandHook::new(
+            "config",
+            CommandEvent::BeforeTurn,
+            [failing],
+        ))
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(
+        result.error.unwrap().message,
+        "before_turn hook `config` returned an error: command hook `config` exited with 1: no config service"
+    );
+}
