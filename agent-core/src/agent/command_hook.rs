@@ -151,6 +151,21 @@ impl CommandHook {
         self
     }
 
+    /// Reads command hooks from a JSON file (see [`from_json_file`](Self::from_json_file)) or a
+    /// TOML file (by its `.toml` extension: `[[hooks]]` tables with the same keys).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Vec<CommandHook>, CommandHookError> {
+        let path = path.as_ref();
+        if path.extension().is_some_and(|ext| ext == "toml") {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CommandHookError(format!("{}: {e}", path.display())))?;
+            let file: ConfigFile = toml::from_str(&text)
+                .map_err(|e| CommandHookError(format!("{}: {e}", path.display())))?;
+            CommandHook::from_config(path, file)
+        } else {
+            CommandHook::from_json_file(path)
+        }
+    }
+
     /// Reads command hooks from a JSON file:
     /// `{"hooks": [{"name": "audit", "event": "after_tool_call", "command": ["./audit.sh"],
     /// "match": "^write_", "timeout_ms": 2000, "on_error": "fail_closed", "cwd": "hooks",
@@ -161,6 +176,12 @@ impl CommandHook {
         let fail = |what: String| CommandHookError(format!("{}: {what}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let file: ConfigFile = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+        CommandHook::from_config(path, file)
+    }
+
+    /// The hooks a config file (at `path`) lists.
+    fn from_config(path: &Path, file: ConfigFile) -> Result<Vec<CommandHook>, CommandHookError> {
+        let fail = |what: String| CommandHookError(format!("{}: {what}", path.display()));
         let folder = path.parent().unwrap_or(Path::new("."));
         file.hooks
             .into_iter()

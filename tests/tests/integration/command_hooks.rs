@@ -309,3 +309,33 @@ async fn programs_on_before_turn_and_on_step_finish() {
         "before_turn hook `config` returned an error: command hook `config` exited with 1: no config service"
     );
 }
+
+#[tokio::test]
+async fn hooks_read_from_a_toml_file() {
+    let dir = folder("toml");
+    script(
+        &dir,
+        "policy.sh",
+        r#"cat > /dev/null; echo '{"decision":"block","reason":"from toml"}'"#,
+    );
+    let config = dir.join("hooks.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[hooks]]
+name = "policy"
+event = "before_tool_call"
+command = ["./policy.sh"]
+match = "^write_"
+timeout_ms = 2000
+cwd = "."
+env = [["MODE", "strict"]]
+"#,
+    )
+    .unwrap();
+    let hooks = CommandHook::from_file(&config).unwrap();
+    let trace = Trace::new();
+    let (_, read) = turn(hooks.into_iter().next().unwrap(), &trace).await;
+    assert_eq!(read, "from toml");
+    assert!(trace.take().is_empty(), "the tool did not run");
+}
