@@ -9,6 +9,7 @@
 //! the last of them (no orphans).
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::borrow::Cow;
 use std::fmt;
