@@ -94,6 +94,16 @@ pub mod __private {
     // The compile-time checks and glue `#[tool]` and `#[agent]` generate; not for users.
     pub use crate::tool::{AcceptsTool, OutputIs, args_from, args_into};
 
+    /// What `builder()` on an agent with handoffs or subagents requires, and nothing has:
+    /// `#[agent]` gives such an agent `builder_with(targets)` instead, and this trait's
+    /// message says so where `builder()` is called.
+    #[diagnostic::on_unimplemented(
+        message = "this agent declares handoffs or subagents: build it with `builder_with`, which takes each of them",
+        label = "`builder()` would leave out the agent's handoffs and subagents",
+        note = "`#[agent(handoffs(billing))] impl Triage` generates `Triage::builder_with(triage_targets::Targets {{ billing: Handoff::to(&billing) }})` (and `shared_builder_with` for an `Arc`)"
+    )]
+    pub trait BuildWithTargets {}
+
     /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
     pub const fn str_eq(a: &str, b: &str) -> bool {
         let (a, b) = (a.as_bytes(), b.as_bytes());

@@ -316,6 +316,56 @@ pub(crate) fn unshadow(ty: &syn::Type, generated: &[syn::Ident]) -> syn::Type {
     ty
 }
 
+/// What a parameter's type is to an agent that declares `context = T`.
+pub(crate) enum ContextParam<'a> {
+    /// `&T`: the run context, passed from `agent_core::run_context::<T>()`.
+    Context,
+    /// `&Other` with `Other` a type path: meant as the context, of the wrong type.
+    WrongType(&'a syn::Type),
+    /// Anything else.
+    No,
+}
+
+/// Whether `ty` is a shared reference to the agent's declared context type. Recognised by
+/// the type path's last segment and its generic arguments (`&User`, `&crate::User` and
+/// `&app::User` all match `context = User`); an alias is not recognised. `&str` and `&[T]` are
+/// never taken for a context.
+pub(crate) fn context_param<'a>(
+    ty: &'a syn::Type,
+    declared: Option<&syn::Type>,
+) -> ContextParam<'a> {
+    let (Some(declared), syn::Type::Reference(reference)) = (declared, ty) else {
+        return ContextParam::No;
+    };
+    let syn::Type::Path(written) = &*reference.elem else {
+        return ContextParam::No;
+    };
+    if reference.mutability.is_some() || written.qself.is_some() || written.path.is_ident("str") {
+        return ContextParam::No;
+    }
+    let last = |ty: &syn::Type| match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| {
+            let arguments = &s.arguments;
+            (s.ident.to_string(), quote!(#arguments).to_string())
+        }),
+        _ => None,
+    };
+    if last(&reference.elem).is_some() && last(&reference.elem) == last(declared) {
+        ContextParam::Context
+    } else {
+        ContextParam::WrongType(&reference.elem)
+    }
+}
+
+/// The sentence for a `&Other` parameter where the agent's context is `declared`.
+pub(crate) fn wrong_context_message(declared: &syn::Type, written: &syn::Type) -> String {
+    let declared = quote!(#declared).to_string().replace(' ', "");
+    let written = quote!(#written).to_string().replace(' ', "");
+    format!(
+        "`{written}` is not this agent's run context: the agent declares `context = {declared}`, so write `&{declared}` here (or change `context = ...` in `#[agent(...)]`)"
+    )
+}
+
 /// The edit distance between two names (insertions, deletions, substitutions, transpositions).
 fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());

@@ -118,3 +118,33 @@ fn errors_are_reported_together_and_the_item_is_kept() {
     assert!(text.contains("has no description"), "{text}");
     assert!(text.contains("must be an owned type"), "{text}");
 }
+
+#[test]
+fn agent_with_context_handoffs_and_subagents() {
+    let expanded = crate::agent::entry(
+        quote!(
+            name = "triage",
+            context = User,
+            handoffs(billing, tech),
+            subagents(ledger)
+        ),
+        quote! {
+            impl Triage {
+                /// The name of the user asking.
+                #[tool]
+                async fn whoami(&self, ctx: ToolContext, user: &User) -> String {
+                    user.name.clone()
+                }
+
+                #[hook(before_handoff)]
+                fn admins_only(&self, ctx: &HandoffContext, user: &User) -> HandoffDecision {
+                    HandoffDecision::Allow
+                }
+
+                #[hook(on_subagent_start)]
+                async fn started(&self, user: &User, ctx: &SubagentStartContext) {}
+            }
+        },
+    );
+    check("agent_multi", expanded);
+}

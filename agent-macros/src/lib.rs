@@ -58,6 +58,14 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 /// elsewhere, `crate = path` (agent-core under another name; the inner `#[path::tool]` and
 /// `#[path::hook]` are then recognised too).
 ///
+/// Multi-agent options: `context = Type` registers `context_type::<Type>()` and lets tool and
+/// hook methods take a parameter `&Type` (recognised by the type's last path segment and
+/// generic arguments), passed from `agent_core::run_context::<Type>()` and left out of a
+/// tool's schema. `handoffs(name, ...)` and `subagents(name, ...)` name the agent's targets:
+/// the agent is then built with `builder_with(<agent>_targets::Targets { name: Handoff::to(&a),
+/// .. })` (or `shared_builder_with`), does not implement `AgentSpec`, and calling `builder()`
+/// on it is a compile error naming `builder_with`.
+///
 /// # Generated names
 ///
 /// The tool methods of `#[agent] impl FileAgent` generate the module `file_agent_tools` (the
@@ -67,7 +75,8 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 /// `tools(read_file)` is `read_file_tool::ReadFile` (see [`macro@tool`]). Hook signatures name
 /// these paths: `ctx: &ToolCallContext<file_agent_tools::ReadFileArgs>`. The enum of all the
 /// agent's tool inputs (`<Agent>Input`) and the enums named in hook signatures are generated
-/// beside the impl block.
+/// beside the impl block. An agent with handoffs or subagents generates the module
+/// `<agent>_targets` (`triage_targets` for `Triage`) holding the struct `Targets`.
 #[proc_macro_attribute]
 pub fn agent(args: TokenStream, input: TokenStream) -> TokenStream {
     agent::entry(args.into(), input.into()).into()

@@ -7,8 +7,13 @@ use std::path::Path;
 
 const FAIL: &[&str] = &[
     "agent/fail/after_create_takes_new_message.rs",
+    "agent/fail/builder_without_targets.rs",
     "agent/fail/context_does_not_fit.rs",
+    "agent/fail/context_not_a_type.rs",
+    "agent/fail/context_param_wrong_type.rs",
+    "agent/fail/duplicate_handoff_name.rs",
     "agent/fail/duplicate_tool_name.rs",
+    "agent/fail/empty_handoffs.rs",
     "agent/fail/error_keeps_builder.rs",
     "agent/fail/external_tool_renamed.rs",
     "agent/fail/gate_returns_wrong_decision.rs",
@@ -23,6 +28,7 @@ const FAIL: &[&str] = &[
     "agent/fail/return_type_does_not_fit.rs",
     "agent/fail/several_tools_typed_output.rs",
     "agent/fail/tool_and_hook_on_one_method.rs",
+    "agent/fail/tool_context_param_wrong_type.rs",
     "agent/fail/tool_result_hook_returns_option_string.rs",
     "agent/fail/unknown_option.rs",
     "agent/fail/unknown_tool.rs",
@@ -59,6 +65,7 @@ const FAIL: &[&str] = &[
 ];
 
 const PASS: &[&str] = &[
+    "agent/pass/context_and_targets.rs",
     "agent/pass/exhaustive_match.rs",
     "agent/pass/external_and_renamed.rs",
     "agent/pass/message_hooks.rs",

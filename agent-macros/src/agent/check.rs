@@ -50,6 +50,9 @@ pub(crate) struct Plan {
     pub(crate) enums: Vec<EnumDef>,
     /// The enum of all the agent's tool inputs (`<Agent>Input`).
     pub(crate) all_enum: Option<Ident>,
+    /// The module of the agent's targets struct (`Triage` -> `triage_targets`), when it
+    /// declares handoffs or subagents.
+    pub(crate) targets_module: Option<Ident>,
 }
 
 pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
@@ -110,6 +113,12 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         }
     }
 
+    check_target_names(cx, &model.attr.handoffs, &model.attr.subagents);
+    let targets_module = model
+        .attr
+        .declares_targets
+        .then(|| agent_module(&model.self_ty, "targets"));
+
     let all_enum = (!tools.is_empty())
         .then(|| last_ident(&model.self_ty).map(|ident| format_ident!("{}Input", ident)))
         .flatten();
@@ -126,18 +135,48 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         hooks,
         enums,
         all_enum,
+        targets_module,
+    }
+}
+
+/// Handoff and subagent names are fields of one struct: each name once, across both lists.
+fn check_target_names(cx: &Ctxt, handoffs: &[Ident], subagents: &[Ident]) {
+    let all: Vec<(&Ident, &str)> = handoffs
+        .iter()
+        .map(|name| (name, "handoffs"))
+        .chain(subagents.iter().map(|name| (name, "subagents")))
+        .collect();
+    for (index, (name, list)) in all.iter().enumerate() {
+        if let Some((_, earlier)) = all[..index].iter().find(|(other, _)| other == name) {
+            let place = if earlier == list {
+                format!("`{list}`")
+            } else {
+                format!("`{earlier}` and `{list}`")
+            };
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "duplicate target name `{name}` in {place}: each handoff and subagent is a field of the agent's targets struct, so give each its own name"
+                ),
+            );
+        }
     }
 }
 
 /// The module of an agent's generated tool types: `FileAgent` -> `file_agent_tools`.
 pub(crate) fn tools_module(self_ty: &syn::Type) -> Ident {
+    agent_module(self_ty, "tools")
+}
+
+/// A module of an agent's generated items: `FileAgent`, `tools` -> `file_agent_tools`.
+fn agent_module(self_ty: &syn::Type, suffix: &str) -> Ident {
     match last_ident(self_ty) {
         Some(ident) => format_ident!(
-            "{}_tools",
+            "{}_{suffix}",
             snake_case(&ident.to_string()),
             span = ident.span()
         ),
-        None => format_ident!("agent_tools"),
+        None => format_ident!("agent_{suffix}"),
     }
 }
 

@@ -173,6 +173,32 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         quote!(let builder = builder.hooks(#path);)
     });
 
+    let context_type = model
+        .attr
+        .context
+        .as_ref()
+        .map(|ty| respan(quote!(.context_type::<#ty>()), ty.span()));
+    if let Some(module) = &plan.targets_module {
+        return targets_agent(
+            model,
+            plan,
+            module,
+            &name,
+            stub,
+            quote! {
+                let builder = builder #description #instructions #max_steps #context_type;
+                #(#tool_registrations)*
+                #(#hook_registrations)*
+                #(#hook_sets)*
+            },
+            quote! {
+                #tool_items
+                #(#enums)*
+                #checks
+            },
+        );
+    }
+
     if stub {
         return quote! {
             #tool_items
@@ -203,12 +229,136 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
                 this: ::std::sync::Arc<Self>,
                 builder: #krate::AgentBuilder,
             ) -> #krate::AgentBuilder {
-                let builder = builder #description #instructions #max_steps;
+                let builder = builder #description #instructions #max_steps #context_type;
                 #(#tool_registrations)*
                 #(#hook_registrations)*
                 #(#hook_sets)*
                 let _ = this;
                 builder
+            }
+        }
+    }
+}
+
+/// An agent with handoffs or subagents: the module `<agent>_targets` holding `Targets`, one
+/// field per target, and `builder_with(targets)` in place of `AgentSpec` (whose `builder()`
+/// could not add them). `builder()` and `shared_builder()` are kept as inherent functions whose
+/// bound fails with a sentence naming `builder_with`, so calling them is one clear error.
+fn targets_agent(
+    model: &AgentModel,
+    plan: &Plan,
+    module: &syn::Ident,
+    name: &str,
+    stub: bool,
+    register: TokenStream,
+    items: TokenStream,
+) -> TokenStream {
+    let krate = &plan.krate;
+    let self_ty = &model.self_ty;
+    let agent = quote!(#self_ty).to_string().replace(' ', "");
+    // After a duplicate name (already reported) each field is declared once.
+    let mut seen: Vec<&syn::Ident> = Vec::new();
+    let mut fields = Vec::new();
+    let mut adds = Vec::new();
+    let targets = model
+        .attr
+        .handoffs
+        .iter()
+        .map(|name| (name, true))
+        .chain(model.attr.subagents.iter().map(|name| (name, false)));
+    for (field, handoff) in targets {
+        if seen.contains(&field) {
+            continue;
+        }
+        seen.push(field);
+        let (ty, method, doc) = if handoff {
+            (
+                quote!(#krate::Handoff),
+                quote!(handoff),
+                format!(
+                    "The agent `{agent}` may hand a turn to: `Handoff::to(&{field})`, configured as you like."
+                ),
+            )
+        } else {
+            (
+                quote!(#krate::Subagent),
+                quote!(subagent),
+                format!(
+                    "The agent `{agent}` may call as a tool: `Subagent::of(&{field})`, configured as you like."
+                ),
+            )
+        };
+        fields.push(quote! {
+            #[doc = #doc]
+            pub #field: #ty
+        });
+        adds.push(quote!(let builder = builder.#method(targets.#field);));
+    }
+    let module_doc = format!(
+        "The targets of `{agent}` (`#[agent(handoffs(...), subagents(...))]`): `Targets`, given to `{agent}::builder_with`."
+    );
+    let struct_doc = format!(
+        "The handoffs and subagents of `{agent}`, one field each: build the agent with `{agent}::builder_with(Targets {{ .. }})`."
+    );
+    let builder_with_doc = format!(
+        "A builder with this agent's tools, hooks and options, and its handoffs and subagents from `targets` (`{module}::Targets`); add a model and build."
+    );
+    let body = if stub {
+        quote!(let _ = (this, targets);)
+    } else {
+        quote! {
+            #register
+            #(#adds)*
+            let _ = this;
+        }
+    };
+    quote! {
+        #items
+
+        #[doc = #module_doc]
+        pub mod #module {
+            #[doc = #struct_doc]
+            pub struct Targets {
+                #(#fields,)*
+            }
+        }
+
+        #[allow(dead_code)]
+        impl #self_ty {
+            /// The agent's name.
+            pub const NAME: &'static str = #name;
+
+            #[doc = #builder_with_doc]
+            pub fn builder_with(self, targets: #module::Targets) -> #krate::AgentBuilder {
+                Self::shared_builder_with(::std::sync::Arc::new(self), targets)
+            }
+
+            /// Like `builder_with`, for state you keep a handle to (to read it after a turn).
+            pub fn shared_builder_with(
+                this: ::std::sync::Arc<Self>,
+                targets: #module::Targets,
+            ) -> #krate::AgentBuilder {
+                let builder = #krate::AgentBuilder::new(Self::NAME);
+                #body
+                builder
+            }
+
+            /// Not for an agent with handoffs or subagents: use `builder_with`.
+            #[doc(hidden)]
+            pub fn builder(self) -> #krate::AgentBuilder
+            where
+                for<'__a> &'__a Self: #krate::__private::BuildWithTargets,
+            {
+                ::core::unreachable!()
+            }
+
+            /// Not for an agent with handoffs or subagents: use `shared_builder_with`.
+            #[doc(hidden)]
+            pub fn shared_builder(_: ::std::sync::Arc<Self>) -> #krate::AgentBuilder
+            where
+                for<'__a> &'__a Self: #krate::__private::BuildWithTargets,
+            {
+                ::core::unreachable!()
             }
         }
     }

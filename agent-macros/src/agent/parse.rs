@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
+use syn::{Ident, ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
 
 use crate::common::{AttrKind, attr_kind, doc_text, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
@@ -19,6 +19,15 @@ pub(crate) struct AgentAttr {
     pub(crate) max_steps: Option<LitInt>,
     pub(crate) tools: Vec<Path>,
     pub(crate) hooks: Vec<Path>,
+    /// `context = T`: the type of the run context every turn carries.
+    pub(crate) context: Option<Type>,
+    /// `handoffs(a, b)`: the names of the agents this one may hand a turn to.
+    pub(crate) handoffs: Vec<Ident>,
+    /// `subagents(a, b)`: the names of the agents this one may call as tools.
+    pub(crate) subagents: Vec<Ident>,
+    /// Whether `handoffs(...)` or `subagents(...)` is written (even empty, after an error): the
+    /// agent is then built with its targets, `builder_with`.
+    pub(crate) declares_targets: bool,
     pub(crate) crate_path: Option<Path>,
 }
 
@@ -30,6 +39,9 @@ const OPTIONS: &[&str] = &[
     "max_steps",
     "tools",
     "hooks",
+    "context",
+    "handoffs",
+    "subagents",
     "crate",
 ];
 
@@ -50,6 +62,7 @@ impl AgentAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> AgentAttr {
         let mut attr = AgentAttr::default();
         let (mut saw_tools, mut saw_hooks) = (false, false);
+        let (mut saw_handoffs, mut saw_subagents) = (false, false);
         let parser = syn::meta::parser(|meta| {
             let key = meta
                 .path
@@ -100,6 +113,29 @@ impl AgentAttr {
                     list.extend(paths);
                     Ok(())
                 }
+                "context" => {
+                    let ty = parse_context_type(&meta)?;
+                    set(&meta, &mut attr.context, "context", ty)
+                }
+                "handoffs" | "subagents" => {
+                    let seen = if key == "handoffs" {
+                        &mut saw_handoffs
+                    } else {
+                        &mut saw_subagents
+                    };
+                    if std::mem::replace(seen, true) {
+                        return Err(meta.error(format!("duplicate `{key}` option: give it once")));
+                    }
+                    attr.declares_targets = true;
+                    let names = parse_target_names(cx, &meta, &key)?;
+                    let list = if key == "handoffs" {
+                        &mut attr.handoffs
+                    } else {
+                        &mut attr.subagents
+                    };
+                    list.extend(names);
+                    Ok(())
+                }
                 "crate" => {
                     let path = parse_crate_value(&meta)?;
                     set(&meta, &mut attr.crate_path, "crate", path)
@@ -112,6 +148,48 @@ impl AgentAttr {
         }
         attr
     }
+}
+
+/// The value of `context = T`: a type path (the type `agent_core::run_context::<T>()` reads).
+fn parse_context_type(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Type> {
+    let value = meta.value()?;
+    let what = "`context` takes the run context's type, for example `context = User` (the type every turn gives with `TurnRequest::context`)";
+    let error = |span| syn::Error::new(span, what);
+    if value.peek(syn::Lit) {
+        let lit: syn::Lit = value.parse()?;
+        return Err(error(lit.span()));
+    }
+    let ty: Type = value.parse().map_err(|e| error(e.span()))?;
+    match &ty {
+        Type::Path(path) if path.qself.is_none() => Ok(ty),
+        other => Err(syn::Error::new_spanned(other, what)),
+    }
+}
+
+/// The names in `handoffs(...)` or `subagents(...)`: Rust identifiers (each is a field of the
+/// generated targets struct), at least one.
+fn parse_target_names(
+    cx: &Ctxt,
+    meta: &syn::meta::ParseNestedMeta<'_>,
+    key: &str,
+) -> syn::Result<Vec<Ident>> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let names = Punctuated::<Ident, Token![,]>::parse_terminated(&content).map_err(|error| {
+        syn::Error::new(
+            error.span(),
+            format!("`{key}` lists names, each a Rust identifier (a field of the targets struct the agent is built with), for example `{key}(billing, tech)`"),
+        )
+    })?;
+    if names.is_empty() {
+        // Reported without ending the parse: the agent still gets its targets struct and
+        // `builder_with`, so code building it reports nothing more.
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`{key}()` is empty: name each agent, for example `{key}(billing)`, or leave `{key}` out"),
+        );
+    }
+    Ok(names.into_iter().collect())
 }
 
 /// Everything `#[agent]` found.
@@ -218,6 +296,7 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
                 cx,
                 parsed,
                 krate,
+                attr.context.as_ref(),
                 &method.attrs,
                 &method.vis,
                 &mut method.sig,
@@ -226,7 +305,7 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
         if let Some(hook_attr) = hook_attrs.first() {
             let args = attr_args(cx, hook_attr);
             let parsed = HookAttr::parse(cx, args, syn::spanned::Spanned::span(hook_attr));
-            if let Some(hook) = parse_hook(cx, parsed, krate, &method.sig) {
+            if let Some(hook) = parse_hook(cx, parsed, krate, attr.context.as_ref(), &method.sig) {
                 hooks.push(hook);
             }
         }

@@ -92,10 +92,32 @@ pub(crate) fn registration(
         ctx_span,
     );
     let arg = quote_spanned!(ctx_span=> #cast(__ctx));
+    let args = match &hook.run_context {
+        None => arg,
+        Some(param) if param.first => quote_spanned!(ctx_span=> &*__run_context, #arg),
+        Some(_) => quote_spanned!(ctx_span=> #arg, &*__run_context),
+    };
     let callee = match (self_ty, hook.has_receiver) {
-        (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, #arg)),
-        (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(#arg)),
-        (None, _) => quote_spanned!(ctx_span=> #ident(#arg)),
+        (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, #args)),
+        (Some(self_ty), false) => quote_spanned!(ctx_span=> <#self_ty>::#ident(#args)),
+        (None, _) => quote_spanned!(ctx_span=> #ident(#args)),
+    };
+    let awaited = hook.is_async.then(|| quote!(.await));
+    // With a run context parameter the hook returns `Result<R, RunContextError>`: a turn without
+    // the context is the hook's error, handled by its failure policy.
+    let body = match &hook.run_context {
+        None => quote_spanned!(ctx_span=> #callee #awaited),
+        Some(param) => {
+            let declared = &param.declared;
+            quote_spanned! {ctx_span=>
+                match #krate::run_context::<#declared>() {
+                    ::core::result::Result::Ok(__run_context) => {
+                        ::core::result::Result::Ok(#callee #awaited)
+                    }
+                    ::core::result::Result::Err(error) => ::core::result::Result::Err(error),
+                }
+            }
+        }
     };
     let closure = if hook.is_async {
         let inner_capture = hook
@@ -104,11 +126,11 @@ pub(crate) fn registration(
         quote_spanned! {ctx_span=>
             move |__ctx: &#event_ctx| {
                 #inner_capture
-                ::std::boxed::Box::pin(async move { #callee.await })
+                ::std::boxed::Box::pin(async move { #body })
             }
         }
     } else {
-        quote_spanned!(ctx_span=> move |__ctx: &#event_ctx| #callee)
+        quote_spanned!(ctx_span=> move |__ctx: &#event_ctx| #body)
     };
     // Methods capture the agent (`this: Arc<Self>`) in a block; free functions need no block.
     let closure = if hook.has_receiver {

@@ -29,7 +29,7 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let attr = HookAttr::parse(&cx, args, proc_macro2::Span::call_site());
     let krate = attr.crate_path.clone();
-    let hook = parse_hook(&cx, attr, krate.as_ref(), &item.sig);
+    let hook = parse_hook(&cx, attr, krate.as_ref(), None, &item.sig);
     if let Some(receiver) = item.sig.receiver() {
         // Inside an impl block no items can be generated: the method is kept as written.
         cx.error_spanned_by(receiver, "`#[hook]` on a method needs `#[agent]` on its impl block, which collects the agent's hooks");

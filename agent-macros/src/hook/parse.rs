@@ -6,7 +6,10 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Ident, LitInt, LitStr, Path, ReturnType, Signature, Type};
 
 use super::events::{self, EventInfo};
-use crate::common::{closest, generic_args, parse_crate_value, unknown_option};
+use crate::common::{
+    ContextParam, closest, context_param, generic_args, parse_crate_value, unknown_option,
+    wrong_context_message,
+};
 use crate::ctxt::Ctxt;
 
 /// Which tools a tool-call hook applies to, as written.
@@ -270,6 +273,16 @@ pub(crate) struct HookFn {
     pub(crate) output_ty: Option<Type>,
     /// The declared return type (`None` for `()`).
     pub(crate) ret: Option<Type>,
+    /// The agent's run context parameter (`context: &User` with `#[agent(context = User)]`).
+    pub(crate) run_context: Option<RunContextParam>,
+}
+
+/// A hook's run context parameter.
+pub(crate) struct RunContextParam {
+    /// The agent's declared context type (what `run_context::<T>()` reads).
+    pub(crate) declared: Type,
+    /// Whether it comes before the event's context in the signature.
+    pub(crate) first: bool,
 }
 
 /// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
@@ -277,6 +290,7 @@ pub(crate) fn parse_hook(
     cx: &Ctxt,
     attr: HookAttr,
     krate: Option<&Path>,
+    context: Option<&Type>,
     sig: &Signature,
 ) -> Option<HookFn> {
     let event = attr.event?;
@@ -291,7 +305,7 @@ pub(crate) fn parse_hook(
             "a hook method takes `&self` (agents are shared between concurrent turns)",
         );
     }
-    let typed: Vec<&syn::PatType> = sig
+    let mut typed: Vec<&syn::PatType> = sig
         .inputs
         .iter()
         .filter_map(|input| match input {
@@ -299,6 +313,22 @@ pub(crate) fn parse_hook(
             FnArg::Receiver(_) => None,
         })
         .collect();
+    // With `#[agent(context = T)]`, a `&T` parameter is the run context, beside the event's.
+    let mut run_context = None;
+    if let Some(declared) = context
+        && let Some(position) = typed.iter().position(|param| {
+            matches!(
+                context_param(&param.ty, Some(declared)),
+                ContextParam::Context
+            )
+        })
+    {
+        typed.remove(position);
+        run_context = Some(RunContextParam {
+            declared: declared.clone(),
+            first: position == 0,
+        });
+    }
     let expected = format!("`ctx: &{}`", event.context);
     let ctx = match typed.as_slice() {
         [] => {
@@ -314,6 +344,12 @@ pub(crate) fn parse_hook(
         }
         [ctx] => ctx,
         [_, extra, ..] => {
+            if let (Some(declared), ContextParam::WrongType(written)) =
+                (context, context_param(&extra.ty, context))
+            {
+                cx.error_spanned_by(written, wrong_context_message(declared, written));
+                return None;
+            }
             cx.error_spanned_by(
                 extra,
                 format!(
@@ -396,6 +432,7 @@ pub(crate) fn parse_hook(
         input_ty,
         output_ty,
         ret,
+        run_context,
         attr,
     })
 }

@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use super::parse::{Output, ToolFn};
+use super::parse::{Output, Slot, ToolFn};
 use crate::common::{crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
@@ -296,11 +296,25 @@ pub(crate) fn tool_code(
     let call_args = tool.call_order.iter().map(|slot| match slot {
         // Fields, not bindings: a parameter named like the function (`fn note(note: Note)`)
         // must not shadow the function called.
-        Some(index) => {
+        Slot::Arg(index) => {
             let ident = &tool.params[*index].ident;
             quote!(__args.#ident)
         }
-        None => quote!(__ctx),
+        Slot::ToolContext => quote!(__ctx),
+        Slot::RunContext(_) => quote!(&*__run_context),
+    });
+    // The run context, read before the call: a missing one (or one of another type) is an
+    // error result the model reads.
+    let run_context = tool.call_order.iter().find_map(|slot| match slot {
+        Slot::RunContext(declared) => Some(quote! {
+            let __run_context = match #krate::run_context::<#declared>() {
+                ::core::result::Result::Ok(context) => context,
+                ::core::result::Result::Err(error) => {
+                    return ::core::result::Result::Err(#krate::ToolError::from_display(error));
+                }
+            };
+        }),
+        _ => None,
     });
     let callee = match owner {
         ToolOwner::Free => quote!(#fn_ident),
@@ -358,6 +372,7 @@ pub(crate) fn tool_code(
                 Output = ::core::result::Result<#output_ty, #krate::ToolError>,
             > + ::core::marker::Send {
                 async move {
+                    #run_context
                     let __output = #callee(#(#call_args),*)#awaited;
                     #wrap
                 }

@@ -29,6 +29,7 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
         &cx,
         attr,
         krate.as_ref(),
+        None,
         &item.attrs,
         &item.vis,
         &mut item.sig,

@@ -7,8 +7,8 @@ use syn::{
 };
 
 use crate::common::{
-    check_tool_name, doc_text, is_helper_type, last_ident, parse_crate_value, pascal_case,
-    unknown_option,
+    ContextParam, check_tool_name, context_param, doc_text, is_helper_type, last_ident,
+    parse_crate_value, pascal_case, unknown_option, wrong_context_message,
 };
 use crate::ctxt::Ctxt;
 
@@ -94,9 +94,19 @@ pub(crate) struct ToolFn {
     pub(crate) has_receiver: bool,
     /// The arguments, in declaration order.
     pub(crate) params: Vec<ToolParam>,
-    /// The function's parameters in order: `None` is the context parameter.
-    pub(crate) call_order: Vec<Option<usize>>,
+    /// The function's parameters in order.
+    pub(crate) call_order: Vec<Slot>,
     pub(crate) output: Output,
+}
+
+/// What the tool function receives in one parameter.
+pub(crate) enum Slot {
+    /// The argument `params[index]`, from the model's JSON.
+    Arg(usize),
+    /// The call's `ToolContext`.
+    ToolContext,
+    /// The agent's run context (`#[agent(context = T)]`, this is `T`), borrowed.
+    RunContext(Box<Type>),
 }
 
 pub(crate) struct ToolParam {
@@ -146,6 +156,7 @@ pub(crate) fn parse_tool(
     cx: &Ctxt,
     attr: ToolAttr,
     krate: Option<&Path>,
+    context: Option<&Type>,
     attrs: &[Attribute],
     vis: &Visibility,
     sig: &mut Signature,
@@ -214,14 +225,32 @@ pub(crate) fn parse_tool(
             .attrs
             .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"));
         if is_helper_type(&typed.ty, "ToolContext", krate) {
-            if call_order.contains(&None) {
+            if call_order
+                .iter()
+                .any(|slot| matches!(slot, Slot::ToolContext))
+            {
                 cx.error_spanned_by(
                     &typed.ty,
                     "a tool takes at most one `ToolContext` parameter",
                 );
             }
-            call_order.push(None);
+            call_order.push(Slot::ToolContext);
             continue;
+        }
+        match context_param(&typed.ty, context) {
+            ContextParam::Context => {
+                if let Some(declared) = context {
+                    call_order.push(Slot::RunContext(Box::new(declared.clone())));
+                }
+                continue;
+            }
+            ContextParam::WrongType(written) => {
+                if let Some(declared) = context {
+                    cx.error_spanned_by(written, wrong_context_message(declared, written));
+                }
+                continue;
+            }
+            ContextParam::No => {}
         }
         let ident = match &*typed.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
@@ -247,7 +276,7 @@ pub(crate) fn parse_tool(
             );
             continue;
         }
-        call_order.push(Some(params.len()));
+        call_order.push(Slot::Arg(params.len()));
         params.push(ToolParam {
             ident,
             ty: (*typed.ty).clone(),

@@ -25,6 +25,7 @@ mod extensions;
 mod hook_index;
 mod macro_agent;
 mod macro_hooks;
+mod macro_multi_agent;
 mod macro_tools;
 mod multi_agent_context;
 mod multi_agent_guardrails;

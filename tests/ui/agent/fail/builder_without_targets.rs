@@ -1,0 +1,10 @@
+use agent_core::{agent, ScriptedModel};
+
+struct Triage;
+
+#[agent(handoffs(billing))]
+impl Triage {}
+
+fn main() {
+    let _ = Triage.builder().model(ScriptedModel::new([])).build();
+}
