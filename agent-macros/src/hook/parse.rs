@@ -283,6 +283,8 @@ pub(crate) struct RunContextParam {
     pub(crate) declared: Type,
     /// Whether it comes before the event's context in the signature.
     pub(crate) first: bool,
+    /// The parameter's type, where a mismatch with `declared` is reported.
+    pub(crate) written: Type,
 }
 
 /// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
@@ -323,10 +325,12 @@ pub(crate) fn parse_hook(
             )
         })
     {
+        let written = (*typed[position].ty).clone();
         typed.remove(position);
         run_context = Some(RunContextParam {
             declared: declared.clone(),
             first: position == 0,
+            written,
         });
     }
     let expected = format!("`ctx: &{}`", event.context);
