@@ -347,9 +347,23 @@ pub(crate) fn parse_hook(
             return None;
         }
         [ctx] => ctx,
-        [_, extra, ..] => {
+        [first, extra, ..] => {
+            // The run context of the wrong type, before or after the event's context (which
+            // is itself a reference, so it is told apart by its name).
+            let is_event_context = |param: &syn::PatType| match &*param.ty {
+                Type::Reference(reference) => events::EVENTS.iter().any(|event| {
+                    let base = event.context.split('<').next().unwrap_or(event.context);
+                    crate::common::is_helper_type(&reference.elem, base, krate)
+                }),
+                _ => false,
+            };
+            let candidate = if typed.len() == 2 && is_event_context(extra) {
+                first
+            } else {
+                extra
+            };
             if let (Some(declared), ContextParam::WrongType(written)) =
-                (context, context_param(&extra.ty, context))
+                (context, context_param(&candidate.ty, context))
             {
                 cx.error_spanned_by(written, wrong_context_message(declared, written));
                 return None;
