@@ -357,6 +357,20 @@ pub(crate) fn context_param<'a>(
     }
 }
 
+/// `&*<name>` spanned over `ty` (its first token's span on `&`, its last's on the name), so a
+/// type mismatch of the argument is reported under the whole parameter type, on stable too.
+pub(crate) fn borrow_spanned_over(name: &proc_macro2::Ident, ty: &syn::Type) -> TokenStream {
+    let tokens: Vec<proc_macro2::TokenTree> = quote!(#ty).into_iter().collect();
+    let (first, last) = match (tokens.first(), tokens.last()) {
+        (Some(first), Some(last)) => (first.span(), last.span()),
+        _ => (Span::call_site(), Span::call_site()),
+    };
+    let star = quote::quote_spanned!(first=> &*);
+    let mut name = name.clone();
+    name.set_span(last);
+    quote!(#star #name)
+}
+
 /// The sentence for a `&Other` parameter where the agent's context is `declared`.
 pub(crate) fn wrong_context_message(declared: &syn::Type, written: &syn::Type) -> String {
     let declared = quote!(#declared).to_string().replace(' ', "");

@@ -10,6 +10,8 @@ const FAIL: &[&str] = &[
     "agent/fail/builder_without_targets.rs",
     "agent/fail/context_does_not_fit.rs",
     "agent/fail/context_not_a_type.rs",
+    "agent/fail/context_param_first_wrong_type.rs",
+    "agent/fail/context_param_other_type_same_name.rs",
     "agent/fail/context_param_wrong_type.rs",
     "agent/fail/duplicate_handoff_name.rs",
     "agent/fail/duplicate_tool_name.rs",

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::common::respan;
+use crate::common::{borrow_spanned_over, respan};
 use syn::spanned::Spanned;
 
 use super::parse::{HookFn, MatcherSpec};
@@ -94,8 +94,14 @@ pub(crate) fn registration(
     let arg = quote_spanned!(ctx_span=> #cast(__ctx));
     let args = match &hook.run_context {
         None => arg,
-        Some(param) if param.first => quote_spanned!(ctx_span=> &*__run_context, #arg),
-        Some(_) => quote_spanned!(ctx_span=> #arg, &*__run_context),
+        Some(param) => {
+            let context = borrow_spanned_over(&format_ident!("__run_context"), &param.written);
+            if param.first {
+                quote!(#context, #arg)
+            } else {
+                quote!(#arg, #context)
+            }
+        }
     };
     let callee = match (self_ty, hook.has_receiver) {
         (Some(self_ty), true) => quote_spanned!(ctx_span=> <#self_ty>::#ident(&__this, #args)),

@@ -283,6 +283,8 @@ pub(crate) struct RunContextParam {
     pub(crate) declared: Type,
     /// Whether it comes before the event's context in the signature.
     pub(crate) first: bool,
+    /// The parameter's type, where a mismatch with `declared` is reported.
+    pub(crate) written: Type,
 }
 
 /// Parses a hook function's signature. `None` when it cannot be registered (errors are in `cx`).
@@ -323,10 +325,12 @@ pub(crate) fn parse_hook(
             )
         })
     {
+        let written = (*typed[position].ty).clone();
         typed.remove(position);
         run_context = Some(RunContextParam {
             declared: declared.clone(),
             first: position == 0,
+            written,
         });
     }
     let expected = format!("`ctx: &{}`", event.context);
@@ -343,9 +347,23 @@ pub(crate) fn parse_hook(
             return None;
         }
         [ctx] => ctx,
-        [_, extra, ..] => {
+        [first, extra, ..] => {
+            // The run context of the wrong type, before or after the event's context (which
+            // is itself a reference, so it is told apart by its name).
+            let is_event_context = |param: &syn::PatType| match &*param.ty {
+                Type::Reference(reference) => events::EVENTS.iter().any(|event| {
+                    let base = event.context.split('<').next().unwrap_or(event.context);
+                    crate::common::is_helper_type(&reference.elem, base, krate)
+                }),
+                _ => false,
+            };
+            let candidate = if typed.len() == 2 && is_event_context(extra) {
+                first
+            } else {
+                extra
+            };
             if let (Some(declared), ContextParam::WrongType(written)) =
-                (context, context_param(&extra.ty, context))
+                (context, context_param(&candidate.ty, context))
             {
                 cx.error_spanned_by(written, wrong_context_message(declared, written));
                 return None;

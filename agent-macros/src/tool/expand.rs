@@ -8,7 +8,7 @@ use syn::Ident;
 use syn::spanned::Spanned;
 
 use super::parse::{Output, Slot, ToolFn};
-use crate::common::{crate_path, nested_vis, respan, unshadow};
+use crate::common::{borrow_spanned_over, crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
 pub(crate) enum ToolOwner<'a> {
@@ -301,12 +301,14 @@ pub(crate) fn tool_code(
             quote!(__args.#ident)
         }
         Slot::ToolContext => quote!(__ctx),
-        Slot::RunContext(_) => quote!(&*__run_context),
+        Slot::RunContext(_, written) => {
+            borrow_spanned_over(&format_ident!("__run_context"), written)
+        }
     });
     // The run context, read before the call: a missing one (or one of another type) is an
     // error result the model reads.
     let run_context = tool.call_order.iter().find_map(|slot| match slot {
-        Slot::RunContext(declared) => Some(quote! {
+        Slot::RunContext(declared, _) => Some(quote! {
             let __run_context = match #krate::run_context::<#declared>() {
                 ::core::result::Result::Ok(context) => context,
                 ::core::result::Result::Err(error) => {

@@ -105,8 +105,9 @@ pub(crate) enum Slot {
     Arg(usize),
     /// The call's `ToolContext`.
     ToolContext,
-    /// The agent's run context (`#[agent(context = T)]`, this is `T`), borrowed.
-    RunContext(Box<Type>),
+    /// The agent's run context, borrowed: `T` of `#[agent(context = T)]`, and the parameter's
+    /// type (where a mismatch between the two is reported).
+    RunContext(Box<Type>, Box<Type>),
 }
 
 pub(crate) struct ToolParam {
@@ -240,7 +241,10 @@ pub(crate) fn parse_tool(
         match context_param(&typed.ty, context) {
             ContextParam::Context => {
                 if let Some(declared) = context {
-                    call_order.push(Slot::RunContext(Box::new(declared.clone())));
+                    call_order.push(Slot::RunContext(
+                        Box::new(declared.clone()),
+                        typed.ty.clone(),
+                    ));
                 }
                 continue;
             }
