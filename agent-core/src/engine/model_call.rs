@@ -35,38 +35,14 @@ impl Turn<'_> {
         model: &Arc<dyn Model>,
         request: ModelRequest,
     ) -> Flow<Answer> {
-        let start = LlmStartContext {
-            request_id: self.request_id.clone(),
-            step,
-            request,
-        };
-        observe(&self.current.hooks.on_llm_start, &start)
-            .await
-            .map_err(End::turn)?;
-        if let Some(run) = &self.run {
-            run.fire(&self.me, "on_llm_start", |hooks, agent| {
-                hooks.on_llm_start(agent, &start.request)
-            });
-        }
+        let request = self.llm_start(step, request).await?;
         let span = chat_span(&**model);
         if !self.current.output_guardrails.is_empty() {
             *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
         }
-        // The assistant message is stored pending while the model answers.
-        let pending = NewMessage {
-            message: Message::assistant(""),
-            status: MessageStatus::Pending,
-            request_sent_at: Some(store::now_micros()),
-            silent: false,
-        };
-        let (row, flow) = self.insert_tracked(pending).await;
-        if let Some(row) = row {
-            self.open.pending(row);
-        }
-        flow?;
-        let row = row.unwrap_or_default();
+        let row = self.open_reply_row().await?;
         let started = std::time::Instant::now();
-        let stream = catch_panic(|| model.stream(start.request)).map_err(|message| {
+        let stream = catch_panic(|| model.stream(request)).map_err(|message| {
             TurnError::new(
                 TurnErrorKind::Model(ModelErrorKind::Other),
                 format!("the model panicked: {message}"),
@@ -90,23 +66,7 @@ impl Turn<'_> {
             latency: started.elapsed(),
             error: streamed.error(),
         };
-        self.outcome.usage.add(&end_ctx.usage);
-        if let Some(limits) = &self.limits {
-            limits.count(&end_ctx.model, &end_ctx.usage);
-        }
-        let llm_end = observe(&self.current.hooks.on_llm_end, &end_ctx).await;
-        if let Some(run) = &self.run {
-            let calls = end_ctx.tool_calls.len();
-            run.fire(&self.me, "on_llm_end", |hooks, agent| {
-                hooks.on_llm_end(agent, &end_ctx.text, calls)
-            });
-        }
-        let LlmEndContext {
-            text,
-            tool_calls,
-            usage,
-            ..
-        } = end_ctx;
+        let (llm_end, text, tool_calls) = self.llm_end(end_ctx).await;
         let finish_reason = match streamed.finish {
             Ok(reason) => reason,
             Err(error) => {
@@ -138,8 +98,63 @@ impl Turn<'_> {
             provider_blocks: streamed.provider_blocks,
             provider_metadata: streamed.provider_metadata,
             finish_reason,
-            usage,
+            usage: streamed.usage,
         })
+    }
+
+    /// on_llm_start (which may fail the turn) and the run hooks' on_llm_start; gives back the
+    /// request to send.
+    async fn llm_start(&mut self, step: usize, request: ModelRequest) -> Flow<ModelRequest> {
+        let start = LlmStartContext {
+            request_id: self.request_id.clone(),
+            step,
+            request,
+        };
+        observe(&self.current.hooks.on_llm_start, &start)
+            .await
+            .map_err(End::turn)?;
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_llm_start", |hooks, agent| {
+                hooks.on_llm_start(agent, &start.request)
+            });
+        }
+        Ok(start.request)
+    }
+
+    /// Stores the step's reply pending while the model answers; gives its row.
+    async fn open_reply_row(&mut self) -> Flow<i64> {
+        let pending = NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(store::now_micros()),
+            silent: false,
+        };
+        let (row, flow) = self.insert_tracked(pending).await;
+        if let Some(row) = row {
+            self.open.pending(row);
+        }
+        flow?;
+        Ok(row.unwrap_or_default())
+    }
+
+    /// Counts the call's usage, then on_llm_end and the run hooks' on_llm_end; gives back the
+    /// hooks' verdict with the reply's text and tool calls.
+    async fn llm_end(
+        &mut self,
+        end: LlmEndContext,
+    ) -> (Result<(), TurnError>, String, Vec<ToolCall>) {
+        self.outcome.usage.add(&end.usage);
+        if let Some(limits) = &self.limits {
+            limits.count(&end.model, &end.usage);
+        }
+        let verdict = observe(&self.current.hooks.on_llm_end, &end).await;
+        if let Some(run) = &self.run {
+            let calls = end.tool_calls.len();
+            run.fire(&self.me, "on_llm_end", |hooks, agent| {
+                hooks.on_llm_end(agent, &end.text, calls)
+            });
+        }
+        (verdict, end.text, end.tool_calls)
     }
 
     /// A broken stream keeps its partial text, stored as a failed message (the pending row is

@@ -17,7 +17,7 @@ use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
-use crate::tool::{ToolContext, ToolError};
+use crate::tool::{AnyValue, ToolContext, ToolError};
 use crate::util::{catch_panic, catch_unwind, clip};
 
 /// What a finished call contributes to the step.
@@ -74,28 +74,9 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
 
 /// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.
 async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
-    let Some(slot) = scope.tools.get(&call.name) else {
-        let available = scope.tools.names().join(", ");
-        return rejected(
-            call,
-            format!(
-                "unknown tool `{}`; available tools: {available}",
-                clip(&call.name)
-            ),
-        );
-    };
-    // Everything user code runs for a call (parsing, the tool, serializing its output, building
-    // hook contexts) is guarded: a panic becomes an error result, never the turn's end.
-    let parsed = match catch_panic(|| slot.tool.parse_args(&call.arguments)) {
-        Ok(Ok(args)) => Arc::new(args),
-        Ok(Err(error)) => return rejected(call, error.to_string()),
-        Err(panic) => {
-            let message = format!(
-                "parsing the arguments of tool `{}` panicked: {panic}",
-                call.name
-            );
-            return rejected(call, message);
-        }
+    let (slot, parsed) = match lookup(scope, call) {
+        Ok(found) => found,
+        Err(why) => return rejected(call, why),
     };
     let mut state = CallState {
         request_id: scope.request_id.clone(),
@@ -141,14 +122,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         .filter(|_| subscribed(ExtensionEvent::AfterToolCall))
         .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
 
-    let (content, is_error) =
-        catch_panic(|| model_text(&call.name, &outcome)).unwrap_or_else(|panic| {
-            let message = format!(
-                "serializing the output of tool `{}` panicked: {panic}",
-                call.name
-            );
-            (message, true)
-        });
+    let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
     let checked = tool_results::check(scope, call, kind, content, is_error).await;
     let mut error = checked.error;
@@ -174,6 +148,43 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         dropped: checked.dropped,
         handoff: None,
     }
+}
+
+/// The call's tool and its parsed arguments; for an unknown tool, arguments that do not parse
+/// or a parser that panics, the error text the model reads.
+fn lookup<'s>(
+    scope: &'s CallScope<'_>,
+    call: &ToolCall,
+) -> Result<(&'s ToolSlot, Arc<AnyValue>), String> {
+    let Some(slot) = scope.tools.get(&call.name) else {
+        let available = scope.tools.names().join(", ");
+        let unknown = format!(
+            "unknown tool `{}`; available tools: {available}",
+            clip(&call.name)
+        );
+        return Err(unknown);
+    };
+    // Everything user code runs for a call (parsing, the tool, serializing its output, building
+    // hook contexts) is guarded: a panic becomes an error result, never the turn's end.
+    match catch_panic(|| slot.tool.parse_args(&call.arguments)) {
+        Ok(Ok(args)) => Ok((slot, Arc::new(args))),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(panic) => {
+            let message = format!(
+                "parsing the arguments of tool `{}` panicked: {panic}",
+                call.name
+            );
+            Err(message)
+        }
+    }
+}
+
+/// The text the model reads of `outcome`; a panic serializing the output is an error text.
+fn guarded_model_text(tool: &str, outcome: &ToolOutcome) -> (String, bool) {
+    catch_panic(|| model_text(tool, outcome)).unwrap_or_else(|panic| {
+        let message = format!("serializing the output of tool `{tool}` panicked: {panic}");
+        (message, true)
+    })
 }
 
 /// The before_tool_call chain (merge rule: each hook sees the input the previous one left).

@@ -88,7 +88,7 @@ pub(crate) async fn run_turn(
     run_context::with_context(context, run_scope::working(me, turn)).await
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
     async fn run(mut self, request: TurnRequest, context: Option<RunContextValue>) -> TurnResult {
         if let Some(error) = self.agent.missing_context(context.as_ref()) {
             return self.unstarted(TurnStatus::Error, Some(error)).await;
@@ -232,97 +232,40 @@ impl Turn<'_> {
 
     /// before_run, before_turn and the step loop.
     async fn drive(&mut self, request: TurnRequest) -> End {
-        let agent = self.agent;
-        let hooks = &agent.hooks;
+        match self.begin(request).await {
+            Ok(plan) => self.steps_recovering(plan).await,
+            Err(end) => end,
+        }
+    }
+
+    /// on_session_start, before_run and the input guardrails, the history with the turn's
+    /// input stored, then before_turn: the plan the steps run.
+    async fn begin(&mut self, request: TurnRequest) -> Flow<TurnPlan<'a>> {
         let run_ctx = RunContext {
-            agent: agent.name.clone(),
+            agent: self.agent.name.clone(),
             request_id: self.request_id.clone(),
             input: request.input,
             continuation: request.continuation,
         };
-        if let Err(end) = self.session_start().await {
-            return end;
-        }
-        if let Err(error) = observe(&hooks.before_run, &run_ctx).await {
-            return End::Failed(error, ErrorStage::Turn);
-        }
-        // Before the input is stored or any model sees it.
-        if !agent.input_guardrails.is_empty() && !run_ctx.input.is_empty() {
-            let input = GuardrailKind::Input;
-            let checked = guardrails::check(&agent.input_guardrails, input, &run_ctx.input);
-            if let Err(error) = checked.await {
-                return End::Failed(error, ErrorStage::Turn);
-            }
-        }
-
-        let rows = match agent.store.load(self.session_id).await {
-            Ok(rows) => rows,
-            Err(error) => return End::Failed(store_error(error), ErrorStage::Persist),
-        };
-        let rows = match self.repair(rows).await {
-            Ok(rows) => rows,
-            Err(end) => return end,
-        };
-        let session = self.session_id;
-        let rows = match history::filter_rows(hooks, &self.request_id, session, rows).await {
-            Ok(rows) => rows,
-            Err(error) => return End::Failed(error, ErrorStage::Turn),
-        };
-        let mut messages = store::history(&rows);
-        // The request's messages, then its input (none for a continuation), are stored before
-        // anything reads them.
+        self.session_start().await?;
+        self.before_run(&run_ctx).await?;
         let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
-        for message in request.messages.into_iter().chain(input) {
-            let (written, flow) = self
-                .insert_tracked(NewMessage::completed(message.clone()))
-                .await;
-            // on_chat_error reads what is stored, even when an after-hook then failed.
-            self.outcome.user_persisted |= written.is_some();
-            if let Err(end) = flow {
-                return end;
-            }
-            messages.push(message);
-        }
-        self.outcome.user_persisted = true;
-
-        let system = match self.system_prompt().await {
-            Ok(system) => system,
-            Err(end) => return end,
-        };
+        let messages = self.history_with(request.messages, input).await?;
+        let system = self.system_prompt().await?;
         let turn_ctx = TurnContext {
             request_id: self.request_id.clone(),
             system,
             messages,
-            tools: agent.specs.clone(),
-            model: agent.model.id().to_owned(),
+            tools: self.agent.specs.clone(),
+            model: self.agent.model.id().to_owned(),
             continuation: self.continuation,
             body: request.body,
         };
-        let mut config = TurnConfig::default();
-        if let Err(error) = each(&hooks.before_turn, &turn_ctx, |c| {
-            if let Some(c) = c {
-                config.merge(c)
-            }
-        })
-        .await
-        {
-            return End::Failed(error, ErrorStage::Turn);
-        }
-        if let Some(open) = &self.session.open
-            && !open.config.extensions.is_empty()
-        {
-            let all = agent.extensions.iter().chain(&open.config.extensions);
-            self.extensions = all.cloned().collect();
-        }
-        let event = ExtensionEvent::BeforeTurn;
-        let snapshot = || extensions::turn_snapshot(&turn_ctx);
-        for answer in extensions::dispatch(&self.extensions, event, snapshot).await {
-            extensions::merge_turn_answer(&mut config, &answer);
-        }
+        let config = self.before_turn(&turn_ctx).await?;
         let TurnContext {
             system, messages, ..
         } = turn_ctx;
-        let plan = TurnPlan::new(agent, config, system, messages);
+        let plan = TurnPlan::new(self.agent, config, system, messages);
         if let Some(open) = &self.session.open {
             let more = &open.config.run_hooks;
             RunScope::join(&mut self.run, more);
@@ -332,7 +275,80 @@ impl Turn<'_> {
                 hooks.on_agent_start(agent)
             });
         }
-        self.steps_recovering(plan).await
+        Ok(plan)
+    }
+
+    /// before_run, then the input guardrails: before the input is stored or any model sees it.
+    async fn before_run(&self, run_ctx: &RunContext) -> Flow {
+        let agent = self.agent;
+        let failed = |error| End::Failed(error, ErrorStage::Turn);
+        observe(&agent.hooks.before_run, run_ctx)
+            .await
+            .map_err(failed)?;
+        if !agent.input_guardrails.is_empty() && !run_ctx.input.is_empty() {
+            let input = GuardrailKind::Input;
+            let checked = guardrails::check(&agent.input_guardrails, input, &run_ctx.input);
+            checked.await.map_err(failed)?;
+        }
+        Ok(())
+    }
+
+    /// The session's history (loaded, repaired, filtered), with the request's messages and
+    /// then its input (none for a continuation) stored before anything reads them.
+    async fn history_with(
+        &mut self,
+        request_messages: Vec<Message>,
+        input: Option<Message>,
+    ) -> Flow<Vec<Message>> {
+        let agent = self.agent;
+        let rows = agent
+            .store
+            .load(self.session_id)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        let rows = self.repair(rows).await?;
+        let session = self.session_id;
+        let rows = history::filter_rows(&agent.hooks, &self.request_id, session, rows)
+            .await
+            .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
+        let mut messages = store::history(&rows);
+        for message in request_messages.into_iter().chain(input) {
+            let (written, flow) = self
+                .insert_tracked(NewMessage::completed(message.clone()))
+                .await;
+            // on_chat_error reads what is stored, even when an after-hook then failed.
+            self.outcome.user_persisted |= written.is_some();
+            flow?;
+            messages.push(message);
+        }
+        self.outcome.user_persisted = true;
+        Ok(messages)
+    }
+
+    /// before_turn's hooks, then the extensions' beforeTurn answers (known once the session is
+    /// open), merged into one configuration.
+    async fn before_turn(&mut self, turn_ctx: &TurnContext) -> Flow<TurnConfig> {
+        let agent = self.agent;
+        let mut config = TurnConfig::default();
+        each(&agent.hooks.before_turn, turn_ctx, |c| {
+            if let Some(c) = c {
+                config.merge(c)
+            }
+        })
+        .await
+        .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
+        if let Some(open) = &self.session.open
+            && !open.config.extensions.is_empty()
+        {
+            let all = agent.extensions.iter().chain(&open.config.extensions);
+            self.extensions = all.cloned().collect();
+        }
+        let event = ExtensionEvent::BeforeTurn;
+        let snapshot = || extensions::turn_snapshot(turn_ctx);
+        for answer in extensions::dispatch(&self.extensions, event, snapshot).await {
+            extensions::merge_turn_answer(&mut config, &answer);
+        }
+        Ok(config)
     }
 
     /// Builds the result, runs after_run (whose failure fails the turn after its result is
@@ -401,26 +417,32 @@ impl Turn<'_> {
         }
         // The session is released before on_chat_response, so the hook may start a new turn.
         lease.release().await;
-        let message = result
-            .messages
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::Assistant { .. }))
-            .cloned()
-            .unwrap_or_else(|| Message::assistant(""));
-        let response = ChatResponse {
-            request_id,
-            message,
-            continuation,
-            status: result.status,
-            error: result.error.clone(),
-        };
+        let response = chat_response(request_id, continuation, &result);
         let _ = observe_every(&hooks.on_chat_response, &response).await;
         lifecycle::session_end(agent, session_id, &result).await;
         if let Some(sink) = &sink {
             let _ = sink.send(TurnEvent::Finished(result.clone())).await;
         }
         result
+    }
+}
+
+/// What on_chat_response reads of a finished turn: its last assistant message (an empty one
+/// when it has none), its status and error.
+fn chat_response(request_id: Arc<str>, continuation: bool, result: &TurnResult) -> ChatResponse {
+    let message = result
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Assistant { .. }))
+        .cloned()
+        .unwrap_or_else(|| Message::assistant(""));
+    ChatResponse {
+        request_id,
+        message,
+        continuation,
+        status: result.status,
+        error: result.error.clone(),
     }
 }
 

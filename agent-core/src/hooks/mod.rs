@@ -405,11 +405,11 @@ pub mod event {
     events! {
         /// First in a turn, before anything else; failing aborts the turn before any model call.
         ///
-        /// Fired by `Turn::drive` in `engine/turn.rs`.
+        /// Fired by `Turn::before_run` in `engine/turn.rs`.
         BeforeRun = "before_run" / before_run, RunContext => (), FailClosed;
         /// Before the first step: may change the turn's model, prompt, messages, tools and settings.
         ///
-        /// Fired by `Turn::drive` in `engine/turn.rs`.
+        /// Fired by `Turn::before_turn` in `engine/turn.rs`.
         BeforeTurn = "before_turn" / before_turn, TurnContext => Option<TurnConfig>, FailClosed;
         /// Before each model call: may change that step's model, prompt, messages and tools.
         ///
@@ -417,11 +417,11 @@ pub mod event {
         BeforeStep = "before_step" / before_step, StepContext => Option<StepConfig>, FailClosed;
         /// Just before each model call.
         ///
-        /// Fired by `Turn::call_model` in `engine/model_call.rs`.
+        /// Fired by `Turn::llm_start` in `engine/model_call.rs`.
         OnLlmStart = "on_llm_start" / on_llm_start, LlmStartContext => (), FailOpen;
         /// After each model call, with its response, usage and latency.
         ///
-        /// Fired by `Turn::call_model` in `engine/model_call.rs`.
+        /// Fired by `Turn::llm_end` in `engine/model_call.rs`.
         OnLlmEnd = "on_llm_end" / on_llm_end, LlmEndContext => (), FailOpen;
         /// Each streamed chunk.
         ///
