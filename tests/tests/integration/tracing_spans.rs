@@ -1,5 +1,6 @@
 //! The engine's `tracing` spans: names and OpenTelemetry gen_ai attributes for the turn, each
-//! step, each model call, each tool call and each hook run, recorded by a minimal subscriber.
+//! step, each model call, each tool call and each hook run, and where each span sits (a
+//! subagent's turn under its caller's tool call), recorded by a minimal subscriber.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,10 +12,15 @@ use tracing::{Event, Metadata, Subscriber};
 /// A span's fields as `(name, value)`, in the order they were set.
 type SpanFields = Vec<(String, String)>;
 
-/// Every span as its name and fields, in creation order.
+/// One recorded span: its name, its fields and its parent's index, if it has one.
+type SpanRecord = (String, SpanFields, Option<usize>);
+
+/// Every span in creation order, and the spans entered now (innermost last): enough for a
+/// current-thread runtime, where a span's contextual parent is the one entered last.
 #[derive(Clone, Default)]
 struct Spans {
-    spans: Arc<Mutex<Vec<(String, SpanFields)>>>,
+    spans: Arc<Mutex<Vec<SpanRecord>>>,
+    entered: Arc<Mutex<Vec<usize>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -37,8 +43,13 @@ impl Subscriber for Spans {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let mut fields = Vec::new();
         span.record(&mut Fields(&mut fields));
+        let parent = match span.parent() {
+            Some(parent) => Some(parent.into_u64() as usize - 1),
+            None if span.is_contextual() => self.entered.lock().unwrap().last().copied(),
+            None => None,
+        };
         let mut spans = self.spans.lock().unwrap();
-        spans.push((span.metadata().name().to_owned(), fields));
+        spans.push((span.metadata().name().to_owned(), fields, parent));
         Id::from_u64(spans.len() as u64)
     }
 
@@ -52,9 +63,18 @@ impl Subscriber for Spans {
 
     fn event(&self, _: &Event<'_>) {}
 
-    fn enter(&self, _: &Id) {}
+    fn enter(&self, span: &Id) {
+        let index = span.into_u64() as usize - 1;
+        self.entered.lock().unwrap().push(index);
+    }
 
-    fn exit(&self, _: &Id) {}
+    fn exit(&self, span: &Id) {
+        let index = span.into_u64() as usize - 1;
+        let mut entered = self.entered.lock().unwrap();
+        if let Some(at) = entered.iter().rposition(|&i| i == index) {
+            entered.remove(at);
+        }
+    }
 }
 
 impl Spans {
@@ -62,9 +82,35 @@ impl Spans {
         let spans = self.spans.lock().unwrap();
         spans
             .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, fields)| fields.clone())
+            .filter(|(n, ..)| n == name)
+            .map(|(_, fields, _)| fields.clone())
             .collect()
+    }
+
+    /// The names of the spans from the one at `index` up to its root, with each turn's agent
+    /// (`invoke_agent:writer`).
+    fn ancestry(&self, mut index: usize) -> Vec<String> {
+        let spans = self.spans.lock().unwrap();
+        let mut names = Vec::new();
+        loop {
+            let (name, fields, parent) = &spans[index];
+            names.push(match field(fields, "gen_ai.agent.name") {
+                Some(agent) => format!("{name}:{agent}"),
+                None => name.clone(),
+            });
+            match parent {
+                Some(parent) => index = *parent,
+                None => return names,
+            }
+        }
+    }
+
+    /// The index of the first span named `name` whose field `key` is `value`.
+    fn position(&self, name: &str, key: &str, value: &str) -> Option<usize> {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .position(|(n, fields, _)| n == name && field(fields, key) == Some(value))
     }
 }
 
@@ -172,4 +218,51 @@ fn turn_step_model_tool_and_hook_spans_carry_gen_ai_attributes() {
             ("on_step_finish".to_owned(), "finished".to_owned()),
         ]
     );
+}
+
+#[test]
+fn a_subagents_turn_is_traced_under_the_callers_tool_call_with_its_own_request_id() {
+    let spans = Spans::default();
+    let _guard = tracing::subscriber::set_default(spans.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let researcher = AgentBuilder::new("researcher")
+        .description("Finds facts.")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().text("Rust is fast.")
+        ]))
+        .build()
+        .unwrap();
+    let writer = AgentBuilder::new("writer")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("call_1", "researcher", r#"{"input":"facts"}"#),
+            ScriptedStep::new().text("Rust is fast, says my researcher."),
+        ]))
+        .subagent(agent_core::Subagent::of(&researcher))
+        .build()
+        .unwrap();
+    let result = runtime.block_on(writer.run("Write about Rust"));
+    assert!(result.is_completed(), "{result:?}");
+
+    let child = spans
+        .position("invoke_agent", "gen_ai.agent.name", "researcher")
+        .expect("the subagent's turn has a span");
+    assert_eq!(
+        spans.ancestry(child),
+        [
+            "invoke_agent:researcher",
+            "execute_tool",
+            "step:writer",
+            "invoke_agent:writer"
+        ]
+    );
+    let turns = spans.find("invoke_agent");
+    let ids: Vec<_> = turns
+        .iter()
+        .map(|f| field(f, "gen_ai.request.id").unwrap_or("?").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1], "the subagent's turn has its own request id");
 }
