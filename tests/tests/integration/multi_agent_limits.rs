@@ -111,6 +111,19 @@ async fn a_token_budget_sums_the_subagents_usage() {
         *stops.lock().unwrap(),
         [(StopReason::MaxBudget, "billing".to_owned(), 45)]
     );
+
+    let stops = Stops::default();
+    let result = run_agents(&stops, true, "small")
+        .run(TurnRequest::new("balance?").budget(Budget::tokens(40)))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.stop_reason, Some(StopReason::MaxBudget));
+    assert_eq!(result.text, "Stopped at max_budget.");
+    assert_eq!(
+        *stops.lock().unwrap(),
+        [(StopReason::MaxBudget, "billing".to_owned(), 45)]
+    );
+
     let result = run_agents(&Stops::default(), false, "small")
         .run(TurnRequest::new("balance?").budget(Budget::tokens(60)))
         .await;
