@@ -139,3 +139,30 @@ impl<P, T> fmt::Debug for ToolStream<P, T> {
         f.debug_struct("ToolStream").finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value whose serialization fails.
+    struct Unserializable;
+
+    impl Serialize for Unserializable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no JSON for this"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_preliminary_result_that_does_not_serialize_is_an_error_naming_the_tool() {
+        let stream = ToolStream::new(async_stream::stream! {
+            yield ToolUpdate::Progress(Unserializable);
+            yield ToolUpdate::Done(1);
+        });
+        let error = stream.finish("index").await.unwrap_err();
+        assert_eq!(
+            error.message(),
+            "tool `index` reported a preliminary result that cannot be serialized: no JSON for this"
+        );
+    }
+}
