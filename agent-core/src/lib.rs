@@ -48,7 +48,7 @@ pub use cancel::CancelToken;
 pub use engine::{
     Budget, Guardrail, GuardrailVerdict, HandoffHistory, HistoryFilter, Price, PriceTable,
     RunContextError, TurnEvent, TurnOverlap, TurnRequest, current_agent, default_classifier,
-    is_context_overflow, run_context, tool_progress,
+    is_context_overflow, run_context,
 };
 pub use hooks::{
     AsyncHookFn, AsyncHookFnWith, ChatErrorClassification, ChatErrorContext, ChatResponse, Chunk,
@@ -79,7 +79,7 @@ pub use store::{
 };
 pub use tool::{
     AnyValue, ArgsError, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput, ToolSpec,
-    TypedTool, is_valid_tool_name, schema_for,
+    ToolStream, ToolUpdate, TypedTool, is_valid_tool_name, schema_for, tool_progress,
 };
 pub use util::BoxFuture;
 
@@ -103,6 +103,27 @@ pub mod __private {
         note = "`#[agent(handoffs(billing))] impl Triage` generates `Triage::builder_with(triage_targets::Targets {{ billing: Handoff::to(&billing) }})` (and `shared_builder_with` for an `Arc`)"
     )]
     pub trait BuildWithTargets {}
+
+    /// What a streaming tool's preliminary results must be: `Serialize`. `#[tool]` requires it
+    /// at the preliminary type of its `ToolStream<P, T>`, so a missing derive is one error
+    /// there, in these words.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a preliminary tool result: it does not implement `Serialize`",
+        label = "add `#[derive(serde::Serialize)]` to this type",
+        note = "on_chunk and the stream API receive a streaming tool's preliminary results as JSON: derive `serde::Serialize` on your type, or report a type that has it"
+    )]
+    pub trait ToolPreliminary: serde::Serialize {}
+
+    impl<T: serde::Serialize> ToolPreliminary for T {}
+
+    /// A streaming tool's call: its stream, polled to the final value. The future is boxed so
+    /// that its type does not name `P`: the bound is then checked once, at the call.
+    pub fn finish_stream<P: ToolPreliminary + 'static, T: Send + 'static>(
+        stream: crate::ToolStream<P, T>,
+        tool: &'static str,
+    ) -> crate::BoxFuture<'static, Result<T, crate::ToolError>> {
+        Box::pin(stream.finish(tool))
+    }
 
     /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
     pub const fn str_eq(a: &str, b: &str) -> bool {

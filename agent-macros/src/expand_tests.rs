@@ -50,6 +50,20 @@ fn free_tool_with_options() {
 }
 
 #[test]
+fn streaming_tool() {
+    let expanded = crate::tool::entry(
+        quote!(),
+        quote! {
+            /// Index the files, reporting progress.
+            async fn index(root: String) -> Result<ToolStream<Progress, Summary>, std::io::Error> {
+                Ok(ToolStream::new(updates(root)))
+            }
+        },
+    );
+    check("streaming_tool", expanded);
+}
+
+#[test]
 fn free_hook_with_matcher() {
     let expanded = crate::hook::entry(
         quote!(before_tool_call, match = "^rm_", dynamic, priority = -5, on_error = "fail_open", timeout_ms = 250),

@@ -21,7 +21,9 @@ use crate::hooks::extension::{
 use crate::hooks::{Event, FailurePolicy, Hook, Matcher, ToolCallDecision, TurnConfig};
 use crate::util::clip;
 
-/// The event a command hook runs on.
+/// The event a command hook runs on. `on_chunk` has no command form: a process per streamed
+/// chunk would cost milliseconds per token; an [`Extension`](crate::Extension) subscribed to
+/// `onChunk` observes chunks in process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

@@ -50,7 +50,6 @@ pub use events::TurnEvent;
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};
-pub use preliminary::tool_progress;
 pub use request::{TurnOverlap, TurnRequest};
 pub use run_context::{RunContextError, run_context};
 pub use run_scope::current_agent;

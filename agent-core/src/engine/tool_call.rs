@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::inherit::{self, Inherited};
 use super::plan::CallScope;
-use super::preliminary::{self, Reporter};
+use super::preliminary;
 use super::runtime::ToolSlot;
 use super::subagent;
 use super::tool_results;
@@ -17,7 +17,7 @@ use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
-use crate::tool::{AnyValue, ToolContext, ToolError};
+use crate::tool::{self, AnyValue, ToolContext, ToolError};
 use crate::util::{catch_panic, catch_unwind, clip};
 
 /// What a finished call contributes to the step.
@@ -238,7 +238,7 @@ async fn invoke(
         return (outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
-    let reporter = Reporter::new(
+    let reporter = preliminary::reporter(
         state.call_id.clone(),
         state.tool_name.clone(),
         state.preliminary.clone(),
@@ -276,7 +276,7 @@ async fn invoke(
         .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
     let run = catch_unwind(Box::pin(async move {
         let call = inherit::passing(passed, tool.call(args, ctx));
-        preliminary::reporting(reporter, call).await
+        tool::reporting(reporter, call).await
     }));
     let result = match slot.timeout {
         // On expiry the tool's future is dropped, which stops it.

@@ -9,8 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::ToolSpec;
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, ToolSpec, ToolStream};
 use crate::util::{BoxFuture, clip};
 
 type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
@@ -291,6 +290,44 @@ impl FnTool {
             body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
             timeout: None,
         }
+    }
+
+    /// A streaming tool: `body` returns a [`ToolStream`] whose preliminary results reach
+    /// on_chunk and the stream API and whose final value the model reads (see
+    /// [`ToolStream::finish`]).
+    ///
+    /// ```
+    /// use agent_core::{FnTool, ToolStream, ToolUpdate};
+    /// use serde_json::{Value, json};
+    /// let index = FnTool::streaming("index", "Indexes the files.", json!({"type": "object"}), |_, _| {
+    ///     ToolStream::new(async_stream::stream! {
+    ///         yield ToolUpdate::Progress(json!({ "percent": 50 }));
+    ///         yield ToolUpdate::<Value, Value>::Done(json!("indexed 120 files"));
+    ///     })
+    /// });
+    /// # let _ = index;
+    /// ```
+    pub fn streaming<F, P>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        body: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> ToolStream<P, Value> + Send + Sync + 'static,
+        P: Serialize + 'static,
+    {
+        let name: Arc<str> = name.into().into();
+        FnTool::new(
+            name.to_string(),
+            description,
+            parameters,
+            move |args, ctx| {
+                let stream = body(args, ctx);
+                let name = Arc::clone(&name);
+                async move { stream.finish(&name).await }
+            },
+        )
     }
 
     /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]).

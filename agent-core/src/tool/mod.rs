@@ -1,9 +1,11 @@
 //! Tools: the typed [`Tool`] trait that `#[tool]` implements, its type-erased form the engine
-//! calls, and the input types tool-call hooks may take.
+//! calls, the input types tool-call hooks may take, and what streaming tools report while they
+//! run ([`tool_progress`], [`ToolStream`]).
 
 mod erased;
 mod input;
 mod spec;
+mod stream;
 
 use std::fmt;
 use std::future::Future;
@@ -19,6 +21,8 @@ use crate::cancel::CancelToken;
 pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
+pub(crate) use stream::{Report, reporting};
+pub use stream::{ToolStream, ToolUpdate, tool_progress};
 
 /// A tool the model can call, with typed arguments and output.
 ///

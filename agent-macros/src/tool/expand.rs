@@ -86,6 +86,7 @@ pub(crate) fn tool_code(
     shadowed: &[Ident],
     stub: bool,
 ) -> ToolCode {
+    let stub = stub || matches!(tool.output, Output::MalformedStream);
     let private = quote!(#krate::__private);
     let vis = nested_vis(&tool.vis);
     let fn_ident = &tool.ident;
@@ -340,6 +341,32 @@ pub(crate) fn tool_code(
             quote_spanned!(ty.span()=> #ty),
             quote!(::core::result::Result::map_err(__output, #krate::ToolError::from_display)),
         ),
+        Output::Stream {
+            progress,
+            output,
+            fallible,
+        } => {
+            // Spanned on the preliminary type: one without `Serialize` is the one error
+            // `ToolPreliminary` reports there.
+            let finish = respan(
+                quote!(#private::finish_stream::<#progress, #output>),
+                progress.span(),
+            );
+            let wrap = if *fallible {
+                quote! {
+                    match __output {
+                        ::core::result::Result::Ok(__stream) => #finish(__stream, #name).await,
+                        ::core::result::Result::Err(__error) => {
+                            ::core::result::Result::Err(#krate::ToolError::from_display(__error))
+                        }
+                    }
+                }
+            } else {
+                quote!(#finish(__output, #name).await)
+            };
+            (quote_spanned!(output.span()=> #output), wrap)
+        }
+        Output::MalformedStream => unreachable!("a malformed stream's tool is a stub"),
     };
     let timeout = tool.attr.timeout_ms.as_ref().map(|ms| {
         quote! {

@@ -7,8 +7,8 @@ use syn::{
 };
 
 use crate::common::{
-    ContextParam, check_tool_name, context_param, doc_text, is_helper_type, last_ident,
-    parse_crate_value, pascal_case, unknown_option, wrong_context_message,
+    ContextParam, check_tool_name, context_param, doc_text, generic_args, is_helper_type,
+    last_ident, parse_crate_value, pascal_case, unknown_option, wrong_context_message,
 };
 use crate::ctxt::Ctxt;
 
@@ -125,6 +125,16 @@ pub(crate) enum Output {
     Plain(Type),
     /// `-> Result<T, E>` (any path ending in `Result` with a type argument).
     Fallible(Type),
+    /// `-> ToolStream<P, T>` or `-> Result<ToolStream<P, T>, E>`: preliminary results of type
+    /// `progress`, then the final value of type `output`.
+    Stream {
+        progress: Box<Type>,
+        output: Box<Type>,
+        fallible: bool,
+    },
+    /// `ToolStream` without its two type arguments: rustc reports that on the return type, so
+    /// the tool's impls are stubs that add nothing to its one error.
+    MalformedStream,
 }
 
 impl ToolFn {
@@ -295,14 +305,17 @@ pub(crate) fn parse_tool(
             if let Type::ImplTrait(impl_trait) = &**ty {
                 cx.error_spanned_by(
                     impl_trait,
-                    "a tool must return a concrete type that implements `Serialize`",
+                    "a tool must return a concrete type that implements `Serialize`, or a `ToolStream<P, T>` (wrap a stream in `ToolStream::new`)",
                 );
                 Output::Unit
             } else {
                 let is_result = last_ident(ty).is_some_and(|ident| ident == "Result");
-                match crate::common::generic_args(ty).first() {
-                    Some(ok) if is_result => Output::Fallible((*ok).clone()),
-                    _ => Output::Plain((**ty).clone()),
+                let ok = generic_args(ty).first().copied().filter(|_| is_result);
+                match ok {
+                    Some(ok) if is_helper_type(ok, "ToolStream", krate) => stream_output(ok, true),
+                    Some(ok) => Output::Fallible(ok.clone()),
+                    None if is_helper_type(ty, "ToolStream", krate) => stream_output(ty, false),
+                    None => Output::Plain((**ty).clone()),
                 }
             }
         }
@@ -325,5 +338,17 @@ pub(crate) fn parse_tool(
         call_order,
         output,
         attr,
+    }
+}
+
+/// The output of a tool returning `ty`, a `ToolStream`.
+fn stream_output(ty: &Type, fallible: bool) -> Output {
+    match generic_args(ty)[..] {
+        [progress, output] => Output::Stream {
+            progress: Box::new(progress.clone()),
+            output: Box::new(output.clone()),
+            fallible,
+        },
+        _ => Output::MalformedStream,
     }
 }

@@ -37,6 +37,7 @@ mod session_compaction;
 mod store_memory;
 mod store_sqlite;
 mod store_turn_lease;
+mod streaming_tool_streams;
 mod streaming_tools;
 mod tracing_spans;
 mod two_sided;

@@ -1,0 +1,168 @@
+//! Streaming tools: the preliminary results a running tool reports, either one at a time
+//! ([`tool_progress`]) or as the items of the [`ToolStream`] it returns. Both go the one way:
+//! through the reporter the engine sets for the call being polled, which turns each into a
+//! `Chunk::ToolPreliminary`.
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_core::Stream;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ToolError;
+
+/// Where the preliminary results of one call go: set by the engine around the call's future.
+pub(crate) type Report = Arc<dyn Fn(Value) + Send + Sync>;
+
+tokio::task_local! {
+    /// The reporter of the tool call whose future is being polled.
+    static REPORT: Report;
+}
+
+/// Runs `future` (a tool's) so that preliminary results reported inside it go to `report`.
+pub(crate) async fn reporting<F: Future>(report: Report, future: F) -> F::Output {
+    REPORT.scope(report, future).await
+}
+
+/// Sends `content` to the reporter of the call running; `false` outside a tool call.
+fn report(content: Value) -> bool {
+    REPORT.try_with(|report| report(content)).is_ok()
+}
+
+/// Reports a preliminary result of the tool call running: on_chunk and the stream API receive
+/// it (as `Chunk::ToolPreliminary`) while the tool goes on; the model reads only the tool's
+/// final value. Returns `false` outside a tool call (or when the value does not serialize).
+///
+/// ```
+/// use agent_core::{FnTool, tool_progress};
+/// let index = FnTool::new("index", "Indexes the files.", serde_json::json!({"type": "object"}),
+///     |_, _| async {
+///         for done in [25, 50, 75] {
+///             tool_progress(serde_json::json!({ "percent": done }));
+///         }
+///         Ok(serde_json::json!("indexed 120 files"))
+///     });
+/// # let _ = index;
+/// ```
+pub fn tool_progress(value: impl Serialize) -> bool {
+    serde_json::to_value(value).is_ok_and(report)
+}
+
+/// One item of a [`ToolStream`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolUpdate<P, T> {
+    /// A preliminary result: on_chunk and the stream API receive it; the model does not.
+    Progress(P),
+    /// The final value, which the model reads. The stream is dropped here: whatever it would
+    /// yield after this is never polled for.
+    Done(T),
+    /// The call failed: the model reads the message as an error result. The stream is dropped
+    /// here, as after [`Done`](Self::Done).
+    Failed(ToolError),
+}
+
+/// What a streaming tool returns: a stream of [`ToolUpdate`]s, preliminary results of type `P`
+/// then one final value of type `T` (the tool's `Output`).
+///
+/// The stream is polled only once the call runs, so a call that `before_tool_call` blocks or
+/// substitutes polls nothing. A stream that ends without a final value is an error result
+/// naming the tool; a cancel or the tool's timeout drops the stream where it waits.
+///
+/// ```
+/// use agent_core::{ToolStream, ToolUpdate, tool};
+///
+/// /// Indexes the files, reporting how far it got.
+/// #[tool]
+/// fn index() -> ToolStream<u32, String> {
+///     ToolStream::new(async_stream::stream! {
+///         for percent in [25, 50, 75] {
+///             yield ToolUpdate::Progress(percent);
+///         }
+///         yield ToolUpdate::Done("indexed 120 files".to_owned());
+///     })
+/// }
+/// ```
+pub struct ToolStream<P, T> {
+    stream: Pin<Box<dyn Stream<Item = ToolUpdate<P, T>> + Send>>,
+}
+
+impl<P, T> ToolStream<P, T> {
+    /// Wraps a stream of updates (an `async_stream::stream!` block, a channel's receiver
+    /// stream, ...).
+    pub fn new<S>(stream: S) -> Self
+    where
+        S: Stream<Item = ToolUpdate<P, T>> + Send + 'static,
+    {
+        ToolStream {
+            stream: Box::pin(stream),
+        }
+    }
+
+    /// Polls the stream to its final value, reporting each preliminary result of the call
+    /// running (as [`tool_progress`] does). This is what a streaming tool's call does; a
+    /// hand-written [`Tool`](super::Tool) returning a stream calls it with its name, which the
+    /// error of a stream ending without a final value (or with a preliminary result that does
+    /// not serialize) names.
+    pub async fn finish(mut self, tool: &str) -> Result<T, ToolError>
+    where
+        P: Serialize,
+    {
+        loop {
+            match poll_fn(|cx| self.stream.as_mut().poll_next(cx)).await {
+                Some(ToolUpdate::Progress(progress)) => match serde_json::to_value(progress) {
+                    Ok(content) => {
+                        report(content);
+                    }
+                    Err(error) => {
+                        return Err(ToolError::new(format!(
+                            "tool `{tool}` reported a preliminary result that cannot be serialized: {error}"
+                        )));
+                    }
+                },
+                Some(ToolUpdate::Done(output)) => return Ok(output),
+                Some(ToolUpdate::Failed(error)) => return Err(error),
+                None => {
+                    return Err(ToolError::new(format!(
+                        "tool `{tool}` ended its stream without a final value"
+                    )));
+                }
+            }
+        }
+    }
+}
+
+impl<P, T> fmt::Debug for ToolStream<P, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolStream").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value whose serialization fails.
+    struct Unserializable;
+
+    impl Serialize for Unserializable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no JSON for this"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_preliminary_result_that_does_not_serialize_is_an_error_naming_the_tool() {
+        let stream = ToolStream::new(async_stream::stream! {
+            yield ToolUpdate::Progress(Unserializable);
+            yield ToolUpdate::Done(1);
+        });
+        let error = stream.finish("index").await.unwrap_err();
+        assert_eq!(
+            error.message(),
+            "tool `index` reported a preliminary result that cannot be serialized: no JSON for this"
+        );
+    }
+}
