@@ -36,6 +36,7 @@ impl Turn<'_> {
         request: ModelRequest,
     ) -> Flow<Answer> {
         let start = LlmStartContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
             request,
@@ -80,6 +81,7 @@ impl Turn<'_> {
         span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
 
         let end_ctx = LlmEndContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
             model: model.id().to_owned(),

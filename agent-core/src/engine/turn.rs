@@ -75,6 +75,7 @@ pub(crate) async fn run_turn(
         open: Default::default(),
         held: Default::default(),
         extensions: Arc::from(agent.extensions.as_slice()),
+        frame: me.clone(),
         me: me.clone(),
         inherited: Inherited::for_new_turn(),
         limits,
@@ -177,7 +178,7 @@ impl Turn<'_> {
         let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
         let result = TurnResult {
             request_id: self.request_id.clone(),
-            agent: self.agent.name.clone(),
+            agent: self.frame.clone(),
             status,
             text: String::new(),
             stop_reason: None,
@@ -189,6 +190,7 @@ impl Turn<'_> {
         };
         if status == TurnStatus::Aborted {
             let response = ChatResponse {
+                agent: self.frame.clone(),
                 request_id: self.request_id.clone(),
                 message: Message::assistant(""),
                 continuation: self.continuation,
@@ -235,7 +237,7 @@ impl Turn<'_> {
         let agent = self.agent;
         let hooks = &agent.hooks;
         let run_ctx = RunContext {
-            agent: agent.name.clone(),
+            agent: self.frame.clone(),
             request_id: self.request_id.clone(),
             input: request.input,
             continuation: request.continuation,
@@ -264,7 +266,7 @@ impl Turn<'_> {
             Err(end) => return end,
         };
         let session = self.session_id;
-        let rows = match history::filter_rows(hooks, &self.request_id, session, rows).await {
+        let rows = match history::filter_rows(hooks, &self.frame, session, rows).await {
             Ok(rows) => rows,
             Err(error) => return End::Failed(error, ErrorStage::Turn),
         };
@@ -290,6 +292,7 @@ impl Turn<'_> {
             Err(end) => return end,
         };
         let turn_ctx = TurnContext {
+            agent: self.frame.clone(),
             request_id: self.request_id.clone(),
             system,
             messages,
@@ -349,7 +352,8 @@ impl Turn<'_> {
         }
         let Turn {
             agent,
-            current,
+            frame,
+            me,
             session_id,
             request_id,
             continuation,
@@ -362,7 +366,7 @@ impl Turn<'_> {
         let hooks = &agent.hooks;
         let mut result = TurnResult {
             request_id: request_id.clone(),
-            agent: current.name.clone(),
+            agent: me,
             status: TurnStatus::Completed,
             text: outcome.text,
             stop_reason: None,
@@ -397,7 +401,7 @@ impl Turn<'_> {
                 classification,
                 messages_persisted: outcome.user_persisted,
             };
-            fail(&agent.hooks, &request_id, failure, &mut result).await;
+            fail(&agent.hooks, &frame, failure, &mut result).await;
         }
         // The session is released before on_chat_response, so the hook may start a new turn.
         lease.release().await;
@@ -409,6 +413,7 @@ impl Turn<'_> {
             .cloned()
             .unwrap_or_else(|| Message::assistant(""));
         let response = ChatResponse {
+            agent: frame.clone(),
             request_id,
             message,
             continuation,
@@ -416,7 +421,7 @@ impl Turn<'_> {
             error: result.error.clone(),
         };
         let _ = observe_every(&hooks.on_chat_response, &response).await;
-        lifecycle::session_end(agent, session_id, &result).await;
+        lifecycle::session_end(agent, &frame, session_id, &result).await;
         if let Some(sink) = &sink {
             let _ = sink.send(TurnEvent::Finished(result.clone())).await;
         }
@@ -435,7 +440,7 @@ struct Failure {
 
 /// classify_chat_error and on_chat_error: marks `result` as failed with the error surfaced
 /// (a hook's replacement, or the original).
-async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result: &mut TurnResult) {
+async fn fail(hooks: &TurnHooks, frame: &Arc<RunAgent>, failure: Failure, result: &mut TurnResult) {
     let Failure {
         error,
         stage,
@@ -445,10 +450,11 @@ async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result
     tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
     let classification = match classification {
         Some(classification) => classification,
-        None => classify::classify(hooks, request_id, &error, stage).await,
+        None => classify::classify(hooks, frame, &error, stage).await,
     };
     let ctx = ChatErrorContext {
-        request_id: request_id.clone(),
+        agent: frame.clone(),
+        request_id: frame.request_id.clone(),
         error,
         stage,
         messages_persisted,
