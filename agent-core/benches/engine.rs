@@ -17,9 +17,9 @@ use std::hint::black_box;
 use std::sync::{Arc, OnceLock};
 
 use agent_core::{
-    __private, Agent, AgentBuilder, AnyValue, CancelToken, ChunkContext, DynTool, Extension,
-    ExtensionEvent, Hook, Matcher, ScriptedModel, ScriptedStep, Tool, ToolCallDecision,
-    ToolContext, ToolError, ToolInput, TurnResult, TurnStatus, TypedTool, event, schema_for,
+    __private, Agent, AgentBuilder, AnyValue, ChunkContext, DynTool, Extension, ExtensionEvent,
+    Hook, Matcher, RunAgent, ScriptedModel, ScriptedStep, Tool, ToolCallDecision, ToolContext,
+    ToolError, ToolInput, TurnResult, TurnStatus, TypedTool, event, schema_for,
 };
 use divan::counter::ItemsCount;
 use divan::{AllocProfiler, Bencher};
@@ -278,17 +278,10 @@ mod tool_call {
     fn dyn_tool_parse_call_text(bencher: Bencher) {
         let rt = runtime();
         let tool = TypedTool::new(ForecastTool);
-        let call_id: Arc<str> = "c1".into();
-        let tool_name: Arc<str> = ForecastTool::NAME.into();
-        let cancel = CancelToken::new();
+        let ctx = ToolContext::new(RunAgent::new("bench", "req_1"), "c1", ForecastTool::NAME);
         bencher.bench_local(|| {
             let args = tool.parse_args(black_box(ARGS)).expect("valid");
-            let ctx = ToolContext {
-                call_id: call_id.clone(),
-                tool_name: tool_name.clone(),
-                step: 0,
-                cancel: cancel.clone(),
-            };
+            let ctx = ctx.clone();
             let output = rt
                 .block_on(tool.call(Arc::new(args), ctx))
                 .expect("tool runs");

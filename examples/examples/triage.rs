@@ -186,7 +186,7 @@ async fn main() {
     println!(
         "\nstatus: {}, answered by {}, {} steps, {} tokens in this turn (budget 2000 for the run)\n{}",
         result.status,
-        result.agent,
+        result.agent.name,
         result.steps.len(),
         result.usage.total_tokens(),
         result.text

@@ -42,7 +42,7 @@ impl Conversation {
         let writer = Writer {
             agent: &self.agent.inner,
             session: &self.session,
-            request_id: None,
+            turn: None,
         };
         let written = writer.insert(row).await;
         lease.release().await;

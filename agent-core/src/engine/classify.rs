@@ -4,20 +4,21 @@
 use std::sync::Arc;
 
 use crate::hooks::{
-    ChatErrorClassification, ClassifyContext, ErrorStage, TurnError, TurnErrorKind, TurnHooks,
-    every,
+    ChatErrorClassification, ClassifyContext, ErrorStage, RunAgent, TurnError, TurnErrorKind,
+    TurnHooks, every,
 };
 use crate::model::ModelErrorKind;
 
 /// Classifies a turn's error: the first classify_chat_error answer, else the default classifier.
 pub(super) async fn classify(
     hooks: &TurnHooks,
-    request_id: &Arc<str>,
+    frame: &Arc<RunAgent>,
     error: &TurnError,
     stage: ErrorStage,
 ) -> ChatErrorClassification {
     let classify = ClassifyContext {
-        request_id: request_id.clone(),
+        agent: frame.clone(),
+        request_id: frame.request_id.clone(),
         error: error.clone(),
         stage,
     };

@@ -127,7 +127,7 @@ impl<'a> Turn<'a> {
             if !open.config.reactive || open.config.summarizer.is_none() {
                 return end;
             }
-            let classification = classify(&self.agent.hooks, &self.request_id, error, *stage).await;
+            let classification = classify(&self.agent.hooks, &self.frame, error, *stage).await;
             self.session.classification = Some(classification);
             if classification != ChatErrorClassification::ContextOverflow || self.session.retried {
                 return end;

@@ -135,6 +135,7 @@ pub(super) async fn decide(
     );
     let decision = if first {
         let ctx = HandoffContext {
+            agent: scope.me.clone(),
             request_id: scope.request_id.clone(),
             step: scope.step,
             call_id: call.id.clone(),

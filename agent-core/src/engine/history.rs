@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::state::{End, Turn};
 use crate::hooks::chain;
 use crate::hooks::{
-    FilterMessagesContext, HistoryDecision, LlmHistoryContext, PostProcessContext, StopReason,
-    StoreToolResultContext, ToolResultRecord, TurnError, TurnHooks,
+    FilterMessagesContext, HistoryDecision, LlmHistoryContext, PostProcessContext, RunAgent,
+    StopReason, StoreToolResultContext, ToolResultRecord, TurnError, TurnHooks,
 };
 use crate::message::{Message, ToolCall};
 use crate::store::{MessageUpdate, StoredMessage};
@@ -18,7 +18,7 @@ use crate::store::{MessageUpdate, StoredMessage};
 /// filter_messages: the rows the turn reads its history from (never written back).
 pub(crate) async fn filter_rows(
     hooks: &TurnHooks,
-    request_id: &Arc<str>,
+    frame: &Arc<RunAgent>,
     session_id: &Arc<str>,
     rows: Vec<StoredMessage>,
 ) -> Result<Vec<StoredMessage>, TurnError> {
@@ -26,7 +26,8 @@ pub(crate) async fn filter_rows(
         return Ok(rows);
     }
     let mut ctx = FilterMessagesContext {
-        request_id: request_id.clone(),
+        agent: frame.clone(),
+        request_id: frame.request_id.clone(),
         session_id: session_id.clone(),
         rows,
     };
@@ -51,7 +52,7 @@ pub(crate) enum Prefiltered {
 /// prefilter_llm_history: the messages to send, or the message that blocks the call.
 pub(crate) async fn prefilter(
     hooks: &TurnHooks,
-    request_id: &Arc<str>,
+    agent: &Arc<RunAgent>,
     step: usize,
     messages: Vec<Message>,
 ) -> Result<Prefiltered, TurnError> {
@@ -59,7 +60,8 @@ pub(crate) async fn prefilter(
         return Ok(Prefiltered::Send(messages));
     }
     let mut ctx = LlmHistoryContext {
-        request_id: request_id.clone(),
+        agent: agent.clone(),
+        request_id: agent.request_id.clone(),
         step,
         messages,
     };
@@ -101,7 +103,7 @@ pub(crate) struct Reply {
 /// A fail-closed hook that fails returns its error with the last good reply.
 pub(crate) async fn post_process(
     hooks: &TurnHooks,
-    request_id: &Arc<str>,
+    agent: &Arc<RunAgent>,
     step: usize,
     reply: Reply,
 ) -> Result<Reply, (TurnError, Reply)> {
@@ -109,7 +111,8 @@ pub(crate) async fn post_process(
         return Ok(reply);
     }
     let mut ctx = PostProcessContext {
-        request_id: request_id.clone(),
+        agent: agent.clone(),
+        request_id: agent.request_id.clone(),
         step,
         message: reply.message,
     };
@@ -149,7 +152,7 @@ pub(crate) async fn post_process(
 /// any other is refused (logged) and the last good one kept.
 pub(crate) async fn tool_result(
     hooks: &TurnHooks,
-    request_id: &Arc<str>,
+    agent: &Arc<RunAgent>,
     step: usize,
     record: &mut ToolResultRecord,
 ) -> Result<Message, TurnError> {
@@ -164,7 +167,8 @@ pub(crate) async fn tool_result(
     }
     let call = record.call_id.clone();
     let mut ctx = StoreToolResultContext {
-        request_id: request_id.clone(),
+        agent: agent.clone(),
+        request_id: agent.request_id.clone(),
         step,
         message,
     };

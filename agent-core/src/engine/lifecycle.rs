@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::runtime::AgentRuntime;
 use super::state::{End, Turn, store_error};
-use crate::hooks::{ErrorStage, SessionEndContext, SessionStartContext, TurnResult};
+use crate::hooks::{ErrorStage, RunAgent, SessionEndContext, SessionStartContext, TurnResult};
 use crate::hooks::{observe, observe_every};
 
 impl Turn<'_> {
@@ -26,7 +26,7 @@ impl Turn<'_> {
             return Ok(());
         }
         let ctx = SessionStartContext {
-            agent: self.agent.name.clone(),
+            agent: self.frame.clone(),
             session_id: self.session_id.clone(),
             request_id: self.request_id.clone(),
         };
@@ -37,12 +37,17 @@ impl Turn<'_> {
 }
 
 /// on_session_end: observers; a failure is only logged (the turn has already ended).
-pub(super) async fn session_end(agent: &AgentRuntime, session: &Arc<str>, result: &TurnResult) {
+pub(super) async fn session_end(
+    agent: &AgentRuntime,
+    frame: &Arc<RunAgent>,
+    session: &Arc<str>,
+    result: &TurnResult,
+) {
     if agent.hooks.on_session_end.is_empty() {
         return;
     }
     let ctx = SessionEndContext {
-        agent: agent.name.clone(),
+        agent: frame.clone(),
         session_id: session.clone(),
         request_id: result.request_id.clone(),
         status: result.status,

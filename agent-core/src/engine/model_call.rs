@@ -56,6 +56,7 @@ impl Turn<'_> {
         span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
 
         let end_ctx = LlmEndContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
             model: model.id().to_owned(),
@@ -106,6 +107,7 @@ impl Turn<'_> {
     /// request to send.
     async fn llm_start(&mut self, step: usize, request: ModelRequest) -> Flow<ModelRequest> {
         let start = LlmStartContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
             request,

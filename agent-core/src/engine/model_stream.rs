@@ -28,14 +28,24 @@ pub(super) struct Streamed {
     pub(super) finish: Result<FinishReason, Option<TurnError>>,
 }
 
+/// The chunks of one step (its model stream, its tools' preliminary results, its tool
+/// results) on their way to on_chunk and the stream API.
 pub(super) struct StepStream<'t, 'a> {
     turn: &'t Turn<'a>,
-    step: usize,
+    /// The on_chunk context, made once: each chunk is put in it in turn, so a chunk costs no
+    /// reference count for the agent or the request id.
+    ctx: ChunkContext,
 }
 
 impl<'t, 'a> StepStream<'t, 'a> {
     pub(super) fn new(turn: &'t Turn<'a>, step: usize) -> Self {
-        StepStream { turn, step }
+        let ctx = ChunkContext {
+            agent: turn.me.clone(),
+            request_id: turn.request_id.clone(),
+            step,
+            chunk: EMPTY,
+        };
+        StepStream { turn, ctx }
     }
 
     /// Whether anyone sees chunks (an on_chunk hook or the stream API): when nobody does, the
@@ -51,7 +61,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
     }
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
-    pub(super) async fn chunk(&self, chunk: Chunk) -> Result<(), TurnError> {
+    pub(super) async fn chunk(&mut self, chunk: Chunk) -> Result<(), TurnError> {
         if !self.listening() {
             return Ok(());
         }
@@ -67,20 +77,16 @@ impl<'t, 'a> StepStream<'t, 'a> {
             return Ok(());
         }
         let hooks = &self.turn.current.hooks.on_chunk;
-        let ctx = ChunkContext {
-            request_id: self.turn.request_id.clone(),
-            step: self.step,
-            chunk,
-        };
-        observe(hooks, &ctx).await?;
-        extensions::dispatch_chunk(&self.turn.extensions, &ctx.chunk).await;
+        self.ctx.chunk = chunk;
+        observe(hooks, &self.ctx).await?;
+        extensions::dispatch_chunk(&self.turn.extensions, &self.ctx.chunk).await;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
         if self.turn.sink.is_some() {
             self.turn
                 .emit(TurnEvent::Chunk {
-                    step: self.step,
-                    chunk: ctx.chunk,
+                    step: self.ctx.step,
+                    chunk: std::mem::replace(&mut self.ctx.chunk, EMPTY),
                 })
                 .await;
         }
@@ -89,7 +95,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Reads the model's stream (or the error its creation ended in) to its end. A panic
     /// while the stream is polled ends the step as that model's error.
-    pub(super) async fn read(self, stream: Result<ModelStream, TurnError>) -> Streamed {
+    pub(super) async fn read(mut self, stream: Result<ModelStream, TurnError>) -> Streamed {
         let mut out = Streamed {
             text: String::new(),
             reasoning: String::new(),
@@ -154,6 +160,9 @@ impl<'t, 'a> StepStream<'t, 'a> {
         out
     }
 }
+
+/// What the reused chunk context holds between chunks (an empty string does not allocate).
+const EMPTY: Chunk = Chunk::TextDelta(String::new());
 
 /// What one model event did to the step.
 enum Absorbed {

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use super::runtime::AgentRuntime;
-use crate::hooks::{CreateMessageContext, MessageCreatedContext, TurnError, UpdateMessageContext};
+use crate::hooks::{
+    CreateMessageContext, MessageCreatedContext, RunAgent, TurnError, UpdateMessageContext,
+};
 use crate::hooks::{chain, observe};
 use crate::store::{MessageUpdate, NewMessage, StoreError, StoredMessage};
 
@@ -33,11 +35,16 @@ pub(crate) enum Strictness {
 pub(crate) struct Writer<'a> {
     pub(crate) agent: &'a AgentRuntime,
     pub(crate) session: &'a Arc<str>,
-    /// The turn writing (`None` outside a turn).
-    pub(crate) request_id: Option<&'a Arc<str>>,
+    /// The entry agent of the turn writing (`None` outside a turn).
+    pub(crate) turn: Option<&'a Arc<RunAgent>>,
 }
 
 impl Writer<'_> {
+    /// The id of the turn writing (`None` outside a turn).
+    fn request_id(&self) -> Option<Arc<str>> {
+        self.turn.map(|agent| agent.request_id.clone())
+    }
+
     /// before_create_message, the insert, after_create_message.
     pub(crate) async fn insert(&self, row: NewMessage) -> Result<StoredMessage, WriteError> {
         self.insert_as(row, Strictness::Policy).await
@@ -55,7 +62,8 @@ impl Writer<'_> {
         } else {
             let mut ctx = CreateMessageContext {
                 session_id: self.session.clone(),
-                request_id: self.request_id.cloned(),
+                agent: self.turn.cloned(),
+                request_id: self.request_id(),
                 row,
             };
             let chained = chain(&hooks.before_create_message, &mut ctx, |ctx, out| {
@@ -81,7 +89,8 @@ impl Writer<'_> {
         }
         let ctx = MessageCreatedContext {
             session_id: self.session.clone(),
-            request_id: self.request_id.cloned(),
+            agent: self.turn.cloned(),
+            request_id: self.request_id(),
             row: stored,
         };
         let observed = observe(&hooks.after_create_message, &ctx).await;
@@ -116,7 +125,8 @@ impl Writer<'_> {
         }
         let mut ctx = UpdateMessageContext {
             session_id: self.session.clone(),
-            request_id: self.request_id.cloned(),
+            agent: self.turn.cloned(),
+            request_id: self.request_id(),
             id,
             update,
         };

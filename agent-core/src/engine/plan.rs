@@ -175,7 +175,7 @@ pub(super) struct CallScope<'a> {
     /// The run hooks observing the call, if any.
     pub(super) run: Option<&'a RunScope>,
     /// The agent making the call.
-    pub(super) me: &'a RunAgent,
+    pub(super) me: &'a Arc<RunAgent>,
     /// The tool hooks this agent inherited (`inherit.rs`).
     pub(super) inherited: &'a Inherited,
     /// The turn's extensions (`hooks/extension.rs`).

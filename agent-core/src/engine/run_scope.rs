@@ -12,48 +12,55 @@ tokio::task_local! {
     /// The calling turn's run hooks while its step's tools run: a subagent's turn joins them.
     static CALLER: Option<RunScope>;
     /// The agent working in the turn running on this task (updated by a handoff).
-    static WORKING: RefCell<RunAgent>;
+    static WORKING: RefCell<Arc<RunAgent>>;
 }
 
 /// The agent working in the turn running on this task: its name, its path from the agent asked
 /// (`triage > billing` after a handoff, `writer > researcher` in a subagent's turn), its turn's
 /// request id and the run id (the outermost turn's). Readable from any hook or tool of the
 /// turn; `None` outside a turn (or in a task it spawned).
+///
+/// It is the agent running the steps: after a handoff, the target, even in the turn's frame
+/// hooks (after_run, on_chat_response, ...), whose context's `agent` is the entry agent whose
+/// hooks they are.
 pub fn current_agent() -> Option<RunAgent> {
-    WORKING.try_with(|working| working.borrow().clone()).ok()
+    WORKING
+        .try_with(|working| RunAgent::clone(&working.borrow()))
+        .ok()
 }
 
 impl RunAgent {
     /// The agent of a new turn of `agent`: a run of its own, or a step deeper into the calling
     /// turn's run (a subagent's turn).
-    pub(crate) fn starting(agent: &Arc<str>, request_id: &Arc<str>) -> RunAgent {
-        match current_agent() {
+    pub(crate) fn starting(agent: &Arc<str>, request_id: &Arc<str>) -> Arc<RunAgent> {
+        let caller = WORKING.try_with(|working| working.borrow().clone()).ok();
+        Arc::new(match caller {
             Some(caller) => RunAgent {
                 name: agent.clone(),
                 path: Arc::from(format!("{} > {agent}", caller.path)),
                 request_id: request_id.clone(),
-                run_id: caller.run_id,
+                run_id: caller.run_id.clone(),
             },
-            None => RunAgent {
-                name: agent.clone(),
-                path: agent.clone(),
-                request_id: request_id.clone(),
-                run_id: request_id.clone(),
-            },
-        }
+            None => RunAgent::new(agent.clone(), request_id.clone()),
+        })
     }
 
-    /// The agent named `to` takes over from this one (a handoff); hooks and tools reading
+    /// The agent named `to`, taking over from this one (a handoff); hooks and tools reading
     /// [`current_agent`] see it from now on.
-    pub(crate) fn hand_to(&mut self, to: &Arc<str>) {
-        self.path = Arc::from(format!("{} > {to}", self.path));
-        self.name = to.clone();
-        let _ = WORKING.try_with(|working| *working.borrow_mut() = self.clone());
+    pub(crate) fn hand_to(&self, to: &Arc<str>) -> Arc<RunAgent> {
+        let target = Arc::new(RunAgent {
+            name: to.clone(),
+            path: Arc::from(format!("{} > {to}", self.path)),
+            request_id: self.request_id.clone(),
+            run_id: self.run_id.clone(),
+        });
+        let _ = WORKING.try_with(|working| *working.borrow_mut() = target.clone());
+        target
     }
 }
 
 /// Runs `future` (a whole turn) with `agent` readable through [`current_agent`].
-pub(crate) async fn working<F: Future>(agent: RunAgent, future: F) -> F::Output {
+pub(crate) async fn working<F: Future>(agent: Arc<RunAgent>, future: F) -> F::Output {
     WORKING.scope(RefCell::new(agent), future).await
 }
 

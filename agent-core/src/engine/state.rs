@@ -43,8 +43,11 @@ pub(super) struct Turn<'a> {
     pub(super) held: std::sync::Mutex<Option<Vec<Chunk>>>,
     /// The tool hooks inherited from the agents that handed work to this turn (`inherit.rs`).
     pub(super) inherited: Arc<Inherited>,
-    /// The agent working and where it sits in the run (`run_scope.rs`).
-    pub(super) me: RunAgent,
+    /// The agent the turn was asked of, as its frame hooks report it (`run_scope.rs`).
+    pub(super) frame: Arc<RunAgent>,
+    /// The agent running the steps and where it sits in the run: `frame`, or the target of the
+    /// last handoff.
+    pub(super) me: Arc<RunAgent>,
     /// The agent's and the session's extensions (`hooks/extension.rs`), known once the session is
     /// open.
     pub(super) extensions: Arc<[Extension]>,
@@ -147,7 +150,7 @@ impl Turn<'_> {
         Writer {
             agent: self.agent,
             session: self.session_id,
-            request_id: Some(&self.request_id),
+            turn: Some(&self.frame),
         }
     }
 

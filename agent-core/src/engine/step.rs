@@ -78,7 +78,7 @@ impl<'a> Turn<'a> {
                             hooks.on_handoff(agent, &to)
                         });
                     }
-                    self.me.hand_to(&to);
+                    self.me = self.me.hand_to(&to);
                     if let Some(run) = &self.run {
                         run.fire(&self.me, "on_agent_start", |hooks, agent| {
                             hooks.on_agent_start(agent)
@@ -119,6 +119,7 @@ impl<'a> Turn<'a> {
     ) -> Flow<(Arc<dyn Model>, ModelRequest)> {
         let hooks = &self.current.hooks;
         let step_ctx = StepContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
             // Only before_step hooks read the earlier steps: without one, copying every earlier
@@ -144,7 +145,7 @@ impl<'a> Turn<'a> {
             .unwrap_or_else(|| plan.model.clone());
         let mut request = plan.request(&*model, step_config, step_ctx.messages);
         let messages = std::mem::take(&mut request.messages);
-        match history::prefilter(hooks, &self.request_id, step, messages)
+        match history::prefilter(hooks, &self.me, step, messages)
             .await
             .map_err(End::turn)?
         {
@@ -161,7 +162,7 @@ impl<'a> Turn<'a> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let stream = StepStream::new(self, step);
+        let mut stream = StepStream::new(self, step);
         for chunk in held.into_iter().flatten() {
             stream.chunk(chunk).await.map_err(End::turn)?;
         }
@@ -188,14 +189,13 @@ impl<'a> Turn<'a> {
             text: answer.text,
             tool_calls: answer.tool_calls,
         };
-        let reply =
-            match history::post_process(&self.current.hooks, &self.request_id, step, reply).await {
-                Ok(reply) => reply,
-                Err((error, reply)) => {
-                    self.open.partial(&reply.message);
-                    return Err(End::turn(error));
-                }
-            };
+        let reply = match history::post_process(&self.current.hooks, &self.me, step, reply).await {
+            Ok(reply) => reply,
+            Err((error, reply)) => {
+                self.open.partial(&reply.message);
+                return Err(End::turn(error));
+            }
+        };
         if reply.tool_calls.is_empty() && !self.current.output_guardrails.is_empty() {
             let checks = &self.current.output_guardrails;
             let output = GuardrailKind::Output;
@@ -271,6 +271,7 @@ impl<'a> Turn<'a> {
         calls: CallsDone,
     ) -> Flow<Option<usize>> {
         let record = StepRecord {
+            agent: self.me.clone(),
             step,
             model: model.id().to_owned(),
             text: reply.text,
@@ -309,9 +310,9 @@ impl<'a> Turn<'a> {
     /// on_stop: a limit (`why` says which) ended the turn.
     pub(super) async fn stop(&mut self, reason: StopReason, why: String) -> End {
         let ctx = StopContext {
+            agent: self.me.clone(),
             request_id: self.request_id.clone(),
             reason,
-            agent: self.current.name.clone(),
             steps: self.outcome.steps.len(),
             text: self.outcome.text.clone(),
             usage: self

@@ -116,7 +116,7 @@ pub(super) async fn started(
         request_id: scope.request_id.clone(),
         step: scope.step,
         call_id: state.call_id.clone(),
-        agent: caller.name.clone(),
+        agent: scope.me.clone(),
         subagent: subagent.clone(),
         input: state.effective_input.to_json().unwrap_or_default(),
     };
@@ -152,7 +152,7 @@ pub(super) async fn stopped(
         request_id: scope.request_id.clone(),
         step: scope.step,
         call_id: call_id.clone(),
-        agent: caller.name.clone(),
+        agent: scope.me.clone(),
         subagent: subagent.clone(),
         result,
     };

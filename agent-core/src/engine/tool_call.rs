@@ -79,6 +79,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         Err(why) => return rejected(call, why),
     };
     let mut state = CallState {
+        agent: scope.me.clone(),
         request_id: scope.request_id.clone(),
         call_id: call.id.as_str().into(),
         tool_name: slot.spec().name.as_str().into(),
@@ -245,6 +246,7 @@ async fn invoke(
         scope.progress.clone(),
     );
     let ctx = ToolContext {
+        agent: state.agent.clone(),
         call_id: state.call_id.clone(),
         tool_name: state.tool_name.clone(),
         step: state.step,

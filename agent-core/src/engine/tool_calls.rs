@@ -53,11 +53,10 @@ impl Turn<'_> {
                 dropped.insert(position);
                 continue;
             }
-            let message =
-                history::tool_result(&self.current.hooks, &self.request_id, step, &mut record)
-                    .await
-                    .map_err(End::turn)?;
-            let stream = StepStream::new(self, step);
+            let message = history::tool_result(&self.current.hooks, &self.me, step, &mut record)
+                .await
+                .map_err(End::turn)?;
+            let mut stream = StepStream::new(self, step);
             if stream.listening() {
                 let chunk = Chunk::ToolResult {
                     id: record.call_id.clone(),
@@ -142,7 +141,7 @@ impl Turn<'_> {
             ),
         );
         let mut joined = std::pin::pin!(joined);
-        let stream = StepStream::new(self, step);
+        let mut stream = StepStream::new(self, step);
         let mut failed = None;
         let results = loop {
             tokio::select! {

@@ -41,6 +41,7 @@ pub(super) async fn check(
         return checked;
     }
     let mut ctx = ToolResultContext {
+        agent: scope.me.clone(),
         request_id: scope.request_id.clone(),
         step: scope.step,
         call: call.clone(),

@@ -75,6 +75,7 @@ pub(crate) async fn run_turn(
         open: Default::default(),
         held: Default::default(),
         extensions: Arc::from(agent.extensions.as_slice()),
+        frame: me.clone(),
         me: me.clone(),
         inherited: Inherited::for_new_turn(),
         limits,
@@ -177,7 +178,7 @@ impl<'a> Turn<'a> {
         let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
         let result = TurnResult {
             request_id: self.request_id.clone(),
-            agent: self.agent.name.clone(),
+            agent: self.frame.clone(),
             status,
             text: String::new(),
             stop_reason: None,
@@ -189,6 +190,7 @@ impl<'a> Turn<'a> {
         };
         if status == TurnStatus::Aborted {
             let response = ChatResponse {
+                agent: self.frame.clone(),
                 request_id: self.request_id.clone(),
                 message: Message::assistant(""),
                 continuation: self.continuation,
@@ -242,7 +244,7 @@ impl<'a> Turn<'a> {
     /// input stored, then before_turn: the plan the steps run.
     async fn begin(&mut self, request: TurnRequest) -> Flow<TurnPlan<'a>> {
         let run_ctx = RunContext {
-            agent: self.agent.name.clone(),
+            agent: self.frame.clone(),
             request_id: self.request_id.clone(),
             input: request.input,
             continuation: request.continuation,
@@ -253,6 +255,7 @@ impl<'a> Turn<'a> {
         let messages = self.history_with(request.messages, input).await?;
         let system = self.system_prompt().await?;
         let turn_ctx = TurnContext {
+            agent: self.frame.clone(),
             request_id: self.request_id.clone(),
             system,
             messages,
@@ -308,7 +311,7 @@ impl<'a> Turn<'a> {
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         let rows = self.repair(rows).await?;
         let session = self.session_id;
-        let rows = history::filter_rows(&agent.hooks, &self.request_id, session, rows)
+        let rows = history::filter_rows(&agent.hooks, &self.frame, session, rows)
             .await
             .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
         let mut messages = store::history(&rows);
@@ -365,7 +368,8 @@ impl<'a> Turn<'a> {
         }
         let Turn {
             agent,
-            current,
+            frame,
+            me,
             session_id,
             request_id,
             continuation,
@@ -378,7 +382,7 @@ impl<'a> Turn<'a> {
         let hooks = &agent.hooks;
         let mut result = TurnResult {
             request_id: request_id.clone(),
-            agent: current.name.clone(),
+            agent: me,
             status: TurnStatus::Completed,
             text: outcome.text,
             stop_reason: None,
@@ -413,13 +417,13 @@ impl<'a> Turn<'a> {
                 classification,
                 messages_persisted: outcome.user_persisted,
             };
-            fail(&agent.hooks, &request_id, failure, &mut result).await;
+            fail(&agent.hooks, &frame, failure, &mut result).await;
         }
         // The session is released before on_chat_response, so the hook may start a new turn.
         lease.release().await;
-        let response = chat_response(request_id, continuation, &result);
+        let response = chat_response(frame.clone(), request_id, continuation, &result);
         let _ = observe_every(&hooks.on_chat_response, &response).await;
-        lifecycle::session_end(agent, session_id, &result).await;
+        lifecycle::session_end(agent, &frame, session_id, &result).await;
         if let Some(sink) = &sink {
             let _ = sink.send(TurnEvent::Finished(result.clone())).await;
         }
@@ -429,7 +433,12 @@ impl<'a> Turn<'a> {
 
 /// What on_chat_response reads of a finished turn: its last assistant message (an empty one
 /// when it has none), its status and error.
-fn chat_response(request_id: Arc<str>, continuation: bool, result: &TurnResult) -> ChatResponse {
+fn chat_response(
+    agent: Arc<RunAgent>,
+    request_id: Arc<str>,
+    continuation: bool,
+    result: &TurnResult,
+) -> ChatResponse {
     let message = result
         .messages
         .iter()
@@ -438,6 +447,7 @@ fn chat_response(request_id: Arc<str>, continuation: bool, result: &TurnResult) 
         .cloned()
         .unwrap_or_else(|| Message::assistant(""));
     ChatResponse {
+        agent,
         request_id,
         message,
         continuation,
@@ -457,7 +467,7 @@ struct Failure {
 
 /// classify_chat_error and on_chat_error: marks `result` as failed with the error surfaced
 /// (a hook's replacement, or the original).
-async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result: &mut TurnResult) {
+async fn fail(hooks: &TurnHooks, frame: &Arc<RunAgent>, failure: Failure, result: &mut TurnResult) {
     let Failure {
         error,
         stage,
@@ -467,10 +477,11 @@ async fn fail(hooks: &TurnHooks, request_id: &Arc<str>, failure: Failure, result
     tracing::warn!(stage = stage.as_str(), "turn failed: {error}");
     let classification = match classification {
         Some(classification) => classification,
-        None => classify::classify(hooks, request_id, &error, stage).await,
+        None => classify::classify(hooks, frame, &error, stage).await,
     };
     let ctx = ChatErrorContext {
-        request_id: request_id.clone(),
+        agent: frame.clone(),
+        request_id: frame.request_id.clone(),
         error,
         stage,
         messages_persisted,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::outcome::{StepRecord, TurnError};
+use super::run_hooks::RunAgent;
 use crate::message::{Message, ToolCall};
 use crate::model::{
     CallSettings, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
@@ -16,9 +17,12 @@ use crate::tool::{DynTool, ToolSpec};
 
 /// before_run: the agent and the raw input of a turn.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RunContext {
-    /// The agent's name.
-    pub agent: Arc<str>,
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The user's input.
@@ -29,7 +33,12 @@ pub struct RunContext {
 
 /// before_turn: the fully assembled turn, before the first step.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TurnContext {
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The assembled system prompt.
@@ -224,7 +233,11 @@ impl TurnConfig {
 
 /// before_step: the step about to call the model.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StepContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step number (zero-based).
@@ -317,7 +330,11 @@ impl StepConfig {
 
 /// on_llm_start: the request about to be sent.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LlmStartContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step number.
@@ -328,7 +345,11 @@ pub struct LlmStartContext {
 
 /// on_llm_end: what one model call produced.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LlmEndContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step number.
@@ -352,7 +373,13 @@ pub struct LlmEndContext {
 
 /// on_chunk: one streamed chunk.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChunkContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id. The engine puts
+    /// the chunks of one model call in one context in turn, so a streamed chunk costs no
+    /// allocation nor reference count for it (nor for `request_id`).
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step number.

@@ -2,11 +2,16 @@
 
 use std::sync::Arc;
 
+use super::RunAgent;
+
 /// before_handoff: the current agent's model called a transfer tool to hand the rest of the
 /// turn to another agent.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct HandoffContext {
+    /// The agent this hook fires for, the one handing off: its name, its path from the agent
+    /// asked (`triage`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step whose reply asked for the handoff.

@@ -4,15 +4,18 @@
 
 use std::sync::Arc;
 
-use crate::hooks::{ToolOutcomeKind, TurnError, TurnStatus};
+use crate::hooks::{RunAgent, ToolOutcomeKind, TurnError, TurnStatus};
 use crate::message::{Message, ToolCall};
 use crate::store::{MessageUpdate, NewMessage, StoredMessage};
 
 /// on_session_start: the first turn of a session (no stored rows when it starts).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SessionStartContext {
-    /// The agent's name.
-    pub agent: Arc<str>,
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The session's id.
     pub session_id: Arc<str>,
     /// The id of the turn that opens the session.
@@ -21,9 +24,12 @@ pub struct SessionStartContext {
 
 /// on_session_end: a turn of the session ended (after on_chat_response), however it ended.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SessionEndContext {
-    /// The agent's name.
-    pub agent: Arc<str>,
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The session's id.
     pub session_id: Arc<str>,
     /// The id of the turn that ended.
@@ -37,7 +43,12 @@ pub struct SessionEndContext {
 /// filter_messages: the rows loaded for a turn, as the previous hook left them. What a hook
 /// returns is what the turn reads its history from; it is never written back to the store.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FilterMessagesContext {
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The session's id.
@@ -49,7 +60,11 @@ pub struct FilterMessagesContext {
 /// prefilter_llm_history: the messages about to be sent to the model, as the previous hook left
 /// them.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LlmHistoryContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step about to call the model.
@@ -74,7 +89,11 @@ pub enum HistoryDecision {
 /// post_process_message: the model's reply before it is stored, as the previous hook left it.
 /// A replacement must be an assistant message; its tool calls are the ones that run.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PostProcessContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step that produced the reply.
@@ -85,7 +104,12 @@ pub struct PostProcessContext {
 
 /// before_create_message: a row about to be inserted, as the previous hook left it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CreateMessageContext {
+    /// The agent this hook fires for: the entry agent of the turn writing the row (the message
+    /// hooks are its own, for the rows of a handoff's target too), with its name, its path from
+    /// the agent asked, its turn's request id and the run id; `None` outside a turn.
+    pub agent: Option<Arc<RunAgent>>,
     /// The session's id.
     pub session_id: Arc<str>,
     /// The turn writing the row (`None` for rows added outside a turn, e.g.
@@ -97,7 +121,12 @@ pub struct CreateMessageContext {
 
 /// after_create_message: a row as it was stored.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MessageCreatedContext {
+    /// The agent this hook fires for: the entry agent of the turn writing the row (the message
+    /// hooks are its own, for the rows of a handoff's target too), with its name, its path from
+    /// the agent asked, its turn's request id and the run id; `None` outside a turn.
+    pub agent: Option<Arc<RunAgent>>,
     /// The session's id.
     pub session_id: Arc<str>,
     /// The turn that wrote the row (`None` outside a turn).
@@ -109,7 +138,12 @@ pub struct MessageCreatedContext {
 /// before_update_message (the fields as the previous hook left them) and after_update_message
 /// (the fields as applied): an update of one stored row.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct UpdateMessageContext {
+    /// The agent this hook fires for: the entry agent of the turn writing the row (the message
+    /// hooks are its own, for the rows of a handoff's target too), with its name, its path from
+    /// the agent asked, its turn's request id and the run id; `None` outside a turn.
+    pub agent: Option<Arc<RunAgent>>,
     /// The session's id.
     pub session_id: Arc<str>,
     /// The turn updating the row (`None` outside a turn).
@@ -125,7 +159,11 @@ pub struct UpdateMessageContext {
 /// hook blocked or substituted the call); failure means it got an error. Neither fires for an
 /// unknown tool or arguments that do not parse.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ToolResultContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step.
@@ -161,7 +199,11 @@ pub enum ToolResultDecision {
 /// before_store_tool_result: a tool result message just before it is stored, as the previous
 /// hook left it. A replacement must stay a tool message answering the same call.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StoreToolResultContext {
+    /// The agent this hook fires for, the one running the step: its name, its path from the
+    /// agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The step.

@@ -5,13 +5,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::run_hooks::RunAgent;
 use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
 
 /// One finished step: on_step_finish receives it, and turn results keep them all.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct StepRecord {
+    /// The agent that ran the step (the one on_step_finish fires for): its name, its path from
+    /// the agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The step number.
     pub step: usize,
     /// The model's id.
@@ -94,8 +99,9 @@ pub struct StopContext {
     pub request_id: Arc<str>,
     /// Which limit.
     pub reason: StopReason,
-    /// The agent running when the limit was hit (whose hook this is).
-    pub agent: Arc<str>,
+    /// The agent this hook fires for, the one running when the limit was hit: its name, its path
+    /// from the agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// Steps run in this turn.
     pub steps: usize,
     /// The last step's text.
@@ -313,7 +319,12 @@ impl fmt::Display for ErrorStage {
 
 /// classify_chat_error: the error to classify.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ClassifyContext {
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The error.
@@ -324,7 +335,12 @@ pub struct ClassifyContext {
 
 /// on_chat_error: the error that ended a turn.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChatErrorContext {
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The error.
@@ -341,7 +357,12 @@ pub struct ChatErrorContext {
 
 /// on_chat_response: how the turn ended, once per turn.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChatResponse {
+    /// The agent this hook fires for: the turn's entry agent (the frame hooks are its own, after
+    /// a handoff too), with its name, its path from the agent asked (`triage`, `writer >
+    /// researcher` in a subagent's turn), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The final (or partial) assistant message.
@@ -360,8 +381,9 @@ pub struct TurnResult {
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The agent that ran the turn's last step: the agent asked, or the target of the last
-    /// handoff.
-    pub agent: Arc<str>,
+    /// handoff (`triage > billing`), with its turn's request id and the run id. after_run,
+    /// though the entry agent's hook, reads this one: the result's, not the hook's.
+    pub agent: Arc<RunAgent>,
     /// How the turn ended.
     pub status: TurnStatus,
     /// The final answer (the last step's text, or what on_stop supplied; partial on error/abort).

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::RunAgent;
+
 /// on_subagent_start: an agent offered as a tool is about to run its own turn (after the
 /// calling agent's before_tool_call hooks allowed the call).
 #[derive(Clone, Debug)]
@@ -15,8 +17,9 @@ pub struct SubagentStartContext {
     pub step: usize,
     /// The tool call's id.
     pub call_id: Arc<str>,
-    /// The calling agent (whose hook this is).
-    pub agent: Arc<str>,
+    /// The agent this hook fires for, the calling one: its name, its path from the agent asked
+    /// (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The agent about to run.
     pub subagent: Arc<str>,
     /// The call's arguments as they reach the subagent (`{"input": ...}`, after any
@@ -34,8 +37,9 @@ pub struct SubagentStopContext {
     pub step: usize,
     /// The tool call's id.
     pub call_id: Arc<str>,
-    /// The calling agent (whose hook this is).
-    pub agent: Arc<str>,
+    /// The agent this hook fires for, the calling one: its name, its path from the agent asked
+    /// (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The agent that ran.
     pub subagent: Arc<str>,
     /// Its final answer, or why it has none (an error, a cancel, a timeout); the calling

@@ -9,13 +9,18 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::RunAgent;
 use crate::cancel::CancelToken;
 use crate::message::Message;
 use crate::tool::{AnyValue, ToolError, ToolInput};
 
 /// before_tool_call: one call about to run, with input typed as `I`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ToolCallContext<I> {
+    /// The agent this hook fires for, the one whose model made the call: its name, its path
+    /// from the agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The model's id for the call.
@@ -135,6 +140,9 @@ impl fmt::Display for ToolOutcomeKind {
 
 /// after_tool_call: one call's outcome, with input typed as `I` and output as `O`.
 pub struct ToolCallResultContext<I, O = Value> {
+    /// The agent this hook fires for, the one whose model made the call: its name, its path
+    /// from the agent asked (`triage > billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// This turn's id.
     pub request_id: Arc<str>,
     /// The model's id for the call.
@@ -164,6 +172,7 @@ pub struct ToolCallResultContext<I, O = Value> {
 impl<I: fmt::Debug, O> fmt::Debug for ToolCallResultContext<I, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolCallResultContext")
+            .field("agent", &self.agent)
             .field("call_id", &self.call_id)
             .field("tool_name", &self.tool_name)
             .field("model_input", &self.model_input)

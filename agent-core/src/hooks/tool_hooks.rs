@@ -10,7 +10,7 @@ use super::event::{AfterToolCall, BeforeToolCall};
 use super::matcher::CompiledMatcher;
 use super::run::run_hook;
 use super::tool_context::{ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome};
-use super::{FailurePolicy, Hook, HookFailure};
+use super::{FailurePolicy, Hook, HookFailure, RunAgent};
 use crate::cancel::CancelToken;
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -20,6 +20,7 @@ use crate::tool::{AnyValue, DynTool, ToolInput};
 
 /// One tool call as the hooks see it, with its arguments parsed.
 pub(crate) struct CallState {
+    pub(crate) agent: Arc<RunAgent>,
     pub(crate) request_id: Arc<str>,
     pub(crate) call_id: Arc<str>,
     pub(crate) tool_name: Arc<str>,
@@ -94,6 +95,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
             let input = I::from_args(&call.tool_name, &call.effective_input)
                 .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
             let ctx = ToolCallContext {
+                agent: call.agent.clone(),
                 request_id: call.request_id.clone(),
                 call_id: call.call_id.clone(),
                 tool_name: call.tool_name.clone(),
@@ -156,6 +158,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         None
     };
     Some(ToolCallResultContext {
+        agent: call.agent.clone(),
         request_id: call.request_id.clone(),
         call_id: call.call_id.clone(),
         tool_name: call.tool_name.clone(),

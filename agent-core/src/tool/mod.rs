@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
+use crate::hooks::RunAgent;
 
 pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
@@ -69,7 +70,11 @@ pub trait Tool: Send + Sync + 'static {
 /// What a tool call knows about where it runs. Tools may take it as a parameter; it is not part
 /// of the arguments schema.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ToolContext {
+    /// The agent whose model made the call: its name, its path from the agent asked (`triage >
+    /// billing`), its turn's request id and the run id.
+    pub agent: Arc<RunAgent>,
     /// The model's id for this call.
     pub call_id: Arc<str>,
     /// The name of the tool called.
@@ -78,6 +83,25 @@ pub struct ToolContext {
     pub step: usize,
     /// Cancelled when the turn is aborted.
     pub cancel: CancelToken,
+}
+
+impl ToolContext {
+    /// The context of call `call_id` of tool `tool_name` made by `agent` in step 0, with a token
+    /// nothing cancels: for calling a tool outside a turn (the engine makes its own). Set
+    /// `step` and `cancel` on it to change them.
+    pub fn new(
+        agent: RunAgent,
+        call_id: impl Into<Arc<str>>,
+        tool_name: impl Into<Arc<str>>,
+    ) -> ToolContext {
+        ToolContext {
+            agent: Arc::new(agent),
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            step: 0,
+            cancel: CancelToken::new(),
+        }
+    }
 }
 
 /// A tool failure. The model receives its message as an error result.

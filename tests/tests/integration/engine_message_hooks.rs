@@ -521,7 +521,7 @@ async fn session_start_fires_on_the_first_turn_only_and_session_end_after_every_
         .model(model)
         .record_turn(&trace)
         .hook(Hook::<event::OnSessionStart>::sync("start", move |ctx| {
-            t1.push(format!("on_session_start({})", ctx.agent))
+            t1.push(format!("on_session_start({})", ctx.agent.name))
         }))
         .hook(Hook::<event::OnSessionEnd>::sync("end", move |ctx| {
             t2.push(format!(

@@ -86,7 +86,7 @@ async fn an_admin_is_handed_to_billing_and_the_tool_reads_the_context() {
     let result = triage.run(request).await;
 
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    assert_eq!(&*result.agent, "billing");
+    assert_eq!(&*result.agent.name, "billing");
     assert_eq!(result.text, "Billing here.");
     assert_eq!(
         trace.take(),
@@ -119,7 +119,7 @@ async fn a_user_who_is_not_an_admin_is_denied_by_the_hook() {
     let result = triage.run(request).await;
 
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    assert_eq!(&*result.agent, "triage");
+    assert_eq!(&*result.agent.name, "triage");
     assert_eq!(result.text, "Billing is for admins.");
     assert_eq!(
         trace.take(),
@@ -184,7 +184,7 @@ async fn reached_without_the_context_the_tool_and_the_hook_fail_as_they_should()
     let result = front.run("refund").await;
 
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    assert_eq!(&*result.agent, "triage");
+    assert_eq!(&*result.agent.name, "triage");
     assert_eq!(result.text, "Billing is for admins.");
     assert!(trace.take().is_empty(), "neither body ran");
     let missing = format!(

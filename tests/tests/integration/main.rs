@@ -31,6 +31,7 @@ mod multi_agent_context;
 mod multi_agent_guardrails;
 mod multi_agent_handoff;
 mod multi_agent_limits;
+mod multi_agent_path;
 mod multi_agent_run_hooks;
 mod multi_agent_subagent;
 mod session_compaction;

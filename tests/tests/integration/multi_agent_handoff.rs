@@ -51,7 +51,7 @@ fn framed(builder: AgentBuilder, name: &'static str, trace: &Trace) -> AgentBuil
     }));
     let t = trace.clone();
     let builder = builder.hook(Hook::<event::AfterRun>::sync("trace", move |result| {
-        t.push(format!("{name}:after_run({})", result.agent));
+        t.push(format!("{name}:after_run({})", result.agent.name));
     }));
     let t = trace.clone();
     builder.hook(Hook::<event::OnChatResponse>::sync("trace", move |ctx| {
@@ -163,7 +163,7 @@ async fn check_allowed(
     store: &Arc<dyn SessionStore>,
 ) {
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    assert_eq!(&*result.agent, "billing");
+    assert_eq!(&*result.agent.name, "billing");
     assert_eq!(result.text, "Refund issued.");
     let handoff = &result.steps[0].tool_results[0];
     assert_eq!(handoff.outcome, ToolOutcomeKind::HandedOff);
@@ -299,7 +299,7 @@ async fn denied(
     };
     assert_eq!(trace.take(), lines(DENIED), "streamed: {streamed}");
     assert_eq!(result.status, TurnStatus::Completed);
-    assert_eq!(&*result.agent, "triage", "the current agent stays");
+    assert_eq!(&*result.agent.name, "triage", "the current agent stays");
     assert_eq!(result.text, "Sorry, I cannot pass you on.");
     assert_eq!(
         result.steps[0].tool_results[0].outcome,
@@ -343,7 +343,7 @@ async fn a_failing_before_handoff_hook_denies() {
     });
     let triage = triage(&trace, &tm, Handoff::to(&billing), &store, failing);
     let result = triage.session("s").run("I want a refund").await;
-    assert_eq!(&*result.agent, "triage");
+    assert_eq!(&*result.agent.name, "triage");
     assert!(bm.requests().is_empty());
     let read = texts(&tm.requests()[1].messages).pop().unwrap();
     assert_eq!(
@@ -367,7 +367,7 @@ async fn first_sight(history: HandoffHistory) -> Vec<String> {
     let conversation = triage(&trace, &tm, handoff, &store, allow).session("s");
     assert_eq!(conversation.run("hi").await.text, "Hello.");
     let result = conversation.run("refund please").await;
-    assert_eq!(&*result.agent, "billing");
+    assert_eq!(&*result.agent.name, "billing");
     texts(&bm.requests()[0].messages)
 }
 
@@ -418,7 +418,7 @@ async fn only_the_first_transfer_call_of_a_step_is_taken() {
         .build()
         .unwrap();
     let result = triage.session("s").run("help").await;
-    assert_eq!(&*result.agent, "billing");
+    assert_eq!(&*result.agent.name, "billing");
     let results: Vec<_> = result.steps[0]
         .tool_results
         .iter()
@@ -520,7 +520,7 @@ async fn before_handoff_in_the_macro_form() {
     .build()
     .unwrap();
     let result = desk.run("refund").await;
-    assert_eq!(&*result.agent, "Desk");
+    assert_eq!(&*result.agent.name, "Desk");
     assert_eq!(
         trace.take(),
         lines(&["macro before_handoff(Desk->billing)"])
@@ -543,7 +543,7 @@ async fn a_handoff_target_inherits_untyped_tool_hooks_only_when_marked() {
     let handoff = Handoff::to(&billing).inherit_tool_hooks(true);
     let triage = triage(&trace, &tm, handoff, &store, gate_hook);
     let result = triage.session("s").run("I want a refund").await;
-    assert_eq!(&*result.agent, "billing");
+    assert_eq!(&*result.agent.name, "billing");
     let calls: Vec<String> = trace
         .take()
         .into_iter()

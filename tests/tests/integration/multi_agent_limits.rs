@@ -40,7 +40,7 @@ fn run_agents(stops: &Stops, answer: bool, ledger_model: &str) -> Agent {
         .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
             seen.lock().unwrap().push((
                 ctx.reason,
-                ctx.agent.to_string(),
+                ctx.agent.name.to_string(),
                 ctx.usage.total_tokens(),
             ));
             if answer {
@@ -178,7 +178,7 @@ async fn max_steps_still_completes_quietly_by_default() {
         .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
             seen.lock().unwrap().push((
                 ctx.reason,
-                ctx.agent.to_string(),
+                ctx.agent.name.to_string(),
                 ctx.usage.total_tokens(),
             ));
         }))

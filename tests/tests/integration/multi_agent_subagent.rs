@@ -76,13 +76,13 @@ fn writer(
         .hook(Hook::<event::OnSubagentStart>::sync("trace", move |ctx| {
             t3.push(format!(
                 "writer:on_subagent_start({}->{} {})",
-                ctx.agent, ctx.subagent, ctx.input
+                ctx.agent.name, ctx.subagent, ctx.input
             ));
         }))
         .hook(Hook::<event::OnSubagentStop>::sync("trace", move |ctx| {
             t4.push(format!(
                 "writer:on_subagent_stop({}->{} {:?})",
-                ctx.agent, ctx.subagent, ctx.result
+                ctx.agent.name, ctx.subagent, ctx.result
             ));
         }))
         .build()
