@@ -11,6 +11,11 @@
 //! [`StoreErrorKind::Auth`], [`StoreErrorKind::NewerSchema`], [`StoreErrorKind::Conflict`], ...)
 //! whose message names the server as `postgres://user@host:port/database`, never the password.
 //!
+//! Not yet: TLS (connections are plain TCP or a Unix socket), and the suspended tool calls,
+//! approvals and execution records that issue 11 adds to `SessionStore`: when they land, they
+//! need a migration step here (append to `schema.rs`) and tests in the conformance suite
+//! (`tests/src/conformance.rs`), which every store runs.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_core::StoreError> {
 //! use std::sync::Arc;

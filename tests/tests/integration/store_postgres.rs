@@ -294,3 +294,37 @@ async fn connections_the_server_dropped_are_replaced() {
     }
     assert_eq!(outcome.expect("load"), std::slice::from_ref(&first));
 }
+
+/// The cluster a test binary started stops, and its folder goes, when that binary dies without
+/// a chance to clean up (SIGKILL): no server outlives the tests.
+#[test]
+fn the_test_cluster_stops_when_its_test_binary_is_killed() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cluster_until_killed"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the child");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the child's line");
+    let (pid, dir) = line.trim().split_once(' ').expect("pid and folder");
+    let postmaster = std::path::Path::new("/proc").join(pid);
+    assert!(postmaster.exists(), "the server runs: {line}");
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    let killed = Instant::now();
+    while (postmaster.exists() || std::path::Path::new(dir).exists())
+        && killed.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !postmaster.exists(),
+        "the server {pid} outlived its test binary"
+    );
+    assert!(!std::path::Path::new(dir).exists(), "{dir} is left behind");
+}
