@@ -1,23 +1,27 @@
-//! One turn per invocation on a persistent session in SQLite: run it twice and the history
-//! grows. Offline by default (a small local model that answers from the history it is sent);
-//! `--provider openai|anthropic` talks to a real model configured from the environment.
+//! One turn per invocation on a persistent session in SQLite or PostgreSQL: run it twice and
+//! the history grows. Offline by default (a small local model that answers from the history it
+//! is sent); `--provider openai|anthropic` talks to a real model configured from the
+//! environment. `--db` takes a SQLite file's path or a `postgres://` URL; without it, the URL
+//! in `DATABASE_URL`.
 //!
 //! ```sh
 //! cargo run -p examples --example chat -- --db /tmp/chat.db "Hello, I'm Ada."
 //! cargo run -p examples --example chat -- --db /tmp/chat.db "What did I say before?"
+//! cargo run -p examples --example chat -- --db postgres://me:secret@localhost/chat "Hello."
 //! ```
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use agent_core::{
-    AgentBuilder, FinishReason, Message, Model, ModelEvent, ModelRequest, ModelStream, SqliteStore,
-    Usage,
+    AgentBuilder, FinishReason, Message, Model, ModelEvent, ModelRequest, ModelStream,
+    SessionStore, SqliteStore, StoreError, Usage,
 };
+use agent_postgres::PostgresStore;
 use agent_providers::{Anthropic, OpenAi};
 
-const USAGE: &str =
-    "usage: chat --db PATH [--session NAME] [--provider openai|anthropic] \"message\"";
+const USAGE: &str = "usage: chat [--db PATH|postgres://URL] [--session NAME] \
+     [--provider openai|anthropic] \"message\" (--db defaults to $DATABASE_URL)";
 
 /// An offline model that answers from the conversation it receives, so the growing history
 /// shows in its reply.
@@ -85,7 +89,7 @@ fn parse_args() -> Result<Args, String> {
         (None, "default".to_owned(), None, Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--db" => db = Some(args.next().ok_or("--db needs a path")?),
+            "--db" => db = Some(args.next().ok_or("--db needs a path or a URL")?),
             "--session" => session = args.next().ok_or("--session needs a name")?,
             "--provider" => provider = Some(args.next().ok_or("--provider needs a value")?),
             "-h" | "--help" => {
@@ -96,7 +100,9 @@ fn parse_args() -> Result<Args, String> {
             other => words.push(other.to_owned()),
         }
     }
-    let db = db.ok_or("--db is required")?;
+    let db = db
+        .or_else(|| std::env::var("DATABASE_URL").ok())
+        .ok_or("--db (or DATABASE_URL) is required")?;
     if words.is_empty() {
         return Err("a message is required".to_owned());
     }
@@ -135,8 +141,8 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match SqliteStore::open(&args.db) {
-        Ok(store) => Arc::new(store),
+    let (store, place) = match open(&args.db).await {
+        Ok(opened) => opened,
         Err(error) => {
             eprintln!("chat: {error}");
             return ExitCode::FAILURE;
@@ -165,7 +171,7 @@ async fn main() -> ExitCode {
             println!(
                 "(session `{}` in {} now holds {} messages)",
                 args.session,
-                args.db,
+                place,
                 rows.len()
             );
             ExitCode::SUCCESS
@@ -175,4 +181,15 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The store at `db` (a `postgres://` URL or a SQLite path), and how to name it in the output
+/// (a URL without its password).
+async fn open(db: &str) -> Result<(Arc<dyn SessionStore>, String), StoreError> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let store = PostgresStore::connect(db).await?;
+        let place = store.server();
+        return Ok((Arc::new(store), place));
+    }
+    Ok((Arc::new(SqliteStore::open(db)?), db.to_owned()))
 }

@@ -1,6 +1,10 @@
 //! Support for the engine's integration tests (`tests/engine_*.rs`): a [`Trace`] recorder, hooks
 //! that record every event they see as `event(detail)` entries, and a few hand-written tools
-//! (no macros: these tests exercise the public builder API alone).
+//! (no macros: these tests exercise the public builder API alone); the store [`conformance`]
+//! suite; and a throwaway [`postgres`] cluster.
+
+pub mod conformance;
+pub mod postgres;
 
 use std::fmt::Display;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};

@@ -43,6 +43,14 @@ pub enum StoreErrorKind {
     Unwritable,
     /// The disk or the file system failed (disk full, I/O error, cannot open the file).
     Io,
+    /// The database server cannot be reached (refused, timed out, shutting down, or the
+    /// connection dropped).
+    Unreachable,
+    /// The server refused the credentials.
+    Auth,
+    /// Another transaction's concurrent write conflicted with this one (a serialization
+    /// failure, a deadlock or a duplicate key); trying again may succeed.
+    Conflict,
     /// The row the call names is not in the session.
     NotFound,
     /// A message hook refused the write (`inject_message`).

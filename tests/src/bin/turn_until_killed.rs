@@ -1,15 +1,18 @@
-//! A process that starts a turn on a SQLite session and never finishes it, for the durability
-//! test to kill with SIGKILL. Usage: `turn_until_killed DB_PATH stream|tool [LEASE_MS]`. It
-//! prints `READY` once the turn is at the point to be cut: streaming an answer (`stream`) or
-//! running a tool (`tool`). `LEASE_MS` sets the store's turn lease (default: the store's).
+//! A process that starts a turn on a stored session and never finishes it, for the durability
+//! and lease tests to kill with SIGKILL. Usage: `turn_until_killed DB stream|tool [LEASE_MS]`,
+//! where DB is a SQLite file's path or a `postgres://` URL. It prints `READY` once the turn is
+//! at the point to be cut: streaming an answer (`stream`) or running a tool (`tool`).
+//! `LEASE_MS` sets the store's turn lease (default: the store's).
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SqliteOptions, SqliteStore, event,
+    AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SessionStore, SqliteOptions,
+    SqliteStore, StoreError, event,
 };
+use agent_postgres::{PostgresOptions, PostgresStore};
 use serde_json::json;
 
 fn ready() {
@@ -21,19 +24,25 @@ fn ready() {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(db), Some(mode)) = (args.next(), args.next()) else {
-        eprintln!("usage: turn_until_killed DB_PATH stream|tool [LEASE_MS]");
+        eprintln!("usage: turn_until_killed DB stream|tool [LEASE_MS]");
         std::process::exit(2);
     };
-    let mut options = SqliteOptions::default();
-    if let Some(lease) = args.next() {
-        let Ok(millis) = lease.parse() else {
+    let lease = match args.next().map(|lease| lease.parse().map_err(|_| lease)) {
+        None => None,
+        Some(Ok(millis)) => Some(Duration::from_millis(millis)),
+        Some(Err(lease)) => {
             eprintln!("LEASE_MS must be a number of milliseconds, not `{lease}`");
             std::process::exit(2);
-        };
-        options = options.turn_lease(Duration::from_millis(millis));
-    }
-    let store = match SqliteStore::open_with(&db, options) {
-        Ok(store) => Arc::new(store),
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        std::process::exit(1)
+    };
+    let store = match runtime.block_on(open(&db, lease)) {
+        Ok(store) => store,
         Err(error) => {
             eprintln!("{error}");
             std::process::exit(1);
@@ -77,13 +86,23 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
-    let Ok(runtime) = runtime else {
-        std::process::exit(1)
-    };
     let result = runtime.block_on(agent.session("durable").run("Please answer."));
     eprintln!("the turn ended, which it should not: {result:?}");
     std::process::exit(3);
+}
+
+/// The store at `db` (a `postgres://` URL or a SQLite path), with a turn lease of `lease`.
+async fn open(db: &str, lease: Option<Duration>) -> Result<Arc<dyn SessionStore>, StoreError> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let mut options = PostgresOptions::default();
+        if let Some(lease) = lease {
+            options = options.turn_lease(lease);
+        }
+        return Ok(Arc::new(PostgresStore::connect_with(db, options).await?));
+    }
+    let mut options = SqliteOptions::default();
+    if let Some(lease) = lease {
+        options = options.turn_lease(lease);
+    }
+    Ok(Arc::new(SqliteStore::open_with(db, options)?))
 }

@@ -1,23 +1,23 @@
-//! The SQLite session store: rows of every kind round-trip exactly (and as the in-memory store
-//! keeps them), updates, reopening, WAL and schema versions, and every failure a user can meet
-//! (newer schema, corrupt file, unwritable path, a lock held by another connection) as a clear
-//! error naming the file, with nothing lost.
+//! The SQLite session store beyond the store conformance suite (`store_conformance.rs`): the
+//! columns, reopening, WAL and schema versions, and every failure a user can meet (newer
+//! schema, corrupt file, unwritable path, a lock held by another connection) as a clear error
+//! naming the file, with nothing lost.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    MemoryStore, Message, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
-    SqliteStore, StoreError, StoreErrorKind, StoredMessage, ToolCall, ToolStatus,
+    Message, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions, SqliteStore,
+    StoreError, StoreErrorKind,
 };
+use tests::conformance::{assistant_with_calls, every_kind};
 
 /// A fresh directory under the system temp dir, removed (permissions restored first) on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(name: &str) -> TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
@@ -32,7 +32,7 @@ impl TempDir {
         TempDir(dir)
     }
 
-    fn join(&self, name: &str) -> PathBuf {
+    pub(crate) fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
@@ -52,87 +52,6 @@ fn set_mode(path: &Path, mode: u32) {
 
 #[cfg(not(unix))]
 fn set_mode(_: &Path, _: u32) {}
-
-fn tool_call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-        metadata: None,
-    }
-}
-
-fn assistant_with_calls() -> Message {
-    Message::Assistant {
-        content: "Let me look — ünïcödé ✓".into(),
-        reasoning: "The user wants the weather; call two tools.\nLine two.".into(),
-        tool_calls: vec![
-            tool_call("call_1", "weather", r#"{"city":"Paris"}"#),
-            tool_call("call_2", "clock", "{not json"),
-        ],
-        reasoning_signature: Some("sig-abc123==".into()),
-        provider_blocks: vec![
-            serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris"}}),
-            serde_json::json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}),
-        ],
-    }
-}
-
-fn tool_result(call_id: &str, name: &str, content: &str, is_error: bool) -> Message {
-    Message::Tool {
-        call_id: call_id.into(),
-        name: name.into(),
-        content: content.into(),
-        is_error,
-    }
-}
-
-/// One row of every kind: system, user, assistant (reasoning, tool calls, signature; pending
-/// with its request time), tool success, tool error, a silent user row, an empty assistant.
-fn every_kind() -> Vec<NewMessage> {
-    vec![
-        NewMessage::completed(Message::system("You are terse.")),
-        NewMessage::completed(Message::user("What's the weather in Paris?")),
-        NewMessage {
-            message: assistant_with_calls(),
-            status: MessageStatus::Pending,
-            request_sent_at: Some(1_700_000_000_123_456),
-            silent: false,
-        },
-        NewMessage::completed(tool_result("call_1", "weather", r#"{"temp_c":21}"#, false)),
-        NewMessage::completed(tool_result("call_2", "clock", "invalid arguments", true)),
-        NewMessage {
-            message: Message::user("(a hidden nudge)"),
-            status: MessageStatus::Completed,
-            request_sent_at: None,
-            silent: true,
-        },
-        NewMessage {
-            message: Message::assistant(""),
-            status: MessageStatus::Failed,
-            request_sent_at: Some(7),
-            silent: false,
-        },
-        NewMessage::completed(Message::Assistant {
-            content: String::new(),
-            reasoning: String::new(),
-            tool_calls: Vec::new(),
-            reasoning_signature: Some(String::new()),
-            provider_blocks: Vec::new(),
-        }),
-    ]
-}
-
-/// Rows without the fields only a store chooses (id, created_at), for comparing stores.
-fn comparable(rows: &[StoredMessage]) -> Vec<StoredMessage> {
-    rows.iter()
-        .map(|row| StoredMessage {
-            id: 0,
-            created_at: 0,
-            ..row.clone()
-        })
-        .collect()
-}
 
 fn assert_names(error: &StoreError, path: &Path, words: &[&str]) {
     let text = error.to_string();
@@ -154,59 +73,6 @@ fn open_error(path: &Path) -> StoreError {
         Ok(store) => panic!("{} opened: {store:?}", path.display()),
         Err(error) => error,
     }
-}
-
-#[tokio::test]
-async fn rows_of_every_kind_round_trip_exactly_and_as_the_memory_store_keeps_them() {
-    let dir = TempDir::new("round-trip");
-    let path = dir.join("sessions.db");
-    let store = SqliteStore::open(&path).expect("open");
-    assert_eq!(store.path(), path);
-    let memory = MemoryStore::new();
-
-    let mut inserted = Vec::new();
-    let mut remembered = Vec::new();
-    for row in every_kind() {
-        inserted.push(store.insert("s1", row.clone()).await.expect("insert"));
-        remembered.push(memory.insert("s1", row).await.expect("memory insert"));
-    }
-    let loaded = store.load("s1").await.expect("load");
-    assert_eq!(loaded, inserted);
-    assert_eq!(comparable(&loaded), comparable(&remembered));
-
-    for (row, new) in loaded.iter().zip(every_kind()) {
-        assert_eq!(row.session_id, "s1");
-        assert_eq!(row.message, new.message);
-        assert_eq!(row.status, new.status);
-        assert_eq!(row.silent, new.silent);
-        assert_eq!(row.request_sent_at, new.request_sent_at);
-        assert_eq!(row.response_completed_at, None);
-        assert!(row.created_at > 1_600_000_000_000_000, "µs since the epoch");
-    }
-    let tool_statuses: Vec<_> = loaded.iter().map(|row| row.tool_status).collect();
-    assert_eq!(
-        tool_statuses,
-        [
-            None,
-            None,
-            None,
-            Some(ToolStatus::Success),
-            Some(ToolStatus::Error),
-            None,
-            None,
-            None
-        ]
-    );
-    let ids: Vec<i64> = loaded.iter().map(|row| row.id).collect();
-    assert!(
-        ids.windows(2).all(|pair| pair[0] < pair[1]),
-        "ids increase: {ids:?}"
-    );
-    assert!(
-        loaded
-            .windows(2)
-            .all(|p| p[0].created_at <= p[1].created_at)
-    );
 }
 
 #[tokio::test]
@@ -293,178 +159,6 @@ async fn columns_hold_each_part_of_the_message() {
     assert_eq!(rows[3].9.as_deref(), Some("success"));
     assert!(rows[5].8, "silent");
     assert_eq!((rows[0].0.as_str(), rows[0].9.as_deref()), ("system", None));
-}
-
-#[tokio::test]
-async fn sessions_are_separate_and_ids_follow_insertion_order() {
-    let dir = TempDir::new("sessions");
-    let store = SqliteStore::open(dir.join("s.db")).expect("open");
-    let a1 = store
-        .insert("a", NewMessage::completed(Message::user("a1")))
-        .await
-        .expect("insert");
-    let b1 = store
-        .insert("b", NewMessage::completed(Message::user("b1")))
-        .await
-        .expect("insert");
-    let a2 = store
-        .insert("a", NewMessage::completed(Message::assistant("a2")))
-        .await
-        .expect("insert");
-    assert!(a1.id < b1.id && b1.id < a2.id);
-    let a = store.load("a").await.expect("load a");
-    let b = store.load("b").await.expect("load b");
-    assert_eq!(a, [a1, a2]);
-    assert_eq!(b, [b1]);
-    assert!(store.load("nobody").await.expect("load").is_empty());
-}
-
-#[tokio::test]
-async fn update_changes_content_status_and_completion_time_and_keeps_the_rest() {
-    let dir = TempDir::new("update");
-    let store = SqliteStore::open(dir.join("s.db")).expect("open");
-    let user = store
-        .insert("s", NewMessage::completed(Message::user("hi")))
-        .await
-        .expect("insert");
-    let pending = store
-        .insert(
-            "s",
-            NewMessage {
-                message: Message::assistant(""),
-                status: MessageStatus::Pending,
-                request_sent_at: Some(100),
-                silent: false,
-            },
-        )
-        .await
-        .expect("insert");
-
-    store
-        .update(
-            "s",
-            pending.id,
-            MessageUpdate {
-                message: Some(assistant_with_calls()),
-                status: Some(MessageStatus::Completed),
-                response_completed_at: Some(250),
-                silent: None,
-            },
-        )
-        .await
-        .expect("update");
-    let rows = store.load("s").await.expect("load");
-    assert_eq!(rows[0], user);
-    let expected = StoredMessage {
-        message: assistant_with_calls(),
-        status: MessageStatus::Completed,
-        response_completed_at: Some(250),
-        ..pending.clone()
-    };
-    assert_eq!(rows[1], expected);
-
-    // Fields left None stay as they are.
-    store
-        .update(
-            "s",
-            pending.id,
-            MessageUpdate {
-                status: Some(MessageStatus::Failed),
-                ..MessageUpdate::default()
-            },
-        )
-        .await
-        .expect("status only");
-    store
-        .update("s", pending.id, MessageUpdate::default())
-        .await
-        .expect("nothing");
-    let rows = store.load("s").await.expect("load");
-    assert_eq!(
-        rows[1],
-        StoredMessage {
-            status: MessageStatus::Failed,
-            ..expected.clone()
-        }
-    );
-
-    // A tool row's status follows its message, as in the memory store.
-    let tool = store
-        .insert(
-            "s",
-            NewMessage::completed(tool_result("call_1", "weather", "ok", false)),
-        )
-        .await
-        .expect("insert tool");
-    assert_eq!(tool.tool_status, Some(ToolStatus::Success));
-    store
-        .update(
-            "s",
-            tool.id,
-            MessageUpdate {
-                message: Some(tool_result("call_1", "weather", "boom", true)),
-                ..MessageUpdate::default()
-            },
-        )
-        .await
-        .expect("update tool");
-    let rows = store.load("s").await.expect("load");
-    assert_eq!(rows[2].tool_status, Some(ToolStatus::Error));
-    assert_eq!(
-        rows[2].message,
-        tool_result("call_1", "weather", "boom", true)
-    );
-    // Replacing a tool row's message by another kind clears its tool columns.
-    store
-        .update(
-            "s",
-            tool.id,
-            MessageUpdate {
-                message: Some(Message::user("now a user row")),
-                ..MessageUpdate::default()
-            },
-        )
-        .await
-        .expect("update kind");
-    let rows = store.load("s").await.expect("load");
-    assert_eq!(
-        (rows[2].tool_status, &rows[2].message),
-        (None, &Message::user("now a user row"))
-    );
-}
-
-#[tokio::test]
-async fn update_of_a_row_not_in_the_session_is_an_error() {
-    let dir = TempDir::new("update-unknown");
-    let path = dir.join("s.db");
-    let store = SqliteStore::open(&path).expect("open");
-    let row = store
-        .insert("s", NewMessage::completed(Message::user("hi")))
-        .await
-        .expect("insert");
-    let error = store
-        .update("s", row.id + 100, MessageUpdate::default())
-        .await
-        .expect_err("unknown id");
-    assert_names(
-        &error,
-        &path,
-        &[&format!("no message {}", row.id + 100), "`s`"],
-    );
-    assert_eq!(error.kind(), StoreErrorKind::NotFound);
-    let error = store
-        .update(
-            "other",
-            row.id,
-            MessageUpdate {
-                status: Some(MessageStatus::Failed),
-                ..MessageUpdate::default()
-            },
-        )
-        .await
-        .expect_err("another session's row");
-    assert_names(&error, &path, &["no message", "`other`"]);
-    assert_eq!(store.load("s").await.expect("load"), [row]);
 }
 
 #[tokio::test]
@@ -719,60 +413,6 @@ fn a_database_locked_by_another_connection_fails_after_the_busy_timeout_and_lose
         runtime.block_on(store.load("s")).expect("load"),
         [first, second]
     );
-}
-
-#[test]
-fn many_concurrent_inserts_all_land() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
-        .build()
-        .expect("runtime");
-    let dir = TempDir::new("concurrent");
-    let store = Arc::new(SqliteStore::open(dir.join("s.db")).expect("open"));
-    const TASKS: usize = 8;
-    const EACH: usize = 40;
-    runtime.block_on(async {
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|task| {
-                let store = Arc::clone(&store);
-                tokio::spawn(async move {
-                    let session = format!("session-{}", task % 2);
-                    for i in 0..EACH {
-                        let text = format!("task {task} message {i}");
-                        store
-                            .insert(&session, NewMessage::completed(Message::user(text)))
-                            .await
-                            .expect("insert");
-                    }
-                })
-            })
-            .collect();
-        for task in tasks {
-            task.await.expect("task");
-        }
-        let mut ids = Vec::new();
-        for session in ["session-0", "session-1"] {
-            let rows = store.load(session).await.expect("load");
-            assert_eq!(rows.len(), TASKS / 2 * EACH);
-            assert!(rows.windows(2).all(|p| p[0].id < p[1].id));
-            // Each task's own messages are in its order.
-            for task in (0..TASKS).filter(|t| format!("session-{}", t % 2) == session) {
-                let mine: Vec<String> = rows
-                    .iter()
-                    .map(|row| row.message.text().to_owned())
-                    .filter(|text| text.starts_with(&format!("task {task} ")))
-                    .collect();
-                let expected: Vec<String> = (0..EACH)
-                    .map(|i| format!("task {task} message {i}"))
-                    .collect();
-                assert_eq!(mine, expected);
-            }
-            ids.extend(rows.iter().map(|row| row.id));
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), TASKS * EACH);
-    });
 }
 
 #[tokio::test]

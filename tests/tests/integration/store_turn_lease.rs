@@ -1,45 +1,18 @@
-//! One turn at a time per session, owned by the store (issue 15 item 6): every agent on one
-//! store, every store on one SQLite file and every process on that file take turns in a
-//! session one after the other; a process that dies mid-turn holds its session no longer than
-//! its lease.
+//! One turn at a time per session, owned by the store (issue 15 item 6, issue 12): every
+//! process on one SQLite file or PostgreSQL database takes turns in a session one after the
+//! other; a process that dies mid-turn holds its session no longer than its lease. (Agents and
+//! stores within one process: the conformance suite, `store_conformance.rs`.)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AgentBuilder, CancelToken, FnTool, MemoryStore, ScriptedModel, ScriptedStep, SessionStore,
-    SqliteStore, StoredMessage, ToolError, TurnErrorKind, TurnOverlap, TurnRequest, TurnStatus,
+    AgentBuilder, CancelToken, ScriptedModel, ScriptedStep, StoredMessage, TurnErrorKind,
+    TurnOverlap, TurnRequest, TurnStatus,
 };
-use serde_json::{Value, json};
 use tests::assert_whole;
 use tokio::sync::mpsc;
 
-use crate::durability::{database, doomed_turn};
-
-/// A tool that takes `pause` (real time), long enough for two unserialized turns to interleave.
-fn slow_tool(pause: Duration) -> FnTool {
-    FnTool::new(
-        "work",
-        "Works for a while.",
-        json!({"type": "object"}),
-        move |_, _| async move {
-            tokio::time::sleep(pause).await;
-            Ok::<Value, ToolError>(json!("worked"))
-        },
-    )
-}
-
-/// An agent named `name` whose turn calls `work` and then answers "`name` done".
-fn worker(name: &str, store: Arc<dyn SessionStore>) -> AgentBuilder {
-    let model = ScriptedModel::new([
-        ScriptedStep::new().tool_call("c1", "work", "{}"),
-        ScriptedStep::new().text(format!("{name} done")),
-    ]);
-    AgentBuilder::new(name)
-        .model(model)
-        .store(store)
-        .dyn_tool(slow_tool(Duration::from_millis(40)))
-}
+use crate::durability::{Db, doomed_turn};
 
 /// The rows' texts, in order.
 fn texts(rows: &[StoredMessage]) -> Vec<String> {
@@ -48,64 +21,34 @@ fn texts(rows: &[StoredMessage]) -> Vec<String> {
         .collect()
 }
 
-/// Two agents (on `first` and `second`, which share their sessions) each run a turn in session
-/// `s` at the same moment: the turns run one after the other, their rows never interleave.
-async fn two_agents_take_turns(first: Arc<dyn SessionStore>, second: Arc<dyn SessionStore>) {
-    let a = worker("A", first.clone()).build().unwrap().session("s");
-    let b = worker("B", second).build().unwrap().session("s");
-    let (ra, rb) = tokio::join!(a.run("from A"), b.run("from B"));
-    assert_eq!(
-        (ra.status, rb.status),
-        (TurnStatus::Completed, TurnStatus::Completed)
-    );
-    let rows = first.load("s").await.unwrap();
-    assert_whole(&rows);
-    let one = |name: &str| {
-        vec![
-            format!("from {name}"),
-            String::new(),
-            "worked".to_owned(),
-            format!("{name} done"),
-        ]
-    };
-    let got = texts(&rows);
-    let a_first = [one("A"), one("B")].concat();
-    let b_first = [one("B"), one("A")].concat();
-    assert!(got == a_first || got == b_first, "interleaved: {got:#?}");
-}
-
-#[tokio::test]
-async fn two_agents_on_one_memory_store_take_turns() {
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
-    two_agents_take_turns(store.clone(), store).await;
-}
-
-#[tokio::test]
-async fn two_agents_on_one_sqlite_store_take_turns() {
-    let db = database("lease-one-store");
-    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&db).unwrap());
-    two_agents_take_turns(store.clone(), store).await;
-    let _ = std::fs::remove_file(&db);
-}
-
-#[tokio::test]
-async fn two_stores_on_one_sqlite_file_take_turns() {
-    let db = database("lease-two-stores");
-    let first: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&db).unwrap());
-    let second: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&db).unwrap());
-    two_agents_take_turns(first, second).await;
-    let _ = std::fs::remove_file(&db);
-}
-
-/// The lease row of `session` in the file: its holder and expiry (µs since the epoch).
-fn lease_row(db: &std::path::Path, session: &str) -> Option<(String, i64)> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row(
-        "SELECT holder, expires_at FROM turn_leases WHERE session_id = ?1",
-        [session],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )
-    .ok()
+/// The lease row of `session`: its holder and how long it has left (by the database's clock
+/// for PostgreSQL, this process's for SQLite, which stores µs since the epoch).
+async fn lease_row(db: &Db, session: &str) -> Option<(String, Duration)> {
+    let left = |micros: i64| Duration::from_micros(u64::try_from(micros).unwrap_or(0));
+    match db {
+        Db::Sqlite(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.query_row(
+                "SELECT holder, expires_at FROM turn_leases WHERE session_id = ?1",
+                [session],
+                |row| Ok((row.get(0)?, left(row.get::<_, i64>(1)? - now_micros()))),
+            )
+            .ok()
+        }
+        Db::Postgres(url) => {
+            let database = url.rsplit('/').next().unwrap();
+            let client = tests::postgres::cluster().client(database).await;
+            let row = client
+                .query_opt(
+                    "SELECT holder, (extract(epoch FROM expires_at - clock_timestamp()) \
+                     * 1000000)::bigint FROM turn_leases WHERE session_id = $1",
+                    &[&session],
+                )
+                .await
+                .unwrap()?;
+            Some((row.get(0), left(row.get(1))))
+        }
+    }
 }
 
 fn now_micros() -> i64 {
@@ -119,8 +62,16 @@ fn now_micros() -> i64 {
 /// was taken (or last renewed), names this process, and is gone once the turn ends.
 #[tokio::test]
 async fn a_running_turn_holds_a_thirty_second_lease_and_gives_it_back() {
-    let db = database("lease-default");
-    let store = Arc::new(SqliteStore::open(&db).unwrap());
+    default_lease(Db::sqlite("lease-default")).await;
+}
+
+#[tokio::test]
+async fn a_running_postgres_turn_holds_a_thirty_second_lease_and_gives_it_back() {
+    default_lease(Db::postgres("lease-default").await).await;
+}
+
+async fn default_lease(db: Db) {
+    let store = db.open().await;
     let (started, mut on_start) = mpsc::unbounded_channel();
     let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "hang", "{}")]);
     let conversation = AgentBuilder::new("held")
@@ -137,13 +88,13 @@ async fn a_running_turn_holds_a_thirty_second_lease_and_gives_it_back() {
         async move { conversation.run(request).await }
     });
     tests::within("the tool starts", on_start.recv()).await;
-    let before = now_micros();
-    let (holder, expires) = lease_row(&db, "s").expect("a running turn holds a lease row");
+    let (holder, left) = lease_row(&db, "s")
+        .await
+        .expect("a running turn holds a lease row");
     assert!(
         holder.starts_with(&format!("{}:", std::process::id())),
         "the row names this process: {holder}"
     );
-    let left = Duration::from_micros(u64::try_from(expires - before).unwrap_or(0));
     assert!(
         left > Duration::from_secs(25) && left <= Duration::from_secs(30),
         "the default lease runs 30 s: {left:?} left"
@@ -151,8 +102,7 @@ async fn a_running_turn_holds_a_thirty_second_lease_and_gives_it_back() {
     token.cancel();
     let result = tests::within("the turn ends", turn).await.unwrap();
     assert_eq!(result.status, TurnStatus::Aborted);
-    assert_eq!(lease_row(&db, "s"), None, "the lease is given back");
-    let _ = std::fs::remove_file(&db);
+    assert_eq!(lease_row(&db, "s").await, None, "the lease is given back");
 }
 
 /// Another process's turn holds the session: a turn here is rejected (Reject), gives up after
@@ -160,10 +110,18 @@ async fn a_running_turn_holds_a_thirty_second_lease_and_gives_it_back() {
 /// killed, a waiting turn takes the session within about one lease and repairs what it left.
 #[tokio::test]
 async fn a_turn_in_another_process_holds_the_session_until_it_dies() {
-    let db = database("lease-process");
+    another_process_holds_the_session(Db::sqlite("lease-process")).await;
+}
+
+#[tokio::test]
+async fn a_postgres_turn_in_another_process_holds_the_session_until_it_dies() {
+    another_process_holds_the_session(Db::postgres("lease-process").await).await;
+}
+
+async fn another_process_holds_the_session(db: Db) {
     let lease = Duration::from_millis(300);
     let mut child = doomed_turn(&db, "tool", 300);
-    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&db).unwrap());
+    let store = db.open().await;
     let agent = |overlap| {
         let model = ScriptedModel::new([ScriptedStep::new().text("Taken over.")]);
         AgentBuilder::new("next")
@@ -206,5 +164,4 @@ async fn a_turn_in_another_process_holds_the_session_until_it_dies() {
             "Taken over.",
         ]
     );
-    let _ = std::fs::remove_file(&db);
 }

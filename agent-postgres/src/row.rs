@@ -1,0 +1,194 @@
+//! A [`StoredMessage`] as columns: each [`Message`] variant maps onto the role, content and the
+//! columns it uses, and back (the same columns as `SqliteStore`'s).
+
+use agent_core::{Message, MessageStatus, StoredMessage, ToolCall, ToolStatus};
+use tokio_postgres::Row;
+
+/// A session's rows, oldest first, in the column order [`stored`] reads.
+pub(crate) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, tool_calls, \
+     tool_call_id, name, reasoning, reasoning_signature, created_at, request_sent_at, \
+     response_completed_at, status, silent, tool_status, provider_blocks \
+     FROM messages WHERE session_id = $1 ORDER BY id";
+
+/// A new row: session, the message's columns (as [`MessageColumns`] orders them),
+/// request_sent_at, status, silent and provider blocks. The server's clock gives `created_at`
+/// (µs since the Unix epoch), so rows written from several machines share one clock.
+pub(crate) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, \
+     tool_call_id, name, reasoning, reasoning_signature, tool_status, request_sent_at, status, \
+     silent, provider_blocks, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+     (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) \
+     RETURNING id, created_at";
+
+/// A new message, status, completion time and silent flag for row `$1` of session `$2` (a NULL
+/// status, time or flag keeps the stored one).
+pub(crate) const UPDATE_MESSAGE: &str = "UPDATE messages SET role = $3, content = $4, \
+     tool_calls = $5, tool_call_id = $6, name = $7, reasoning = $8, reasoning_signature = $9, \
+     tool_status = $10, status = COALESCE($11, status), \
+     response_completed_at = COALESCE($12, response_completed_at), \
+     silent = COALESCE($13, silent), provider_blocks = $14 WHERE id = $1 AND session_id = $2";
+
+/// A new status, completion time and silent flag for row `$1` of session `$2` (NULL keeps the
+/// stored one).
+pub(crate) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE($3, status), \
+     response_completed_at = COALESCE($4, response_completed_at), \
+     silent = COALESCE($5, silent) WHERE id = $1 AND session_id = $2";
+
+/// Deletes row `$1` of session `$2`.
+pub(crate) const DELETE: &str = "DELETE FROM messages WHERE id = $1 AND session_id = $2";
+
+/// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
+/// reasoning, reasoning signature, the tool status derived from it, and provider blocks).
+#[derive(Debug)]
+pub(crate) struct MessageColumns<'m> {
+    pub role: &'static str,
+    pub content: &'m str,
+    pub tool_calls: Option<String>,
+    pub tool_call_id: Option<&'m str>,
+    pub name: Option<&'m str>,
+    pub reasoning: Option<&'m str>,
+    pub reasoning_signature: Option<&'m str>,
+    pub tool_status: Option<&'static str>,
+    /// An assistant's provider blocks as a JSON list (NULL when there are none).
+    pub provider_blocks: Option<String>,
+}
+
+/// The tool status a tool row carries.
+pub(crate) fn tool_status(message: &Message) -> Option<ToolStatus> {
+    match message {
+        Message::Tool { is_error: true, .. } => Some(ToolStatus::Error),
+        Message::Tool { .. } => Some(ToolStatus::Success),
+        _ => None,
+    }
+}
+
+/// The columns of `message`. Empty reasoning and an empty tool call list are stored as NULL.
+pub(crate) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_json::Error> {
+    let mut columns = MessageColumns {
+        role: message.role(),
+        content: message.text(),
+        tool_calls: None,
+        tool_call_id: None,
+        name: None,
+        reasoning: None,
+        reasoning_signature: None,
+        tool_status: tool_status(message).map(|status| match status {
+            ToolStatus::Success => "success",
+            ToolStatus::Error => "error",
+        }),
+        provider_blocks: None,
+    };
+    match message {
+        Message::System { .. } | Message::User { .. } => {}
+        Message::Assistant {
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+            ..
+        } => {
+            if !tool_calls.is_empty() {
+                columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
+            }
+            if !provider_blocks.is_empty() {
+                columns.provider_blocks = Some(serde_json::to_string(provider_blocks)?);
+            }
+            columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
+            columns.reasoning_signature = reasoning_signature.as_deref();
+        }
+        Message::Tool { call_id, name, .. } => {
+            columns.tool_call_id = Some(call_id);
+            columns.name = Some(name);
+        }
+    }
+    Ok(columns)
+}
+
+/// Why a row could not be read back.
+#[derive(Debug)]
+pub(crate) enum RowError {
+    /// The server could not produce a column (or its type is not the one expected).
+    Postgres(tokio_postgres::Error),
+    /// The row's values make no message (the row's id and what is wrong).
+    Malformed(i64, String),
+}
+
+impl From<tokio_postgres::Error> for RowError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        RowError::Postgres(error)
+    }
+}
+
+/// The stored message in a row selected with [`SELECT_SESSION`].
+pub(crate) fn stored(row: &Row) -> Result<StoredMessage, RowError> {
+    let id: i64 = row.try_get(0)?;
+    let malformed = |what: String| RowError::Malformed(id, what);
+    let role: String = row.try_get(2)?;
+    let content: String = row.try_get(3)?;
+    let status: String = row.try_get(12)?;
+    let tool_status: Option<String> = row.try_get(14)?;
+    let tool_status = match tool_status.as_deref() {
+        None => None,
+        Some("success") => Some(ToolStatus::Success),
+        Some("error") => Some(ToolStatus::Error),
+        Some(other) => return Err(malformed(format!("unknown tool_status `{other}`"))),
+    };
+    let message = match role.as_str() {
+        "system" => Message::System { content },
+        "user" => Message::User { content },
+        "assistant" => {
+            let tool_calls: Option<String> = row.try_get(4)?;
+            let tool_calls: Vec<ToolCall> = match tool_calls {
+                None => Vec::new(),
+                Some(json) => serde_json::from_str(&json).map_err(|error| {
+                    malformed(format!(
+                        "tool_calls is not a JSON list of tool calls: {error}"
+                    ))
+                })?,
+            };
+            let reasoning: Option<String> = row.try_get(7)?;
+            let provider_blocks: Option<String> = row.try_get(15)?;
+            let provider_blocks = match provider_blocks {
+                None => Vec::new(),
+                Some(json) => serde_json::from_str(&json).map_err(|error| {
+                    malformed(format!("provider_blocks is not a JSON list: {error}"))
+                })?,
+            };
+            Message::Assistant {
+                content,
+                reasoning: reasoning.unwrap_or_default(),
+                tool_calls,
+                reasoning_signature: row.try_get(8)?,
+                provider_blocks,
+            }
+        }
+        "tool" => {
+            let call_id: Option<String> = row.try_get(5)?;
+            let name: Option<String> = row.try_get(6)?;
+            let is_error = match tool_status {
+                Some(status) => status == ToolStatus::Error,
+                None => return Err(malformed("a tool row without tool_status".to_owned())),
+            };
+            Message::Tool {
+                call_id: call_id
+                    .ok_or_else(|| malformed("a tool row without tool_call_id".to_owned()))?,
+                name: name.ok_or_else(|| malformed("a tool row without name".to_owned()))?,
+                content,
+                is_error,
+            }
+        }
+        other => return Err(malformed(format!("unknown role `{other}`"))),
+    };
+    Ok(StoredMessage {
+        id,
+        session_id: row.try_get(1)?,
+        message,
+        created_at: row.try_get(9)?,
+        request_sent_at: row.try_get(10)?,
+        response_completed_at: row.try_get(11)?,
+        status: MessageStatus::parse(&status)
+            .ok_or_else(|| malformed(format!("unknown status `{status}`")))?,
+        silent: row.try_get(13)?,
+        tool_status,
+    })
+}

@@ -1,0 +1,115 @@
+//! The schema and its versioned migrations, recorded in table `agent_schema`.
+
+use deadpool_postgres::Object;
+use tokio_postgres::GenericClient;
+
+/// The migration steps, applied in order: step `i` brings the schema from version `i` to `i + 1`.
+/// Append new steps; never edit a released one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the messages (docs/design.md §7) and the turn lease of each session with a turn running
+    // (see `lease.rs`). Plain `CREATE` so that a database with another program's table of the
+    // same name is an error rather than a silent mix.
+    "CREATE TABLE messages (
+        id                    BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id            TEXT    NOT NULL,
+        role                  TEXT    NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content               TEXT    NOT NULL,
+        tool_calls            TEXT,
+        tool_call_id          TEXT,
+        name                  TEXT,
+        reasoning             TEXT,
+        reasoning_signature   TEXT,
+        created_at            BIGINT  NOT NULL,
+        request_sent_at       BIGINT,
+        response_completed_at BIGINT,
+        status                TEXT    NOT NULL CHECK (status IN ('pending', 'completed', 'failed')),
+        silent                BOOLEAN NOT NULL DEFAULT FALSE,
+        tool_status           TEXT             CHECK (tool_status IN ('success', 'error')),
+        provider_blocks       TEXT
+    );
+    CREATE INDEX messages_session_id ON messages (session_id, id);
+    CREATE TABLE turn_leases (
+        session_id TEXT        PRIMARY KEY,
+        holder     TEXT        NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+    );",
+];
+
+/// The schema version this build writes: the number of migration steps.
+pub(crate) const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The advisory lock every process migrating the database takes first, so that two processes
+/// connecting to a new database at once do not both create its tables.
+const MIGRATION_LOCK: i64 = 0x6167_656e_7473_6d31; // "agentsm1"
+
+/// Whether the version table is there (under the connection's search path).
+const HAS_VERSION_TABLE: &str = "SELECT to_regclass('agent_schema') IS NOT NULL";
+/// The schema version recorded in the database.
+const VERSION: &str = "SELECT version FROM agent_schema";
+
+/// Why the schema could not be brought up to date.
+#[derive(Debug)]
+pub(crate) enum MigrateError {
+    /// The server says so.
+    Postgres(tokio_postgres::Error),
+    /// The database was written by a newer build (or holds a version no build writes).
+    Unsupported(i64),
+    /// The step to this version failed (on another program's database, say).
+    Step(i64, tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for MigrateError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        MigrateError::Postgres(error)
+    }
+}
+
+/// The schema version recorded in the database (0 when it has none).
+async fn version(conn: &impl GenericClient) -> Result<i64, MigrateError> {
+    let present: bool = conn.query_one(HAS_VERSION_TABLE, &[]).await?.try_get(0)?;
+    if !present {
+        return Ok(0);
+    }
+    match conn.query_opt(VERSION, &[]).await? {
+        Some(row) => Ok(row.try_get(0)?),
+        None => Ok(0),
+    }
+}
+
+/// Applies every missing migration step in one transaction, under an advisory lock (DDL is
+/// transactional in PostgreSQL: a failed step leaves nothing behind). A database from a newer
+/// version is refused untouched.
+pub(crate) async fn migrate(conn: &mut Object) -> Result<(), MigrateError> {
+    let found = version(&***conn).await?;
+    if found == LATEST_VERSION {
+        return Ok(());
+    }
+    if !(0..LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    let tx = conn.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    // Another process may have migrated the database between the read above and the lock.
+    let found = version(&*tx).await?;
+    if !(0..=LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    if found == 0 {
+        tx.batch_execute("CREATE TABLE agent_schema (version BIGINT NOT NULL)")
+            .await
+            .map_err(|error| MigrateError::Step(1, error))?;
+        tx.execute("INSERT INTO agent_schema (version) VALUES (0)", &[])
+            .await?;
+    }
+    let start = usize::try_from(found).map_err(|_| MigrateError::Unsupported(found))?;
+    for (to, step) in (1..).zip(MIGRATIONS).skip(start) {
+        tx.batch_execute(step)
+            .await
+            .map_err(|error| MigrateError::Step(to, error))?;
+    }
+    tx.execute("UPDATE agent_schema SET version = $1", &[&LATEST_VERSION])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}

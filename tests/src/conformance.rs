@@ -1,0 +1,711 @@
+//! One conformance suite for every [`SessionStore`]: rows of every kind round-trip exactly,
+//! sessions stay apart in id order, updates change what they name and keep the rest, missing
+//! rows are `NotFound`, concurrent inserts all land, the next turn repairs a turn cut off
+//! mid-way, and one turn at a time holds a session (store calls and whole agents).
+//!
+//! Each test is an async function over a [`Subject`]: a fresh, empty store and a second handle
+//! on the same sessions. [`store_conformance!`](crate::store_conformance) expands to one test per
+//! function for a store, so a new store is checked with one line.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{
+    AgentBuilder, FnTool, Message, MessageStatus, MessageUpdate, NewMessage, ScriptedModel,
+    ScriptedStep, SessionStore, StoreErrorKind, StoredMessage, ToolCall, ToolError, ToolStatus,
+    TurnStatus,
+};
+use serde_json::{Value, json};
+
+use crate::{assert_whole, within};
+
+/// A store under test: fresh and empty.
+pub struct Subject {
+    /// The store.
+    pub store: Arc<dyn SessionStore>,
+    /// Another handle on the same sessions: another store on the same file or database (the
+    /// same store for one confined to its process).
+    pub another: Arc<dyn SessionStore>,
+    /// What must live as long as the store (a temporary folder, say).
+    pub keep: Box<dyn Any + Send + Sync>,
+}
+
+/// Expands to one `#[tokio::test]` per conformance test, each on the subject that the async
+/// function `$subject(name: &str) -> Subject` makes for it.
+#[macro_export]
+macro_rules! store_conformance {
+    ($subject:path) => {
+        $crate::store_conformance!(
+            $subject;
+            rows_of_every_kind_round_trip_exactly,
+            sessions_are_separate_and_ids_follow_insertion_order,
+            update_changes_content_status_and_completion_time_and_keeps_the_rest,
+            a_row_not_in_the_session_is_not_found,
+            delete_removes_only_its_row,
+            many_concurrent_inserts_all_land,
+            the_next_turn_repairs_a_turn_cut_off_mid_way,
+            one_turn_at_a_time_per_session,
+            a_dropped_lock_turn_leaves_nothing_held,
+            two_agents_on_one_store_take_turns,
+            two_agents_on_two_handles_take_turns,
+        );
+    };
+    ($subject:path; $($test:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                $crate::conformance::$test($subject(stringify!($test)).await).await;
+            }
+        )*
+    };
+}
+
+/// A tool call.
+pub fn tool_call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: arguments.into(),
+        metadata: None,
+    }
+}
+
+/// An assistant message with every part: text (not ASCII), reasoning, two tool calls (one with
+/// arguments that are not JSON), a signature and provider blocks.
+pub fn assistant_with_calls() -> Message {
+    Message::Assistant {
+        content: "Let me look — ünïcödé ✓".into(),
+        reasoning: "The user wants the weather; call two tools.\nLine two.".into(),
+        tool_calls: vec![
+            tool_call("call_1", "weather", r#"{"city":"Paris"}"#),
+            tool_call("call_2", "clock", "{not json"),
+        ],
+        reasoning_signature: Some("sig-abc123==".into()),
+        provider_blocks: vec![
+            json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris"}}),
+            json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}),
+        ],
+    }
+}
+
+/// A tool result.
+pub fn tool_result(call_id: &str, name: &str, content: &str, is_error: bool) -> Message {
+    Message::Tool {
+        call_id: call_id.into(),
+        name: name.into(),
+        content: content.into(),
+        is_error,
+    }
+}
+
+/// One row of every kind: system, user, assistant (reasoning, tool calls, signature; pending
+/// with its request time), tool success, tool error, a silent user row, a failed empty
+/// assistant, an assistant with an empty signature.
+pub fn every_kind() -> Vec<NewMessage> {
+    vec![
+        NewMessage::completed(Message::system("You are terse.")),
+        NewMessage::completed(Message::user("What's the weather in Paris?")),
+        NewMessage {
+            message: assistant_with_calls(),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(1_700_000_000_123_456),
+            silent: false,
+        },
+        NewMessage::completed(tool_result("call_1", "weather", r#"{"temp_c":21}"#, false)),
+        NewMessage::completed(tool_result("call_2", "clock", "invalid arguments", true)),
+        NewMessage {
+            message: Message::user("(a hidden nudge)"),
+            status: MessageStatus::Completed,
+            request_sent_at: None,
+            silent: true,
+        },
+        NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Failed,
+            request_sent_at: Some(7),
+            silent: false,
+        },
+        NewMessage::completed(Message::Assistant {
+            content: String::new(),
+            reasoning: String::new(),
+            tool_calls: Vec::new(),
+            reasoning_signature: Some(String::new()),
+            provider_blocks: Vec::new(),
+        }),
+    ]
+}
+
+/// The row a store should make of `new` in `session`, given the id and time it chose.
+fn expected(session: &str, new: NewMessage, id: i64, created_at: i64) -> StoredMessage {
+    let tool_status = match &new.message {
+        Message::Tool { is_error: true, .. } => Some(ToolStatus::Error),
+        Message::Tool { .. } => Some(ToolStatus::Success),
+        _ => None,
+    };
+    StoredMessage {
+        id,
+        session_id: session.to_owned(),
+        message: new.message,
+        created_at,
+        request_sent_at: new.request_sent_at,
+        response_completed_at: None,
+        status: new.status,
+        silent: new.silent,
+        tool_status,
+    }
+}
+
+/// Microseconds since the Unix epoch, now.
+fn now_micros() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Every kind of row comes back exactly as it went in, in order, with increasing ids and
+/// creation times (µs since the epoch) taken while it was written.
+pub async fn rows_of_every_kind_round_trip_exactly(subject: Subject) {
+    let store = subject.store;
+    let before = now_micros();
+    let mut inserted = Vec::new();
+    for row in every_kind() {
+        inserted.push(store.insert("s1", row).await.expect("insert"));
+    }
+    let after = now_micros();
+    let want: Vec<StoredMessage> = every_kind()
+        .into_iter()
+        .zip(&inserted)
+        .map(|(new, got)| expected("s1", new, got.id, got.created_at))
+        .collect();
+    assert_eq!(inserted, want, "insert returns the row as stored");
+    assert_eq!(store.load("s1").await.expect("load"), want);
+    assert!(
+        want.windows(2).all(|pair| pair[0].id < pair[1].id),
+        "ids increase: {want:#?}"
+    );
+    assert!(
+        want.windows(2)
+            .all(|pair| pair[0].created_at <= pair[1].created_at),
+        "creation times do not go back: {want:#?}"
+    );
+    // A server's clock may differ a little from this process's.
+    let slack = 5_000_000;
+    assert!(
+        want.iter()
+            .all(|row| row.created_at >= before - slack && row.created_at <= after + slack),
+        "created while written ({before}..{after}): {want:#?}"
+    );
+}
+
+/// Sessions are apart; ids follow insertion order across them; an unknown session is empty.
+pub async fn sessions_are_separate_and_ids_follow_insertion_order(subject: Subject) {
+    let store = subject.store;
+    let a1 = store
+        .insert("a", NewMessage::completed(Message::user("a1")))
+        .await
+        .expect("insert");
+    let b1 = store
+        .insert("b", NewMessage::completed(Message::user("b1")))
+        .await
+        .expect("insert");
+    let a2 = store
+        .insert("a", NewMessage::completed(Message::assistant("a2")))
+        .await
+        .expect("insert");
+    assert!(a1.id < b1.id && b1.id < a2.id, "{a1:?} {b1:?} {a2:?}");
+    assert_eq!(store.load("a").await.expect("load a"), [a1, a2]);
+    assert_eq!(store.load("b").await.expect("load b"), [b1]);
+    assert_eq!(store.load("nobody").await.expect("load"), []);
+}
+
+/// An update sets what it names and keeps every field left `None`; a tool row's status follows
+/// its message; a message of another kind clears the tool columns.
+pub async fn update_changes_content_status_and_completion_time_and_keeps_the_rest(
+    subject: Subject,
+) {
+    let store = subject.store;
+    let user = store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    let pending = store
+        .insert(
+            "s",
+            NewMessage {
+                message: Message::assistant(""),
+                status: MessageStatus::Pending,
+                request_sent_at: Some(100),
+                silent: false,
+            },
+        )
+        .await
+        .expect("insert");
+    store
+        .update(
+            "s",
+            pending.id,
+            MessageUpdate {
+                message: Some(assistant_with_calls()),
+                status: Some(MessageStatus::Completed),
+                response_completed_at: Some(250),
+                silent: None,
+            },
+        )
+        .await
+        .expect("update");
+    let completed = StoredMessage {
+        message: assistant_with_calls(),
+        status: MessageStatus::Completed,
+        response_completed_at: Some(250),
+        ..pending.clone()
+    };
+    assert_eq!(
+        store.load("s").await.expect("load"),
+        [user.clone(), completed.clone()]
+    );
+
+    // Fields left None stay as they are.
+    store
+        .update(
+            "s",
+            pending.id,
+            MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("status only");
+    store
+        .update("s", pending.id, MessageUpdate::default())
+        .await
+        .expect("nothing");
+    store
+        .update(
+            "s",
+            user.id,
+            MessageUpdate {
+                silent: Some(true),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("silent only");
+    let failed = StoredMessage {
+        status: MessageStatus::Failed,
+        ..completed
+    };
+    let silent_user = StoredMessage {
+        silent: true,
+        ..user
+    };
+    assert_eq!(
+        store.load("s").await.expect("load"),
+        [silent_user.clone(), failed.clone()]
+    );
+
+    // A tool row's status follows its message.
+    let tool = store
+        .insert(
+            "s",
+            NewMessage::completed(tool_result("call_1", "weather", "ok", false)),
+        )
+        .await
+        .expect("insert tool");
+    assert_eq!(tool.tool_status, Some(ToolStatus::Success));
+    store
+        .update(
+            "s",
+            tool.id,
+            MessageUpdate {
+                message: Some(tool_result("call_1", "weather", "boom", true)),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("update tool");
+    let errored = StoredMessage {
+        message: tool_result("call_1", "weather", "boom", true),
+        tool_status: Some(ToolStatus::Error),
+        ..tool.clone()
+    };
+    assert_eq!(
+        store.load("s").await.expect("load"),
+        [silent_user.clone(), failed.clone(), errored]
+    );
+    // Replacing a tool row's message by another kind clears its tool columns.
+    store
+        .update(
+            "s",
+            tool.id,
+            MessageUpdate {
+                message: Some(Message::user("now a user row")),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect("update kind");
+    let user_now = StoredMessage {
+        message: Message::user("now a user row"),
+        tool_status: None,
+        ..tool
+    };
+    assert_eq!(
+        store.load("s").await.expect("load"),
+        [silent_user, failed, user_now]
+    );
+}
+
+/// Updating or deleting a row that is not in the session (an unknown id, or another session's
+/// row) is a `NotFound` error naming the row and the session, and changes nothing.
+pub async fn a_row_not_in_the_session_is_not_found(subject: Subject) {
+    let store = subject.store;
+    let row = store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    let missing = row.id + 100;
+    let error = store
+        .update("s", missing, MessageUpdate::default())
+        .await
+        .expect_err("unknown id");
+    assert_eq!(error.kind(), StoreErrorKind::NotFound, "{error}");
+    assert!(
+        error
+            .message()
+            .contains(&format!("no message {missing} in session `s`")),
+        "{error}"
+    );
+    let error = store
+        .update(
+            "other",
+            row.id,
+            MessageUpdate {
+                status: Some(MessageStatus::Failed),
+                ..MessageUpdate::default()
+            },
+        )
+        .await
+        .expect_err("another session's row");
+    assert_eq!(error.kind(), StoreErrorKind::NotFound, "{error}");
+    assert!(
+        error
+            .message()
+            .contains(&format!("no message {} in session `other`", row.id)),
+        "{error}"
+    );
+    for (session, id) in [("s", missing), ("other", row.id)] {
+        let error = store.delete(session, id).await.expect_err("not there");
+        assert_eq!(error.kind(), StoreErrorKind::NotFound, "{error}");
+        assert!(
+            error
+                .message()
+                .contains(&format!("no message {id} in session `{session}`")),
+            "{error}"
+        );
+    }
+    assert_eq!(store.load("s").await.expect("load"), [row]);
+}
+
+/// Deleting a row removes it alone; the next row still gets a higher id.
+pub async fn delete_removes_only_its_row(subject: Subject) {
+    let store = subject.store;
+    let mut rows = Vec::new();
+    for text in ["one", "two", "three"] {
+        rows.push(
+            store
+                .insert("s", NewMessage::completed(Message::user(text)))
+                .await
+                .expect("insert"),
+        );
+    }
+    let other = store
+        .insert("t", NewMessage::completed(Message::user("elsewhere")))
+        .await
+        .expect("insert");
+    store.delete("s", rows[1].id).await.expect("delete");
+    let four = store
+        .insert("s", NewMessage::completed(Message::user("four")))
+        .await
+        .expect("insert");
+    assert!(four.id > other.id, "{four:?} after {other:?}");
+    assert_eq!(
+        store.load("s").await.expect("load"),
+        [rows[0].clone(), rows[2].clone(), four]
+    );
+    assert_eq!(store.load("t").await.expect("load"), [other]);
+}
+
+/// Eight tasks insert forty rows each into two sessions at once: every row lands once, each
+/// session in id order with each task's rows in its own order.
+pub async fn many_concurrent_inserts_all_land(subject: Subject) {
+    const TASKS: usize = 8;
+    const EACH: usize = 40;
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let store = if task % 4 < 2 {
+                Arc::clone(&subject.store)
+            } else {
+                Arc::clone(&subject.another)
+            };
+            tokio::spawn(async move {
+                let session = format!("session-{}", task % 2);
+                for i in 0..EACH {
+                    let text = format!("task {task} message {i}");
+                    store
+                        .insert(&session, NewMessage::completed(Message::user(text)))
+                        .await
+                        .expect("insert");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    let mut ids = Vec::new();
+    for session in ["session-0", "session-1"] {
+        let rows = subject.store.load(session).await.expect("load");
+        assert_eq!(rows.len(), TASKS / 2 * EACH);
+        assert!(rows.windows(2).all(|p| p[0].id < p[1].id));
+        for task in (0..TASKS).filter(|t| format!("session-{}", t % 2) == session) {
+            let mine: Vec<String> = rows
+                .iter()
+                .map(|row| row.message.text().to_owned())
+                .filter(|text| text.starts_with(&format!("task {task} ")))
+                .collect();
+            let expected: Vec<String> = (0..EACH)
+                .map(|i| format!("task {task} message {i}"))
+                .collect();
+            assert_eq!(mine, expected);
+        }
+        ids.extend(rows.iter().map(|row| row.id));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), TASKS * EACH, "no row lost or doubled");
+}
+
+/// A session as a process killed mid-turn leaves it (one call answered, one not, the next model
+/// call pending): the next turn marks the pending row failed, answers the open call with an
+/// error, and runs on a history that pairs every call.
+pub async fn the_next_turn_repairs_a_turn_cut_off_mid_way(subject: Subject) {
+    let store = subject.store;
+    let calls = Message::Assistant {
+        content: "Checking both.".into(),
+        reasoning: String::new(),
+        tool_calls: vec![
+            tool_call("call_1", "weather", "{}"),
+            tool_call("call_2", "clock", "{}"),
+        ],
+        reasoning_signature: None,
+        provider_blocks: Vec::new(),
+    };
+    let cut = [
+        NewMessage::completed(Message::user("Weather and time?")),
+        NewMessage::completed(calls.clone()),
+        NewMessage::completed(tool_result("call_1", "weather", "sunny", false)),
+        NewMessage {
+            message: Message::assistant("It is sun"),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(1),
+            silent: false,
+        },
+    ];
+    for row in cut {
+        store.insert("cut", row).await.expect("insert");
+    }
+    let model = ScriptedModel::new([ScriptedStep::new().text("Sorry, the clock was cut off.")]);
+    // The conversation stays open while the rows are read (an in-memory store frees a session
+    // with its last handle).
+    let conversation = AgentBuilder::new("next")
+        .model(model.clone())
+        .store(store.clone())
+        .build()
+        .expect("agent")
+        .session("cut");
+    let result = conversation.run("Well?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let interrupted = tool_result(
+        "call_2",
+        "clock",
+        "tool `clock` did not finish: its turn was interrupted",
+        true,
+    );
+    let rows = store.load("cut").await.expect("load");
+    assert_whole(&rows);
+    let summary: Vec<(Message, MessageStatus)> = rows
+        .iter()
+        .map(|row| (row.message.clone(), row.status))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Message::user("Weather and time?"), MessageStatus::Completed),
+            (calls.clone(), MessageStatus::Completed),
+            (
+                tool_result("call_1", "weather", "sunny", false),
+                MessageStatus::Completed
+            ),
+            (Message::assistant("It is sun"), MessageStatus::Failed),
+            (interrupted.clone(), MessageStatus::Completed),
+            (Message::user("Well?"), MessageStatus::Completed),
+            (
+                Message::assistant("Sorry, the clock was cut off."),
+                MessageStatus::Completed
+            ),
+        ]
+    );
+    assert_eq!(
+        model.requests()[0].messages,
+        [
+            Message::user("Weather and time?"),
+            calls,
+            tool_result("call_1", "weather", "sunny", false),
+            interrupted,
+            Message::user("Well?"),
+        ]
+    );
+    drop(conversation);
+}
+
+/// `lock_turn` holds a session for one turn at a time: a second try without waiting gets
+/// nothing (on this handle or another), another session is free, and a waiting try gets the
+/// session once the lease is released, not before.
+pub async fn one_turn_at_a_time_per_session(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    let held = store
+        .lock_turn("s", false)
+        .await
+        .expect("lock")
+        .expect("free");
+    for handle in [&store, &another] {
+        assert!(
+            handle.lock_turn("s", false).await.expect("lock").is_none(),
+            "held"
+        );
+    }
+    let elsewhere = another
+        .lock_turn("t", false)
+        .await
+        .expect("lock")
+        .expect("another session is free");
+    let waiter = tokio::spawn({
+        let another = Arc::clone(&another);
+        async move { another.lock_turn("s", true).await }
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        !waiter.is_finished(),
+        "the waiter waits while the turn is held"
+    );
+    held.release().await;
+    let next = within("the waiter takes the session", waiter)
+        .await
+        .expect("task")
+        .expect("lock")
+        .expect("taken once released");
+    assert!(
+        store.lock_turn("s", false).await.expect("lock").is_none(),
+        "the waiter holds it now"
+    );
+    next.release().await;
+    elsewhere.release().await;
+    let again = store.lock_turn("s", false).await.expect("lock");
+    assert!(again.is_some(), "free again");
+}
+
+/// A `lock_turn` future dropped while it waits leaves nothing held, nor does a lease dropped
+/// without `release` (it is released in the background).
+pub async fn a_dropped_lock_turn_leaves_nothing_held(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    let held = store
+        .lock_turn("s", false)
+        .await
+        .expect("lock")
+        .expect("free");
+    let waiting = another.lock_turn("s", true);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), waiting)
+            .await
+            .is_err(),
+        "waits while held"
+    );
+    held.release().await;
+    let next = within("free after the dropped wait", another.lock_turn("s", true))
+        .await
+        .expect("lock")
+        .expect("taken");
+    drop(next);
+    let again = within("free after the dropped lease", store.lock_turn("s", true))
+        .await
+        .expect("lock");
+    assert!(again.is_some());
+}
+
+/// A tool that takes `pause` (real time), long enough for two unserialized turns to interleave.
+fn slow_tool(pause: Duration) -> FnTool {
+    FnTool::new(
+        "work",
+        "Works for a while.",
+        json!({"type": "object"}),
+        move |_, _| async move {
+            tokio::time::sleep(pause).await;
+            Ok::<Value, ToolError>(json!("worked"))
+        },
+    )
+}
+
+/// An agent named `name` whose turn calls `work` and then answers "`name` done".
+fn worker(name: &str, store: Arc<dyn SessionStore>) -> AgentBuilder {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "work", "{}"),
+        ScriptedStep::new().text(format!("{name} done")),
+    ]);
+    AgentBuilder::new(name)
+        .model(model)
+        .store(store)
+        .dyn_tool(slow_tool(Duration::from_millis(40)))
+}
+
+/// Two agents (on `first` and `second`, which share their sessions) each run a turn in session
+/// `s` at the same moment: the turns run one after the other, their rows never interleave.
+async fn two_agents_take_turns(first: Arc<dyn SessionStore>, second: Arc<dyn SessionStore>) {
+    let a = worker("A", first.clone()).build().unwrap().session("s");
+    let b = worker("B", second).build().unwrap().session("s");
+    let (ra, rb) = tokio::join!(a.run("from A"), b.run("from B"));
+    assert_eq!(
+        (ra.status, rb.status),
+        (TurnStatus::Completed, TurnStatus::Completed)
+    );
+    let rows = first.load("s").await.unwrap();
+    assert_whole(&rows);
+    let one = |name: &str| {
+        vec![
+            format!("from {name}"),
+            String::new(),
+            "worked".to_owned(),
+            format!("{name} done"),
+        ]
+    };
+    let got: Vec<String> = rows
+        .iter()
+        .map(|row| row.message.text().to_owned())
+        .collect();
+    let a_first = [one("A"), one("B")].concat();
+    let b_first = [one("B"), one("A")].concat();
+    assert!(got == a_first || got == b_first, "interleaved: {got:#?}");
+}
+
+/// Two agents built on one store take turns in a session.
+pub async fn two_agents_on_one_store_take_turns(subject: Subject) {
+    two_agents_take_turns(subject.store.clone(), subject.store).await;
+}
+
+/// Two agents on two handles of the same sessions (two stores on one file or database) take
+/// turns in a session.
+pub async fn two_agents_on_two_handles_take_turns(subject: Subject) {
+    two_agents_take_turns(subject.store, subject.another).await;
+}
