@@ -23,7 +23,8 @@
 //! - `hooks`: the event catalogue, [`Hook`] and its options, contexts and decisions, matchers,
 //!   and the one runner that applies the failure policy;
 //! - the leaves: `model` ([`Model`], [`ScriptedModel`]), `tool` ([`Tool`], [`ToolSpec`]),
-//!   `store` ([`SessionStore`], [`MemoryStore`], [`SqliteStore`]), `message`, `cancel`, `util`.
+//!   `store` ([`SessionStore`], [`MemoryStore`], [`SqliteStore`]), `message`, `cancel`,
+//!   `run_agent` ([`RunAgent`]), `util`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -33,6 +34,7 @@ mod engine;
 mod hooks;
 mod message;
 mod model;
+mod run_agent;
 mod session;
 mod store;
 mod tool;

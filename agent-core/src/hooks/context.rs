@@ -8,11 +8,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::outcome::{StepRecord, TurnError};
-use super::run_hooks::RunAgent;
 use crate::message::{Message, ToolCall};
 use crate::model::{
     CallSettings, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
 };
+use crate::run_agent::RunAgent;
 use crate::tool::{DynTool, ToolSpec};
 
 /// before_run: the agent and the raw input of a turn.

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::util::BoxFuture;
 
+pub use crate::run_agent::RunAgent;
 pub use context::*;
 pub(crate) use event::TurnHooks;
 pub use extension::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SNAPSHOT_VERSION};
@@ -30,7 +31,7 @@ pub use messages::*;
 pub use outcome::*;
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
-pub use run_hooks::{RunAgent, RunHooks};
+pub use run_hooks::RunHooks;
 pub use subagent::*;
 pub use tool_context::*;
 

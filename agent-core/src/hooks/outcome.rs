@@ -5,10 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::run_hooks::RunAgent;
 use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
+use crate::run_agent::RunAgent;
 
 /// One finished step: on_step_finish receives it, and turn results keep them all.
 #[derive(Clone, Debug, PartialEq)]

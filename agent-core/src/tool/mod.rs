@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
-use crate::hooks::RunAgent;
+use crate::run_agent::RunAgent;
 
 pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};

@@ -27,6 +27,7 @@ mod macro_agent;
 mod macro_hooks;
 mod macro_multi_agent;
 mod macro_tools;
+mod module_layers;
 mod multi_agent_context;
 mod multi_agent_guardrails;
 mod multi_agent_handoff;
