@@ -50,6 +50,20 @@ fn free_tool_with_options() {
 }
 
 #[test]
+fn tool_needing_approval() {
+    let expanded = crate::tool::entry(
+        quote!(needs_approval = over_a_thousand),
+        quote! {
+            /// Transfer money.
+            fn transfer(amount: u32) -> String {
+                format!("sent {amount}")
+            }
+        },
+    );
+    check("tool_needs_approval", expanded);
+}
+
+#[test]
 fn free_hook_with_matcher() {
     let expanded = crate::hook::entry(
         quote!(before_tool_call, match = "^rm_", dynamic, priority = -5, on_error = "fail_open", timeout_ms = 250),

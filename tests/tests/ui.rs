@@ -61,6 +61,8 @@ const FAIL: &[&str] = &[
     "tool/fail/output_not_serialize.rs",
     "tool/fail/param_not_json_schema.rs",
     "tool/fail/pattern_param.rs",
+    "tool/fail/needs_approval_not_a_function.rs",
+    "tool/fail/needs_approval_wrong_predicate.rs",
     "tool/fail/timeout_ms_not_a_number.rs",
     "tool/fail/timeout_ms_zero.rs",
     "tool/fail/unknown_option.rs",

@@ -20,7 +20,7 @@ use crate::hooks::{
 use crate::message::{Message, ToolCall};
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
-use crate::store::{MessageUpdate, NewMessage, StoreError};
+use crate::store::{MessageUpdate, NewMessage, PendingCall, StoreError, SuspendedCall};
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
@@ -68,6 +68,8 @@ pub(super) struct Outcome {
     /// The last step's text (the answer), or partial text when a stream broke.
     pub(super) text: String,
     pub(super) user_persisted: bool,
+    /// The calls left waiting for an answer, when a step suspended the turn.
+    pub(super) pending: Vec<PendingCall>,
 }
 
 /// How a turn ends.
@@ -78,6 +80,8 @@ pub(super) enum End {
     Failed(TurnError, ErrorStage),
     /// It was cancelled.
     Aborted,
+    /// Tool calls wait for an answer (`Outcome::pending`).
+    Suspended,
 }
 
 impl End {
@@ -104,6 +108,8 @@ pub(super) struct SessionTurn {
     pub(super) usage_from: usize,
     /// The classification of the error that ended the steps, made once.
     pub(super) classification: Option<ChatErrorClassification>,
+    /// A resumed turn: the answered calls still to run before its first step (`resume.rs`).
+    pub(super) resume: Option<Vec<SuspendedCall>>,
 }
 
 impl Turn<'_> {

@@ -136,6 +136,13 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call with these arguments (from [`parse_args`](Self::parse_args)) waits for a
+    /// person's approval (see [`Tool::needs_approval`]). The default: never.
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        let _ = args;
+        false
+    }
+
     /// Runs the tool with arguments produced by [`parse_args`](Self::parse_args).
     fn call(
         &self,
@@ -224,6 +231,11 @@ impl<T: Tool> DynTool for TypedTool<T> {
         T::TIMEOUT
     }
 
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        args.downcast_ref::<T::Args>()
+            .is_some_and(|args| self.tool.needs_approval(args))
+    }
+
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         let args: T::Args =
             serde_path_to_error::deserialize(value).map_err(|e| args_error(T::NAME, e))?;
@@ -255,6 +267,8 @@ impl<T: Tool> DynTool for TypedTool<T> {
 type FnToolBody =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
+type ApprovalRule = dyn Fn(&Value) -> bool + Send + Sync;
+
 /// A tool made at run time from a name, a description, a JSON Schema and a closure over JSON.
 ///
 /// ```
@@ -267,6 +281,7 @@ pub struct FnTool {
     spec: Arc<ToolSpec>,
     body: Box<FnToolBody>,
     timeout: Option<Duration>,
+    approval: Option<Box<ApprovalRule>>,
 }
 
 impl FnTool {
@@ -290,12 +305,20 @@ impl FnTool {
             spec: Arc::new(spec),
             body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
             timeout: None,
+            approval: None,
         }
     }
 
     /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]).
     pub fn with_timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
+        self
+    }
+
+    /// Makes a call wait for a person's approval when `when` says so of its arguments
+    /// (`|_| true`: every call; see [`Tool::needs_approval`]).
+    pub fn needs_approval(mut self, when: impl Fn(&Value) -> bool + Send + Sync + 'static) -> Self {
+        self.approval = Some(Box::new(when));
         self
     }
 }
@@ -309,6 +332,13 @@ impl DynTool for FnTool {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        match (&self.approval, args.downcast_ref::<Value>()) {
+            (Some(when), Some(args)) => when(args),
+            _ => false,
+        }
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {

@@ -45,6 +45,15 @@ pub trait Tool: Send + Sync + 'static {
     /// JSON Schema 2020-12 of [`Self::Args`], built once.
     fn schema() -> &'static Value;
 
+    /// Whether this call waits for a person's approval before it runs (`#[tool(needs_approval)]`
+    /// says always; `#[tool(needs_approval = predicate)]` asks `predicate(&args)`). A call that
+    /// needs approval suspends its turn ([`TurnStatus::Suspended`](crate::TurnStatus)) once the
+    /// before_tool_call hooks let it through. The default: never.
+    fn needs_approval(&self, args: &Self::Args) -> bool {
+        let _ = args;
+        false
+    }
+
     /// Runs the tool.
     fn call(
         &self,

@@ -1,0 +1,223 @@
+//! Answering the tool calls a suspended turn left waiting, and resuming it:
+//! [`Conversation::approve`], [`approve_with`](Conversation::approve_with),
+//! [`deny`](Conversation::deny) and [`resume`](Conversation::resume).
+
+use std::fmt;
+
+use serde_json::Value;
+
+use super::Conversation;
+use crate::engine::TurnRequest;
+use crate::hooks::TurnResult;
+use crate::store::{CallAnswer, StoreError, StoreErrorKind, SuspendedCall, TurnLease};
+use crate::tool::ArgsError;
+
+/// Why an answer to a waiting tool call, or a resume, was refused. Nothing was written.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// No call with this id waits in the session (it was never suspended, or its turn was
+    /// resumed already).
+    UnknownCall {
+        /// The id given.
+        call_id: String,
+    },
+    /// The call already has another answer (the same answer again is accepted, once).
+    AlreadyAnswered {
+        /// The call.
+        call_id: String,
+        /// The answer it has.
+        answer: CallAnswer,
+    },
+    /// The arguments of `approve_with` do not fit the tool's arguments type.
+    InvalidArguments {
+        /// The call.
+        call_id: String,
+        /// What does not fit, and where.
+        error: ArgsError,
+    },
+    /// [`Conversation::resume`]: these calls still wait for an answer.
+    Unanswered {
+        /// Their ids, in the model's order.
+        call_ids: Vec<String>,
+    },
+    /// [`Conversation::resume`]: the session has no suspended turn.
+    NotSuspended,
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnswerError::UnknownCall { call_id } => write!(
+                f,
+                "no tool call `{call_id}` waits for an answer in this session"
+            ),
+            AnswerError::AlreadyAnswered { call_id, answer } => write!(
+                f,
+                "tool call `{call_id}` is already answered ({answer}); an answer cannot be changed"
+            ),
+            AnswerError::InvalidArguments { call_id, error } => write!(
+                f,
+                "the arguments given for tool call `{call_id}` do not fit: {error}; the call still \
+                 waits for an answer"
+            ),
+            AnswerError::Unanswered { call_ids } => write!(
+                f,
+                "tool calls {} still wait for an answer: answer each before resuming",
+                call_ids.join(", ")
+            ),
+            AnswerError::NotSuspended => f.write_str("the session has no suspended turn to resume"),
+            AnswerError::Store(error) => write!(f, "history store failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
+
+impl From<StoreError> for AnswerError {
+    fn from(error: StoreError) -> Self {
+        AnswerError::Store(error)
+    }
+}
+
+impl Conversation {
+    /// The tool calls of the session's suspended turn, in the model's order, each with its
+    /// answer once given (empty when no turn is suspended).
+    pub async fn waiting_calls(&self) -> Result<Vec<SuspendedCall>, StoreError> {
+        self.agent.inner.store.suspended(&self.session).await
+    }
+
+    /// Approves the waiting call `call_id`: it runs, with the arguments the model sent, when
+    /// the turn resumes. Returns how many calls of the turn still wait for an answer. The
+    /// same answer given twice is one answer; another answer to an answered call is refused.
+    ///
+    /// Answering takes the session's turn lock (as
+    /// [`inject_message`](Conversation::inject_message) does): it waits for a running turn
+    /// of the session, and must not be awaited from inside one.
+    pub async fn approve(&self, call_id: &str) -> Result<usize, AnswerError> {
+        self.answer(call_id, CallAnswer::Approve).await
+    }
+
+    /// Approves the waiting call `call_id` with these arguments instead of the model's,
+    /// checked against the tool's arguments type now: arguments that do not fit are
+    /// [`AnswerError::InvalidArguments`] and the call keeps waiting. (A tool a before_turn
+    /// hook added is checked when the call runs; arguments that do not fit then are an error
+    /// result the model reads.) Returns how many calls still wait.
+    pub async fn approve_with(
+        &self,
+        call_id: &str,
+        arguments: Value,
+    ) -> Result<usize, AnswerError> {
+        self.answer(call_id, CallAnswer::ApproveWith { arguments })
+            .await
+    }
+
+    /// Denies the waiting call `call_id`: it never runs, and the model reads
+    /// "tool `x` was denied: REASON" as its result when the turn resumes. Returns how many
+    /// calls still wait.
+    pub async fn deny(
+        &self,
+        call_id: &str,
+        reason: impl Into<String>,
+    ) -> Result<usize, AnswerError> {
+        let reason = reason.into();
+        self.answer(call_id, CallAnswer::Deny { reason }).await
+    }
+
+    /// Resumes the suspended turn once every waiting call has an answer: a turn with no new
+    /// input (`continuation = true`) that first runs the approved calls (before_tool_call
+    /// hooks again, with [`ToolCallContext::approval`](crate::ToolCallContext::approval) set;
+    /// a hook that blocks now gives its reason as the result), stores every result, and lets
+    /// the model go on. Refused, running nothing, while a call has no answer or when no turn
+    /// is suspended.
+    pub async fn resume(&self) -> Result<TurnResult, AnswerError> {
+        self.resume_with(TurnRequest::default()).await
+    }
+
+    /// [`resume`](Self::resume) with this request's options (cancel token, run context, run
+    /// hooks, limits); its input and messages are not used.
+    pub async fn resume_with(
+        &self,
+        request: impl Into<TurnRequest>,
+    ) -> Result<TurnResult, AnswerError> {
+        let waiting = self.waiting_calls().await?;
+        if waiting.is_empty() {
+            return Err(AnswerError::NotSuspended);
+        }
+        let call_ids: Vec<String> = waiting
+            .iter()
+            .filter(|w| w.answer.is_none())
+            .map(|w| w.call.id.clone())
+            .collect();
+        if !call_ids.is_empty() {
+            return Err(AnswerError::Unanswered { call_ids });
+        }
+        let mut request = request.into();
+        request.input.clear();
+        request.messages.clear();
+        request.continuation = true;
+        request.resume = true;
+        Ok(self.run(request).await)
+    }
+
+    /// Gives `answer` to the waiting call `call_id`, under the session's turn lock.
+    async fn answer(&self, call_id: &str, answer: CallAnswer) -> Result<usize, AnswerError> {
+        let lease = self.lock().await?;
+        let answered = self.answer_locked(call_id, answer).await;
+        lease.release().await;
+        answered
+    }
+
+    async fn answer_locked(&self, call_id: &str, answer: CallAnswer) -> Result<usize, AnswerError> {
+        let store = &self.agent.inner.store;
+        let mut waiting = store.suspended(&self.session).await?;
+        let Some(call) = waiting.iter_mut().find(|w| w.call.id == call_id) else {
+            let call_id = call_id.to_owned();
+            return Err(AnswerError::UnknownCall { call_id });
+        };
+        match &call.answer {
+            Some(given) if *given == answer => {}
+            Some(given) => {
+                return Err(AnswerError::AlreadyAnswered {
+                    call_id: call_id.to_owned(),
+                    answer: given.clone(),
+                });
+            }
+            None => {
+                if let CallAnswer::ApproveWith { arguments } = &answer {
+                    self.check_arguments(&call.call.tool, arguments)
+                        .map_err(|error| AnswerError::InvalidArguments {
+                            call_id: call_id.to_owned(),
+                            error,
+                        })?;
+                }
+                call.answer = Some(answer);
+                store.set_suspended(&self.session, waiting.clone()).await?;
+            }
+        }
+        Ok(waiting.iter().filter(|w| w.answer.is_none()).count())
+    }
+
+    /// Checks edited arguments against the agent's tool of that name (a tool added at run
+    /// time is checked when the call runs).
+    fn check_arguments(&self, tool: &str, arguments: &Value) -> Result<(), ArgsError> {
+        let inner = &self.agent.inner;
+        match inner.tool_index.get(tool).and_then(|&i| inner.tools.get(i)) {
+            Some(slot) => slot.tool.args_from_json(arguments.clone()).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// The session's turn lock, waiting for a running turn.
+    async fn lock(&self) -> Result<TurnLease, StoreError> {
+        let store = &self.agent.inner.store;
+        store.lock_turn(&self.session, true).await?.ok_or_else(|| {
+            StoreError::new(
+                StoreErrorKind::Other,
+                "the store refused the session's turn lock while asked to wait",
+            )
+        })
+    }
+}

@@ -1,0 +1,205 @@
+//! A suspended turn's way on: a session whose calls wait for an answer takes only a turn that
+//! resumes it; that turn, after before_turn, runs the approved calls (before_tool_call again,
+//! the tool, after_tool_call), stores every answered call's result after the results its step
+//! stored, forgets the waiting calls, and goes on with its steps.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::plan::TurnPlan;
+use super::state::{End, Flow, Turn, store_error};
+use super::step::CallsDone;
+use super::tool_call::CallResult;
+use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
+use crate::message::{Message, ToolCall};
+use crate::store::{CallAnswer, StoredMessage, SuspendedCall};
+
+/// The waiting calls a resumed turn still has to answer: those without a result stored after
+/// their assistant row (a resume cut off after storing one never runs that call again).
+pub(super) fn still_to_run(
+    suspended: Vec<SuspendedCall>,
+    rows: &[StoredMessage],
+) -> Vec<SuspendedCall> {
+    let Some(row) = suspended.first().map(|waiting| waiting.row) else {
+        return suspended;
+    };
+    let stored: HashSet<&str> = rows
+        .iter()
+        .skip_while(|stored| stored.id != row)
+        .filter_map(|stored| match &stored.message {
+            Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    suspended
+        .into_iter()
+        .filter(|waiting| !stored.contains(waiting.call.id.as_str()))
+        .collect()
+}
+
+/// The call a resumed turn runs for an approved waiting call: the arguments the model sent,
+/// or the ones the approval gave instead.
+fn approved_call(waiting: &SuspendedCall, answer: &CallAnswer) -> ToolCall {
+    let arguments = match answer {
+        CallAnswer::ApproveWith { arguments } => arguments,
+        _ => &waiting.call.arguments,
+    };
+    ToolCall {
+        id: waiting.call.id.clone(),
+        name: waiting.call.tool.clone(),
+        arguments: arguments.to_string(),
+        metadata: None,
+    }
+}
+
+/// The result of a denied call: the model reads the reason. No tool-call hook runs.
+fn denied(waiting: &SuspendedCall, reason: &str) -> CallResult {
+    let record = ToolResultRecord {
+        call_id: waiting.call.id.clone(),
+        name: waiting.call.tool.clone(),
+        content: format!("tool `{}` was denied: {reason}", waiting.call.tool),
+        is_error: false,
+        outcome: ToolOutcomeKind::Blocked,
+        duration: Duration::ZERO,
+    };
+    CallResult {
+        record,
+        error: None,
+        dropped: false,
+        handoff: None,
+        pending: None,
+    }
+}
+
+impl Turn<'_> {
+    /// A session with calls waiting for an answer takes only a turn that resumes it, and a
+    /// turn resumes only such a session.
+    pub(super) fn check_suspension(&self, suspended: &[SuspendedCall], resume: bool) -> Flow {
+        let why = match (suspended.is_empty(), resume) {
+            (false, false) => {
+                let ids: Vec<&str> = suspended.iter().map(|w| w.call.id.as_str()).collect();
+                format!(
+                    "session `{}` is suspended: tool calls {} wait for an answer; answer each \
+                     (approve, approve_with, deny) and resume the turn",
+                    self.session_id,
+                    ids.join(", ")
+                )
+            }
+            (true, true) => format!(
+                "session `{}` has no suspended turn to resume",
+                self.session_id
+            ),
+            _ => return Ok(()),
+        };
+        Err(End::turn(TurnError::new(TurnErrorKind::Suspended, why)))
+    }
+
+    /// A resumed turn's waiting calls, once every one has an answer: the approved ones run
+    /// (concurrently, gates first), the denied ones get their reason, and every result is
+    /// stored in the model's order before the waiting calls are forgotten. A call without an
+    /// answer suspends the turn again, running nothing. A cancel leaves every call waiting
+    /// with its answer (the next resume runs what this one did not store).
+    pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'_>) -> Flow {
+        let Some(waiting) = self.session.resume.take() else {
+            return Ok(());
+        };
+        let unanswered: Vec<_> = waiting
+            .iter()
+            .filter(|w| w.answer.is_none())
+            .map(|w| w.call.clone())
+            .collect();
+        if !unanswered.is_empty() {
+            self.outcome.pending = unanswered;
+            return Err(End::Suspended);
+        }
+        let mut done = CallsDone {
+            results: Vec::with_capacity(waiting.len()),
+            failed_hook: None,
+            handoff: None,
+        };
+        if let Some(first) = waiting.first() {
+            let (row, step) = (first.row, first.step);
+            let (results, failed) = self.answer_all(plan, &waiting).await?;
+            done.failed_hook = failed;
+            let dropped = self.store_results(plan, step, results, &mut done).await?;
+            self.drop_resumed(plan, row, &waiting, &dropped).await?;
+        }
+        self.agent
+            .store
+            .set_suspended(self.session_id, Vec::new())
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        match done.failed_hook {
+            Some(error) => Err(End::turn(error)),
+            None => Ok(()),
+        }
+    }
+
+    /// Each waiting call's result, in order: the approved calls run, the denied are answered
+    /// with their reason. A fail-closed on_chunk hook failing on a preliminary result fails
+    /// the turn once the results are stored.
+    async fn answer_all(
+        &mut self,
+        plan: &TurnPlan<'_>,
+        waiting: &[SuspendedCall],
+    ) -> Flow<(Vec<CallResult>, Option<TurnError>)> {
+        let step = waiting.first().map_or(0, |w| w.step);
+        let (calls, approvals): (Vec<ToolCall>, Vec<CallAnswer>) = waiting
+            .iter()
+            .filter_map(|w| {
+                let answer = w.answer.as_ref().filter(|a| a.approves())?;
+                Some((approved_call(w, answer), answer.clone()))
+            })
+            .unzip();
+        let (ran, failed) = if calls.is_empty() {
+            (Vec::new(), None)
+        } else {
+            match self.execute_all(plan, step, &calls, &approvals).await {
+                Some(ran) => ran,
+                None => return Err(End::Aborted),
+            }
+        };
+        let mut ran = ran.into_iter();
+        let mut results = Vec::with_capacity(waiting.len());
+        for w in waiting {
+            match &w.answer {
+                Some(CallAnswer::Deny { reason }) => results.push(denied(w, reason)),
+                _ => results.extend(ran.next()),
+            }
+        }
+        Ok((results, failed))
+    }
+
+    /// Takes the resumed calls a result hook dropped out of their assistant message.
+    async fn drop_resumed(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        row: i64,
+        waiting: &[SuspendedCall],
+        dropped: &HashSet<usize>,
+    ) -> Flow {
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        let Some(at) = plan
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return Ok(());
+        };
+        let Message::Assistant { tool_calls, .. } = &plan.messages[at] else {
+            return Ok(());
+        };
+        let positions = dropped
+            .iter()
+            .filter_map(|&i| {
+                let id = &waiting.get(i)?.call.id;
+                tool_calls.iter().position(|call| call.id == *id)
+            })
+            .collect();
+        // The assistant message is not among this turn's added messages.
+        self.drop_calls(row, (usize::MAX, at), &positions, &mut plan.messages)
+            .await
+    }
+}

@@ -1,0 +1,100 @@
+//! Tool calls a suspended turn left waiting for an answer from outside the turn (a person's
+//! approval), and the answers given to them: kept with the session, so a suspension survives
+//! the process.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Why a call waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PendingKind {
+    /// It runs once a person approves it (`#[tool(needs_approval)]`, or a before_tool_call
+    /// hook's `ToolCallDecision::Ask`).
+    Approval,
+}
+
+impl PendingKind {
+    /// The kind's name: `approval`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PendingKind::Approval => "approval",
+        }
+    }
+}
+
+impl fmt::Display for PendingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool call a suspended turn left waiting: [`TurnResult::pending`](crate::TurnResult::pending)
+/// lists them, and the conversation's answering methods take its `id`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The model's id for the call.
+    pub id: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments the model sent, as JSON: what an approval approves.
+    pub arguments: Value,
+    /// Why it waits, as a person reads it.
+    pub reason: String,
+    /// What it waits for.
+    pub kind: PendingKind,
+}
+
+/// An answer to a [`PendingCall`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "answer")]
+#[non_exhaustive]
+pub enum CallAnswer {
+    /// Run the call with the arguments the model sent.
+    Approve,
+    /// Run the call with these arguments instead (checked against the tool's arguments type
+    /// when given).
+    ApproveWith {
+        /// The arguments to run with.
+        arguments: Value,
+    },
+    /// Do not run it; the model reads the reason as the call's result.
+    Deny {
+        /// Why, as the model reads it.
+        reason: String,
+    },
+}
+
+impl CallAnswer {
+    /// Whether the answer lets the call run.
+    pub fn approves(&self) -> bool {
+        matches!(self, CallAnswer::Approve | CallAnswer::ApproveWith { .. })
+    }
+}
+
+impl fmt::Display for CallAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallAnswer::Approve => f.write_str("approved"),
+            CallAnswer::ApproveWith { arguments } => write!(f, "approved with {arguments}"),
+            CallAnswer::Deny { reason } => write!(f, "denied: {reason}"),
+        }
+    }
+}
+
+/// A waiting call as the store keeps it: the call, where it sits in the session, and its answer
+/// once given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuspendedCall {
+    /// The call.
+    pub call: PendingCall,
+    /// The row of the assistant message that holds the call.
+    pub row: i64,
+    /// The step (of the turn that suspended) whose reply made the call.
+    pub step: usize,
+    /// The answer, once given.
+    pub answer: Option<CallAnswer>,
+}

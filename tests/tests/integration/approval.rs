@@ -1,0 +1,608 @@
+//! Suspended turns (issue 11): a call that needs approval (the tool's own rule, or a
+//! before_tool_call `Ask`) suspends its turn while the step's other calls run; the waiting
+//! calls are kept with the session (across a reopen of a SQLite file), answered by call id
+//! (approve, approve with edited arguments, deny), and run once when the turn resumes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::{
+    Agent, AgentBuilder, AnswerError, CallAnswer, FnTool, Hook, Matcher, Message, MessageStatus,
+    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, SqliteStore,
+    StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnStatus, event, tool,
+};
+use serde_json::{Value, json};
+use tests::{Add, AddArgs, Recorded, Trace, assert_paired, assert_whole, lines};
+
+/// `delete`: every call waits for approval; records `delete(PATH)` when it runs.
+fn delete_tool(trace: &Trace) -> FnTool {
+    let trace = trace.clone();
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    });
+    FnTool::new("delete", "Delete a file.", schema, move |args, _| {
+        let trace = trace.clone();
+        async move {
+            let path = args["path"].as_str().unwrap_or_default().to_owned();
+            trace.push(format!("delete({path})"));
+            Ok::<Value, ToolError>(json!(format!("deleted {path}")))
+        }
+    })
+    .needs_approval(|_| true)
+}
+
+/// A step calling `add` and `delete`, then a step that answers.
+fn mixed_script() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ])
+}
+
+fn mixed_agent(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+    AgentBuilder::new("files")
+        .model(model.clone())
+        .tool(Add::traced(trace))
+        .dyn_tool(delete_tool(trace))
+        .store(store)
+        .record_all(trace)
+        .build()
+        .expect("the agent builds")
+}
+
+/// Panics unless the stored session is whole but for the waiting calls: no pending row, every
+/// other call of the history paired with one result, and no result for a waiting call.
+fn assert_suspended(rows: &[StoredMessage], waiting: &[&str]) {
+    let pending: Vec<i64> = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Pending)
+        .map(|row| row.id)
+        .collect();
+    assert!(pending.is_empty(), "pending rows {pending:?}: {rows:#?}");
+    let history: Vec<Message> = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+        .map(|row| match &row.message {
+            Message::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+                reasoning_signature,
+                provider_blocks,
+            } => Message::Assistant {
+                content: content.clone(),
+                reasoning: reasoning.clone(),
+                tool_calls: tool_calls
+                    .iter()
+                    .filter(|call| !waiting.contains(&call.id.as_str()))
+                    .cloned()
+                    .collect(),
+                reasoning_signature: reasoning_signature.clone(),
+                provider_blocks: provider_blocks.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect();
+    assert_paired(&history);
+    let answered: Vec<&str> = rows
+        .iter()
+        .filter_map(|row| match &row.message {
+            Message::Tool { call_id, .. } if waiting.contains(&call_id.as_str()) => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        answered.is_empty(),
+        "waiting calls {answered:?} have results"
+    );
+}
+
+/// The session's rows as `role:text` (tool rows as `tool:ID:content`).
+fn described(rows: &[StoredMessage]) -> Vec<String> {
+    rows.iter()
+        .map(|row| match &row.message {
+            Message::Tool {
+                call_id, content, ..
+            } => format!("tool:{call_id}:{content}"),
+            Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+                let ids: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+                format!("assistant:calls {}", ids.join(","))
+            }
+            message => format!("{}:{}", message.role(), message.text()),
+        })
+        .collect()
+}
+
+fn delete_pending() -> PendingCall {
+    PendingCall {
+        id: "c2".to_owned(),
+        tool: "delete".to_owned(),
+        arguments: json!({"path": "a.txt"}),
+        reason: "tool `delete` needs approval".to_owned(),
+        kind: PendingKind::Approval,
+    }
+}
+
+#[tokio::test]
+async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_step_runs() {
+    let trace = Trace::new();
+    let model = mixed_script();
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+
+    let result = conversation.run("Add, then delete a.txt").await;
+
+    assert_eq!(result.status, TurnStatus::Suspended, "{result:?}");
+    assert_eq!(result.status.as_str(), "suspended");
+    assert_eq!(result.pending, [delete_pending()]);
+    assert_eq!(result.error, None);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Add, then delete a.txt)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 add)",
+            "on_chunk(tool_input:c2)",
+            "on_chunk(tool_call:c2 delete)",
+            "on_llm_end(0)",
+            "before_tool_call(add c1)",
+            "add(2,3)",
+            "after_tool_call(add c1 executed)",
+            "before_tool_call(delete c2)",
+            "on_chunk(tool_result:c1 add ok)",
+            "on_step_finish(0)",
+            "on_chat_response(suspended)",
+        ])
+    );
+    // The step is recorded with the result of the call that ran; the waiting call has none.
+    assert_eq!(result.steps.len(), 1);
+    let outcomes: Vec<(&str, &str)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("c1", "executed")]);
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5"
+        ]
+    );
+    assert_suspended(&rows, &["c2"]);
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].call, delete_pending());
+    assert_eq!(waiting[0].answer, None);
+
+    // Approved, the turn resumes: the gate runs again, the tool once, then the model goes on.
+    assert_eq!(conversation.approve("c2").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "Done.");
+    assert!(resumed.pending.is_empty());
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c2)",
+            "delete(a.txt)",
+            "after_tool_call(delete c2 executed)",
+            "on_chunk(tool_result:c2 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5",
+            "tool:c2:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert_whole(&rows);
+    assert!(conversation.waiting_calls().await.expect("none").is_empty());
+    // The model read both calls, each with its result.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let sent: Vec<(&str, &str)> = requests[1]
+        .messages
+        .iter()
+        .map(|m| (m.role(), m.text()))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("user", "Add, then delete a.txt"),
+            ("assistant", ""),
+            ("tool", "5"),
+            ("tool", "deleted a.txt"),
+        ]
+    );
+    assert_paired(&requests[1].messages);
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
+    let trace = Trace::new();
+    let model = mixed_script();
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    trace.take();
+
+    assert_eq!(conversation.deny("c2", "keep it").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    // No tool-call hook runs for a denied call, and the tool never does.
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "on_chunk(tool_result:c2 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows)[3],
+        "tool:c2:tool `delete` was denied: keep it"
+    );
+    assert_whole(&rows);
+}
+
+/// An agent whose gate asks before every `add`, records what it sees (`gate(add approval)`),
+/// and blocks an approved call of `a = 13`.
+fn asking_agent(model: &ScriptedModel, trace: &Trace) -> Agent {
+    let t = trace.clone();
+    AgentBuilder::new("calc")
+        .model(model.clone())
+        .tool(Add::traced(trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ask", move |ctx| {
+                let approval = ctx
+                    .approval
+                    .as_ref()
+                    .map_or("none".to_owned(), ToString::to_string);
+                t.push(format!(
+                    "gate(add {},{} {approval})",
+                    ctx.input.a, ctx.input.b
+                ));
+                match &ctx.approval {
+                    None => ToolCallDecision::ask("adding needs a second look"),
+                    Some(_) if ctx.input.a == 13 => ToolCallDecision::block("13 is unlucky"),
+                    Some(_) => ToolCallDecision::Allow,
+                }
+            }),
+        )
+        .after_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::AfterToolCall<AddArgs, i64>>::sync("after", {
+                let t = trace.clone();
+                move |ctx| {
+                    t.push(format!(
+                        "after(add {} {})",
+                        ctx.outcome.kind(),
+                        ctx.approval
+                            .as_ref()
+                            .map_or("none".to_owned(), ToString::to_string)
+                    ))
+                }
+            }),
+        )
+        .build()
+        .expect("the agent builds")
+}
+
+fn add_once(a: i64) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", format!(r#"{{"a":{a},"b":3}}"#)),
+        ScriptedStep::new().text("ok"),
+    ])
+}
+
+#[tokio::test]
+async fn a_gate_s_ask_suspends_and_hooks_see_the_approval_that_let_the_call_run() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = asking_agent(&model, &trace);
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("2+3").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    assert_eq!(suspended.pending.len(), 1);
+    assert_eq!(suspended.pending[0].reason, "adding needs a second look");
+    assert_eq!(suspended.pending[0].arguments, json!({"a": 2, "b": 3}));
+    assert_eq!(trace.take(), lines(&["gate(add 2,3 none)"]));
+
+    // An edit that does not fit the tool's arguments is refused, and nothing is lost.
+    let refused = conversation
+        .approve_with("c1", json!({"a": "nine", "b": 3}))
+        .await;
+    let Err(AnswerError::InvalidArguments { call_id, error }) = refused else {
+        panic!("expected invalid arguments, got {refused:?}");
+    };
+    assert_eq!(call_id, "c1");
+    assert_eq!(error.path, "a");
+    assert_eq!(
+        conversation.waiting_calls().await.expect("waiting")[0].answer,
+        None
+    );
+    let edited = json!({"a": 4, "b": 3});
+    assert_eq!(conversation.approve_with("c1", edited.clone()).await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let approval = r#"approved with {"a":4,"b":3}"#;
+    assert_eq!(
+        trace.take(),
+        vec![
+            format!("gate(add 4,3 {approval})"),
+            "add(4,3)".to_owned(),
+            format!("after(add executed {approval})"),
+        ]
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:7");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn a_gate_blocking_after_the_approval_gives_its_reason() {
+    let trace = Trace::new();
+    let model = add_once(13);
+    let agent = asking_agent(&model, &trace);
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("13+3").await.status, TurnStatus::Suspended);
+
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "gate(add 13,3 none)",
+            "gate(add 13,3 approved)",
+            "after(add blocked approved)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:13 is unlucky");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn answers_are_checked_and_the_same_answer_twice_is_one_answer() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a"}"#)
+            .tool_call("c2", "delete", r#"{"path":"b"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::NotSuspended)
+    );
+    let suspended = conversation.run("delete a and b").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    let ids: Vec<&str> = suspended.pending.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+
+    assert_eq!(
+        conversation.approve("nope").await,
+        Err(AnswerError::UnknownCall {
+            call_id: "nope".to_owned()
+        })
+    );
+    assert_eq!(conversation.approve("c1").await, Ok(1));
+    assert_eq!(
+        conversation.approve("c1").await,
+        Ok(1),
+        "the same answer again"
+    );
+    let changed = conversation.deny("c1", "changed my mind").await;
+    assert_eq!(
+        changed,
+        Err(AnswerError::AlreadyAnswered {
+            call_id: "c1".to_owned(),
+            answer: CallAnswer::Approve
+        })
+    );
+    assert_eq!(
+        changed.unwrap_err().to_string(),
+        "tool call `c1` is already answered (approved); an answer cannot be changed"
+    );
+    // Partial answers are kept; the turn resumes only once every call has one.
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::Unanswered {
+            call_ids: vec!["c2".to_owned()]
+        })
+    );
+    // Another turn is refused while the session is suspended; nothing is written or repaired.
+    let rows_before = conversation.rows().await.expect("rows");
+    let refused = conversation.run("something else").await;
+    assert_eq!(refused.status, TurnStatus::Error);
+    let error = refused.error.expect("an error");
+    assert_eq!(error.kind, TurnErrorKind::Suspended);
+    assert!(error.message.contains("c1, c2"), "{}", error.message);
+    let continued = conversation.continue_last_turn().await.expect("store");
+    assert_eq!(continued.map(|r| r.status), Some(TurnStatus::Error));
+    assert_eq!(conversation.rows().await.expect("rows"), rows_before);
+
+    assert_eq!(conversation.deny("c2", "not b").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let runs: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|entry| entry.starts_with("delete("))
+        .collect();
+    assert_eq!(runs, ["delete(a)"]);
+    // Answered and resumed: the call is no longer waiting, and a second resume is refused.
+    assert_eq!(
+        conversation.approve("c1").await,
+        Err(AnswerError::UnknownCall {
+            call_id: "c1".to_owned()
+        })
+    );
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::NotSuspended)
+    );
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+/// A directory under the system's temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("agent-approval-{}-{name}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_suspension_survives_reopening_the_sqlite_file() {
+    let dir = TempDir::new("reopen");
+    let path = dir.0.join("approval.db");
+    let trace = Trace::new();
+    {
+        let store = SqliteStore::open(&path).expect("open");
+        let agent = mixed_agent(&mixed_script(), &trace, Arc::new(store));
+        let suspended = agent.session("s1").run("Add, then delete a.txt").await;
+        assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    }
+    trace.take();
+
+    // Another store on the file (as another process would open it) sees the waiting call.
+    let store = SqliteStore::open(&path).expect("reopen");
+    let model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+    let agent = mixed_agent(&model, &trace, Arc::new(store));
+    let conversation = agent.session("s1");
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].call, delete_pending());
+    assert_suspended(&conversation.rows().await.expect("rows"), &["c2"]);
+
+    assert_eq!(conversation.approve("c2").await, Ok(0));
+    let reopened = SqliteStore::open(&path).expect("a third store");
+    assert_eq!(
+        reopened.suspended("s1").await.expect("kept")[0].answer,
+        Some(CallAnswer::Approve)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let runs: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|entry| entry.starts_with("delete(") || entry.starts_with("add("))
+        .collect();
+    assert_eq!(runs, ["delete(a.txt)"]);
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5",
+            "tool:c2:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert_whole(&rows);
+    assert!(reopened.suspended("s1").await.expect("none").is_empty());
+}
+
+/// Transfers money; a transfer over 1000 needs approval.
+#[tool(needs_approval = over_a_thousand)]
+fn transfer(amount: u32) -> String {
+    format!("sent {amount}")
+}
+
+fn over_a_thousand(args: &transfer_tool::TransferArgs) -> bool {
+    args.amount > 1000
+}
+
+/// Wipes the disk.
+#[tool(needs_approval)]
+fn wipe() -> String {
+    "wiped".to_owned()
+}
+
+#[tokio::test]
+async fn tool_attribute_needs_approval_always_or_by_a_predicate() {
+    use transfer_tool::{Transfer, TransferArgs};
+    assert!(!Transfer.needs_approval(&TransferArgs { amount: 10 }));
+    assert!(Transfer.needs_approval(&TransferArgs { amount: 5000 }));
+    assert!(wipe_tool::Wipe.needs_approval(&wipe_tool::WipeArgs {}));
+    assert!(!Add::default().needs_approval(&AddArgs { a: 1, b: 2 }));
+
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("small", "transfer", r#"{"amount":10}"#)
+            .tool_call("large", "transfer", r#"{"amount":5000}"#),
+        ScriptedStep::new().text("ok"),
+    ]);
+    let agent = AgentBuilder::new("bank")
+        .model(model)
+        .tool(transfer_tool::Transfer)
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    let suspended = conversation.run("pay").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    let ids: Vec<&str> = suspended.pending.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["large"]);
+    assert_suspended(&conversation.rows().await.expect("rows"), &["large"]);
+}
