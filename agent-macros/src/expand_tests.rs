@@ -50,9 +50,9 @@ fn free_tool_with_options() {
 }
 
 #[test]
-fn tool_needing_approval() {
+fn tool_with_approval_options() {
     let expanded = crate::tool::entry(
-        quote!(needs_approval = over_a_thousand),
+        quote!(needs_approval = over_a_thousand, idempotent),
         quote! {
             /// Transfer money.
             fn transfer(amount: u32) -> String {
@@ -60,7 +60,7 @@ fn tool_needing_approval() {
             }
         },
     );
-    check("tool_needs_approval", expanded);
+    check("tool_approval", expanded);
 }
 
 #[test]

@@ -54,6 +54,7 @@ const FAIL: &[&str] = &[
     "tool/fail/borrowed_param.rs",
     "tool/fail/error_keeps_tool_type.rs",
     "tool/fail/generic.rs",
+    "tool/fail/idempotent_with_value.rs",
     "tool/fail/invalid_name.rs",
     "tool/fail/method_without_agent.rs",
     "tool/fail/missing_description.rs",

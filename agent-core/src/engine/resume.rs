@@ -12,7 +12,7 @@ use super::step::CallsDone;
 use super::tool_call::CallResult;
 use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};
-use crate::store::{CallAnswer, StoredMessage, SuspendedCall};
+use crate::store::{self, CallAnswer, StoredMessage, SuspendedCall};
 
 /// The waiting calls a resumed turn still has to answer: those without a result stored after
 /// their assistant row (a resume cut off after storing one never runs that call again).
@@ -52,14 +52,41 @@ fn approved_call(waiting: &SuspendedCall, answer: &CallAnswer) -> ToolCall {
     }
 }
 
-/// The result of a denied call: the model reads the reason. No tool-call hook runs.
-fn denied(waiting: &SuspendedCall, reason: &str) -> CallResult {
+/// What a resumed turn does with one waiting call.
+enum Answer<'w> {
+    /// Run it (again, for an idempotent tool whose run was interrupted).
+    Run(&'w CallAnswer),
+    /// Answer it with the reason it was denied.
+    Deny(&'w str),
+    /// Report that its approved run was interrupted.
+    Interrupted,
+}
+
+/// The result of a call the resumed turn answers without running it (no tool-call hook runs):
+/// denied (the model reads the reason), or interrupted mid-run.
+fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
+    let tool = &waiting.call.tool;
+    let (content, is_error, outcome) = match answer {
+        Answer::Deny(reason) => (
+            format!("tool `{tool}` was denied: {reason}"),
+            false,
+            ToolOutcomeKind::Blocked,
+        ),
+        _ => (
+            format!(
+                "tool `{tool}` was interrupted: it started after its approval and its process \
+                 stopped before it finished; it may have taken effect, and was not run again"
+            ),
+            true,
+            ToolOutcomeKind::Interrupted,
+        ),
+    };
     let record = ToolResultRecord {
         call_id: waiting.call.id.clone(),
-        name: waiting.call.tool.clone(),
-        content: format!("tool `{}` was denied: {reason}", waiting.call.tool),
-        is_error: false,
-        outcome: ToolOutcomeKind::Blocked,
+        name: tool.clone(),
+        content,
+        is_error,
+        outcome,
         duration: Duration::ZERO,
     };
     CallResult {
@@ -97,21 +124,22 @@ impl Turn<'_> {
     /// A resumed turn's waiting calls, once every one has an answer: the approved ones run
     /// (concurrently, gates first), the denied ones get their reason, and every result is
     /// stored in the model's order before the waiting calls are forgotten. A call without an
-    /// answer suspends the turn again, running nothing. A cancel leaves every call waiting
-    /// with its answer (the next resume runs what this one did not store).
+    /// answer suspends the turn again, running nothing. A turn cancelled (or a process
+    /// stopped) while approved calls run leaves them waiting, with their execution records:
+    /// the next resume never runs a call whose result was stored, and reports one that
+    /// started without a result as interrupted (or runs it again when its tool is
+    /// idempotent).
     pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'_>) -> Flow {
         let Some(waiting) = self.session.resume.take() else {
             return Ok(());
         };
-        let unanswered: Vec<_> = waiting
-            .iter()
-            .filter(|w| w.answer.is_none())
-            .map(|w| w.call.clone())
-            .collect();
-        if !unanswered.is_empty() {
-            self.outcome.pending = unanswered;
+        let answered: Option<Vec<&CallAnswer>> =
+            waiting.iter().map(|w| w.answer.as_ref()).collect();
+        let Some(answered) = answered else {
+            let unanswered = waiting.iter().filter(|w| w.answer.is_none());
+            self.outcome.pending = unanswered.map(|w| w.call.clone()).collect();
             return Err(End::Suspended);
-        }
+        };
         let mut done = CallsDone {
             results: Vec::with_capacity(waiting.len()),
             failed_hook: None,
@@ -119,38 +147,74 @@ impl Turn<'_> {
         };
         if let Some(first) = waiting.first() {
             let (row, step) = (first.row, first.step);
-            let (results, failed) = self.answer_all(plan, &waiting).await?;
+            let (results, failed) = self.answer_all(plan, &waiting, &answered).await?;
             done.failed_hook = failed;
             let dropped = self.store_results(plan, step, results, &mut done).await?;
             self.drop_resumed(plan, row, &waiting, &dropped).await?;
         }
-        self.agent
-            .store
-            .set_suspended(self.session_id, Vec::new())
-            .await
-            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        self.outcome.resumed = std::mem::take(&mut done.results);
+        self.forget(Vec::new()).await?;
         match done.failed_hook {
             Some(error) => Err(End::turn(error)),
             None => Ok(()),
         }
     }
 
-    /// Each waiting call's result, in order: the approved calls run, the denied are answered
-    /// with their reason. A fail-closed on_chunk hook failing on a preliminary result fails
-    /// the turn once the results are stored.
+    /// Replaces the session's waiting calls.
+    async fn forget(&self, waiting: Vec<SuspendedCall>) -> Flow {
+        self.agent
+            .store
+            .set_suspended(self.session_id, waiting)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
+    }
+
+    /// Each waiting call's result, in order: the approved calls run (each one's execution
+    /// record stored first), the denied are answered with their reason, and a call whose
+    /// approved run was interrupted is reported as such unless its tool is idempotent. A
+    /// fail-closed on_chunk hook failing on a preliminary result fails the turn once the
+    /// results are stored.
     async fn answer_all(
         &mut self,
         plan: &TurnPlan<'_>,
         waiting: &[SuspendedCall],
+        answered: &[&CallAnswer],
     ) -> Flow<(Vec<CallResult>, Option<TurnError>)> {
         let step = waiting.first().map_or(0, |w| w.step);
+        let idempotent = |tool: &str| plan.tools.get(tool).is_some_and(|s| s.tool.idempotent());
+        let answers: Vec<Answer<'_>> = waiting
+            .iter()
+            .zip(answered)
+            .map(|(w, answer)| match answer {
+                CallAnswer::Deny { reason } => Answer::Deny(reason),
+                _ if w.started_at.is_some() && !idempotent(&w.call.tool) => Answer::Interrupted,
+                answer => Answer::Run(answer),
+            })
+            .collect();
         let (calls, approvals): (Vec<ToolCall>, Vec<CallAnswer>) = waiting
             .iter()
-            .filter_map(|w| {
-                let answer = w.answer.as_ref().filter(|a| a.approves())?;
-                Some((approved_call(w, answer), answer.clone()))
+            .zip(&answers)
+            .filter_map(|(w, answer)| match answer {
+                Answer::Run(answer) => Some((approved_call(w, answer), (*answer).clone())),
+                _ => None,
             })
             .unzip();
+        if !calls.is_empty() {
+            // The execution records, stored before any tool runs.
+            let now = store::now_micros();
+            let running: Vec<SuspendedCall> = waiting
+                .iter()
+                .zip(&answers)
+                .map(|(w, answer)| {
+                    let mut w = w.clone();
+                    if matches!(answer, Answer::Run(_)) {
+                        w.started_at = Some(now);
+                    }
+                    w
+                })
+                .collect();
+            self.forget(running).await?;
+        }
         let (ran, failed) = if calls.is_empty() {
             (Vec::new(), None)
         } else {
@@ -161,10 +225,10 @@ impl Turn<'_> {
         };
         let mut ran = ran.into_iter();
         let mut results = Vec::with_capacity(waiting.len());
-        for w in waiting {
-            match &w.answer {
-                Some(CallAnswer::Deny { reason }) => results.push(denied(w, reason)),
-                _ => results.extend(ran.next()),
+        for (w, answer) in waiting.iter().zip(&answers) {
+            match answer {
+                Answer::Run(_) => results.extend(ran.next()),
+                unrun_answer => results.push(unrun(w, unrun_answer)),
             }
         }
         Ok((results, failed))

@@ -14,8 +14,8 @@ use super::runtime::AgentRuntime;
 use crate::cancel::CancelToken;
 use crate::hooks::Extension;
 use crate::hooks::{
-    ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, TurnError,
-    TurnErrorKind,
+    ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, ToolResultRecord,
+    TurnError, TurnErrorKind,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::Usage;
@@ -70,6 +70,8 @@ pub(super) struct Outcome {
     pub(super) user_persisted: bool,
     /// The calls left waiting for an answer, when a step suspended the turn.
     pub(super) pending: Vec<PendingCall>,
+    /// What became of the calls a resumed turn answered.
+    pub(super) resumed: Vec<ToolResultRecord>,
 }
 
 /// How a turn ends.

@@ -65,6 +65,7 @@ impl Turn<'_> {
                 row,
                 step,
                 answer: None,
+                started_at: None,
             })
             .collect();
         if waiting.is_empty() {

@@ -190,6 +190,7 @@ impl<'a> Turn<'a> {
             error,
             classification,
             pending: Vec::new(),
+            resumed: Vec::new(),
         };
         if status == TurnStatus::Aborted {
             let response = ChatResponse {
@@ -415,6 +416,7 @@ impl<'a> Turn<'a> {
             error: None,
             classification: None,
             pending: outcome.pending,
+            resumed: outcome.resumed,
         };
         span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);

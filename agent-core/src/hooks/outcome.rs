@@ -392,6 +392,10 @@ pub struct TurnResult {
     /// The tool calls waiting for an answer, in the model's order, when the turn is
     /// [suspended](TurnStatus::Suspended).
     pub pending: Vec<PendingCall>,
+    /// A resumed turn: what became of each call it answered, in the model's order
+    /// (`executed`, `blocked` for a denied call or a gate blocking after the approval,
+    /// `interrupted`, ...).
+    pub resumed: Vec<ToolResultRecord>,
 }
 
 impl TurnResult {

@@ -108,7 +108,7 @@ impl ToolOutcome {
 
 /// How a tool call ended, without its value: what step records and the result hooks report.
 /// Displays in snake case (`executed`, `failed`, `blocked`, `substituted`, `rejected`,
-/// `handed_off`, `suspended`).
+/// `handed_off`, `suspended`, `interrupted`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolOutcomeKind {
@@ -127,6 +127,9 @@ pub enum ToolOutcomeKind {
     HandedOff,
     /// The call waits for a person's answer (its turn is suspended); it did not run.
     Suspended,
+    /// An approved call started to run and its process stopped before it finished: it may
+    /// have taken effect, and was not run again (its tool is not idempotent).
+    Interrupted,
 }
 
 impl ToolOutcomeKind {
@@ -140,6 +143,7 @@ impl ToolOutcomeKind {
             ToolOutcomeKind::Rejected => "rejected",
             ToolOutcomeKind::HandedOff => "handed_off",
             ToolOutcomeKind::Suspended => "suspended",
+            ToolOutcomeKind::Interrupted => "interrupted",
         }
     }
 }

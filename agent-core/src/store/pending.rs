@@ -97,4 +97,10 @@ pub struct SuspendedCall {
     pub step: usize,
     /// The answer, once given.
     pub answer: Option<CallAnswer>,
+    /// The execution record: when (µs since the Unix epoch) the approved call started to
+    /// run, stored before the tool runs. Its result row, stored once it ran, completes it. A
+    /// call started without a result was interrupted (its process stopped mid-run): a resume
+    /// runs it again only when its tool is idempotent.
+    #[serde(default)]
+    pub started_at: Option<i64>,
 }

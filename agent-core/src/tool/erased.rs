@@ -136,6 +136,12 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether running a call twice does no more than running it once (see
+    /// [`Tool::IDEMPOTENT`]). The default: no.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
     /// Whether a call with these arguments (from [`parse_args`](Self::parse_args)) waits for a
     /// person's approval (see [`Tool::needs_approval`]). The default: never.
     fn needs_approval(&self, args: &AnyValue) -> bool {
@@ -231,6 +237,10 @@ impl<T: Tool> DynTool for TypedTool<T> {
         T::TIMEOUT
     }
 
+    fn idempotent(&self) -> bool {
+        T::IDEMPOTENT
+    }
+
     fn needs_approval(&self, args: &AnyValue) -> bool {
         args.downcast_ref::<T::Args>()
             .is_some_and(|args| self.tool.needs_approval(args))
@@ -282,6 +292,7 @@ pub struct FnTool {
     body: Box<FnToolBody>,
     timeout: Option<Duration>,
     approval: Option<Box<ApprovalRule>>,
+    idempotent: bool,
 }
 
 impl FnTool {
@@ -306,12 +317,19 @@ impl FnTool {
             body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
             timeout: None,
             approval: None,
+            idempotent: false,
         }
     }
 
     /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]).
     pub fn with_timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
+        self
+    }
+
+    /// Marks the tool idempotent (see [`Tool::IDEMPOTENT`]).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
         self
     }
 
@@ -332,6 +350,10 @@ impl DynTool for FnTool {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
     }
 
     fn needs_approval(&self, args: &AnyValue) -> bool {

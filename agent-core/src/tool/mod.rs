@@ -41,6 +41,10 @@ pub trait Tool: Send + Sync + 'static {
     /// a timeout error (`#[tool(timeout_ms = N)]`); `None` takes the agent's default
     /// ([`AgentBuilder::tool_timeout`](crate::AgentBuilder::tool_timeout)).
     const TIMEOUT: Option<Duration> = None;
+    /// Whether running a call twice does no more than running it once (`#[tool(idempotent)]`):
+    /// an approved call interrupted mid-run (its process stopped) is then run again when its
+    /// turn resumes, rather than reported as interrupted.
+    const IDEMPOTENT: bool = false;
 
     /// JSON Schema 2020-12 of [`Self::Args`], built once.
     fn schema() -> &'static Value;

@@ -348,6 +348,11 @@ pub(crate) fn tool_code(
         }
     });
 
+    let idempotent = tool.attr.idempotent.map(|_| {
+        quote!(
+            const IDEMPOTENT: bool = true;
+        )
+    });
     let needs_approval = tool.attr.needs_approval.as_ref().map(|approval| {
         let decide = match approval {
             Approval::Always => quote!(true),
@@ -373,6 +378,7 @@ pub(crate) fn tool_code(
             type Args = #module::#args_ty;
             type Output = #output_ty;
             #timeout
+            #idempotent
 
             #needs_approval
 

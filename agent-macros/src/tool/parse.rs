@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{
     Attribute, FnArg, Ident, LitInt, LitStr, Pat, Path, ReturnType, Signature, Type, Visibility,
 };
@@ -21,6 +22,8 @@ pub(crate) struct ToolAttr {
     /// `needs_approval` or `needs_approval = predicate`: calls wait for a person's approval
     /// (`Tool::needs_approval`).
     pub(crate) needs_approval: Option<Approval>,
+    /// `idempotent`: running a call twice does no more than once (`Tool::IDEMPOTENT`).
+    pub(crate) idempotent: Option<Span>,
     pub(crate) crate_path: Option<Path>,
 }
 
@@ -33,7 +36,13 @@ pub(crate) enum Approval {
 }
 
 /// Every `#[tool]` option, for "did you mean" and "expected one of" messages.
-const OPTIONS: &[&str] = &["name", "timeout_ms", "needs_approval", "crate"];
+const OPTIONS: &[&str] = &[
+    "name",
+    "timeout_ms",
+    "needs_approval",
+    "idempotent",
+    "crate",
+];
 
 impl ToolAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
@@ -92,6 +101,19 @@ impl ToolAttr {
                             Approval::When(path)
                         },
                     );
+                }
+                "idempotent" => {
+                    if attr.idempotent.is_some() {
+                        return duplicate(&meta);
+                    }
+                    if meta.input.peek(syn::Token![=]) {
+                        let value: syn::Expr = meta.value()?.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            value,
+                            "`idempotent` takes no value: write `#[tool(idempotent)]`",
+                        ));
+                    }
+                    attr.idempotent = Some(meta.path.span());
                 }
                 "crate" => {
                     if attr.crate_path.is_some() {

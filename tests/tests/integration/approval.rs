@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
     Agent, AgentBuilder, AnswerError, CallAnswer, FnTool, Hook, Matcher, Message, MessageStatus,
-    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, SqliteStore,
-    StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnStatus, event, tool,
+    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, SqliteOptions,
+    SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnStatus,
+    event, tool,
 };
 use serde_json::{Value, json};
 use tests::{Add, AddArgs, Recorded, Trace, assert_paired, assert_whole, lines};
@@ -194,6 +195,12 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
     assert_eq!(resumed.text, "Done.");
     assert!(resumed.pending.is_empty());
+    let outcomes: Vec<(&str, &str)> = resumed
+        .resumed
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("c2", "executed")]);
     assert_eq!(
         trace.take(),
         lines(&[
@@ -259,6 +266,7 @@ async fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
     let resumed = conversation.resume().await.expect("resumes");
 
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.resumed[0].outcome.as_str(), "blocked");
     // No tool-call hook runs for a denied call, and the tool never does.
     assert_eq!(
         trace.take(),
@@ -605,4 +613,114 @@ async fn tool_attribute_needs_approval_always_or_by_a_predicate() {
     let ids: Vec<&str> = suspended.pending.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["large"]);
     assert_suspended(&conversation.rows().await.expect("rows"), &["large"]);
+}
+
+/// `wait`, needing approval: records `wait` in `trace` when it runs; idempotent when asked.
+fn wait_tool(trace: &Trace, idempotent: bool) -> FnTool {
+    let trace = trace.clone();
+    let tool = FnTool::new(
+        "wait",
+        "Waits a long time.",
+        json!({"type": "object"}),
+        move |_, _| {
+            trace.push("wait");
+            async { Ok::<Value, ToolError>(json!("waited")) }
+        },
+    )
+    .needs_approval(|_| true);
+    if idempotent { tool.idempotent() } else { tool }
+}
+
+fn lease_store(path: &std::path::Path) -> Arc<SqliteStore> {
+    let options = SqliteOptions::default().turn_lease(std::time::Duration::from_millis(300));
+    Arc::new(SqliteStore::open_with(path, options).expect("open"))
+}
+
+/// Suspends a turn on `wait` in the session `durable` of `db` and approves the call; then
+/// another process resumes it and is killed with SIGKILL while the approved tool runs; then
+/// this process resumes again, with `wait` idempotent or not. Returns that last resume's
+/// result, what ran here and the session's rows.
+async fn killed_during_the_approved_tool(
+    db: &std::path::Path,
+    idempotent: bool,
+) -> (agent_core::TurnResult, Vec<String>, Vec<StoredMessage>) {
+    let trace = Trace::new();
+    {
+        let model = ScriptedModel::new([ScriptedStep::new().tool_call("call_1", "wait", "{}")]);
+        let agent = AgentBuilder::new("doomed")
+            .model(model)
+            .store(lease_store(db))
+            .dyn_tool(wait_tool(&trace, idempotent))
+            .build()
+            .expect("builds");
+        let session = agent.session("durable");
+        let suspended = session.run("Please answer.").await;
+        assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+        assert_eq!(session.approve("call_1").await, Ok(0));
+    }
+    let mut child = crate::durability::doomed_turn(&db.to_path_buf(), "approved", 300);
+    child.kill().expect("SIGKILL the child");
+    assert!(!child.wait().expect("reap the child").success());
+
+    let model = ScriptedModel::new([ScriptedStep::new().text("Sorry about that.")]);
+    let agent = AgentBuilder::new("doomed")
+        .model(model)
+        .store(lease_store(db))
+        .dyn_tool(wait_tool(&trace, idempotent))
+        .build()
+        .expect("builds");
+    let session = agent.session("durable");
+    let waiting = session.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1, "the call still waits: {waiting:?}");
+    assert_eq!(waiting[0].answer, Some(CallAnswer::Approve));
+    assert!(
+        waiting[0].started_at.is_some(),
+        "its execution record says it started"
+    );
+    let resumed = session.resume().await.expect("resumes");
+    let rows = session.rows().await.expect("rows");
+    (resumed, trace.take(), rows)
+}
+
+#[tokio::test]
+async fn an_approved_call_killed_mid_run_is_reported_interrupted_and_never_run_again() {
+    let db = crate::durability::database("approved-interrupted");
+
+    let (resumed, ran, rows) = killed_during_the_approved_tool(&db, false).await;
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let outcomes: Vec<&str> = resumed.resumed.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["interrupted"]);
+    assert!(ran.is_empty(), "the tool did not run again: {ran:?}");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Please answer.",
+            "assistant:calls call_1",
+            "tool:call_1:tool `wait` was interrupted: it started after its approval and its \
+             process stopped before it finished; it may have taken effect, and was not run again",
+            "assistant:Sorry about that.",
+        ]
+    );
+    assert!(matches!(
+        &rows[2].message,
+        Message::Tool { is_error: true, .. }
+    ));
+    assert_whole(&rows);
+    let _ = std::fs::remove_file(&db);
+}
+
+#[tokio::test]
+async fn an_idempotent_approved_call_killed_mid_run_runs_again_once() {
+    let db = crate::durability::database("approved-idempotent");
+
+    let (resumed, ran, rows) = killed_during_the_approved_tool(&db, true).await;
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let outcomes: Vec<&str> = resumed.resumed.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["executed"]);
+    assert_eq!(ran, ["wait"]);
+    assert_eq!(described(&rows)[2], "tool:call_1:waited");
+    assert_whole(&rows);
+    let _ = std::fs::remove_file(&db);
 }

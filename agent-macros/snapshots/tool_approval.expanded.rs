@@ -62,6 +62,7 @@ impl ::agent_core::Tool for transfer_tool::Transfer {
     const DESCRIPTION: &'static str = "Transfer money.";
     type Args = transfer_tool::TransferArgs;
     type Output = String;
+    const IDEMPOTENT: bool = true;
     #[allow(unused_variables)]
     fn needs_approval(&self, __args: &transfer_tool::TransferArgs) -> bool {
         over_a_thousand(__args)
