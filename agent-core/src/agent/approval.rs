@@ -1,6 +1,7 @@
 //! Answering the tool calls a suspended turn left waiting, and resuming it:
 //! [`Conversation::approve`], [`approve_with`](Conversation::approve_with),
-//! [`deny`](Conversation::deny) and [`resume`](Conversation::resume).
+//! [`deny`](Conversation::deny), [`answer`](Conversation::answer) (checked against the call's
+//! token or fingerprint) and [`resume`](Conversation::resume).
 
 use std::fmt;
 
@@ -9,7 +10,7 @@ use serde_json::Value;
 use super::Conversation;
 use crate::engine::TurnRequest;
 use crate::hooks::TurnResult;
-use crate::store::{CallAnswer, StoreError, StoreErrorKind, SuspendedCall, TurnLease};
+use crate::store::{self, CallAnswer, StoreError, StoreErrorKind, SuspendedCall, TurnLease};
 use crate::tool::ArgsError;
 
 /// Why an answer to a waiting tool call, or a resume, was refused. Nothing was written.
@@ -35,6 +36,19 @@ pub enum AnswerError {
         call_id: String,
         /// What does not fit, and where.
         error: ArgsError,
+    },
+    /// The agent has an approval key: answers must come through [`Conversation::answer`]
+    /// with the call's token.
+    TokenRequired {
+        /// The call.
+        call_id: String,
+    },
+    /// The token (or, without an approval key, the fingerprint) given does not match the
+    /// waiting call: the answer was forged, or made for another call or another suspension of
+    /// this call id (a stale or replayed answer).
+    BadToken {
+        /// The call.
+        call_id: String,
     },
     /// [`Conversation::resume`]: these calls still wait for an answer.
     Unanswered {
@@ -62,6 +76,16 @@ impl fmt::Display for AnswerError {
                 f,
                 "the arguments given for tool call `{call_id}` do not fit: {error}; the call still \
                  waits for an answer"
+            ),
+            AnswerError::TokenRequired { call_id } => write!(
+                f,
+                "tool call `{call_id}` is sealed with a token: answer it with \
+                 `Conversation::answer` and the token its `PendingCall` carries"
+            ),
+            AnswerError::BadToken { call_id } => write!(
+                f,
+                "the answer's token does not match waiting tool call `{call_id}`: it was forged, \
+                 or made for another call or an earlier suspension of it; nothing was answered"
             ),
             AnswerError::Unanswered { call_ids } => write!(
                 f,
@@ -93,11 +117,14 @@ impl Conversation {
     /// the turn resumes. Returns how many calls of the turn still wait for an answer. The
     /// same answer given twice is one answer; another answer to an answered call is refused.
     ///
-    /// Answering takes the session's turn lock (as
+    /// With an approval key ([`AgentBuilder::approval_key`](crate::AgentBuilder::approval_key))
+    /// it is refused ([`AnswerError::TokenRequired`]): answer with
+    /// [`answer`](Self::answer) and the call's token. Answering takes the session's turn lock
+    /// (as
     /// [`inject_message`](Conversation::inject_message) does): it waits for a running turn
     /// of the session, and must not be awaited from inside one.
     pub async fn approve(&self, call_id: &str) -> Result<usize, AnswerError> {
-        self.answer(call_id, CallAnswer::Approve).await
+        self.answer(call_id, CallAnswer::Approve, None).await
     }
 
     /// Approves the waiting call `call_id` with these arguments instead of the model's,
@@ -110,7 +137,7 @@ impl Conversation {
         call_id: &str,
         arguments: Value,
     ) -> Result<usize, AnswerError> {
-        self.answer(call_id, CallAnswer::ApproveWith { arguments })
+        self.answer(call_id, CallAnswer::ApproveWith { arguments }, None)
             .await
     }
 
@@ -123,7 +150,8 @@ impl Conversation {
         reason: impl Into<String>,
     ) -> Result<usize, AnswerError> {
         let reason = reason.into();
-        self.answer(call_id, CallAnswer::Deny { reason }).await
+        self.answer(call_id, CallAnswer::Deny { reason }, None)
+            .await
     }
 
     /// Resumes the suspended turn once every waiting call has an answer: a turn with no new
@@ -162,21 +190,37 @@ impl Conversation {
         Ok(self.run(request).await)
     }
 
-    /// Gives `answer` to the waiting call `call_id`, under the session's turn lock.
-    async fn answer(&self, call_id: &str, answer: CallAnswer) -> Result<usize, AnswerError> {
+    /// Gives `answer` to the waiting call `call_id`, checked against `check`: the call's
+    /// [`token`](crate::PendingCall::token) when the agent has an approval key (then required),
+    /// else, when given, its [`fingerprint`](crate::PendingCall::fingerprint). A check that
+    /// does not match is [`AnswerError::BadToken`]. This is what
+    /// [`approve`](Self::approve), [`approve_with`](Self::approve_with) and [`deny`](Self::deny)
+    /// do without a check; it returns the same.
+    pub async fn answer(
+        &self,
+        call_id: &str,
+        answer: CallAnswer,
+        check: Option<&str>,
+    ) -> Result<usize, AnswerError> {
         let lease = self.lock().await?;
-        let answered = self.answer_locked(call_id, answer).await;
+        let answered = self.answer_locked(call_id, answer, check).await;
         lease.release().await;
         answered
     }
 
-    async fn answer_locked(&self, call_id: &str, answer: CallAnswer) -> Result<usize, AnswerError> {
+    async fn answer_locked(
+        &self,
+        call_id: &str,
+        answer: CallAnswer,
+        check: Option<&str>,
+    ) -> Result<usize, AnswerError> {
         let store = &self.agent.inner.store;
         let mut waiting = store.suspended(&self.session).await?;
         let Some(call) = waiting.iter_mut().find(|w| w.call.id == call_id) else {
             let call_id = call_id.to_owned();
             return Err(AnswerError::UnknownCall { call_id });
         };
+        self.verify(call, check)?;
         match &call.answer {
             Some(given) if *given == answer => {}
             Some(given) => {
@@ -198,6 +242,33 @@ impl Conversation {
             }
         }
         Ok(waiting.iter().filter(|w| w.answer.is_none()).count())
+    }
+
+    /// Checks an answer's token (with an approval key) or fingerprint against the waiting
+    /// call it answers.
+    fn verify(&self, waiting: &SuspendedCall, check: Option<&str>) -> Result<(), AnswerError> {
+        let call = &waiting.call;
+        let call_id = call.id.clone();
+        let expected = match (&self.agent.inner.approval_key, check) {
+            (Some(_), None) => return Err(AnswerError::TokenRequired { call_id }),
+            (None, None) => return Ok(()),
+            (Some(key), Some(_)) => {
+                let session = &self.session;
+                store::token(
+                    key,
+                    session,
+                    waiting.row,
+                    &call.id,
+                    &call.tool,
+                    &call.fingerprint,
+                )
+            }
+            (None, Some(_)) => call.fingerprint.clone(),
+        };
+        match check {
+            Some(given) if store::same_token(given, &expected) => Ok(()),
+            _ => Err(AnswerError::BadToken { call_id }),
+        }
     }
 
     /// Checks edited arguments against the agent's tool of that name (a tool added at run

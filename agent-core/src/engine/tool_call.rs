@@ -17,7 +17,7 @@ use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
-use crate::store::{CallAnswer, PendingCall, PendingKind};
+use crate::store::{self, CallAnswer, PendingCall, PendingKind};
 use crate::tool::{AnyValue, ToolContext, ToolError};
 use crate::util::{catch_panic, catch_unwind, clip};
 
@@ -55,12 +55,16 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
 /// A call the gates let through that waits for a person's approval.
 fn waiting(call: &ToolCall, state: &CallState, reason: Option<String>) -> CallResult {
     let reason = reason.unwrap_or_else(|| format!("tool `{}` needs approval", call.name));
+    let arguments = state.model_input.to_json().unwrap_or_default();
     let pending = PendingCall {
         id: call.id.clone(),
         tool: call.name.clone(),
-        arguments: state.model_input.to_json().unwrap_or_default(),
+        fingerprint: store::fingerprint(&call.name, &arguments),
+        arguments,
         reason: reason.clone(),
         kind: PendingKind::Approval,
+        // Sealed with the session and row when the turn keeps it (`tool_calls.rs`).
+        token: None,
     };
     let record = ToolResultRecord {
         call_id: call.id.clone(),

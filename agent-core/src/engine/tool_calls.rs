@@ -19,7 +19,7 @@ use super::step::{CallsDone, Reply};
 use super::tool_call::{CallResult, execute};
 use crate::hooks::{Chunk, ErrorStage, TurnError};
 use crate::message::ToolCall;
-use crate::store::{CallAnswer, NewMessage, SuspendedCall};
+use crate::store::{self, CallAnswer, NewMessage, SuspendedCall};
 use crate::util::{BoxFuture, join_ordered};
 
 impl Turn<'_> {
@@ -60,6 +60,14 @@ impl Turn<'_> {
         let waiting: Vec<SuspendedCall> = results
             .iter()
             .filter_map(|result| result.pending.clone())
+            .map(|mut call| {
+                if let Some(key) = &self.agent.approval_key {
+                    let (id, tool, print) = (&call.id, &call.tool, &call.fingerprint);
+                    let token = store::token(key, self.session_id, row, id, tool, print);
+                    call.token = Some(token);
+                }
+                call
+            })
             .map(|call| SuspendedCall {
                 call,
                 row,

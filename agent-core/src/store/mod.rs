@@ -7,6 +7,7 @@ mod guard;
 mod lease;
 mod memory;
 mod pending;
+mod seal;
 mod sqlite;
 
 use std::fmt;
@@ -21,6 +22,7 @@ pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
 pub use pending::{CallAnswer, PendingCall, PendingKind, SuspendedCall};
+pub(crate) use seal::{fingerprint, same_token, token};
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
 /// A failure of the session store: its [`kind`](Self::kind) to branch on, and a message that

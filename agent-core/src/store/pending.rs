@@ -46,6 +46,16 @@ pub struct PendingCall {
     pub reason: String,
     /// What it waits for.
     pub kind: PendingKind,
+    /// Hex SHA-256 of the tool name and the canonical arguments: an answer given with it
+    /// ([`Conversation::answer`](crate::Conversation::answer)) answers exactly this call.
+    pub fingerprint: String,
+    /// When the agent has an approval key
+    /// ([`AgentBuilder::approval_key`](crate::AgentBuilder::approval_key)): hex HMAC-SHA256 of
+    /// the session, the call's assistant row, its id, tool and fingerprint, which an answer must
+    /// carry. Only the key's holder can make one, and it answers only this suspension of this
+    /// call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// An answer to a [`PendingCall`].

@@ -128,6 +128,9 @@ fn delete_pending() -> PendingCall {
         arguments: json!({"path": "a.txt"}),
         reason: "tool `delete` needs approval".to_owned(),
         kind: PendingKind::Approval,
+        // SHA-256 of `delete`, a zero byte and `{"path":"a.txt"}` (sha256sum).
+        fingerprint: "d31b2f9baff97c7df44018ce6a5e7b81ea8811b53d7ffc2de17b2467ffc25817".to_owned(),
+        token: None,
     }
 }
 
@@ -723,4 +726,105 @@ async fn an_idempotent_approved_call_killed_mid_run_runs_again_once() {
     assert_eq!(described(&rows)[2], "tool:call_1:waited");
     assert_whole(&rows);
     let _ = std::fs::remove_file(&db);
+}
+
+#[tokio::test]
+async fn an_answer_given_with_a_fingerprint_must_match_the_waiting_call() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    let print = suspended.pending[0].fingerprint.clone();
+    // A fingerprint of other arguments (a stale view of the call) answers nothing.
+    let stale = "d31b2f9baff97c7df44018ce6a5e7b81ea8811b53d7ffc2de17b2467ffc25818";
+
+    let refused = conversation
+        .answer("c2", CallAnswer::Approve, Some(stale))
+        .await;
+
+    assert_eq!(
+        refused,
+        Err(AnswerError::BadToken {
+            call_id: "c2".to_owned()
+        })
+    );
+    assert_eq!(
+        conversation.waiting_calls().await.expect("waiting")[0].answer,
+        None
+    );
+    assert_eq!(
+        conversation
+            .answer("c2", CallAnswer::Approve, Some(&print))
+            .await,
+        Ok(0)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+}
+
+#[tokio::test]
+async fn with_an_approval_key_only_the_call_s_own_token_answers_it() {
+    let trace = Trace::new();
+    // In call order: the first session's turn, the second's, the first's resume and next turn.
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+    ]);
+    let agent = AgentBuilder::new("files")
+        .model(model)
+        .dyn_tool(delete_tool(&trace))
+        .approval_key(b"0123456789abcdef0123456789abcdef".to_vec())
+        .build()
+        .expect("builds");
+    let first = agent.session("first");
+    let suspended = first.run("delete a.txt").await;
+    let token = suspended.pending[0].token.clone().expect("a token");
+    assert_eq!(token.len(), 64);
+    let c2 = || "c2".to_owned();
+
+    // Without a token, or with a forged one, nothing is answered.
+    assert_eq!(
+        first.approve("c2").await,
+        Err(AnswerError::TokenRequired { call_id: c2() })
+    );
+    let forged = "0".repeat(64);
+    assert_eq!(
+        first.answer("c2", CallAnswer::Approve, Some(&forged)).await,
+        Err(AnswerError::BadToken { call_id: c2() })
+    );
+    // The same call id, tool and arguments in another session have another token.
+    let second = agent.session("second");
+    let other = second.run("delete a.txt").await;
+    let other_token = other.pending[0].token.clone().expect("a token");
+    assert_ne!(other_token, token);
+    assert_eq!(
+        second.answer("c2", CallAnswer::Approve, Some(&token)).await,
+        Err(AnswerError::BadToken { call_id: c2() })
+    );
+
+    assert_eq!(
+        first.answer("c2", CallAnswer::Approve, Some(&token)).await,
+        Ok(0)
+    );
+    let resumed = first.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    // Replayed against a later suspension of the same call id in the same session: refused.
+    let again = first.run("delete a.txt again").await;
+    assert_eq!(again.status, TurnStatus::Suspended, "{again:?}");
+    assert_ne!(again.pending[0].token.as_deref(), Some(token.as_str()));
+    let replayed = first.answer("c2", CallAnswer::Approve, Some(&token)).await;
+    assert_eq!(replayed, Err(AnswerError::BadToken { call_id: c2() }));
+    assert_eq!(
+        replayed.unwrap_err().to_string(),
+        "the answer's token does not match waiting tool call `c2`: it was forged, or made for \
+         another call or an earlier suspension of it; nothing was answered"
+    );
+    let runs: Vec<String> = trace.take();
+    assert_eq!(runs, ["delete(a.txt)"]);
 }
