@@ -78,8 +78,8 @@ pub use store::{
     StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
 };
 pub use tool::{
-    AnyValue, ArgsError, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput, ToolSpec,
-    TypedTool, is_valid_tool_name, schema_for,
+    AnyValue, ArgsError, ClientTool, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput,
+    ToolSpec, TypedTool, is_valid_tool_name, schema_for,
 };
 pub use util::BoxFuture;
 

@@ -10,7 +10,9 @@ use serde_json::Value;
 use super::Conversation;
 use crate::engine::TurnRequest;
 use crate::hooks::TurnResult;
-use crate::store::{self, CallAnswer, StoreError, StoreErrorKind, SuspendedCall, TurnLease};
+use crate::store::{
+    self, CallAnswer, PendingKind, StoreError, StoreErrorKind, SuspendedCall, TurnLease,
+};
 use crate::tool::ArgsError;
 
 /// Why an answer to a waiting tool call, or a resume, was refused. Nothing was written.
@@ -50,6 +52,14 @@ pub enum AnswerError {
         /// The call.
         call_id: String,
     },
+    /// The answer does not fit what the call waits for: an approval for a call that waits
+    /// for a result (a client or deferred call), or a result for one that waits for approval.
+    WrongKind {
+        /// The call.
+        call_id: String,
+        /// What it waits for.
+        kind: PendingKind,
+    },
     /// [`Conversation::resume`]: these calls still wait for an answer.
     Unanswered {
         /// Their ids, in the model's order.
@@ -86,6 +96,16 @@ impl fmt::Display for AnswerError {
                 f,
                 "the answer's token does not match waiting tool call `{call_id}`: it was forged, \
                  or made for another call or an earlier suspension of it; nothing was answered"
+            ),
+            AnswerError::WrongKind { call_id, kind } if kind.takes_result() => write!(
+                f,
+                "tool call `{call_id}` waits for a result (kind `{kind}`), not an approval: \
+                 submit it with `submit_result`, or deny it"
+            ),
+            AnswerError::WrongKind { call_id, kind } => write!(
+                f,
+                "tool call `{call_id}` waits for approval (kind `{kind}`), not a result: \
+                 approve or deny it"
             ),
             AnswerError::Unanswered { call_ids } => write!(
                 f,
@@ -152,6 +172,17 @@ impl Conversation {
         let reason = reason.into();
         self.answer(call_id, CallAnswer::Deny { reason }, None)
             .await
+    }
+
+    /// Submits the result of the waiting client or deferred call `call_id` (the model reads
+    /// a string as itself, anything else as JSON). Returns how many calls still wait. A call
+    /// that waits for approval is [`AnswerError::WrongKind`].
+    pub async fn submit_result(&self, call_id: &str, output: Value) -> Result<usize, AnswerError> {
+        let answer = CallAnswer::Result {
+            output,
+            is_error: false,
+        };
+        self.answer(call_id, answer, None).await
     }
 
     /// Resumes the suspended turn once every waiting call has an answer: a turn with no new
@@ -221,6 +252,15 @@ impl Conversation {
             return Err(AnswerError::UnknownCall { call_id });
         };
         self.verify(call, check)?;
+        let fits = match &answer {
+            CallAnswer::Result { .. } => call.call.kind.takes_result(),
+            CallAnswer::Deny { .. } => true,
+            _ => !call.call.kind.takes_result(),
+        };
+        if !fits {
+            let (call_id, kind) = (call_id.to_owned(), call.call.kind);
+            return Err(AnswerError::WrongKind { call_id, kind });
+        }
         match &call.answer {
             Some(given) if *given == answer => {}
             Some(given) => {

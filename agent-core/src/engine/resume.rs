@@ -13,6 +13,7 @@ use super::tool_call::CallResult;
 use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};
 use crate::store::{self, CallAnswer, StoredMessage, SuspendedCall};
+use serde_json::Value;
 
 /// The waiting calls a resumed turn still has to answer: those without a result stored after
 /// their assistant row (a resume cut off after storing one never runs that call again).
@@ -58,12 +59,14 @@ enum Answer<'w> {
     Run(&'w CallAnswer),
     /// Answer it with the reason it was denied.
     Deny(&'w str),
+    /// Answer it with the result submitted for it (a client or deferred call).
+    Submitted(&'w Value, bool),
     /// Report that its approved run was interrupted.
     Interrupted,
 }
 
 /// The result of a call the resumed turn answers without running it (no tool-call hook runs):
-/// denied (the model reads the reason), or interrupted mid-run.
+/// denied (the model reads the reason), given its submitted result, or interrupted mid-run.
 fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
     let tool = &waiting.call.tool;
     let (content, is_error, outcome) = match answer {
@@ -72,6 +75,18 @@ fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
             false,
             ToolOutcomeKind::Blocked,
         ),
+        Answer::Submitted(output, is_error) => {
+            let content = match output {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let outcome = if *is_error {
+                ToolOutcomeKind::Failed
+            } else {
+                ToolOutcomeKind::Executed
+            };
+            (content, *is_error, outcome)
+        }
         _ => (
             format!(
                 "tool `{tool}` was interrupted: it started after its approval and its process \
@@ -107,7 +122,7 @@ impl Turn<'_> {
                 let ids: Vec<&str> = suspended.iter().map(|w| w.call.id.as_str()).collect();
                 format!(
                     "session `{}` is suspended: tool calls {} wait for an answer; answer each \
-                     (approve, approve_with, deny) and resume the turn",
+                     (approve, approve_with, deny, submit_result) and resume the turn",
                     self.session_id,
                     ids.join(", ")
                 )
@@ -187,6 +202,7 @@ impl Turn<'_> {
             .zip(answered)
             .map(|(w, answer)| match answer {
                 CallAnswer::Deny { reason } => Answer::Deny(reason),
+                CallAnswer::Result { output, is_error } => Answer::Submitted(output, *is_error),
                 _ if w.started_at.is_some() && !idempotent(&w.call.tool) => Answer::Interrupted,
                 answer => Answer::Run(answer),
             })

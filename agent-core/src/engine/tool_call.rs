@@ -52,9 +52,19 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
     }
 }
 
-/// A call the gates let through that waits for a person's approval.
-fn waiting(call: &ToolCall, state: &CallState, reason: Option<String>) -> CallResult {
-    let reason = reason.unwrap_or_else(|| format!("tool `{}` needs approval", call.name));
+/// A call that waits for an answer from outside the turn: a person's approval, a client's
+/// result, or a deferred result.
+fn waiting(
+    call: &ToolCall,
+    state: &CallState,
+    kind: PendingKind,
+    reason: Option<String>,
+) -> CallResult {
+    let reason = reason.unwrap_or_else(|| match kind {
+        PendingKind::Client => format!("tool `{}` runs on the client", call.name),
+        PendingKind::Deferred => format!("tool `{}` was deferred by a hook", call.name),
+        _ => format!("tool `{}` needs approval", call.name),
+    });
     let arguments = state.model_input.to_json().unwrap_or_default();
     let pending = PendingCall {
         id: call.id.clone(),
@@ -62,7 +72,7 @@ fn waiting(call: &ToolCall, state: &CallState, reason: Option<String>) -> CallRe
         fingerprint: store::fingerprint(&call.name, &arguments),
         arguments,
         reason: reason.clone(),
-        kind: PendingKind::Approval,
+        kind,
         // Sealed with the session and row when the turn keeps it (`tool_calls.rs`).
         token: None,
     };
@@ -140,13 +150,21 @@ async fn execute_inner(
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
     let reported = state.preliminary.clone();
+    let client = slot.tool.runs_on_client();
     let gated = match gate(before, &mut state, call).await {
         Gate::Decided(outcome) => Some(outcome),
+        Gate::Defer(_) if state.approval.is_some() => Some(ToolOutcome::Blocked(format!(
+            "tool `{}` was deferred by a hook after its approval; it did not run",
+            call.name
+        ))),
+        Gate::Defer(reason) => return waiting(call, &state, PendingKind::Deferred, reason),
+        Gate::Run if client => return waiting(call, &state, PendingKind::Client, None),
+        Gate::Ask(reason) if client => return waiting(call, &state, PendingKind::Client, reason),
         // An approval given satisfies every ask.
         Gate::Run | Gate::Ask(_) if state.approval.is_some() => None,
-        Gate::Ask(reason) => return waiting(call, &state, reason),
+        Gate::Ask(reason) => return waiting(call, &state, PendingKind::Approval, reason),
         Gate::Run if slot.tool.needs_approval(&state.effective_input) => {
-            return waiting(call, &state, None);
+            return waiting(call, &state, PendingKind::Approval, None);
         }
         Gate::Run => None,
     };
@@ -247,12 +265,14 @@ enum Gate {
     Run,
     /// Run it once a person approves (the first reason a hook gave).
     Ask(Option<String>),
+    /// Do not run it here: its result comes from outside the turn.
+    Defer(Option<String>),
     /// A hook decided the outcome (blocked, substituted, or failed closed): it does not run.
     Decided(ToolOutcome),
 }
 
 /// The before_tool_call chain (merge rule: each hook sees the input the previous one left;
-/// `Block` and `Substitute` stop it, `Ask` is kept while the chain goes on).
+/// `Block`, `Substitute` and `Defer` stop it, `Ask` is kept while the chain goes on).
 async fn gate<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
     state: &mut CallState,
@@ -275,6 +295,7 @@ async fn gate<'h>(
                 return Gate::Decided(ToolOutcome::Substituted(output));
             }
             Ok(ErasedDecision::Ask(reason)) => asked = Some(asked.flatten().or(reason)),
+            Ok(ErasedDecision::Defer(reason)) => return Gate::Defer(reason),
             Err(failure) => {
                 // Failing closed, the call does not run: the model reads why.
                 if let Err(error) =

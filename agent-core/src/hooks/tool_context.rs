@@ -55,6 +55,12 @@ pub enum ToolCallDecision<I: ToolInput> {
     /// hooks still run and may block or substitute instead. Once the call is approved, the
     /// hooks run again and an `Ask` is satisfied by the approval.
     Ask(Option<String>),
+    /// Do not run here: the call's result comes from outside the turn. The turn suspends with
+    /// the call waiting (kind `deferred`; the reason, or a default naming the tool, says why)
+    /// until a result is submitted
+    /// ([`Conversation::submit_result`](crate::Conversation::submit_result)). Like `Block`, it
+    /// stops the chain. On a call already approved it blocks instead (the call waited once).
+    Defer(Option<String>),
 }
 
 impl<I: ToolInput> ToolCallDecision<I> {
@@ -66,6 +72,11 @@ impl<I: ToolInput> ToolCallDecision<I> {
     /// Asks a person, with a reason they read.
     pub fn ask(reason: impl Into<String>) -> Self {
         ToolCallDecision::Ask(Some(reason.into()))
+    }
+
+    /// Defers the call, with a reason saying where its result comes from.
+    pub fn defer(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Defer(Some(reason.into()))
     }
 }
 

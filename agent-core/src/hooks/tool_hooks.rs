@@ -44,6 +44,7 @@ pub(crate) enum ErasedDecision {
     Block(Option<String>),
     Substitute(AnyValue),
     Ask(Option<String>),
+    Defer(Option<String>),
 }
 
 /// What both tool-hook kinds share: name, policy, matcher and the input check.
@@ -118,6 +119,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
                     ErasedDecision::Substitute(AnyValue::new(output))
                 }
                 ToolCallDecision::Ask(reason) => ErasedDecision::Ask(reason),
+                ToolCallDecision::Defer(reason) => ErasedDecision::Defer(reason),
             })
         })
     }

@@ -15,14 +15,28 @@ pub enum PendingKind {
     /// It runs once a person approves it (`#[tool(needs_approval)]`, or a before_tool_call
     /// hook's `ToolCallDecision::Ask`).
     Approval,
+    /// Its tool runs on the client ([`ClientTool`](crate::ClientTool)), which submits the
+    /// result.
+    Client,
+    /// A before_tool_call hook deferred it (`ToolCallDecision::Defer`): its result comes from
+    /// outside the turn.
+    Deferred,
 }
 
 impl PendingKind {
-    /// The kind's name: `approval`.
+    /// The kind's name: `approval`, `client` or `deferred`.
     pub fn as_str(&self) -> &'static str {
         match self {
             PendingKind::Approval => "approval",
+            PendingKind::Client => "client",
+            PendingKind::Deferred => "deferred",
         }
+    }
+
+    /// Whether a call of this kind waits for a result (from a client or from outside the
+    /// turn) rather than for an approval.
+    pub fn takes_result(&self) -> bool {
+        !matches!(self, PendingKind::Approval)
     }
 }
 
@@ -76,6 +90,15 @@ pub enum CallAnswer {
         /// Why, as the model reads it.
         reason: String,
     },
+    /// The call's result, from the client or from outside the turn (client and deferred
+    /// calls): the model reads it as the call's result (a string as itself, anything else as
+    /// JSON).
+    Result {
+        /// The output.
+        output: Value,
+        /// Whether it is an error the model reads.
+        is_error: bool,
+    },
 }
 
 impl CallAnswer {
@@ -91,6 +114,11 @@ impl fmt::Display for CallAnswer {
             CallAnswer::Approve => f.write_str("approved"),
             CallAnswer::ApproveWith { arguments } => write!(f, "approved with {arguments}"),
             CallAnswer::Deny { reason } => write!(f, "denied: {reason}"),
+            CallAnswer::Result {
+                output,
+                is_error: false,
+            } => write!(f, "result {output}"),
+            CallAnswer::Result { output, .. } => write!(f, "error result {output}"),
         }
     }
 }

@@ -136,6 +136,12 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool runs on the client ([`ClientTool`]): its calls suspend the turn until
+    /// the client submits their results. The default: no.
+    fn runs_on_client(&self) -> bool {
+        false
+    }
+
     /// Whether running a call twice does no more than running it once (see
     /// [`Tool::IDEMPOTENT`]). The default: no.
     fn idempotent(&self) -> bool {
@@ -399,5 +405,79 @@ impl DynTool for FnTool {
         };
         let future = (self.body)(args, ctx);
         Box::pin(async move { future.await.map(AnyValue::new) })
+    }
+}
+
+/// A tool the client runs: the model sees its name, description and JSON Schema, and a call
+/// suspends the turn (kind [`Client`](crate::PendingKind::Client)) until the client submits its
+/// result ([`Conversation::submit_result`](crate::Conversation::submit_result)); the agent never
+/// runs it. Arguments must be a JSON object.
+///
+/// ```
+/// use agent_core::ClientTool;
+/// let location = ClientTool::new(
+///     "get_location",
+///     "The user's current location, from their device.",
+///     serde_json::json!({"type": "object", "properties": {}}),
+/// );
+/// ```
+pub struct ClientTool {
+    spec: Arc<ToolSpec>,
+}
+
+impl ClientTool {
+    /// A client tool with this name, description and arguments schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        };
+        ClientTool {
+            spec: Arc::new(spec),
+        }
+    }
+}
+
+impl DynTool for ClientTool {
+    fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+
+    fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
+        let raw = if raw.trim().is_empty() { "{}" } else { raw };
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let value: Value = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| args_error(&self.spec.name, e))?;
+        de.end().map_err(|e| trailing(&self.spec.name, e))?;
+        self.args_from_json(value)
+    }
+
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        if !value.is_object() {
+            let message = format!("expected a JSON object, found {}", clip(&value.to_string()));
+            return Err(ArgsError {
+                tool: self.spec.name.clone(),
+                path: ".".to_owned(),
+                message,
+            });
+        }
+        Ok(AnyValue::new(value))
+    }
+
+    fn runs_on_client(&self) -> bool {
+        true
+    }
+
+    fn call(
+        &self,
+        _args: Arc<AnyValue>,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
+        let message = format!(
+            "tool `{}` runs on the client: its result is submitted, never run here",
+            self.spec.name
+        );
+        Box::pin(std::future::ready(Err(ToolError::new(message))))
     }
 }

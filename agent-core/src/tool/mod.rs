@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::cancel::CancelToken;
 
-pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
+pub use erased::{AnyValue, ArgsError, ClientTool, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
 

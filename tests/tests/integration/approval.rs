@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
-    Agent, AgentBuilder, AnswerError, CallAnswer, FnTool, Hook, Matcher, Message, MessageStatus,
-    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, SqliteOptions,
-    SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnStatus,
-    event, tool,
+    Agent, AgentBuilder, AnswerError, CallAnswer, ClientTool, FnTool, Hook, Matcher, Message,
+    MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
+    SqliteOptions, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
+    TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
 use tests::{Add, AddArgs, Recorded, Trace, assert_paired, assert_whole, lines};
@@ -827,4 +827,134 @@ async fn with_an_approval_key_only_the_call_s_own_token_answers_it() {
     );
     let runs: Vec<String> = trace.take();
     assert_eq!(runs, ["delete(a.txt)"]);
+}
+
+#[tokio::test]
+async fn a_client_tool_s_call_waits_for_the_result_the_client_submits() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "get_location", "{}"),
+        ScriptedStep::new().text("You are in Oslo."),
+    ]);
+    let location = ClientTool::new(
+        "get_location",
+        "The user's location, from their device.",
+        json!({"type": "object", "properties": {}}),
+    );
+    let agent = AgentBuilder::new("guide")
+        .model(model.clone())
+        .dyn_tool(location)
+        .record_tool_calls(&trace)
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("Where am I?").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let pending = &suspended.pending[0];
+    assert_eq!(pending.kind, PendingKind::Client);
+    assert_eq!(pending.reason, "tool `get_location` runs on the client");
+    // The gates ran; the tool is the client's.
+    assert_eq!(trace.take(), lines(&["before_tool_call(get_location c1)"]));
+    let wrong = conversation.approve("c1").await;
+    assert_eq!(
+        wrong,
+        Err(AnswerError::WrongKind {
+            call_id: "c1".to_owned(),
+            kind: PendingKind::Client
+        })
+    );
+    assert_eq!(
+        wrong.unwrap_err().to_string(),
+        "tool call `c1` waits for a result (kind `client`), not an approval: submit it with \
+         `submit_result`, or deny it"
+    );
+
+    assert_eq!(
+        conversation
+            .submit_result("c1", json!({"city": "Oslo"}))
+            .await,
+        Ok(0)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "You are in Oslo.");
+    assert!(
+        trace.take().is_empty(),
+        "no tool-call hook runs for a submitted result"
+    );
+    let requests = model.requests();
+    assert_eq!(
+        requests[1].messages.last(),
+        Some(&Message::Tool {
+            call_id: "c1".to_owned(),
+            name: "get_location".to_owned(),
+            content: r#"{"city":"Oslo"}"#.to_owned(),
+            is_error: false,
+        })
+    );
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+#[tokio::test]
+async fn a_deferred_call_takes_a_submitted_result_and_an_approval_does_not_fit_it() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = AgentBuilder::new("calc")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ledger", |_| {
+                ToolCallDecision::defer("the ledger adds it")
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("2+3").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(suspended.pending[0].kind, PendingKind::Deferred);
+    assert_eq!(suspended.pending[0].reason, "the ledger adds it");
+    assert!(matches!(
+        conversation.approve("c1").await,
+        Err(AnswerError::WrongKind { .. })
+    ));
+    assert_eq!(conversation.submit_result("c1", json!(5)).await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert!(trace.take().is_empty(), "the tool never ran here");
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:5");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn a_result_does_not_answer_a_call_waiting_for_approval() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("Add, then delete a.txt").await.status,
+        TurnStatus::Suspended
+    );
+
+    let refused = conversation.submit_result("c2", json!("deleted")).await;
+
+    assert_eq!(
+        refused,
+        Err(AnswerError::WrongKind {
+            call_id: "c2".to_owned(),
+            kind: PendingKind::Approval
+        })
+    );
 }
