@@ -139,7 +139,8 @@ impl Turn<'_> {
     /// A resumed turn's waiting calls, once every one has an answer: the approved ones run
     /// (concurrently, gates first), the denied ones get their reason, and every result is
     /// stored in the model's order before the waiting calls are forgotten. A call without an
-    /// answer suspends the turn again, running nothing. A turn cancelled (or a process
+    /// answer suspends the turn again, running nothing; an approved call a gate defers when it
+    /// runs waits again (the turn suspends once the other results are stored). A turn cancelled (or a process
     /// stopped) while approved calls run leaves them waiting, with their execution records:
     /// the next resume never runs a call whose result was stored, and reports one that
     /// started without a result as interrupted (or runs it again when its tool is
@@ -160,19 +161,49 @@ impl Turn<'_> {
             failed_hook: None,
             handoff: None,
         };
+        let mut again = Vec::new();
         if let Some(first) = waiting.first() {
             let (row, step) = (first.row, first.step);
             let (results, failed) = self.answer_all(plan, &waiting, &answered).await?;
             done.failed_hook = failed;
+            again = self.wait_again(&waiting, &results).await?;
             let dropped = self.store_results(plan, step, results, &mut done).await?;
             self.drop_resumed(plan, row, &waiting, &dropped).await?;
         }
         self.outcome.resumed = std::mem::take(&mut done.results);
-        self.forget(Vec::new()).await?;
-        match done.failed_hook {
-            Some(error) => Err(End::turn(error)),
-            None => Ok(()),
+        self.forget(again.clone()).await?;
+        if let Some(error) = done.failed_hook {
+            return Err(End::turn(error));
         }
+        if !again.is_empty() {
+            self.outcome.pending = again.into_iter().map(|w| w.call).collect();
+            return Err(End::Suspended);
+        }
+        Ok(())
+    }
+
+    /// The approved calls that wait again (a gate deferred them when they ran), kept with
+    /// the session before any result is stored, in place of their answered records. The
+    /// calls that ran keep their execution records until their results are stored.
+    async fn wait_again(
+        &self,
+        waiting: &[SuspendedCall],
+        results: &[CallResult],
+    ) -> Flow<Vec<SuspendedCall>> {
+        let (row, step) = waiting.first().map_or((0, 0), |w| (w.row, w.step));
+        let again = self.waiting_in(row, step, results);
+        if again.is_empty() {
+            return Ok(again);
+        }
+        let kept = waiting
+            .iter()
+            .map(|w| match again.iter().find(|a| a.call.id == w.call.id) {
+                Some(fresh) => fresh.clone(),
+                None => w.clone(),
+            })
+            .collect();
+        self.forget(kept).await?;
+        Ok(again)
     }
 
     /// Replaces the session's waiting calls.

@@ -153,10 +153,6 @@ async fn execute_inner(
     let client = slot.tool.runs_on_client();
     let gated = match gate(before, &mut state, call).await {
         Gate::Decided(outcome) => Some(outcome),
-        Gate::Defer(_) if state.approval.is_some() => Some(ToolOutcome::Blocked(format!(
-            "tool `{}` was deferred by a hook after its approval; it did not run",
-            call.name
-        ))),
         Gate::Defer(reason) => return waiting(call, &state, PendingKind::Deferred, reason),
         Gate::Run if client => return waiting(call, &state, PendingKind::Client, None),
         Gate::Ask(reason) if client => return waiting(call, &state, PendingKind::Client, reason),

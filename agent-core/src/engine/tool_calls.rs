@@ -54,10 +54,15 @@ impl Turn<'_> {
         Ok(done)
     }
 
-    /// Keeps the calls that wait for an answer with the session, before any result of their
-    /// step is stored (a crash in between leaves them waiting, the others repaired).
-    async fn suspend(&mut self, row: i64, step: usize, results: &[CallResult]) -> Flow {
-        let waiting: Vec<SuspendedCall> = results
+    /// The calls of `results` that wait for an answer, as the session keeps them (sealed with
+    /// a token when the agent has an approval key).
+    pub(super) fn waiting_in(
+        &self,
+        row: i64,
+        step: usize,
+        results: &[CallResult],
+    ) -> Vec<SuspendedCall> {
+        results
             .iter()
             .filter_map(|result| result.pending.clone())
             .map(|mut call| {
@@ -66,16 +71,21 @@ impl Turn<'_> {
                     let token = store::token(key, self.session_id, row, id, tool, print);
                     call.token = Some(token);
                 }
-                call
+                SuspendedCall {
+                    call,
+                    row,
+                    step,
+                    answer: None,
+                    started_at: None,
+                }
             })
-            .map(|call| SuspendedCall {
-                call,
-                row,
-                step,
-                answer: None,
-                started_at: None,
-            })
-            .collect();
+            .collect()
+    }
+
+    /// Keeps the calls that wait for an answer with the session, before any result of their
+    /// step is stored (a crash in between leaves them waiting, the others repaired).
+    async fn suspend(&mut self, row: i64, step: usize, results: &[CallResult]) -> Flow {
+        let waiting = self.waiting_in(row, step, results);
         if waiting.is_empty() {
             return Ok(());
         }

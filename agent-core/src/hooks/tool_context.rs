@@ -59,7 +59,7 @@ pub enum ToolCallDecision<I: ToolInput> {
     /// the call waiting (kind `deferred`; the reason, or a default naming the tool, says why)
     /// until a result is submitted
     /// ([`Conversation::submit_result`](crate::Conversation::submit_result)). Like `Block`, it
-    /// stops the chain. On a call already approved it blocks instead (the call waited once).
+    /// stops the chain. A call approved, then deferred when its turn resumes, waits again.
     Defer(Option<String>),
 }
 

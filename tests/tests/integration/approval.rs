@@ -958,3 +958,44 @@ async fn a_result_does_not_answer_a_call_waiting_for_approval() {
         })
     );
 }
+
+#[tokio::test]
+async fn an_approved_call_a_gate_defers_when_it_runs_waits_again() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = AgentBuilder::new("calc")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ask, then defer", |ctx| {
+                match ctx.approval {
+                    None => ToolCallDecision::ask("check first"),
+                    Some(_) => ToolCallDecision::defer("the ledger adds it"),
+                }
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("2+3").await.status, TurnStatus::Suspended);
+    assert_eq!(conversation.approve("c1").await, Ok(0));
+
+    let again = conversation.resume().await.expect("resumes");
+
+    assert_eq!(again.status, TurnStatus::Suspended, "{again:?}");
+    assert_eq!(again.pending.len(), 1);
+    assert_eq!(again.pending[0].kind, PendingKind::Deferred);
+    assert_eq!(again.pending[0].reason, "the ledger adds it");
+    assert_suspended(&conversation.rows().await.expect("rows"), &["c1"]);
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(
+        (waiting[0].answer.clone(), waiting[0].started_at),
+        (None, None)
+    );
+    assert_eq!(conversation.submit_result("c1", json!(5)).await, Ok(0));
+    let done = conversation.resume().await.expect("resumes");
+    assert_eq!(done.status, TurnStatus::Completed, "{done:?}");
+    assert!(trace.take().is_empty(), "the tool never ran");
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
