@@ -682,6 +682,21 @@ impl SessionStore for TracedStore {
         self.inner.suspended(session)
     }
 
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        self.inner.approved_tools(session)
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.set_approved_tools(session, tools)
+    }
+
     fn set_suspended<'a>(
         &'a self,
         session: &'a str,

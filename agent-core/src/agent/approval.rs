@@ -147,6 +147,41 @@ impl Conversation {
         self.answer(call_id, CallAnswer::Approve, None).await
     }
 
+    /// Approves the waiting call `call_id` and, from now on, every call of its tool in this
+    /// session (a standing approval, kept with the session until
+    /// [`revoke_approval`](Self::revoke_approval)): the other calls of that tool waiting for
+    /// approval in this turn are approved too, and later calls of it run without asking (the
+    /// before_tool_call hooks still run, with
+    /// [`ToolCallContext::approval`](crate::ToolCallContext::approval) set to
+    /// [`CallAnswer::ApproveAlways`]). Returns how many calls still wait.
+    pub async fn approve_always(&self, call_id: &str) -> Result<usize, AnswerError> {
+        self.answer(call_id, CallAnswer::ApproveAlways, None).await
+    }
+
+    /// The tools this session approved for good ([`approve_always`](Self::approve_always)).
+    pub async fn approved_tools(&self) -> Result<Vec<String>, StoreError> {
+        self.agent.inner.store.approved_tools(&self.session).await
+    }
+
+    /// Withdraws the standing approval of `tool` in this session: its calls ask again.
+    /// Returns whether it had one.
+    pub async fn revoke_approval(&self, tool: &str) -> Result<bool, StoreError> {
+        let lease = self.lock().await?;
+        let store = &self.agent.inner.store;
+        let revoked = async {
+            let mut tools = store.approved_tools(&self.session).await?;
+            let had = tools.iter().any(|t| t == tool);
+            if had {
+                tools.retain(|t| t != tool);
+                store.set_approved_tools(&self.session, tools).await?;
+            }
+            Ok(had)
+        }
+        .await;
+        lease.release().await;
+        revoked
+    }
+
     /// Approves the waiting call `call_id` with these arguments instead of the model's,
     /// checked against the tool's arguments type now: arguments that do not fit are
     /// [`AnswerError::InvalidArguments`] and the call keeps waiting. (A tool a before_turn
@@ -277,11 +312,37 @@ impl Conversation {
                             error,
                         })?;
                 }
-                call.answer = Some(answer);
+                if answer == CallAnswer::ApproveAlways {
+                    let tool = call.call.tool.clone();
+                    self.approve_for_good(&tool, &mut waiting).await?;
+                } else {
+                    call.answer = Some(answer);
+                }
                 store.set_suspended(&self.session, waiting.clone()).await?;
             }
         }
         Ok(waiting.iter().filter(|w| w.answer.is_none()).count())
+    }
+
+    /// Keeps `tool` approved for good in this session, and approves its calls of `waiting`
+    /// that wait for approval without an answer.
+    async fn approve_for_good(
+        &self,
+        tool: &str,
+        waiting: &mut [SuspendedCall],
+    ) -> Result<(), StoreError> {
+        let store = &self.agent.inner.store;
+        let mut tools = store.approved_tools(&self.session).await?;
+        if !tools.iter().any(|t| t == tool) {
+            tools.push(tool.to_owned());
+            store.set_approved_tools(&self.session, tools).await?;
+        }
+        for w in waiting.iter_mut() {
+            if w.call.tool == tool && w.answer.is_none() && !w.call.kind.takes_result() {
+                w.answer = Some(CallAnswer::ApproveAlways);
+            }
+        }
+        Ok(())
     }
 
     /// Checks an answer's token (with an approval key) or fingerprint against the waiting

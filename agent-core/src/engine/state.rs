@@ -112,6 +112,8 @@ pub(super) struct SessionTurn {
     pub(super) classification: Option<ChatErrorClassification>,
     /// A resumed turn: the answered calls still to run before its first step (`resume.rs`).
     pub(super) resume: Option<Vec<SuspendedCall>>,
+    /// The session's tools approved for good: their calls run without asking.
+    pub(super) approved_tools: Vec<String>,
 }
 
 impl Turn<'_> {

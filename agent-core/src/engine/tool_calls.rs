@@ -155,7 +155,8 @@ impl Turn<'_> {
     /// forwarding their preliminary results to on_chunk and the stream API as they come;
     /// `None` when the turn was cancelled first. A fail-closed on_chunk hook failing on a
     /// preliminary result fails the turn after the step. `approvals` holds, by position, the
-    /// answer that approved each call of a resumed turn (empty for a step's own calls).
+    /// answer that approved each call of a resumed turn (empty for a step's own calls); a call
+    /// of a tool the session approved for good runs as approved.
     pub(super) async fn execute_all(
         &self,
         plan: &TurnPlan<'_>,
@@ -187,6 +188,14 @@ impl Turn<'_> {
             extensions: &self.extensions,
             progress: &progress,
         };
+        // A call of a tool approved for good runs as approved; a resumed one by its answer.
+        let standing = CallAnswer::ApproveAlways;
+        let approval = |position: usize, call: &ToolCall| {
+            let granted = self.session.approved_tools.contains(&call.name);
+            approvals
+                .get(position)
+                .or_else(|| granted.then_some(&standing))
+        };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
         let futures = calls
@@ -198,7 +207,7 @@ impl Turn<'_> {
                     Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                         as BoxFuture<'_, CallResult>
                 }
-                None => Box::pin(execute(&scope, call, approvals.get(position)))
+                None => Box::pin(execute(&scope, call, approval(position, call)))
                     as BoxFuture<'_, CallResult>,
             })
             .collect();

@@ -74,6 +74,23 @@ impl SessionStore for PanicSafe {
         guarded("set_suspended", || self.0.set_suspended(session, calls))
     }
 
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        guarded("approved_tools", || self.0.approved_tools(session))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        guarded("set_approved_tools", || {
+            self.0.set_approved_tools(session, tools)
+        })
+    }
+
     fn lock_turn<'a>(
         &'a self,
         session: &'a str,

@@ -31,6 +31,8 @@ struct Inner {
     sessions: HashMap<String, Vec<StoredMessage>>,
     /// The calls each suspended session waits on.
     suspended: HashMap<String, Vec<SuspendedCall>>,
+    /// Each session's tools approved for good.
+    approved: HashMap<String, Vec<String>>,
     /// How many handles hold each session (see [`SessionStore::retain`]).
     holders: HashMap<String, usize>,
 }
@@ -177,6 +179,28 @@ impl SessionStore for MemoryStore {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let tools = self.lock().approved.get(session).cloned();
+        Box::pin(std::future::ready(Ok(tools.unwrap_or_default())))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut inner = self.lock();
+        if tools.is_empty() {
+            inner.approved.remove(session);
+        } else {
+            inner.approved.insert(session.to_owned(), tools);
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     fn lock_turn<'a>(
         &'a self,
         session: &'a str,
@@ -205,6 +229,7 @@ impl SessionStore for MemoryStore {
             inner.holders.remove(session);
             inner.sessions.remove(session);
             inner.suspended.remove(session);
+            inner.approved.remove(session);
         }
     }
 }

@@ -265,6 +265,36 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(result))
     }
 
+    /// The tools of `session` whose calls run without asking for approval (a standing
+    /// approval: [`CallAnswer::ApproveAlways`]). The default keeps none.
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Replaces the tools of `session` approved for good. The default keeps none: it accepts
+    /// an empty list and refuses any other.
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = session;
+        let result = if tools.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::new(
+                StoreErrorKind::Other,
+                "this store cannot keep standing approvals: implement \
+                 `SessionStore::approved_tools` and `SessionStore::set_approved_tools`",
+            ))
+        };
+        Box::pin(std::future::ready(result))
+    }
+
     /// A handle on `session` was opened ([`Conversation`](crate::Conversation) and its clones
     /// each count once). A store that keeps sessions in process memory uses this with
     /// [`release`](Self::release) to free a session nobody holds; a persistent store ignores it

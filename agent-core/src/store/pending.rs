@@ -85,6 +85,9 @@ pub enum CallAnswer {
         /// The arguments to run with.
         arguments: Value,
     },
+    /// Run the call with the arguments the model sent, and from now on every call of its tool
+    /// in this session without asking (a standing approval, until revoked).
+    ApproveAlways,
     /// Do not run it; the model reads the reason as the call's result.
     Deny {
         /// Why, as the model reads it.
@@ -104,7 +107,10 @@ pub enum CallAnswer {
 impl CallAnswer {
     /// Whether the answer lets the call run.
     pub fn approves(&self) -> bool {
-        matches!(self, CallAnswer::Approve | CallAnswer::ApproveWith { .. })
+        matches!(
+            self,
+            CallAnswer::Approve | CallAnswer::ApproveWith { .. } | CallAnswer::ApproveAlways
+        )
     }
 }
 
@@ -113,6 +119,7 @@ impl fmt::Display for CallAnswer {
         match self {
             CallAnswer::Approve => f.write_str("approved"),
             CallAnswer::ApproveWith { arguments } => write!(f, "approved with {arguments}"),
+            CallAnswer::ApproveAlways => f.write_str("approved for the session"),
             CallAnswer::Deny { reason } => write!(f, "denied: {reason}"),
             CallAnswer::Result {
                 output,

@@ -407,6 +407,44 @@ fn store_suspended(
     tx.commit().map_err(|e| file.sqlite(&e))
 }
 
+/// Reads a session's tools approved for good, by name.
+fn load_approved(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT tool FROM approved_tools WHERE session_id = ?1 ORDER BY tool")
+        .map_err(|e| file.sqlite(&e))?;
+    let rows = statement
+        .query_map([session], |row| row.get(0))
+        .map_err(|e| file.sqlite(&e))?;
+    rows.collect::<Result<_, _>>().map_err(|e| file.sqlite(&e))
+}
+
+/// Replaces a session's tools approved for good, in one transaction.
+fn store_approved(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+    tools: &[String],
+) -> Result<(), StoreError> {
+    let tx = conn.transaction().map_err(|e| file.sqlite(&e))?;
+    tx.execute(
+        "DELETE FROM approved_tools WHERE session_id = ?1",
+        [session],
+    )
+    .map_err(|e| file.sqlite(&e))?;
+    for tool in tools {
+        tx.execute(
+            "INSERT OR IGNORE INTO approved_tools (session_id, tool) VALUES (?1, ?2)",
+            params![session, tool],
+        )
+        .map_err(|e| file.sqlite(&e))?;
+    }
+    tx.commit().map_err(|e| file.sqlite(&e))
+}
+
 impl SessionStore for SqliteStore {
     fn load<'a>(
         &'a self,
@@ -455,6 +493,23 @@ impl SessionStore for SqliteStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
         Box::pin(self.run(move |conn, file| store_suspended(conn, file, &session, &calls)))
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| load_approved(conn, file, &session)))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| store_approved(conn, file, &session, &tools)))
     }
 
     fn lock_turn<'a>(

@@ -999,3 +999,103 @@ async fn an_approved_call_a_gate_defers_when_it_runs_waits_again() {
     assert!(trace.take().is_empty(), "the tool never ran");
     assert_whole(&conversation.rows().await.expect("rows"));
 }
+
+#[tokio::test]
+async fn a_tool_approved_for_good_runs_without_asking_until_revoked() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a"}"#)
+            .tool_call("c2", "delete", r#"{"path":"b"}"#),
+        ScriptedStep::new().text("Deleted both."),
+        ScriptedStep::new().tool_call("c3", "delete", r#"{"path":"c"}"#),
+        ScriptedStep::new().text("Deleted c."),
+        ScriptedStep::new().tool_call("c4", "delete", r#"{"path":"d"}"#),
+    ]);
+    let t = trace.clone();
+    let agent = AgentBuilder::new("files")
+        .model(model)
+        .dyn_tool(delete_tool(&trace))
+        .before_tool_call(
+            Matcher::tool("delete").dynamic(),
+            Hook::<event::BeforeToolCall<Value>>::sync("gate", move |ctx| {
+                let approval = ctx
+                    .approval
+                    .as_ref()
+                    .map_or("none".to_owned(), ToString::to_string);
+                t.push(format!("gate({} {approval})", ctx.call_id));
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("delete a and b").await.status,
+        TurnStatus::Suspended
+    );
+    trace.take();
+
+    // One answer approves both waiting calls of the tool, and the tool for the session.
+    assert_eq!(conversation.approve_always("c1").await, Ok(0));
+    assert_eq!(
+        conversation.approved_tools().await.expect("tools"),
+        ["delete"]
+    );
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    let answers: Vec<Option<CallAnswer>> = waiting.iter().map(|w| w.answer.clone()).collect();
+    assert_eq!(
+        answers,
+        [
+            Some(CallAnswer::ApproveAlways),
+            Some(CallAnswer::ApproveAlways)
+        ]
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+
+    // A later call of the tool runs without asking; the gate sees the standing approval.
+    let later = conversation.run("delete c").await;
+    assert_eq!(later.status, TurnStatus::Completed, "{later:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "gate(c1 approved for the session)",
+            "delete(a)",
+            "gate(c2 approved for the session)",
+            "delete(b)",
+            "gate(c3 approved for the session)",
+            "delete(c)",
+        ])
+    );
+
+    assert_eq!(conversation.revoke_approval("delete").await, Ok(true));
+    assert_eq!(conversation.revoke_approval("delete").await, Ok(false));
+    let asks = conversation.run("delete d").await;
+    assert_eq!(asks.status, TurnStatus::Suspended, "{asks:?}");
+    assert_eq!(asks.pending[0].id, "c4");
+    assert_eq!(trace.take(), lines(&["gate(c4 none)"]));
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_standing_approvals_across_a_reopen() {
+    let dir = TempDir::new("approved-tools");
+    let path = dir.0.join("approved.db");
+    let store = SqliteStore::open(&path).expect("open");
+    store
+        .set_approved_tools("s1", vec!["delete".to_owned(), "wipe".to_owned()])
+        .await
+        .expect("kept");
+    drop(store);
+
+    let store = SqliteStore::open(&path).expect("reopen");
+    assert_eq!(
+        store.approved_tools("s1").await.expect("read"),
+        ["delete", "wipe"]
+    );
+    assert!(store.approved_tools("s2").await.expect("read").is_empty());
+    store
+        .set_approved_tools("s1", Vec::new())
+        .await
+        .expect("cleared");
+    assert!(store.approved_tools("s1").await.expect("read").is_empty());
+}
