@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use super::plan::TurnPlan;
+use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Turn, store_error};
 use super::step::CallsDone;
 use super::tool_call::CallResult;
@@ -113,7 +114,7 @@ fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
     }
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
     /// A session with calls waiting for an answer takes only a turn that resumes it, and a
     /// turn resumes only such a session.
     pub(super) fn check_suspension(&self, suspended: &[SuspendedCall], resume: bool) -> Flow {
@@ -145,7 +146,7 @@ impl Turn<'_> {
     /// the next resume never runs a call whose result was stored, and reports one that
     /// started without a result as interrupted (or runs it again when its tool is
     /// idempotent).
-    pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'_>) -> Flow {
+    pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'a>) -> Flow {
         let Some(waiting) = self.session.resume.take() else {
             return Ok(());
         };
@@ -163,6 +164,7 @@ impl Turn<'_> {
         };
         let mut again = Vec::new();
         if let Some(first) = waiting.first() {
+            self.hand_back(plan, &first.agent);
             let (row, step) = (first.row, first.step);
             let (results, failed) = self.answer_all(plan, &waiting, &answered).await?;
             done.failed_hook = failed;
@@ -204,6 +206,41 @@ impl Turn<'_> {
             .collect();
         self.forget(kept).await?;
         Ok(again)
+    }
+
+    /// Hands the turn, along the handoffs from the agent asked, to the agent named `to` that
+    /// made the waiting calls (a handoff's target), as the suspended turn had; nothing when
+    /// it is the agent asked or no chain of handoffs reaches it (its calls are then unknown
+    /// tools, answered with an error result).
+    fn hand_back(&mut self, plan: &mut TurnPlan<'a>, to: &str) {
+        if to.is_empty() || *self.current.name == *to {
+            return;
+        }
+        // Breadth first from the agent asked; handoffs may form cycles.
+        let mut paths: Vec<(&AgentRuntime, Vec<usize>)> = vec![(self.current, Vec::new())];
+        let mut seen: Vec<&AgentRuntime> = vec![self.current];
+        let mut at = 0;
+        while let Some((agent, path)) = paths.get(at).cloned() {
+            at += 1;
+            for (index, slot) in agent.handoffs.iter().enumerate() {
+                let target: &AgentRuntime = &slot.target;
+                if seen.iter().any(|agent| std::ptr::eq(*agent, target)) {
+                    continue;
+                }
+                seen.push(target);
+                let mut path = path.clone();
+                path.push(index);
+                if *target.name == *to {
+                    for index in path {
+                        let name = self.current.handoffs[index].target.name.clone();
+                        self.me.hand_to(&name);
+                        self.hand_off(plan, index);
+                    }
+                    return;
+                }
+                paths.push((target, path));
+            }
+        }
     }
 
     /// Replaces the session's waiting calls.

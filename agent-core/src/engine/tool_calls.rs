@@ -75,6 +75,7 @@ impl Turn<'_> {
                     call,
                     row,
                     step,
+                    agent: self.current.name.to_string(),
                     answer: None,
                     started_at: None,
                 }

@@ -140,6 +140,10 @@ pub struct SuspendedCall {
     pub row: i64,
     /// The step (of the turn that suspended) whose reply made the call.
     pub step: usize,
+    /// The agent that made the call: the agent asked, or the target of a handoff, which the
+    /// resumed turn hands to again before it runs the call.
+    #[serde(default)]
+    pub agent: String,
     /// The answer, once given.
     pub answer: Option<CallAnswer>,
     /// The execution record: when (µs since the Unix epoch) the approved call started to

@@ -1099,3 +1099,82 @@ async fn the_sqlite_store_keeps_standing_approvals_across_a_reopen() {
         .expect("cleared");
     assert!(store.approved_tools("s1").await.expect("read").is_empty());
 }
+
+#[tokio::test]
+async fn a_call_suspended_after_a_handoff_resumes_on_the_agent_that_made_it() {
+    let trace = Trace::new();
+    let triage_model = ScriptedModel::with_id(
+        "triage-model",
+        [ScriptedStep::new().tool_call("h1", "transfer_to_billing", "{}")],
+    );
+    let billing_model = ScriptedModel::with_id(
+        "billing-model",
+        [
+            ScriptedStep::new().tool_call("c1", "delete", r#"{"path":"invoice.pdf"}"#),
+            ScriptedStep::new().text("Billing is done."),
+        ],
+    );
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model.clone())
+        .dyn_tool(delete_tool(&trace))
+        .build()
+        .expect("billing builds");
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model)
+        .handoff(&billing)
+        .build()
+        .expect("triage builds");
+    let conversation = triage.conversation();
+
+    let suspended = conversation.run("Delete my invoice").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(&*suspended.agent, "billing");
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting[0].agent, "billing");
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // Billing's tool runs and billing's model goes on, as before the suspension.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(&*resumed.agent, "billing");
+    assert_eq!(resumed.text, "Billing is done.");
+    assert_eq!(trace.take(), lines(&["delete(invoice.pdf)"]));
+    assert_eq!(billing_model.requests().len(), 2);
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+#[tokio::test]
+async fn a_subagent_that_would_suspend_fails_its_call_with_a_reason() {
+    let trace = Trace::new();
+    let worker = AgentBuilder::new("worker")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "w1",
+            "delete",
+            r#"{"path":"x"}"#,
+        )]))
+        .dyn_tool(delete_tool(&trace))
+        .build()
+        .expect("worker builds");
+    let boss = AgentBuilder::new("boss")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("s1", "worker", r#"{"input":"delete x"}"#),
+            ScriptedStep::new().text("It could not."),
+        ]))
+        .subagent(&worker)
+        .build()
+        .expect("boss builds");
+    let conversation = boss.conversation();
+
+    let result = conversation.run("Have x deleted").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let outcome = &result.steps[0].tool_results[0];
+    assert!(outcome.is_error);
+    assert_eq!(
+        outcome.content,
+        "agent `worker` suspended: its tool calls w1 wait for an answer, which a subagent's \
+         turn cannot wait for"
+    );
+    assert!(trace.take().is_empty());
+}
