@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
-    Agent, AgentBuilder, AnswerError, CallAnswer, ClientTool, FnTool, Hook, Matcher, Message,
-    MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
+    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, FnTool, Hook, Matcher,
+    Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
     SqliteOptions, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
     TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
-use tests::{Add, AddArgs, Recorded, Trace, assert_paired, assert_whole, lines};
+use tests::{Add, AddArgs, Recorded, Seen, Trace, assert_paired, assert_whole, lines};
 
 /// `delete`: every call waits for approval; records `delete(PATH)` when it runs.
 fn delete_tool(trace: &Trace) -> FnTool {
@@ -45,13 +45,21 @@ fn mixed_script() -> ScriptedModel {
     ])
 }
 
-fn mixed_agent(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+fn mixed_builder(
+    model: &ScriptedModel,
+    trace: &Trace,
+    store: Arc<dyn SessionStore>,
+) -> AgentBuilder {
     AgentBuilder::new("files")
         .model(model.clone())
         .tool(Add::traced(trace))
         .dyn_tool(delete_tool(trace))
         .store(store)
         .record_all(trace)
+}
+
+fn mixed_agent(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+    mixed_builder(model, trace, store)
         .build()
         .expect("the agent builds")
 }
@@ -138,7 +146,11 @@ fn delete_pending() -> PendingCall {
 async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_step_runs() {
     let trace = Trace::new();
     let model = mixed_script();
-    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let responses = Seen::<ChatResponse>::new();
+    let agent = mixed_builder(&model, &trace, Arc::new(agent_core::MemoryStore::new()))
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .expect("the agent builds");
     let conversation = agent.conversation();
 
     let result = conversation.run("Add, then delete a.txt").await;
@@ -204,6 +216,26 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
         .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
         .collect();
     assert_eq!(outcomes, [("c2", "executed")]);
+    // on_chat_response fired once per turn: suspended (with the calls in its message), then
+    // completed, for a continuation.
+    let seen: Vec<(TurnStatus, bool, usize)> = responses
+        .take()
+        .iter()
+        .map(|r| {
+            let calls = match &r.message {
+                Message::Assistant { tool_calls, .. } => tool_calls.len(),
+                _ => 0,
+            };
+            (r.status, r.continuation, calls)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (TurnStatus::Suspended, false, 2),
+            (TurnStatus::Completed, true, 0)
+        ]
+    );
     assert_eq!(
         trace.take(),
         lines(&[
@@ -477,6 +509,13 @@ async fn answers_are_checked_and_the_same_answer_twice_is_one_answer() {
     assert!(error.message.contains("c1, c2"), "{}", error.message);
     let continued = conversation.continue_last_turn().await.expect("store");
     assert_eq!(continued.map(|r| r.status), Some(TurnStatus::Error));
+    let injected = conversation.inject_message(Message::user("psst")).await;
+    assert!(
+        injected
+            .as_ref()
+            .is_err_and(|e| e.message().contains("is suspended")),
+        "{injected:?}"
+    );
     assert_eq!(conversation.rows().await.expect("rows"), rows_before);
 
     assert_eq!(conversation.deny("c2", "not b").await, Ok(0));
