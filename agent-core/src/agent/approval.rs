@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::Conversation;
+use super::{Conversation, TurnStream};
 use crate::engine::TurnRequest;
 use crate::hooks::TurnResult;
 use crate::store::{
@@ -236,6 +236,24 @@ impl Conversation {
         &self,
         request: impl Into<TurnRequest>,
     ) -> Result<TurnResult, AnswerError> {
+        let request = self.resuming(request.into()).await?;
+        Ok(self.run(request).await)
+    }
+
+    /// [`resume_with`](Self::resume_with), yielding the resumed turn's events as
+    /// [`stream`](Self::stream) does (the waiting calls' results first, as
+    /// [`Chunk::ToolResult`](crate::Chunk::ToolResult)).
+    pub async fn resume_stream(
+        &self,
+        request: impl Into<TurnRequest>,
+    ) -> Result<TurnStream, AnswerError> {
+        let request = self.resuming(request.into()).await?;
+        Ok(self.stream(request))
+    }
+
+    /// `request` as the turn that resumes the suspended one; refused while a call has no
+    /// answer or when no turn is suspended.
+    async fn resuming(&self, mut request: TurnRequest) -> Result<TurnRequest, AnswerError> {
         let waiting = self.waiting_calls().await?;
         if waiting.is_empty() {
             return Err(AnswerError::NotSuspended);
@@ -248,12 +266,11 @@ impl Conversation {
         if !call_ids.is_empty() {
             return Err(AnswerError::Unanswered { call_ids });
         }
-        let mut request = request.into();
         request.input.clear();
         request.messages.clear();
         request.continuation = true;
         request.resume = true;
-        Ok(self.run(request).await)
+        Ok(request)
     }
 
     /// Gives `answer` to the waiting call `call_id`, checked against `check`: the call's

@@ -11,10 +11,12 @@ use agent_core::{
     Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, FnTool, Hook, Matcher,
     Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
     SqliteOptions, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
-    TurnStatus, event, tool,
+    TurnEvent, TurnRequest, TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
-use tests::{Add, AddArgs, Recorded, Seen, Trace, assert_paired, assert_whole, lines};
+use tests::{
+    Add, AddArgs, Recorded, Seen, Trace, assert_paired, assert_whole, describe_chunk, lines, within,
+};
 
 /// `delete`: every call waits for approval; records `delete(PATH)` when it runs.
 fn delete_tool(trace: &Trace) -> FnTool {
@@ -1216,4 +1218,44 @@ async fn a_subagent_that_would_suspend_fails_its_call_with_a_reason() {
          turn cannot wait for"
     );
     assert!(trace.take().is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_turn_streams_the_waiting_call_s_result_then_the_model_s_answer() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("Add, then delete a.txt").await.status,
+        TurnStatus::Suspended
+    );
+    conversation.approve("c2").await.expect("approved");
+
+    let mut events = conversation
+        .resume_stream(TurnRequest::default())
+        .await
+        .expect("resumes");
+    let mut seen = Vec::new();
+    while let Some(event) = within("the resumed stream", events.next()).await {
+        seen.push(match event {
+            TurnEvent::Chunk { chunk, .. } => describe_chunk(&chunk),
+            TurnEvent::StepFinished(record) => format!("step_finished({})", record.step),
+            TurnEvent::Finished(result) => format!("finished({})", result.status),
+            other => format!("{other:?}"),
+        });
+    }
+
+    assert_eq!(
+        seen,
+        lines(&[
+            "tool_result:c2 delete ok",
+            "text:Done.",
+            "step_finished(0)",
+            "finished(completed)",
+        ])
+    );
 }
