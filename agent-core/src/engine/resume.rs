@@ -140,12 +140,12 @@ impl<'a> Turn<'a> {
     /// A resumed turn's waiting calls, once every one has an answer: the approved ones run
     /// (concurrently, gates first), the denied ones get their reason, and every result is
     /// stored in the model's order before the waiting calls are forgotten. A call without an
-    /// answer suspends the turn again, running nothing; an approved call a gate defers when it
-    /// runs waits again (the turn suspends once the other results are stored). A turn cancelled (or a process
-    /// stopped) while approved calls run leaves them waiting, with their execution records:
-    /// the next resume never runs a call whose result was stored, and reports one that
-    /// started without a result as interrupted (or runs it again when its tool is
-    /// idempotent).
+    /// answer suspends the turn again, running nothing; an approved call a gate defers when
+    /// it runs waits again (the turn suspends once the other results are stored). A turn
+    /// cancelled (or a process stopped) while approved calls run leaves them waiting, with
+    /// their execution records: the next resume never runs a call whose result was stored,
+    /// and reports one that started without a result as interrupted (or runs it again when
+    /// its tool is idempotent).
     pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'a>) -> Flow {
         let Some(waiting) = self.session.resume.take() else {
             return Ok(());
@@ -173,7 +173,7 @@ impl<'a> Turn<'a> {
             self.drop_resumed(plan, row, &waiting, &dropped).await?;
         }
         self.outcome.resumed = std::mem::take(&mut done.results);
-        self.forget(again.clone()).await?;
+        self.keep_waiting(again.clone()).await?;
         if let Some(error) = done.failed_hook {
             return Err(End::turn(error));
         }
@@ -204,7 +204,7 @@ impl<'a> Turn<'a> {
                 None => w.clone(),
             })
             .collect();
-        self.forget(kept).await?;
+        self.keep_waiting(kept).await?;
         Ok(again)
     }
 
@@ -243,8 +243,8 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Replaces the session's waiting calls.
-    async fn forget(&self, waiting: Vec<SuspendedCall>) -> Flow {
+    /// Replaces the session's waiting calls (none: the session is no longer suspended).
+    async fn keep_waiting(&self, waiting: Vec<SuspendedCall>) -> Flow {
         self.agent
             .store
             .set_suspended(self.session_id, waiting)
@@ -297,7 +297,7 @@ impl<'a> Turn<'a> {
                     w
                 })
                 .collect();
-            self.forget(running).await?;
+            self.keep_waiting(running).await?;
         }
         let (ran, failed) = if calls.is_empty() {
             (Vec::new(), None)

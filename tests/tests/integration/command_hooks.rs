@@ -1,7 +1,7 @@
 //! Command hooks (issue 10 item 4): a program per tool-call event, the snapshot on its stdin,
 //! its answer on stdout; small shell scripts that allow, block, modify, substitute, ask, defer,
-//! crash and hang (killed with the processes they started), an audit hook with a minimal environment,
-//! and hooks read from a JSON file.
+//! crash and hang (killed with the processes they started), an audit hook with a minimal
+//! environment, and hooks read from a JSON file.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
