@@ -41,9 +41,9 @@ mod tool;
 mod util;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentSpec, BuildError, CommandEvent, CommandHook, CommandHookError,
-    Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent, TurnStream,
-    TwoSided, TwoSidedState, two_sided,
+    Agent, AgentBuilder, AgentSpec, AnswerError, BuildError, CommandEvent, CommandHook,
+    CommandHookError, Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent,
+    TurnStream, TwoSided, TwoSidedState, two_sided,
 };
 pub use agent_macros::{agent, hook, tool};
 pub use cancel::CancelToken;
@@ -75,13 +75,13 @@ pub use session::{
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
 };
 pub use store::{
-    MemoryStore, MessageStatus, MessageUpdate, NewMessage, ReleaseTurn, SessionStore,
-    SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
-    TurnLease, TurnLocks,
+    CallAnswer, MemoryStore, MessageStatus, MessageUpdate, NewMessage, PendingCall, PendingKind,
+    ReleaseTurn, SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
 };
 pub use tool::{
-    AnyValue, ArgsError, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput, ToolSpec,
-    ToolStream, ToolUpdate, TypedTool, is_valid_tool_name, schema_for, tool_progress,
+    AnyValue, ArgsError, ClientTool, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput,
+    ToolSpec, ToolStream, ToolUpdate, TypedTool, is_valid_tool_name, schema_for, tool_progress,
 };
 pub use util::BoxFuture;
 

@@ -64,6 +64,20 @@ fn streaming_tool() {
 }
 
 #[test]
+fn tool_with_approval_options() {
+    let expanded = crate::tool::entry(
+        quote!(needs_approval = over_a_thousand, idempotent),
+        quote! {
+            /// Transfer money.
+            fn transfer(amount: u32) -> String {
+                format!("sent {amount}")
+            }
+        },
+    );
+    check("tool_approval", expanded);
+}
+
+#[test]
 fn free_hook_with_matcher() {
     let expanded = crate::hook::entry(
         quote!(before_tool_call, match = "^rm_", dynamic, priority = -5, on_error = "fail_open", timeout_ms = 250),

@@ -24,7 +24,9 @@ use proc_macro::TokenStream;
 /// parameters are optional and `#[arg(default = EXPR)]` gives a default. A parameter of type
 /// `ToolContext` receives the call's context and is not part of the schema. Options:
 /// `name = "..."` (1 to 64 of `[A-Za-z0-9_-]`), `timeout_ms = N` (the tool's own call timeout,
-/// `Tool::TIMEOUT`), `crate = path`.
+/// `Tool::TIMEOUT`), `needs_approval` (every call waits for a person's approval) or
+/// `needs_approval = path` (a function `fn(&Args) -> bool` deciding per call;
+/// `Tool::needs_approval`), `idempotent` (`Tool::IDEMPOTENT`), `crate = path`.
 ///
 /// # Generated names
 ///

@@ -32,6 +32,7 @@ const EXAMPLES: &[&str] = &[
     "chat_cli",
     "triage",
     "mcp_files",
+    "approval",
 ];
 
 #[test]
@@ -85,6 +86,53 @@ fn the_offline_examples_complete_and_print_outcomes_in_snake_case() {
         stdout.contains("status: completed, answered by billing, 4 steps,"),
         "{stdout}"
     );
+}
+
+#[test]
+fn approval_suspends_in_one_process_and_resumes_in_another() {
+    let db = std::env::temp_dir().join(format!("approval-example-{}.db", std::process::id()));
+    let db = db.to_str().expect("a UTF-8 temp path").to_owned();
+    let stdout = |output: &Output| String::from_utf8_lossy(&output.stdout).into_owned();
+
+    let asked = run("approval", &["--db", &db, "Delete old.log"]);
+    assert!(asked.status.success(), "{asked:?}");
+    assert_eq!(
+        stdout(&asked),
+        "pending call_1_delete delete_file {\"path\":\"old.log\"}\n"
+    );
+    let refused = run("approval", &["--db", &db, "Something else"]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let approved = run("approval", &["--db", &db, "--approve", "call_1_delete"]);
+    assert!(approved.status.success(), "{approved:?}");
+    assert_eq!(
+        stdout(&approved),
+        "Done: deleted old.log; the disk is 93% full.\n"
+    );
+
+    let asked = run("approval", &["--db", &db, "Delete new.log"]);
+    assert!(
+        stdout(&asked).starts_with("pending call_2_delete "),
+        "{asked:?}"
+    );
+    let denied = run(
+        "approval",
+        &[
+            "--db",
+            &db,
+            "--deny",
+            "call_2_delete",
+            "--reason",
+            "keep it",
+        ],
+    );
+    assert!(denied.status.success(), "{denied:?}");
+    assert_eq!(
+        stdout(&denied),
+        "Done: tool `delete_file` was denied: keep it; the disk is 93% full.\n"
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{db}{suffix}"));
+    }
 }
 
 /// A one-shot OpenAI-compatible server on loopback: each connection gets the next body as a

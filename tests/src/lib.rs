@@ -82,6 +82,7 @@ pub fn status_name(status: TurnStatus) -> &'static str {
         TurnStatus::Completed => "completed",
         TurnStatus::Error => "error",
         TurnStatus::Aborted => "aborted",
+        TurnStatus::Suspended => "suspended",
     }
 }
 
@@ -676,6 +677,39 @@ impl SessionStore for TracedStore {
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         self.trace.push(format!("store.delete({id})"));
         self.inner.delete(session, id)
+    }
+
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<agent_core::SuspendedCall>, StoreError>> {
+        self.inner.suspended(session)
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        self.inner.approved_tools(session)
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.set_approved_tools(session, tools)
+    }
+
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<agent_core::SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let ids: Vec<&str> = calls.iter().map(|c| c.call.id.as_str()).collect();
+        self.trace
+            .push(format!("store.set_suspended({})", ids.join(",")));
+        self.inner.set_suspended(session, calls)
     }
 
     fn lock_turn<'a>(

@@ -63,6 +63,7 @@ pub struct AgentBuilder {
     before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
     store: Option<Arc<dyn SessionStore>>,
+    approval_key: Option<Arc<[u8]>>,
     handoffs: Vec<Handoff>,
     subagents: Vec<Subagent>,
     context_type: Option<(std::any::TypeId, &'static str)>,
@@ -102,6 +103,7 @@ impl AgentBuilder {
             before: Vec::new(),
             after: Vec::new(),
             store: None,
+            approval_key: None,
             handoffs: Vec::new(),
             subagents: Vec::new(),
             context_type: None,
@@ -204,6 +206,17 @@ impl AgentBuilder {
     /// `#[tool(timeout_ms = N)]`, `FnTool::with_timeout`). Default: no limit.
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
+        self
+    }
+
+    /// Seals every waiting call of a suspended turn with a token
+    /// ([`PendingCall::token`](crate::PendingCall::token)), HMAC-SHA256 under `key`: answers
+    /// must then come through [`Conversation::answer`](crate::Conversation::answer) with the
+    /// call's token, so an answer that is forged, made for another call or replayed against a
+    /// later suspension of the same call id is refused. Keep the key secret (32 random bytes,
+    /// say) and the same across the processes that answer.
+    pub fn approval_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.approval_key = Some(Arc::from(key.into()));
         self
     }
 
@@ -356,6 +369,7 @@ impl AgentBuilder {
             mut before,
             mut after,
             store,
+            approval_key,
             handoffs,
             subagents,
             context_type,
@@ -441,6 +455,7 @@ impl AgentBuilder {
                 store: Arc::new(crate::store::PanicSafe(
                     store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 )),
+                approval_key,
                 handoffs,
                 context_type,
                 input_guardrails,

@@ -53,7 +53,9 @@ pub enum CommandEvent {
 /// and the working directory given (default: the process's). On before_tool_call its stdout
 /// may be empty or `{"decision": "allow"}`, `{"decision": "block", "reason": "..."}`,
 /// `{"decision": "modify", "input": {...}}` (validated against the tool's arguments as any
-/// hook's modification) or `{"decision": "substitute", "output": ...}`. A non-zero exit, an
+/// hook's modification), `{"decision": "substitute", "output": ...}`, or `{"decision": "ask"}` /
+/// `{"decision": "defer"}` (with an optional `reason`: the call waits, see
+/// [`ToolCallDecision::Ask`] and [`ToolCallDecision::Defer`]). A non-zero exit, an
 /// answer that is not one of these, or running past the timeout (the program and every
 /// process it started are killed) is the hook's failure, handled by its policy.
 #[derive(Clone, Debug)]
@@ -406,19 +408,20 @@ fn decision(out: &str) -> Result<ToolCallDecision<Value>, String> {
     let answer: Value = serde_json::from_str(out)
         .map_err(|e| format!("its answer is not JSON ({e}): {}", clip(out)))?;
     let field = |key: &str| answer.get(key).cloned();
+    let reason = || field("reason").and_then(|r| r.as_str().map(str::to_owned));
     match answer.get("decision").and_then(Value::as_str) {
         Some("allow") => Ok(ToolCallDecision::Allow),
-        Some("block") => Ok(ToolCallDecision::Block(
-            field("reason").and_then(|r| r.as_str().map(str::to_owned)),
-        )),
+        Some("block") => Ok(ToolCallDecision::Block(reason())),
         Some("modify") => field("input")
             .map(ToolCallDecision::Modify)
             .ok_or_else(|| "a `modify` answer needs `input`".to_owned()),
         Some("substitute") => field("output")
             .map(ToolCallDecision::Substitute)
             .ok_or_else(|| "a `substitute` answer needs `output`".to_owned()),
+        Some("ask") => Ok(ToolCallDecision::Ask(reason())),
+        Some("defer") => Ok(ToolCallDecision::Defer(reason())),
         _ => Err(format!(
-            "its answer has no `decision` of allow, block, modify or substitute: {}",
+            "its answer has no `decision` of allow, block, modify, substitute, ask or defer: {}",
             clip(out)
         )),
     }

@@ -10,6 +10,7 @@ impl Conversation {
     /// before/after_create_message hooks, and returns the row as stored. The next turn's model
     /// reads it in the history.
     ///
+    /// A session whose turn is suspended refuses it (its waiting calls' results come first).
     /// It takes the session's turn lock, so it waits for a running turn of the session to end
     /// and never interleaves with one. Do not await it from a hook that runs inside a turn of
     /// the same session while that turn holds the lock (before_run through after_run,
@@ -44,7 +45,19 @@ impl Conversation {
             session: &self.session,
             turn: None,
         };
-        let written = writer.insert(row).await;
+        // A suspended turn's waiting calls take their results before anything else is stored.
+        let written = match store.suspended(&self.session).await {
+            Ok(waiting) if !waiting.is_empty() => Err(WriteError::Store(StoreError::new(
+                StoreErrorKind::Other,
+                format!(
+                    "inject_message: session `{}` is suspended: its tool calls wait for an \
+                     answer; answer them and resume the turn first",
+                    self.session
+                ),
+            ))),
+            Ok(_) => writer.insert(row).await,
+            Err(error) => Err(WriteError::Store(error)),
+        };
         lease.release().await;
         match written {
             Ok(stored) => Ok(stored),

@@ -5,6 +5,7 @@
 //! `#[agent]` generates an [`AgentSpec`] impl that registers its tools and hooks through this
 //! same builder, so everything the macros do can be written by hand.
 
+mod approval;
 mod builder;
 mod command_hook;
 mod conversation;
@@ -20,6 +21,7 @@ use crate::engine::TurnRequest;
 use crate::engine::runtime::AgentRuntime;
 use crate::tool::ToolSpec;
 
+pub use approval::AnswerError;
 pub use builder::{AgentBuilder, BuildError};
 pub use command_hook::{CommandEvent, CommandHook, CommandHookError};
 pub use conversation::Conversation;

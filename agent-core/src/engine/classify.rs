@@ -85,8 +85,8 @@ const RATE_LIMIT: &[&str] = &[
 ///   context-overflow wordings of every major provider, then rate-limit wordings;
 /// - errors that are not the model's (hooks, the store, an on_stop failure, a replaced error)
 ///   are never read for phrases: a hook error that mentions a "context window" is not an
-///   overflow. A busy session is transient, a missing run context fatal; the rest is
-///   `Unknown`.
+///   overflow. A busy session is transient, a missing run context and a turn that does not
+///   fit the session's suspension fatal; the rest is `Unknown`.
 pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
     use ChatErrorClassification as C;
     match error.kind {
@@ -110,7 +110,7 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         },
         TurnErrorKind::ModelInBand => by_text(&error.message),
         TurnErrorKind::Busy => C::Transient,
-        TurnErrorKind::Context => C::Fatal,
+        TurnErrorKind::Context | TurnErrorKind::Suspended => C::Fatal,
         TurnErrorKind::Hook { .. }
         | TurnErrorKind::Stopped
         | TurnErrorKind::Limit(_)

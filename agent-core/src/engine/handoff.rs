@@ -190,6 +190,7 @@ pub(super) async fn decide(
         error: None,
         dropped: false,
         handoff,
+        pending: None,
     }
 }
 

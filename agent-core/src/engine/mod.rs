@@ -9,7 +9,8 @@
 //!   on_llm_end; `plan`: the turn's model, prompt and tools once before_turn has run;
 //! - `tool_calls`: a step's calls run concurrently and their results appended in the model's
 //!   order; `tool_call`: one call (before_tool_call, the tool, after_tool_call);
-//!   `tool_results`: after_tool_call_success / after_tool_call_failure;
+//!   `tool_results`: after_tool_call_success / after_tool_call_failure; `resume`: the calls a
+//!   suspended turn left waiting, run once answered;
 //! - `persist`, `history`, `compact`, `lifecycle`, `classify`: message hooks around every write,
 //!   history filters, session compaction, session start and end, error classification;
 //! - `runtime`: what a built agent holds at run time; `request` and `events`: a turn's input
@@ -33,6 +34,7 @@ pub(crate) mod persist;
 mod plan;
 mod preliminary;
 mod request;
+mod resume;
 mod run_context;
 mod run_scope;
 pub(crate) mod runtime;

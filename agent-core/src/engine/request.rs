@@ -35,6 +35,8 @@ pub struct TurnRequest {
     pub(crate) max_turns: Option<usize>,
     /// The run's budget (set with [`budget`](Self::budget)).
     pub(crate) budget: Option<Budget>,
+    /// The turn resumes the session's suspended turn (`Conversation::resume`).
+    pub(crate) resume: bool,
 }
 
 /// A turn's run hooks.

@@ -47,6 +47,7 @@ impl RunAgent {
 
     /// The agent named `to`, taking over from this one (a handoff); hooks and tools reading
     /// [`current_agent`] see it from now on.
+    #[must_use = "the agent taking over is the turn's from now on"]
     pub(crate) fn hand_to(&self, to: &Arc<str>) -> Arc<RunAgent> {
         let target = Arc::new(RunAgent {
             name: to.clone(),

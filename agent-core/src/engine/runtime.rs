@@ -42,6 +42,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
     pub(crate) store: Arc<dyn SessionStore>,
+    /// The key that seals waiting calls' tokens (`AgentBuilder::approval_key`).
+    pub(crate) approval_key: Option<Arc<[u8]>>,
     /// The type of run context the agent's turns need, with its name.
     pub(crate) context_type: Option<(TypeId, &'static str)>,
     /// Subscribers to JSON snapshots of the agent's turns (`hooks/extension.rs`).

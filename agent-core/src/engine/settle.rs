@@ -42,7 +42,8 @@ impl OpenRows {
         self.calls = calls.iter().cloned().enumerate().collect();
     }
 
-    /// The call at `position` has its result stored, or was taken out of the reply.
+    /// The call at `position` has its result stored, was taken out of the reply, or waits for
+    /// an answer (kept with the session).
     pub(super) fn answered(&mut self, position: usize) {
         self.calls.retain(|(at, _)| *at != position);
     }
@@ -102,7 +103,9 @@ fn unanswered(call: &ToolCall, end: &End) -> Message {
             "tool `{}` has no result: the turn ended with an error: {}",
             call.name, error.message
         ),
-        End::Completed(_) => format!("tool `{}` has no result: the turn ended", call.name),
+        End::Completed(_) | End::Suspended => {
+            format!("tool `{}` has no result: the turn ended", call.name)
+        }
     };
     Message::Tool {
         call_id: call.id.clone(),

@@ -14,13 +14,13 @@ use super::runtime::AgentRuntime;
 use crate::cancel::CancelToken;
 use crate::hooks::Extension;
 use crate::hooks::{
-    ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, TurnError,
-    TurnErrorKind,
+    ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, ToolResultRecord,
+    TurnError, TurnErrorKind,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
-use crate::store::{MessageUpdate, NewMessage, StoreError};
+use crate::store::{MessageUpdate, NewMessage, PendingCall, StoreError, SuspendedCall};
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
@@ -71,6 +71,10 @@ pub(super) struct Outcome {
     /// The last step's text (the answer), or partial text when a stream broke.
     pub(super) text: String,
     pub(super) user_persisted: bool,
+    /// The calls left waiting for an answer, when a step suspended the turn.
+    pub(super) pending: Vec<PendingCall>,
+    /// What became of the calls a resumed turn answered.
+    pub(super) resumed: Vec<ToolResultRecord>,
 }
 
 /// How a turn ends.
@@ -81,6 +85,8 @@ pub(super) enum End {
     Failed(TurnError, ErrorStage),
     /// It was cancelled.
     Aborted,
+    /// Tool calls wait for an answer (`Outcome::pending`).
+    Suspended,
 }
 
 impl End {
@@ -107,6 +113,10 @@ pub(super) struct SessionTurn {
     pub(super) usage_from: usize,
     /// The classification of the error that ended the steps, made once.
     pub(super) classification: Option<ChatErrorClassification>,
+    /// A resumed turn: the answered calls still to run before its first step (`resume.rs`).
+    pub(super) resume: Option<Vec<SuspendedCall>>,
+    /// The session's tools approved for good: their calls run without asking.
+    pub(super) approved_tools: Vec<String>,
 }
 
 impl Turn<'_> {

@@ -301,6 +301,9 @@ impl<'a> Turn<'a> {
         if self.cancel.is_cancelled() {
             return Err(End::Aborted);
         }
+        if !self.outcome.pending.is_empty() {
+            return Err(End::Suspended);
+        }
         if !more {
             return Err(End::Completed(StopReason::Finished));
         }

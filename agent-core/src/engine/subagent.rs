@@ -61,6 +61,15 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
     let result = Box::pin(run_turn(&agent, turn, request, None)).await;
     match result.status {
         TurnStatus::Completed => Ok(Value::String(result.text)),
+        TurnStatus::Suspended => {
+            let ids: Vec<&str> = result.pending.iter().map(|p| p.id.as_str()).collect();
+            Err(ToolError::new(format!(
+                "agent `{}` suspended: its tool calls {} wait for an answer, which a subagent's \
+                 turn cannot wait for",
+                agent.name,
+                ids.join(", ")
+            )))
+        }
         status => {
             let why = result
                 .error

@@ -17,6 +17,7 @@ use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
+use crate::store::{self, CallAnswer, PendingCall, PendingKind};
 use crate::tool::{self, AnyValue, ToolContext, ToolError};
 use crate::util::{catch_panic, catch_unwind, clip};
 
@@ -29,6 +30,8 @@ pub(crate) struct CallResult {
     pub(crate) dropped: bool,
     /// A transfer call whose handoff was allowed: the current agent's handoff at this index.
     pub(crate) handoff: Option<usize>,
+    /// The call waits for an answer from outside the turn: it did not run, and has no result.
+    pub(crate) pending: Option<PendingCall>,
 }
 
 fn rejected(call: &ToolCall, content: String) -> CallResult {
@@ -45,12 +48,58 @@ fn rejected(call: &ToolCall, content: String) -> CallResult {
         error: None,
         dropped: false,
         handoff: None,
+        pending: None,
     }
 }
 
-/// Runs one call. Never panics on anything the model sent: unknown tools and bad arguments
-/// become error results.
-pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
+/// A call that waits for an answer from outside the turn: a person's approval, a client's
+/// result, or a deferred result.
+fn waiting(
+    call: &ToolCall,
+    state: &CallState,
+    kind: PendingKind,
+    reason: Option<String>,
+) -> CallResult {
+    let reason = reason.unwrap_or_else(|| match kind {
+        PendingKind::Client => format!("tool `{}` runs on the client", call.name),
+        PendingKind::Deferred => format!("tool `{}` was deferred by a hook", call.name),
+        _ => format!("tool `{}` needs approval", call.name),
+    });
+    let arguments = state.model_input.to_json().unwrap_or_default();
+    let pending = PendingCall {
+        id: call.id.clone(),
+        tool: call.name.clone(),
+        fingerprint: store::fingerprint(&call.name, &arguments),
+        arguments,
+        reason: reason.clone(),
+        kind,
+        // Sealed with the session and row when the turn keeps it (`tool_calls.rs`).
+        token: None,
+    };
+    let record = ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: reason,
+        is_error: false,
+        outcome: ToolOutcomeKind::Suspended,
+        duration: Duration::ZERO,
+    };
+    CallResult {
+        record,
+        error: None,
+        dropped: false,
+        handoff: None,
+        pending: Some(pending),
+    }
+}
+
+/// Runs one call; `approval` is the answer that approved a call which waited for one. Never
+/// panics on anything the model sent: unknown tools and bad arguments become error results.
+pub(crate) async fn execute(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    approval: Option<&CallAnswer>,
+) -> CallResult {
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
@@ -63,7 +112,7 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
             hooks.on_tool_start(agent, call)
         });
     }
-    let result = execute_inner(scope, call).instrument(span).await;
+    let result = execute_inner(scope, call, approval).instrument(span).await;
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_end", |hooks, agent| {
             hooks.on_tool_end(agent, &result.record)
@@ -73,7 +122,11 @@ pub(crate) async fn execute(scope: &CallScope<'_>, call: &ToolCall) -> CallResul
 }
 
 /// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.
-async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
+async fn execute_inner(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    approval: Option<&CallAnswer>,
+) -> CallResult {
     let (slot, parsed) = match lookup(scope, call) {
         Ok(found) => found,
         Err(why) => return rejected(call, why),
@@ -91,13 +144,27 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         model_input: parsed.clone(),
         effective_input: parsed,
         preliminary: Arc::default(),
+        approval: approval.cloned(),
     };
     // Hooks inherited from the agents that handed work to this one run first.
     let name = slot.spec().name.as_str();
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
     let reported = state.preliminary.clone();
-    let gated = gate(before, &mut state, call).await;
+    let client = slot.tool.runs_on_client();
+    let gated = match gate(before, &mut state, call).await {
+        Gate::Decided(outcome) => Some(outcome),
+        Gate::Defer(reason) => return waiting(call, &state, PendingKind::Deferred, reason),
+        Gate::Run if client => return waiting(call, &state, PendingKind::Client, None),
+        Gate::Ask(reason) if client => return waiting(call, &state, PendingKind::Client, reason),
+        // An approval given satisfies every ask.
+        Gate::Run | Gate::Ask(_) if state.approval.is_some() => None,
+        Gate::Ask(reason) => return waiting(call, &state, PendingKind::Approval, reason),
+        Gate::Run if slot.tool.needs_approval(&state.effective_input) => {
+            return waiting(call, &state, PendingKind::Approval, None);
+        }
+        Gate::Run => None,
+    };
     // Extensions see the call after the agent's own gates, with the input that runs.
     let subscribed = |event| scope.extensions.iter().any(|e| e.wants(event));
     let call_snapshot = (subscribed(ExtensionEvent::BeforeToolCall)
@@ -148,6 +215,7 @@ async fn execute_inner(scope: &CallScope<'_>, call: &ToolCall) -> CallResult {
         error,
         dropped: checked.dropped,
         handoff: None,
+        pending: None,
     }
 }
 
@@ -188,14 +256,26 @@ fn guarded_model_text(tool: &str, outcome: &ToolOutcome) -> (String, bool) {
     })
 }
 
-/// The before_tool_call chain (merge rule: each hook sees the input the previous one left).
-/// `Some` when a hook decided the outcome (blocked, substituted, or failed closed), so the
-/// tool does not run.
+/// What the before_tool_call chain decided.
+enum Gate {
+    /// Run the tool (with the input the chain left).
+    Run,
+    /// Run it once a person approves (the first reason a hook gave).
+    Ask(Option<String>),
+    /// Do not run it here: its result comes from outside the turn.
+    Defer(Option<String>),
+    /// A hook decided the outcome (blocked, substituted, or failed closed): it does not run.
+    Decided(ToolOutcome),
+}
+
+/// The before_tool_call chain (merge rule: each hook sees the input the previous one left;
+/// `Block`, `Substitute` and `Defer` stop it, `Ask` is kept while the chain goes on).
 async fn gate<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
     state: &mut CallState,
     call: &ToolCall,
-) -> Option<ToolOutcome> {
+) -> Gate {
+    let mut asked: Option<Option<String>> = None;
     for hook in hooks {
         let meta = hook.meta();
         let span = hooks::span("before_tool_call", &meta.name);
@@ -206,23 +286,28 @@ async fn gate<'h>(
             Ok(ErasedDecision::Block(reason)) => {
                 let reason =
                     reason.unwrap_or_else(|| format!("tool `{}` was blocked by a hook", call.name));
-                return Some(ToolOutcome::Blocked(reason));
+                return Gate::Decided(ToolOutcome::Blocked(reason));
             }
             Ok(ErasedDecision::Substitute(output)) => {
-                return Some(ToolOutcome::Substituted(output));
+                return Gate::Decided(ToolOutcome::Substituted(output));
             }
+            Ok(ErasedDecision::Ask(reason)) => asked = Some(asked.flatten().or(reason)),
+            Ok(ErasedDecision::Defer(reason)) => return Gate::Defer(reason),
             Err(failure) => {
                 // Failing closed, the call does not run: the model reads why.
                 if let Err(error) =
                     hooks::settle("before_tool_call", &meta.name, meta.policy, &failure)
                 {
                     let message = format!("tool `{}` did not run: {}", call.name, error.message);
-                    return Some(ToolOutcome::Failed(ToolError::new(message)));
+                    return Gate::Decided(ToolOutcome::Failed(ToolError::new(message)));
                 }
             }
         }
     }
-    None
+    match asked {
+        Some(reason) => Gate::Ask(reason),
+        None => Gate::Run,
+    }
 }
 
 /// Runs the tool with the effective input, a panic becoming a failed outcome. The call's

@@ -1,5 +1,6 @@
 //! A step's tool calls: run concurrently (`tool_call` runs each one with its hooks), then each
-//! result, in the model's order, through before_store_tool_result, on_chunk and the store.
+//! result, in the model's order, through before_store_tool_result, on_chunk and the store. The
+//! calls that wait for an answer are kept with the session first (`resume` runs them later).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,12 +14,12 @@ use super::model_stream::StepStream;
 use super::plan::CallScope;
 use super::plan::TurnPlan;
 use super::run_scope;
-use super::state::{End, Flow, Turn};
+use super::state::{End, Flow, Turn, store_error};
 use super::step::{CallsDone, Reply};
 use super::tool_call::{CallResult, execute};
-use crate::hooks::{Chunk, TurnError};
+use crate::hooks::{Chunk, ErrorStage, TurnError};
 use crate::message::ToolCall;
-use crate::store::NewMessage;
+use crate::store::{self, CallAnswer, NewMessage, SuspendedCall};
 use crate::util::{BoxFuture, join_ordered};
 
 impl Turn<'_> {
@@ -39,16 +40,85 @@ impl Turn<'_> {
             return Ok(done);
         }
         // Cancelled: the turn's settling answers every call (`settle.rs`).
-        let Some((results, failed)) = self.execute_all(plan, step, &reply.tool_calls).await else {
+        let Some((results, failed)) = self.execute_all(plan, step, &reply.tool_calls, &[]).await
+        else {
             return Err(End::Aborted);
         };
         done.failed_hook = failed;
+        self.suspend(reply.row, step, &results).await?;
+        let dropped = self.store_results(plan, step, results, &mut done).await?;
+        if !dropped.is_empty() {
+            self.drop_calls(reply.row, reply.at, &dropped, &mut plan.messages)
+                .await?;
+        }
+        Ok(done)
+    }
+
+    /// The calls of `results` that wait for an answer, as the session keeps them (sealed with
+    /// a token when the agent has an approval key).
+    pub(super) fn waiting_in(
+        &self,
+        row: i64,
+        step: usize,
+        results: &[CallResult],
+    ) -> Vec<SuspendedCall> {
+        results
+            .iter()
+            .filter_map(|result| result.pending.clone())
+            .map(|mut call| {
+                if let Some(key) = &self.agent.approval_key {
+                    let (id, tool, print) = (&call.id, &call.tool, &call.fingerprint);
+                    let token = store::token(key, self.session_id, row, id, tool, print);
+                    call.token = Some(token);
+                }
+                SuspendedCall {
+                    call,
+                    row,
+                    step,
+                    agent: self.current.name.to_string(),
+                    answer: None,
+                    started_at: None,
+                }
+            })
+            .collect()
+    }
+
+    /// Keeps the calls that wait for an answer with the session, before any result of their
+    /// step is stored (a crash in between leaves them waiting, the others repaired).
+    async fn suspend(&mut self, row: i64, step: usize, results: &[CallResult]) -> Flow {
+        let waiting = self.waiting_in(row, step, results);
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        self.agent
+            .store
+            .set_suspended(self.session_id, waiting.clone())
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        self.outcome.pending = waiting.into_iter().map(|waiting| waiting.call).collect();
+        Ok(())
+    }
+
+    /// Each result, in the model's order, through before_store_tool_result, on_chunk and the
+    /// store, into `done`; a waiting call is skipped (it has no result yet). Returns the
+    /// positions of the calls a result hook dropped.
+    pub(super) async fn store_results(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        step: usize,
+        results: Vec<CallResult>,
+        done: &mut CallsDone,
+    ) -> Flow<HashSet<usize>> {
         // By position: ids are not unique (a model may send one id twice in a step).
         let mut dropped = HashSet::new();
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
-            done.failed_hook = done.failed_hook.or(result.error);
+            done.failed_hook = done.failed_hook.take().or(result.error);
             done.handoff = done.handoff.or(result.handoff);
+            if result.pending.is_some() {
+                self.open.answered(position);
+                continue;
+            }
             if result.dropped {
                 dropped.insert(position);
                 continue;
@@ -78,22 +148,21 @@ impl Turn<'_> {
             plan.messages.push(message);
             done.results.push(record);
         }
-        if !dropped.is_empty() {
-            self.drop_calls(reply.row, reply.at, &dropped, &mut plan.messages)
-                .await?;
-        }
-        Ok(done)
+        Ok(dropped)
     }
 
     /// Runs the calls concurrently (up to the agent's limit), results in the model's order,
     /// forwarding their preliminary results to on_chunk and the stream API as they come;
     /// `None` when the turn was cancelled first. A fail-closed on_chunk hook failing on a
-    /// preliminary result fails the turn after the step.
-    async fn execute_all(
+    /// preliminary result fails the turn after the step. `approvals` holds, by position, the
+    /// answer that approved each call of a resumed turn (empty for a step's own calls); a call
+    /// of a tool the session approved for good runs as approved.
+    pub(super) async fn execute_all(
         &self,
         plan: &TurnPlan<'_>,
         step: usize,
         calls: &[ToolCall],
+        approvals: &[CallAnswer],
     ) -> Option<(Vec<CallResult>, Option<TurnError>)> {
         let (progress, mut preliminaries) = mpsc::unbounded_channel();
         // Only tool-call hooks read the history; skip the copy when no called tool has one.
@@ -119,17 +188,27 @@ impl Turn<'_> {
             extensions: &self.extensions,
             progress: &progress,
         };
+        // A call of a tool approved for good runs as approved; a resumed one by its answer.
+        let standing = CallAnswer::ApproveAlways;
+        let approval = |position: usize, call: &ToolCall| {
+            let granted = self.session.approved_tools.contains(&call.name);
+            approvals
+                .get(position)
+                .or_else(|| granted.then_some(&standing))
+        };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
         let futures = calls
             .iter()
-            .map(|call| match plan.tools.handoff(&call.name) {
+            .enumerate()
+            .map(|(position, call)| match plan.tools.handoff(&call.name) {
                 Some(index) => {
                     handoffs += 1;
                     Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                         as BoxFuture<'_, CallResult>
                 }
-                None => Box::pin(execute(&scope, call)) as BoxFuture<'_, CallResult>,
+                None => Box::pin(execute(&scope, call, approval(position, call)))
+                    as BoxFuture<'_, CallResult>,
             })
             .collect();
         // A subagent's turn started by one of the calls joins this turn's run.

@@ -17,6 +17,7 @@ use super::lifecycle;
 use super::limits::RunLimits;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
+use super::resume;
 use super::run_context::{self, RunContextValue};
 use super::run_scope::{self, RunScope};
 use super::runtime::AgentRuntime;
@@ -30,7 +31,9 @@ use crate::hooks::{
 use crate::message::Message;
 use crate::model::Usage;
 use crate::session::Opened;
-use crate::store::{self, MessageStatus, MessageUpdate, NewMessage, StoredMessage, TurnLease};
+use crate::store::{
+    self, MessageStatus, MessageUpdate, NewMessage, StoredMessage, SuspendedCall, TurnLease,
+};
 use crate::util::{catch_unwind, new_id};
 
 /// The session a turn runs in: its id and its open mark.
@@ -187,6 +190,8 @@ impl<'a> Turn<'a> {
             usage: Usage::default(),
             error,
             classification,
+            pending: Vec::new(),
+            resumed: Vec::new(),
         };
         if status == TurnStatus::Aborted {
             let response = ChatResponse {
@@ -203,10 +208,14 @@ impl<'a> Turn<'a> {
         result
     }
 
-    /// Finishes what a turn cut off by a crash left behind (see [`store::repairs`]), and
-    /// returns the session's rows as they now stand.
-    async fn repair(&self, rows: Vec<StoredMessage>) -> Flow<Vec<StoredMessage>> {
-        let repairs = store::repairs(&rows);
+    /// Finishes what a turn cut off by a crash left behind (see [`store::repairs`]; the calls
+    /// waiting for an answer are left alone), and returns the session's rows as they now stand.
+    async fn repair(
+        &self,
+        rows: Vec<StoredMessage>,
+        suspended: &[SuspendedCall],
+    ) -> Flow<Vec<StoredMessage>> {
+        let repairs = store::repairs(&rows, suspended);
         if repairs == store::Repairs::default() {
             return Ok(rows);
         }
@@ -232,10 +241,14 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// before_run, before_turn and the step loop.
+    /// before_run, before_turn, the calls a resumed turn runs, and the step loop.
     async fn drive(&mut self, request: TurnRequest) -> End {
-        match self.begin(request).await {
-            Ok(plan) => self.steps_recovering(plan).await,
+        let mut plan = match self.begin(request).await {
+            Ok(plan) => plan,
+            Err(end) => return end,
+        };
+        match self.resume(&mut plan).await {
+            Ok(()) => self.steps_recovering(plan).await,
             Err(end) => end,
         }
     }
@@ -252,7 +265,9 @@ impl<'a> Turn<'a> {
         self.session_start().await?;
         self.before_run(&run_ctx).await?;
         let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
-        let messages = self.history_with(request.messages, input).await?;
+        let messages = self
+            .history_with(request.messages, input, request.resume)
+            .await?;
         let system = self.system_prompt().await?;
         let turn_ctx = TurnContext {
             agent: self.frame.clone(),
@@ -297,24 +312,39 @@ impl<'a> Turn<'a> {
     }
 
     /// The session's history (loaded, repaired, filtered), with the request's messages and
-    /// then its input (none for a continuation) stored before anything reads them.
+    /// then its input (none for a continuation) stored before anything reads them. A session
+    /// with calls waiting for an answer takes only a turn that resumes it (`resume`).
     async fn history_with(
         &mut self,
         request_messages: Vec<Message>,
         input: Option<Message>,
+        resume: bool,
     ) -> Flow<Vec<Message>> {
         let agent = self.agent;
-        let rows = agent
+        let persist = |error| End::Failed(store_error(error), ErrorStage::Persist);
+        let suspended = agent
             .store
-            .load(self.session_id)
+            .suspended(self.session_id)
             .await
-            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
-        let rows = self.repair(rows).await?;
+            .map_err(persist)?;
+        self.check_suspension(&suspended, resume)?;
+        let approved = agent.store.approved_tools(self.session_id).await;
+        self.session.approved_tools = approved.map_err(persist)?;
+        let rows = agent.store.load(self.session_id).await.map_err(persist)?;
+        let rows = self.repair(rows, &suspended).await?;
+        let row = suspended.first().map(|waiting| waiting.row);
+        if resume {
+            // From the stored rows, whatever filter_messages shows the model.
+            self.session.resume = Some(resume::still_to_run(suspended, &rows));
+        }
         let session = self.session_id;
         let rows = history::filter_rows(&agent.hooks, &self.frame, session, rows)
             .await
             .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
-        let mut messages = store::history(&rows);
+        let mut messages = match row {
+            Some(row) => store::history_resuming(&rows, row),
+            None => store::history(&rows),
+        };
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
@@ -391,6 +421,8 @@ impl<'a> Turn<'a> {
             usage: outcome.usage,
             error: None,
             classification: None,
+            pending: outcome.pending,
+            resumed: outcome.resumed,
         };
         span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
@@ -406,6 +438,10 @@ impl<'a> Turn<'a> {
             }
             End::Aborted => {
                 result.status = TurnStatus::Aborted;
+                None
+            }
+            End::Suspended => {
+                result.status = TurnStatus::Suspended;
                 None
             }
             End::Failed(error, stage) => Some((error, stage, session.classification)),

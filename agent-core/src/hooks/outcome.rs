@@ -9,6 +9,7 @@ use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
 use crate::run_agent::RunAgent;
+use crate::store::PendingCall;
 
 /// One finished step: on_step_finish receives it, and turn results keep them all.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,15 +136,21 @@ pub enum TurnStatus {
     Error,
     /// It was cancelled.
     Aborted,
+    /// Tool calls wait for an answer from outside the turn
+    /// ([`TurnResult::pending`]); the turn goes on once every one has one
+    /// ([`Conversation::resume`](crate::Conversation::resume)).
+    Suspended,
 }
 
 impl TurnStatus {
-    /// The status as on_chat_response reports it: `completed`, `error`, `aborted`.
+    /// The status as on_chat_response reports it: `completed`, `error`, `aborted`,
+    /// `suspended`.
     pub fn as_str(&self) -> &'static str {
         match self {
             TurnStatus::Completed => "completed",
             TurnStatus::Error => "error",
             TurnStatus::Aborted => "aborted",
+            TurnStatus::Suspended => "suspended",
         }
     }
 }
@@ -216,6 +223,10 @@ pub enum TurnErrorKind {
     /// The turn lacks the run context its agent declares (`AgentBuilder::context_type`), or
     /// carries one of another type.
     Context,
+    /// The turn does not fit the session's suspension: a turn started while tool calls wait
+    /// for an answer (answer them and resume the suspended turn first), or a resume of a
+    /// session with no suspended turn.
+    Suspended,
     /// Code the turn ran outside any hook or tool (a session's token counter, say) panicked.
     /// Panics in hooks and tools follow the failure policy; a model's or a store's panic is
     /// reported as that model's or store's error.
@@ -400,6 +411,13 @@ pub struct TurnResult {
     pub error: Option<TurnError>,
     /// The error's classification, when the turn ended in error.
     pub classification: Option<ChatErrorClassification>,
+    /// The tool calls waiting for an answer, in the model's order, when the turn is
+    /// [suspended](TurnStatus::Suspended).
+    pub pending: Vec<PendingCall>,
+    /// A resumed turn: what became of each call it answered, in the model's order
+    /// (`executed`, `blocked` for a denied call or a gate blocking after the approval,
+    /// `interrupted`, ...).
+    pub resumed: Vec<ToolResultRecord>,
 }
 
 impl TurnResult {
@@ -420,6 +438,7 @@ mod tests {
         assert_eq!(shown(&TurnStatus::Completed), "completed");
         assert_eq!(shown(&TurnStatus::Error), "error");
         assert_eq!(shown(&TurnStatus::Aborted), "aborted");
+        assert_eq!(shown(&TurnStatus::Suspended), "suspended");
         assert_eq!(shown(&StopReason::Finished), "finished");
         assert_eq!(shown(&StopReason::MaxSteps), "max_steps");
         assert_eq!(shown(&FinishReason::Stop), "stop");

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::RunAgent;
 use crate::cancel::CancelToken;
 use crate::message::Message;
+use crate::store::CallAnswer;
 use crate::tool::{AnyValue, ToolError, ToolInput};
 
 /// before_tool_call: one call about to run, with input typed as `I`.
@@ -37,6 +38,9 @@ pub struct ToolCallContext<I> {
     pub messages: Arc<Vec<Message>>,
     /// Cancelled when the turn is aborted.
     pub cancel: CancelToken,
+    /// The answer that approved the call, when it waited for approval (the hooks run again
+    /// once it is given); `None` for a call that did not wait.
+    pub approval: Option<CallAnswer>,
 }
 
 /// What a before_tool_call hook decides. Returning `()` means [`Allow`](Self::Allow).
@@ -51,12 +55,33 @@ pub enum ToolCallDecision<I: ToolInput> {
     Block(Option<String>),
     /// Do not run; the model receives this output.
     Substitute(I::Output),
+    /// Do not run yet: ask a person. The turn suspends with the call pending (the reason, or a
+    /// default naming the tool, is what the person reads); the call runs once approved. Later
+    /// hooks still run and may block or substitute instead. Once the call is approved, the
+    /// hooks run again and an `Ask` is satisfied by the approval.
+    Ask(Option<String>),
+    /// Do not run here: the call's result comes from outside the turn. The turn suspends with
+    /// the call waiting (kind `deferred`; the reason, or a default naming the tool, says why)
+    /// until a result is submitted
+    /// ([`Conversation::submit_result`](crate::Conversation::submit_result)). Like `Block`, it
+    /// stops the chain. A call approved, then deferred when its turn resumes, waits again.
+    Defer(Option<String>),
 }
 
 impl<I: ToolInput> ToolCallDecision<I> {
     /// Blocks with a reason the model reads.
     pub fn block(reason: impl Into<String>) -> Self {
         ToolCallDecision::Block(Some(reason.into()))
+    }
+
+    /// Asks a person, with a reason they read.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Ask(Some(reason.into()))
+    }
+
+    /// Defers the call, with a reason saying where its result comes from.
+    pub fn defer(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Defer(Some(reason.into()))
     }
 }
 
@@ -99,7 +124,7 @@ impl ToolOutcome {
 
 /// How a tool call ended, without its value: what step records and the result hooks report.
 /// Displays in snake case (`executed`, `failed`, `blocked`, `substituted`, `rejected`,
-/// `handed_off`).
+/// `handed_off`, `suspended`, `interrupted`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolOutcomeKind {
@@ -116,6 +141,11 @@ pub enum ToolOutcomeKind {
     Rejected,
     /// A transfer call whose handoff was taken: the target agent takes over after the step.
     HandedOff,
+    /// The call waits for a person's answer (its turn is suspended); it did not run.
+    Suspended,
+    /// An approved call started to run and its process stopped before it finished: it may
+    /// have taken effect, and was not run again (its tool is not idempotent).
+    Interrupted,
 }
 
 impl ToolOutcomeKind {
@@ -128,6 +158,8 @@ impl ToolOutcomeKind {
             ToolOutcomeKind::Substituted => "substituted",
             ToolOutcomeKind::Rejected => "rejected",
             ToolOutcomeKind::HandedOff => "handed_off",
+            ToolOutcomeKind::Suspended => "suspended",
+            ToolOutcomeKind::Interrupted => "interrupted",
         }
     }
 }
@@ -165,6 +197,8 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub preliminary: usize,
     /// The conversation as the model saw it in this step.
     pub messages: Arc<Vec<Message>>,
+    /// The answer that approved the call, when it waited for approval.
+    pub approval: Option<CallAnswer>,
     pub(crate) output_json: Option<Value>,
     pub(crate) _output: PhantomData<fn() -> O>,
 }

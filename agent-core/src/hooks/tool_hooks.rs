@@ -13,6 +13,7 @@ use super::tool_context::{ToolCallContext, ToolCallDecision, ToolCallResultConte
 use super::{FailurePolicy, Hook, HookFailure, RunAgent};
 use crate::cancel::CancelToken;
 use crate::message::Message;
+use crate::store::CallAnswer;
 use crate::util::BoxFuture;
 use serde_json::Value;
 
@@ -33,6 +34,8 @@ pub(crate) struct CallState {
     pub(crate) effective_input: Arc<AnyValue>,
     /// How many preliminary results the tool reported (`tool_progress`).
     pub(crate) preliminary: Arc<std::sync::atomic::AtomicUsize>,
+    /// The answer that approved the call, when it waited for approval.
+    pub(crate) approval: Option<CallAnswer>,
 }
 
 /// A before_tool_call decision with its input erased.
@@ -41,6 +44,8 @@ pub(crate) enum ErasedDecision {
     Modify(AnyValue),
     Block(Option<String>),
     Substitute(AnyValue),
+    Ask(Option<String>),
+    Defer(Option<String>),
 }
 
 /// What both tool-hook kinds share: name, policy, matcher and the input check.
@@ -104,6 +109,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
                 dynamic: call.dynamic,
                 messages: call.messages.clone(),
                 cancel: call.cancel.clone(),
+                approval: call.approval.clone(),
             };
             Ok(match run_hook(&self.hook, &ctx).await? {
                 ToolCallDecision::Allow => ErasedDecision::Allow,
@@ -114,6 +120,8 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
                 ToolCallDecision::Substitute(output) => {
                     ErasedDecision::Substitute(AnyValue::new(output))
                 }
+                ToolCallDecision::Ask(reason) => ErasedDecision::Ask(reason),
+                ToolCallDecision::Defer(reason) => ErasedDecision::Defer(reason),
             })
         })
     }
@@ -170,6 +178,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         duration,
         preliminary: call.preliminary.load(std::sync::atomic::Ordering::Relaxed),
         messages: call.messages.clone(),
+        approval: call.approval.clone(),
         output_json,
         _output: PhantomData,
     })

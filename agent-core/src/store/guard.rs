@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, TurnLease,
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
+    SuspendedCall, TurnLease,
 };
 use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
@@ -56,6 +57,38 @@ impl SessionStore for PanicSafe {
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         guarded("delete", || self.0.delete(session, id))
+    }
+
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
+        guarded("suspended", || self.0.suspended(session))
+    }
+
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        guarded("set_suspended", || self.0.set_suspended(session, calls))
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        guarded("approved_tools", || self.0.approved_tools(session))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        guarded("set_approved_tools", || {
+            self.0.set_approved_tools(session, tools)
+        })
     }
 
     fn lock_turn<'a>(

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, ToolStatus,
-    TurnLease, TurnLocks, now_micros,
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
+    SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
 };
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -29,6 +29,10 @@ pub struct MemoryStore {
 struct Inner {
     next_id: i64,
     sessions: HashMap<String, Vec<StoredMessage>>,
+    /// The calls each suspended session waits on.
+    suspended: HashMap<String, Vec<SuspendedCall>>,
+    /// Each session's tools approved for good.
+    approved: HashMap<String, Vec<String>>,
     /// How many handles hold each session (see [`SessionStore::retain`]).
     holders: HashMap<String, usize>,
 }
@@ -153,6 +157,50 @@ impl SessionStore for MemoryStore {
         Box::pin(std::future::ready(result))
     }
 
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
+        let calls = self.lock().suspended.get(session).cloned();
+        Box::pin(std::future::ready(Ok(calls.unwrap_or_default())))
+    }
+
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut inner = self.lock();
+        if calls.is_empty() {
+            inner.suspended.remove(session);
+        } else {
+            inner.suspended.insert(session.to_owned(), calls);
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let tools = self.lock().approved.get(session).cloned();
+        Box::pin(std::future::ready(Ok(tools.unwrap_or_default())))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut inner = self.lock();
+        if tools.is_empty() {
+            inner.approved.remove(session);
+        } else {
+            inner.approved.insert(session.to_owned(), tools);
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     fn lock_turn<'a>(
         &'a self,
         session: &'a str,
@@ -180,6 +228,8 @@ impl SessionStore for MemoryStore {
         if *count == 0 {
             inner.holders.remove(session);
             inner.sessions.remove(session);
+            inner.suspended.remove(session);
+            inner.approved.remove(session);
         }
     }
 }

@@ -6,6 +6,8 @@
 mod guard;
 mod lease;
 mod memory;
+mod pending;
+mod seal;
 mod sqlite;
 
 use std::fmt;
@@ -19,6 +21,8 @@ use crate::util::BoxFuture;
 pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
+pub use pending::{CallAnswer, PendingCall, PendingKind, SuspendedCall};
+pub(crate) use seal::{fingerprint, same_token, token};
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
 /// A failure of the session store: its [`kind`](Self::kind) to branch on, and a message that
@@ -237,6 +241,68 @@ pub trait SessionStore: Send + Sync {
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>>;
 
+    /// The tool calls of `session` waiting for an answer (see [`SuspendedCall`]), in the
+    /// model's call order. The default keeps none.
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Replaces the waiting calls of `session` with `calls` (none: the session has no call
+    /// waiting), atomically. The engine writes them under the session's turn lock. The default
+    /// keeps none: it accepts an empty list and refuses any other, so a turn on such a store
+    /// cannot suspend (it ends with a store error).
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = session;
+        let result = if calls.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::new(
+                StoreErrorKind::Other,
+                "this store cannot keep suspended tool calls: implement \
+                 `SessionStore::suspended` and `SessionStore::set_suspended`",
+            ))
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    /// The tools of `session` whose calls run without asking for approval (a standing
+    /// approval: [`CallAnswer::ApproveAlways`]). The default keeps none.
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    /// Replaces the tools of `session` approved for good. The default keeps none: it accepts
+    /// an empty list and refuses any other.
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = session;
+        let result = if tools.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::new(
+                StoreErrorKind::Other,
+                "this store cannot keep standing approvals: implement \
+                 `SessionStore::approved_tools` and `SessionStore::set_approved_tools`",
+            ))
+        };
+        Box::pin(std::future::ready(result))
+    }
+
     /// A handle on `session` was opened ([`Conversation`](crate::Conversation) and its clones
     /// each count once). A store that keeps sessions in process memory uses this with
     /// [`release`](Self::release) to free a session nobody holds; a persistent store ignores it
@@ -264,9 +330,26 @@ pub(crate) fn history(rows: &[StoredMessage]) -> Vec<Message> {
     )
 }
 
+/// The history of a session whose last step waits on suspended calls (those of the assistant
+/// row `row`), as a resumed turn reads it: [`history`] up to that row, then the row with every
+/// call and the results stored so far. The resumed turn appends the waiting calls' results
+/// before any model reads it.
+pub(crate) fn history_resuming(rows: &[StoredMessage], row: i64) -> Vec<Message> {
+    let at = rows.iter().position(|r| r.id == row).unwrap_or(rows.len());
+    let mut messages = history(&rows[..at]);
+    messages.extend(
+        rows[at..]
+            .iter()
+            .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+            .map(|row| row.message.clone()),
+    );
+    messages
+}
+
 /// What a session needs after a turn was cut off without ending (the process was killed): its
-/// pending rows marked failed, and an error result for each tool call that never got one, so
-/// every tool call in the history stays paired with its result.
+/// pending rows marked failed, and an error result for each tool call that never got one (but
+/// the suspended calls, which wait for an answer), so every tool call in the history stays
+/// paired with its result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Repairs {
     /// Rows still pending: no live turn owns them.
@@ -277,7 +360,7 @@ pub(crate) struct Repairs {
 
 /// Finds what [`Repairs`] a session's rows need. The engine applies them under the session's
 /// turn lock before a turn reads the history (so one process must own a session at a time).
-pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
+pub(crate) fn repairs(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Repairs {
     let stale = rows
         .iter()
         .filter(|row| row.status == MessageStatus::Pending)
@@ -285,7 +368,7 @@ pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
         .collect();
     Repairs {
         stale,
-        unanswered: unanswered(rows),
+        unanswered: unanswered(rows, suspended),
     }
 }
 
@@ -293,7 +376,7 @@ pub(crate) fn repairs(rows: &[StoredMessage]) -> Repairs {
 /// stored right after their assistant row (ids are only unique within a step); only the
 /// session's last step can be cut off, and its results are appended where they belong. An
 /// older unanswered call cannot be answered in place: [`history`] leaves it out instead.
-fn unanswered(rows: &[StoredMessage]) -> Vec<Message> {
+fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Message> {
     let Some(last) = rows.iter().rposition(|row| {
         row.status == MessageStatus::Completed && matches!(row.message, Message::Assistant { .. })
     }) else {
@@ -318,6 +401,13 @@ fn unanswered(rows: &[StoredMessage]) -> Vec<Message> {
             _ => None,
         })
         .collect();
+    // The suspended calls of this step wait for their answer, not for a repair.
+    answered.extend(
+        suspended
+            .iter()
+            .filter(|waiting| waiting.row == rows[last].id)
+            .map(|waiting| waiting.call.id.as_str()),
+    );
     tool_calls
         .iter()
         .filter(|call| match answered.iter().position(|id| *id == call.id) {

@@ -18,8 +18,8 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use self::error::DbFile;
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage, TurnLease,
-    TurnLocks, now_micros,
+    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
+    SuspendedCall, TurnLease, TurnLocks, now_micros,
 };
 use crate::util::BoxFuture;
 
@@ -355,6 +355,96 @@ fn delete_row(
     Ok(())
 }
 
+/// Reads a session's waiting calls, in call order.
+fn load_suspended(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+) -> Result<Vec<SuspendedCall>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT record FROM suspended_calls WHERE session_id = ?1 ORDER BY position",
+        )
+        .map_err(|e| file.sqlite(&e))?;
+    let mut rows = statement.query([session]).map_err(|e| file.sqlite(&e))?;
+    let mut out = Vec::new();
+    while let Some(found) = rows.next().map_err(|e| file.sqlite(&e))? {
+        let record: String = found.get(0).map_err(|e| file.sqlite(&e))?;
+        let call = serde_json::from_str(&record).map_err(|e| {
+            file.of(
+                StoreErrorKind::Corrupt,
+                format_args!("a suspended call of session `{session}` does not read: {e}"),
+            )
+        })?;
+        out.push(call);
+    }
+    Ok(out)
+}
+
+/// Replaces a session's waiting calls, in one transaction.
+fn store_suspended(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+    calls: &[SuspendedCall],
+) -> Result<(), StoreError> {
+    let tx = conn.transaction().map_err(|e| file.sqlite(&e))?;
+    tx.execute(
+        "DELETE FROM suspended_calls WHERE session_id = ?1",
+        [session],
+    )
+    .map_err(|e| file.sqlite(&e))?;
+    for (position, call) in calls.iter().enumerate() {
+        let record = serde_json::to_string(call)
+            .map_err(|e| file.at(format_args!("cannot encode a suspended call: {e}")))?;
+        tx.execute(
+            "INSERT INTO suspended_calls (session_id, position, call_id, record) \
+             VALUES (?1, ?2, ?3, ?4)",
+            params![session, position as i64, call.call.id, record],
+        )
+        .map_err(|e| file.sqlite(&e))?;
+    }
+    tx.commit().map_err(|e| file.sqlite(&e))
+}
+
+/// Reads a session's tools approved for good, by name.
+fn load_approved(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut statement = conn
+        .prepare_cached("SELECT tool FROM approved_tools WHERE session_id = ?1 ORDER BY tool")
+        .map_err(|e| file.sqlite(&e))?;
+    let rows = statement
+        .query_map([session], |row| row.get(0))
+        .map_err(|e| file.sqlite(&e))?;
+    rows.collect::<Result<_, _>>().map_err(|e| file.sqlite(&e))
+}
+
+/// Replaces a session's tools approved for good, in one transaction.
+fn store_approved(
+    conn: &mut Connection,
+    file: &DbFile,
+    session: &str,
+    tools: &[String],
+) -> Result<(), StoreError> {
+    let tx = conn.transaction().map_err(|e| file.sqlite(&e))?;
+    tx.execute(
+        "DELETE FROM approved_tools WHERE session_id = ?1",
+        [session],
+    )
+    .map_err(|e| file.sqlite(&e))?;
+    for tool in tools {
+        tx.execute(
+            "INSERT OR IGNORE INTO approved_tools (session_id, tool) VALUES (?1, ?2)",
+            params![session, tool],
+        )
+        .map_err(|e| file.sqlite(&e))?;
+    }
+    tx.commit().map_err(|e| file.sqlite(&e))
+}
+
 impl SessionStore for SqliteStore {
     fn load<'a>(
         &'a self,
@@ -386,6 +476,40 @@ impl SessionStore for SqliteStore {
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
         Box::pin(self.run(move |conn, file| delete_row(conn, file, &session, id)))
+    }
+
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| load_suspended(conn, file, &session)))
+    }
+
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| store_suspended(conn, file, &session, &calls)))
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| load_approved(conn, file, &session)))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| store_approved(conn, file, &session, &tools)))
     }
 
     fn lock_turn<'a>(

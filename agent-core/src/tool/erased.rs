@@ -135,6 +135,25 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool runs on the client ([`ClientTool`]): its calls suspend the turn until
+    /// the client submits their results. The default: no.
+    fn runs_on_client(&self) -> bool {
+        false
+    }
+
+    /// Whether running a call twice does no more than running it once (see
+    /// [`Tool::IDEMPOTENT`]). The default: no.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    /// Whether a call with these arguments (from [`parse_args`](Self::parse_args)) waits for a
+    /// person's approval (see [`Tool::needs_approval`]). The default: never.
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        let _ = args;
+        false
+    }
+
     /// Runs the tool with arguments produced by [`parse_args`](Self::parse_args).
     fn call(
         &self,
@@ -223,6 +242,15 @@ impl<T: Tool> DynTool for TypedTool<T> {
         T::TIMEOUT
     }
 
+    fn idempotent(&self) -> bool {
+        T::IDEMPOTENT
+    }
+
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        args.downcast_ref::<T::Args>()
+            .is_some_and(|args| self.tool.needs_approval(args))
+    }
+
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         let args: T::Args =
             serde_path_to_error::deserialize(value).map_err(|e| args_error(T::NAME, e))?;
@@ -254,6 +282,8 @@ impl<T: Tool> DynTool for TypedTool<T> {
 type FnToolBody =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
+type ApprovalRule = dyn Fn(&Value) -> bool + Send + Sync;
+
 /// A tool made at run time from a name, a description, a JSON Schema and a closure over JSON.
 ///
 /// ```
@@ -266,6 +296,8 @@ pub struct FnTool {
     spec: Arc<ToolSpec>,
     body: Box<FnToolBody>,
     timeout: Option<Duration>,
+    approval: Option<Box<ApprovalRule>>,
+    idempotent: bool,
 }
 
 impl FnTool {
@@ -289,6 +321,8 @@ impl FnTool {
             spec: Arc::new(spec),
             body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
             timeout: None,
+            approval: None,
+            idempotent: false,
         }
     }
 
@@ -335,6 +369,19 @@ impl FnTool {
         self.timeout = Some(limit);
         self
     }
+
+    /// Marks the tool idempotent (see [`Tool::IDEMPOTENT`]).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// Makes a call wait for a person's approval when `when` says so of its arguments
+    /// (`|_| true`: every call; see [`Tool::needs_approval`]).
+    pub fn needs_approval(mut self, when: impl Fn(&Value) -> bool + Send + Sync + 'static) -> Self {
+        self.approval = Some(Box::new(when));
+        self
+    }
 }
 
 use std::future::Future;
@@ -346,6 +393,17 @@ impl DynTool for FnTool {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    fn needs_approval(&self, args: &AnyValue) -> bool {
+        match (&self.approval, args.downcast_ref::<Value>()) {
+            (Some(when), Some(args)) => when(args),
+            _ => false,
+        }
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
@@ -384,5 +442,79 @@ impl DynTool for FnTool {
         };
         let future = (self.body)(args, ctx);
         Box::pin(async move { future.await.map(AnyValue::new) })
+    }
+}
+
+/// A tool the client runs: the model sees its name, description and JSON Schema, and a call
+/// suspends the turn (kind [`Client`](crate::PendingKind::Client)) until the client submits its
+/// result ([`Conversation::submit_result`](crate::Conversation::submit_result)); the agent never
+/// runs it. Arguments must be a JSON object.
+///
+/// ```
+/// use agent_core::ClientTool;
+/// let location = ClientTool::new(
+///     "get_location",
+///     "The user's current location, from their device.",
+///     serde_json::json!({"type": "object", "properties": {}}),
+/// );
+/// ```
+pub struct ClientTool {
+    spec: Arc<ToolSpec>,
+}
+
+impl ClientTool {
+    /// A client tool with this name, description and arguments schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        };
+        ClientTool {
+            spec: Arc::new(spec),
+        }
+    }
+}
+
+impl DynTool for ClientTool {
+    fn spec(&self) -> &Arc<ToolSpec> {
+        &self.spec
+    }
+
+    fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
+        let raw = if raw.trim().is_empty() { "{}" } else { raw };
+        let mut de = serde_json::Deserializer::from_str(raw);
+        let value: Value = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| args_error(&self.spec.name, e))?;
+        de.end().map_err(|e| trailing(&self.spec.name, e))?;
+        self.args_from_json(value)
+    }
+
+    fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        if !value.is_object() {
+            let message = format!("expected a JSON object, found {}", clip(&value.to_string()));
+            return Err(ArgsError {
+                tool: self.spec.name.clone(),
+                path: ".".to_owned(),
+                message,
+            });
+        }
+        Ok(AnyValue::new(value))
+    }
+
+    fn runs_on_client(&self) -> bool {
+        true
+    }
+
+    fn call(
+        &self,
+        _args: Arc<AnyValue>,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
+        let message = format!(
+            "tool `{}` runs on the client: its result is submitted, never run here",
+            self.spec.name
+        );
+        Box::pin(std::future::ready(Err(ToolError::new(message))))
     }
 }

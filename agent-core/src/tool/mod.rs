@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::cancel::CancelToken;
 use crate::run_agent::RunAgent;
 
-pub use erased::{AnyValue, ArgsError, DynTool, FnTool, TypedTool};
+pub use erased::{AnyValue, ArgsError, ClientTool, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
 pub(crate) use stream::{Report, reporting};
@@ -46,9 +46,22 @@ pub trait Tool: Send + Sync + 'static {
     /// a timeout error (`#[tool(timeout_ms = N)]`); `None` takes the agent's default
     /// ([`AgentBuilder::tool_timeout`](crate::AgentBuilder::tool_timeout)).
     const TIMEOUT: Option<Duration> = None;
+    /// Whether running a call twice does no more than running it once (`#[tool(idempotent)]`):
+    /// an approved call interrupted mid-run (its process stopped) is then run again when its
+    /// turn resumes, rather than reported as interrupted.
+    const IDEMPOTENT: bool = false;
 
     /// JSON Schema 2020-12 of [`Self::Args`], built once.
     fn schema() -> &'static Value;
+
+    /// Whether this call waits for a person's approval before it runs (`#[tool(needs_approval)]`
+    /// says always; `#[tool(needs_approval = predicate)]` asks `predicate(&args)`). A call that
+    /// needs approval suspends its turn ([`TurnStatus::Suspended`](crate::TurnStatus)) once the
+    /// before_tool_call hooks let it through. The default: never.
+    fn needs_approval(&self, args: &Self::Args) -> bool {
+        let _ = args;
+        false
+    }
 
     /// Runs the tool.
     fn call(

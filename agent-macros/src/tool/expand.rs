@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use super::parse::{Output, Slot, ToolFn};
+use super::parse::{Approval, Output, Slot, ToolFn};
 use crate::common::{borrow_spanned_over, crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
@@ -375,6 +375,25 @@ pub(crate) fn tool_code(
         }
     });
 
+    let idempotent = tool.attr.idempotent.map(|_| {
+        quote!(
+            const IDEMPOTENT: bool = true;
+        )
+    });
+    let needs_approval = tool.attr.needs_approval.as_ref().map(|approval| {
+        let decide = match approval {
+            Approval::Always => quote!(true),
+            // Spanned on the path: a function of the wrong type is reported there.
+            Approval::When(path) => quote_spanned!(path.span()=> #path(__args)),
+        };
+        quote! {
+            #[allow(unused_variables)]
+            fn needs_approval(&self, __args: &#module::#args_ty) -> bool {
+                #decide
+            }
+        }
+    });
+
     let impls = quote! {
         #(#param_checks)*
 
@@ -386,6 +405,9 @@ pub(crate) fn tool_code(
             type Args = #module::#args_ty;
             type Output = #output_ty;
             #timeout
+            #idempotent
+
+            #needs_approval
 
             fn schema() -> &'static #private::serde_json::Value {
                 static SCHEMA: #private::OnceLock<#private::serde_json::Value> = #private::OnceLock::new();

@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{
     Attribute, FnArg, Ident, LitInt, LitStr, Pat, Path, ReturnType, Signature, Type, Visibility,
 };
@@ -18,11 +19,30 @@ pub(crate) struct ToolAttr {
     pub(crate) name: Option<LitStr>,
     /// `timeout_ms = N`: the tool's own call timeout (`Tool::TIMEOUT`).
     pub(crate) timeout_ms: Option<LitInt>,
+    /// `needs_approval` or `needs_approval = predicate`: calls wait for a person's approval
+    /// (`Tool::needs_approval`).
+    pub(crate) needs_approval: Option<Approval>,
+    /// `idempotent`: running a call twice does no more than once (`Tool::IDEMPOTENT`).
+    pub(crate) idempotent: Option<Span>,
     pub(crate) crate_path: Option<Path>,
 }
 
+/// When a tool's calls wait for approval.
+pub(crate) enum Approval {
+    /// Every call (`needs_approval`).
+    Always,
+    /// When this function of the arguments says so (`needs_approval = path`).
+    When(Path),
+}
+
 /// Every `#[tool]` option, for "did you mean" and "expected one of" messages.
-const OPTIONS: &[&str] = &["name", "timeout_ms", "crate"];
+const OPTIONS: &[&str] = &[
+    "name",
+    "timeout_ms",
+    "needs_approval",
+    "idempotent",
+    "crate",
+];
 
 impl ToolAttr {
     pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
@@ -62,6 +82,38 @@ impl ToolAttr {
                         ));
                     }
                     attr.timeout_ms = Some(lit);
+                }
+                "needs_approval" => {
+                    if attr.needs_approval.is_some() {
+                        return duplicate(&meta);
+                    }
+                    attr.needs_approval = Some(
+                        if meta.input.is_empty() || meta.input.peek(syn::Token![,]) {
+                            Approval::Always
+                        } else {
+                            let value = meta.value()?;
+                            let path: Path = value.parse().map_err(|error| {
+                            syn::Error::new(
+                                error.span(),
+                                "`needs_approval` takes no value (every call waits for approval) or the path of a function `fn(&Args) -> bool` deciding per call, for example `needs_approval = is_large`",
+                            )
+                        })?;
+                            Approval::When(path)
+                        },
+                    );
+                }
+                "idempotent" => {
+                    if attr.idempotent.is_some() {
+                        return duplicate(&meta);
+                    }
+                    if meta.input.peek(syn::Token![=]) {
+                        let value: syn::Expr = meta.value()?.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            value,
+                            "`idempotent` takes no value: write `#[tool(idempotent)]`",
+                        ));
+                    }
+                    attr.idempotent = Some(meta.path.span());
                 }
                 "crate" => {
                     if attr.crate_path.is_some() {

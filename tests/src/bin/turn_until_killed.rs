@@ -1,8 +1,10 @@
-//! A process that starts a turn on a stored session and never finishes it, for the durability
-//! and lease tests to kill with SIGKILL. Usage: `turn_until_killed DB stream|tool [LEASE_MS]`,
-//! where DB is a SQLite file's path or a `postgres://` URL. It prints `READY` once the turn is
-//! at the point to be cut: streaming an answer (`stream`) or running a tool (`tool`).
-//! `LEASE_MS` sets the store's turn lease (default: the store's).
+//! A process that starts a turn on a stored session and never finishes it, for the durability,
+//! lease and approval tests to kill with SIGKILL. Usage: `turn_until_killed DB
+//! stream|tool|approved [LEASE_MS]`, where DB is a SQLite file's path or a `postgres://` URL.
+//! It prints `READY` once the turn is at the point to be cut: streaming an answer (`stream`),
+//! running a tool (`tool`), or running the approved call `wait` of the session's suspended
+//! turn, which it resumes (`approved`). `LEASE_MS` sets the store's turn lease (default: the
+//! store's).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -24,7 +26,7 @@ fn ready() {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(db), Some(mode)) = (args.next(), args.next()) else {
-        eprintln!("usage: turn_until_killed DB stream|tool [LEASE_MS]");
+        eprintln!("usage: turn_until_killed DB stream|tool|approved [LEASE_MS]");
         std::process::exit(2);
     };
     let lease = match args.next().map(|lease| lease.parse().map_err(|_| lease)) {
@@ -49,7 +51,9 @@ fn main() {
         }
     };
     let hour = Duration::from_secs(3600);
+    let approved = mode == "approved";
     let step = match mode.as_str() {
+        "approved" => ScriptedStep::new().text("Never asked: the approved tool hangs first."),
         "stream" => ScriptedStep::new()
             .text("Partial answer")
             .sleep(hour)
@@ -67,7 +71,8 @@ fn main() {
             tokio::time::sleep(hour).await;
             Ok(json!("done"))
         },
-    );
+    )
+    .needs_approval(move |_| approved);
     let agent = AgentBuilder::new("doomed")
         .model(ScriptedModel::new([step]))
         .store(store)
@@ -86,7 +91,13 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let result = runtime.block_on(agent.session("durable").run("Please answer."));
+    let session = agent.session("durable");
+    if approved {
+        let result = runtime.block_on(session.resume());
+        eprintln!("the resumed turn ended, which it should not: {result:?}");
+        std::process::exit(3);
+    }
+    let result = runtime.block_on(session.run("Please answer."));
     eprintln!("the turn ended, which it should not: {result:?}");
     std::process::exit(3);
 }

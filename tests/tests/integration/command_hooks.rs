@@ -1,14 +1,14 @@
 //! Command hooks (issue 10 item 4): a program per tool-call event, the snapshot on its stdin,
-//! its answer on stdout; small shell scripts that allow, block, modify, substitute, crash and
-//! hang (killed with the processes they started), an audit hook with a minimal environment,
-//! and hooks read from a JSON file.
+//! its answer on stdout; small shell scripts that allow, block, modify, substitute, ask, defer,
+//! crash and hang (killed with the processes they started), an audit hook with a minimal
+//! environment, and hooks read from a JSON file.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CommandEvent, CommandHook, FnTool, ScriptedModel, ScriptedStep, ToolError,
-    TurnResult,
+    AgentBuilder, CommandEvent, CommandHook, FnTool, PendingKind, ScriptedModel, ScriptedStep,
+    ToolError, TurnResult, TurnStatus,
 };
 use serde_json::{Value, json};
 use tests::Trace;
@@ -108,6 +108,50 @@ async fn a_gate_program_allows_blocks_modifies_or_substitutes() {
         };
         assert_eq!(trace.take(), expected, "{name}");
         assert_eq!(model_read, read, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_gate_program_may_ask_for_approval_or_defer_the_call() {
+    let dir = folder("waits");
+    for (name, kind, reason) in [
+        ("ask", PendingKind::Approval, "a person checks notes"),
+        (
+            "defer",
+            PendingKind::Deferred,
+            "tool `write_note` was deferred by a hook",
+        ),
+    ] {
+        let body = match name {
+            "ask" => {
+                r#"cat > /dev/null; echo '{"decision":"ask","reason":"a person checks notes"}'"#
+            }
+            _ => r#"cat > /dev/null; echo '{"decision":"defer"}'"#,
+        };
+        let hook = CommandHook::new(
+            name,
+            CommandEvent::BeforeToolCall,
+            [script(&dir, name, body)],
+        );
+        let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "write_note", "{}")]);
+        let write = FnTool::new(
+            "write_note",
+            "Writes a note.",
+            json!({"type": "object"}),
+            |_, _| async { Ok::<Value, ToolError>(json!("written")) },
+        );
+        let agent = AgentBuilder::new("notes")
+            .model(model)
+            .dyn_tool(write)
+            .command_hook(hook)
+            .build()
+            .unwrap();
+
+        let result = agent.run("note it").await;
+
+        assert_eq!(result.status, TurnStatus::Suspended, "{name}: {result:?}");
+        assert_eq!(result.pending[0].kind, kind, "{name}");
+        assert_eq!(result.pending[0].reason, reason, "{name}");
     }
 }
 

@@ -62,7 +62,7 @@ impl Drop for Db {
     }
 }
 
-/// Starts a turn in another process on `db` (`mode`: `stream` or `tool`, see the
+/// Starts a turn in another process on `db` (`mode`: `stream`, `tool` or `approved`, see the
 /// `turn_until_killed` binary) with a turn lease of `lease_ms`, and returns the process once the
 /// turn is at the point to cut, holding its session.
 pub(crate) fn doomed_turn(db: &Db, mode: &str, lease_ms: u64) -> Child {

@@ -1,6 +1,7 @@
 //! The integration tests of the workspace, as one test binary (one link instead of one per file):
 //! engine traces, decisions, failures and persistence, the macros, the stores, sessions and spans.
 
+mod approval;
 mod command_hooks;
 mod durability;
 mod engine_call_ids;

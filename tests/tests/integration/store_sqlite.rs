@@ -213,7 +213,7 @@ async fn the_file_is_in_wal_mode_at_the_latest_schema_version() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
     assert_eq!(version, SqliteStore::SCHEMA_VERSION);
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 4);
     let index: String = conn
         .query_row(
             "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages'",
@@ -287,7 +287,7 @@ async fn a_version_1_file_is_migrated_and_keeps_its_rows() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 }
 
 #[tokio::test]

@@ -33,6 +33,20 @@ const MIGRATIONS: &[&str] = &[
         holder     TEXT    NOT NULL,
         expires_at INTEGER NOT NULL
     );",
+    // 4: the tool calls a suspended turn left waiting, in call order (`SuspendedCall` as JSON),
+    // and each session's tools approved for good.
+    "CREATE TABLE suspended_calls (
+        session_id TEXT    NOT NULL,
+        position   INTEGER NOT NULL,
+        call_id    TEXT    NOT NULL,
+        record     TEXT    NOT NULL,
+        PRIMARY KEY (session_id, position)
+    );
+    CREATE TABLE approved_tools (
+        session_id TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        PRIMARY KEY (session_id, tool)
+    );",
 ];
 
 /// The schema version this build writes: the number of migration steps.

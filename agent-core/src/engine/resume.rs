@@ -1,0 +1,353 @@
+//! A suspended turn's way on: a session whose calls wait for an answer takes only a turn that
+//! resumes it; that turn, after before_turn, runs the approved calls (before_tool_call again,
+//! the tool, after_tool_call), stores every answered call's result after the results its step
+//! stored, forgets the waiting calls, and goes on with its steps.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::plan::TurnPlan;
+use super::runtime::AgentRuntime;
+use super::state::{End, Flow, Turn, store_error};
+use super::step::CallsDone;
+use super::tool_call::CallResult;
+use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
+use crate::message::{Message, ToolCall};
+use crate::store::{self, CallAnswer, StoredMessage, SuspendedCall};
+use serde_json::Value;
+
+/// The waiting calls a resumed turn still has to answer: those without a result stored after
+/// their assistant row (a resume cut off after storing one never runs that call again).
+pub(super) fn still_to_run(
+    suspended: Vec<SuspendedCall>,
+    rows: &[StoredMessage],
+) -> Vec<SuspendedCall> {
+    let Some(row) = suspended.first().map(|waiting| waiting.row) else {
+        return suspended;
+    };
+    let stored: HashSet<&str> = rows
+        .iter()
+        .skip_while(|stored| stored.id != row)
+        .filter_map(|stored| match &stored.message {
+            Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    suspended
+        .into_iter()
+        .filter(|waiting| !stored.contains(waiting.call.id.as_str()))
+        .collect()
+}
+
+/// The call a resumed turn runs for an approved waiting call: the arguments the model sent,
+/// or the ones the approval gave instead.
+fn approved_call(waiting: &SuspendedCall, answer: &CallAnswer) -> ToolCall {
+    let arguments = match answer {
+        CallAnswer::ApproveWith { arguments } => arguments,
+        _ => &waiting.call.arguments,
+    };
+    ToolCall {
+        id: waiting.call.id.clone(),
+        name: waiting.call.tool.clone(),
+        arguments: arguments.to_string(),
+        metadata: None,
+    }
+}
+
+/// What a resumed turn does with one waiting call.
+enum Answer<'w> {
+    /// Run it (again, for an idempotent tool whose run was interrupted).
+    Run(&'w CallAnswer),
+    /// Answer it with the reason it was denied.
+    Deny(&'w str),
+    /// Answer it with the result submitted for it (a client or deferred call).
+    Submitted(&'w Value, bool),
+    /// Report that its approved run was interrupted.
+    Interrupted,
+}
+
+/// The result of a call the resumed turn answers without running it (no tool-call hook runs):
+/// denied (the model reads the reason), given its submitted result, or interrupted mid-run.
+fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
+    let tool = &waiting.call.tool;
+    let (content, is_error, outcome) = match answer {
+        Answer::Deny(reason) => (
+            format!("tool `{tool}` was denied: {reason}"),
+            false,
+            ToolOutcomeKind::Blocked,
+        ),
+        Answer::Submitted(output, is_error) => {
+            let content = match output {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let outcome = if *is_error {
+                ToolOutcomeKind::Failed
+            } else {
+                ToolOutcomeKind::Executed
+            };
+            (content, *is_error, outcome)
+        }
+        _ => (
+            format!(
+                "tool `{tool}` was interrupted: it started after its approval and its process \
+                 stopped before it finished; it may have taken effect, and was not run again"
+            ),
+            true,
+            ToolOutcomeKind::Interrupted,
+        ),
+    };
+    let record = ToolResultRecord {
+        call_id: waiting.call.id.clone(),
+        name: tool.clone(),
+        content,
+        is_error,
+        outcome,
+        duration: Duration::ZERO,
+    };
+    CallResult {
+        record,
+        error: None,
+        dropped: false,
+        handoff: None,
+        pending: None,
+    }
+}
+
+impl<'a> Turn<'a> {
+    /// A session with calls waiting for an answer takes only a turn that resumes it, and a
+    /// turn resumes only such a session.
+    pub(super) fn check_suspension(&self, suspended: &[SuspendedCall], resume: bool) -> Flow {
+        let why = match (suspended.is_empty(), resume) {
+            (false, false) => {
+                let ids: Vec<&str> = suspended.iter().map(|w| w.call.id.as_str()).collect();
+                format!(
+                    "session `{}` is suspended: tool calls {} wait for an answer; answer each \
+                     (approve, approve_with, deny, submit_result) and resume the turn",
+                    self.session_id,
+                    ids.join(", ")
+                )
+            }
+            (true, true) => format!(
+                "session `{}` has no suspended turn to resume",
+                self.session_id
+            ),
+            _ => return Ok(()),
+        };
+        Err(End::turn(TurnError::new(TurnErrorKind::Suspended, why)))
+    }
+
+    /// A resumed turn's waiting calls, once every one has an answer: the approved ones run
+    /// (concurrently, gates first), the denied ones get their reason, and every result is
+    /// stored in the model's order before the waiting calls are forgotten. A call without an
+    /// answer suspends the turn again, running nothing; an approved call a gate defers when
+    /// it runs waits again (the turn suspends once the other results are stored). A turn
+    /// cancelled (or a process stopped) while approved calls run leaves them waiting, with
+    /// their execution records: the next resume never runs a call whose result was stored,
+    /// and reports one that started without a result as interrupted (or runs it again when
+    /// its tool is idempotent).
+    pub(super) async fn resume(&mut self, plan: &mut TurnPlan<'a>) -> Flow {
+        let Some(waiting) = self.session.resume.take() else {
+            return Ok(());
+        };
+        let answered: Option<Vec<&CallAnswer>> =
+            waiting.iter().map(|w| w.answer.as_ref()).collect();
+        let Some(answered) = answered else {
+            let unanswered = waiting.iter().filter(|w| w.answer.is_none());
+            self.outcome.pending = unanswered.map(|w| w.call.clone()).collect();
+            return Err(End::Suspended);
+        };
+        let mut done = CallsDone {
+            results: Vec::with_capacity(waiting.len()),
+            failed_hook: None,
+            handoff: None,
+        };
+        let mut again = Vec::new();
+        if let Some(first) = waiting.first() {
+            self.hand_back(plan, &first.agent);
+            let (row, step) = (first.row, first.step);
+            let (results, failed) = self.answer_all(plan, &waiting, &answered).await?;
+            done.failed_hook = failed;
+            again = self.wait_again(&waiting, &results).await?;
+            let dropped = self.store_results(plan, step, results, &mut done).await?;
+            self.drop_resumed(plan, row, &waiting, &dropped).await?;
+        }
+        self.outcome.resumed = std::mem::take(&mut done.results);
+        self.keep_waiting(again.clone()).await?;
+        if let Some(error) = done.failed_hook {
+            return Err(End::turn(error));
+        }
+        if !again.is_empty() {
+            self.outcome.pending = again.into_iter().map(|w| w.call).collect();
+            return Err(End::Suspended);
+        }
+        Ok(())
+    }
+
+    /// The approved calls that wait again (a gate deferred them when they ran), kept with
+    /// the session before any result is stored, in place of their answered records. The
+    /// calls that ran keep their execution records until their results are stored.
+    async fn wait_again(
+        &self,
+        waiting: &[SuspendedCall],
+        results: &[CallResult],
+    ) -> Flow<Vec<SuspendedCall>> {
+        let (row, step) = waiting.first().map_or((0, 0), |w| (w.row, w.step));
+        let again = self.waiting_in(row, step, results);
+        if again.is_empty() {
+            return Ok(again);
+        }
+        let kept = waiting
+            .iter()
+            .map(|w| match again.iter().find(|a| a.call.id == w.call.id) {
+                Some(fresh) => fresh.clone(),
+                None => w.clone(),
+            })
+            .collect();
+        self.keep_waiting(kept).await?;
+        Ok(again)
+    }
+
+    /// Hands the turn, along the handoffs from the agent asked, to the agent named `to` that
+    /// made the waiting calls (a handoff's target), as the suspended turn had; nothing when
+    /// it is the agent asked or no chain of handoffs reaches it (its calls are then unknown
+    /// tools, answered with an error result).
+    fn hand_back(&mut self, plan: &mut TurnPlan<'a>, to: &str) {
+        if to.is_empty() || *self.current.name == *to {
+            return;
+        }
+        // Breadth first from the agent asked; handoffs may form cycles.
+        let mut paths: Vec<(&AgentRuntime, Vec<usize>)> = vec![(self.current, Vec::new())];
+        let mut seen: Vec<&AgentRuntime> = vec![self.current];
+        let mut at = 0;
+        while let Some((agent, path)) = paths.get(at).cloned() {
+            at += 1;
+            for (index, slot) in agent.handoffs.iter().enumerate() {
+                let target: &AgentRuntime = &slot.target;
+                if seen.iter().any(|agent| std::ptr::eq(*agent, target)) {
+                    continue;
+                }
+                seen.push(target);
+                let mut path = path.clone();
+                path.push(index);
+                if *target.name == *to {
+                    for index in path {
+                        let name = self.current.handoffs[index].target.name.clone();
+                        self.me = self.me.hand_to(&name);
+                        self.hand_off(plan, index);
+                    }
+                    return;
+                }
+                paths.push((target, path));
+            }
+        }
+    }
+
+    /// Replaces the session's waiting calls (none: the session is no longer suspended).
+    async fn keep_waiting(&self, waiting: Vec<SuspendedCall>) -> Flow {
+        self.agent
+            .store
+            .set_suspended(self.session_id, waiting)
+            .await
+            .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
+    }
+
+    /// Each waiting call's result, in order: the approved calls run (each one's execution
+    /// record stored first), the denied are answered with their reason, and a call whose
+    /// approved run was interrupted is reported as such unless its tool is idempotent. A
+    /// fail-closed on_chunk hook failing on a preliminary result fails the turn once the
+    /// results are stored.
+    async fn answer_all(
+        &mut self,
+        plan: &TurnPlan<'_>,
+        waiting: &[SuspendedCall],
+        answered: &[&CallAnswer],
+    ) -> Flow<(Vec<CallResult>, Option<TurnError>)> {
+        let step = waiting.first().map_or(0, |w| w.step);
+        let idempotent = |tool: &str| plan.tools.get(tool).is_some_and(|s| s.tool.idempotent());
+        let answers: Vec<Answer<'_>> = waiting
+            .iter()
+            .zip(answered)
+            .map(|(w, answer)| match answer {
+                CallAnswer::Deny { reason } => Answer::Deny(reason),
+                CallAnswer::Result { output, is_error } => Answer::Submitted(output, *is_error),
+                _ if w.started_at.is_some() && !idempotent(&w.call.tool) => Answer::Interrupted,
+                answer => Answer::Run(answer),
+            })
+            .collect();
+        let (calls, approvals): (Vec<ToolCall>, Vec<CallAnswer>) = waiting
+            .iter()
+            .zip(&answers)
+            .filter_map(|(w, answer)| match answer {
+                Answer::Run(answer) => Some((approved_call(w, answer), (*answer).clone())),
+                _ => None,
+            })
+            .unzip();
+        if !calls.is_empty() {
+            // The execution records, stored before any tool runs.
+            let now = store::now_micros();
+            let running: Vec<SuspendedCall> = waiting
+                .iter()
+                .zip(&answers)
+                .map(|(w, answer)| {
+                    let mut w = w.clone();
+                    if matches!(answer, Answer::Run(_)) {
+                        w.started_at = Some(now);
+                    }
+                    w
+                })
+                .collect();
+            self.keep_waiting(running).await?;
+        }
+        let (ran, failed) = if calls.is_empty() {
+            (Vec::new(), None)
+        } else {
+            match self.execute_all(plan, step, &calls, &approvals).await {
+                Some(ran) => ran,
+                None => return Err(End::Aborted),
+            }
+        };
+        let mut ran = ran.into_iter();
+        let mut results = Vec::with_capacity(waiting.len());
+        for (w, answer) in waiting.iter().zip(&answers) {
+            match answer {
+                Answer::Run(_) => results.extend(ran.next()),
+                unrun_answer => results.push(unrun(w, unrun_answer)),
+            }
+        }
+        Ok((results, failed))
+    }
+
+    /// Takes the resumed calls a result hook dropped out of their assistant message.
+    async fn drop_resumed(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        row: i64,
+        waiting: &[SuspendedCall],
+        dropped: &HashSet<usize>,
+    ) -> Flow {
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        let Some(at) = plan
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return Ok(());
+        };
+        let Message::Assistant { tool_calls, .. } = &plan.messages[at] else {
+            return Ok(());
+        };
+        let positions = dropped
+            .iter()
+            .filter_map(|&i| {
+                let id = &waiting.get(i)?.call.id;
+                tool_calls.iter().position(|call| call.id == *id)
+            })
+            .collect();
+        // The assistant message is not among this turn's added messages.
+        self.drop_calls(row, (usize::MAX, at), &positions, &mut plan.messages)
+            .await
+    }
+}

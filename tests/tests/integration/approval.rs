@@ -1,0 +1,1262 @@
+//! Suspended turns (issue 11): a call that needs approval (the tool's own rule, or a
+//! before_tool_call `Ask`) suspends its turn while the step's other calls run; the waiting
+//! calls are kept with the session (across a reopen of a SQLite file), answered by call id
+//! (approve, approve with edited arguments, deny), and run once when the turn resumes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use agent_core::{
+    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, FnTool, Hook, Matcher,
+    Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
+    SqliteOptions, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
+    TurnEvent, TurnRequest, TurnStatus, event, tool,
+};
+use serde_json::{Value, json};
+use tests::{
+    Add, AddArgs, Recorded, Seen, Trace, assert_paired, assert_whole, describe_chunk, lines, within,
+};
+
+/// `delete`: every call waits for approval; records `delete(PATH)` when it runs.
+fn delete_tool(trace: &Trace) -> FnTool {
+    let trace = trace.clone();
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    });
+    FnTool::new("delete", "Delete a file.", schema, move |args, _| {
+        let trace = trace.clone();
+        async move {
+            let path = args["path"].as_str().unwrap_or_default().to_owned();
+            trace.push(format!("delete({path})"));
+            Ok::<Value, ToolError>(json!(format!("deleted {path}")))
+        }
+    })
+    .needs_approval(|_| true)
+}
+
+/// A step calling `add` and `delete`, then a step that answers.
+fn mixed_script() -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ])
+}
+
+fn mixed_builder(
+    model: &ScriptedModel,
+    trace: &Trace,
+    store: Arc<dyn SessionStore>,
+) -> AgentBuilder {
+    AgentBuilder::new("files")
+        .model(model.clone())
+        .tool(Add::traced(trace))
+        .dyn_tool(delete_tool(trace))
+        .store(store)
+        .record_all(trace)
+}
+
+fn mixed_agent(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+    mixed_builder(model, trace, store)
+        .build()
+        .expect("the agent builds")
+}
+
+/// Panics unless the stored session is whole but for the waiting calls: no pending row, every
+/// other call of the history paired with one result, and no result for a waiting call.
+fn assert_suspended(rows: &[StoredMessage], waiting: &[&str]) {
+    let pending: Vec<i64> = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Pending)
+        .map(|row| row.id)
+        .collect();
+    assert!(pending.is_empty(), "pending rows {pending:?}: {rows:#?}");
+    let history: Vec<Message> = rows
+        .iter()
+        .filter(|row| row.status == MessageStatus::Completed && !row.silent)
+        .map(|row| match &row.message {
+            Message::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+                reasoning_signature,
+                provider_blocks,
+            } => Message::Assistant {
+                content: content.clone(),
+                reasoning: reasoning.clone(),
+                tool_calls: tool_calls
+                    .iter()
+                    .filter(|call| !waiting.contains(&call.id.as_str()))
+                    .cloned()
+                    .collect(),
+                reasoning_signature: reasoning_signature.clone(),
+                provider_blocks: provider_blocks.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect();
+    assert_paired(&history);
+    let answered: Vec<&str> = rows
+        .iter()
+        .filter_map(|row| match &row.message {
+            Message::Tool { call_id, .. } if waiting.contains(&call_id.as_str()) => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        answered.is_empty(),
+        "waiting calls {answered:?} have results"
+    );
+}
+
+/// The session's rows as `role:text` (tool rows as `tool:ID:content`).
+fn described(rows: &[StoredMessage]) -> Vec<String> {
+    rows.iter()
+        .map(|row| match &row.message {
+            Message::Tool {
+                call_id, content, ..
+            } => format!("tool:{call_id}:{content}"),
+            Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+                let ids: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+                format!("assistant:calls {}", ids.join(","))
+            }
+            message => format!("{}:{}", message.role(), message.text()),
+        })
+        .collect()
+}
+
+fn delete_pending() -> PendingCall {
+    PendingCall {
+        id: "c2".to_owned(),
+        tool: "delete".to_owned(),
+        arguments: json!({"path": "a.txt"}),
+        reason: "tool `delete` needs approval".to_owned(),
+        kind: PendingKind::Approval,
+        // SHA-256 of `delete`, a zero byte and `{"path":"a.txt"}` (sha256sum).
+        fingerprint: "d31b2f9baff97c7df44018ce6a5e7b81ea8811b53d7ffc2de17b2467ffc25817".to_owned(),
+        token: None,
+    }
+}
+
+#[tokio::test]
+async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_step_runs() {
+    let trace = Trace::new();
+    let model = mixed_script();
+    let responses = Seen::<ChatResponse>::new();
+    let agent = mixed_builder(&model, &trace, Arc::new(agent_core::MemoryStore::new()))
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .expect("the agent builds");
+    let conversation = agent.conversation();
+
+    let result = conversation.run("Add, then delete a.txt").await;
+
+    assert_eq!(result.status, TurnStatus::Suspended, "{result:?}");
+    assert_eq!(result.status.as_str(), "suspended");
+    assert_eq!(result.pending, [delete_pending()]);
+    assert_eq!(result.error, None);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Add, then delete a.txt)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 add)",
+            "on_chunk(tool_input:c2)",
+            "on_chunk(tool_call:c2 delete)",
+            "on_llm_end(0)",
+            "before_tool_call(add c1)",
+            "add(2,3)",
+            "after_tool_call(add c1 executed)",
+            "before_tool_call(delete c2)",
+            "on_chunk(tool_result:c1 add ok)",
+            "on_step_finish(0)",
+            "on_chat_response(suspended)",
+        ])
+    );
+    // The step is recorded with the result of the call that ran; the waiting call has none.
+    assert_eq!(result.steps.len(), 1);
+    let outcomes: Vec<(&str, &str)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("c1", "executed")]);
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5"
+        ]
+    );
+    assert_suspended(&rows, &["c2"]);
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].call, delete_pending());
+    assert_eq!(waiting[0].answer, None);
+
+    // Approved, the turn resumes: the gate runs again, the tool once, then the model goes on.
+    assert_eq!(conversation.approve("c2").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "Done.");
+    assert!(resumed.pending.is_empty());
+    let outcomes: Vec<(&str, &str)> = resumed
+        .resumed
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("c2", "executed")]);
+    // on_chat_response fired once per turn: suspended (with the calls in its message), then
+    // completed, for a continuation.
+    let seen: Vec<(TurnStatus, bool, usize)> = responses
+        .take()
+        .iter()
+        .map(|r| {
+            let calls = match &r.message {
+                Message::Assistant { tool_calls, .. } => tool_calls.len(),
+                _ => 0,
+            };
+            (r.status, r.continuation, calls)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (TurnStatus::Suspended, false, 2),
+            (TurnStatus::Completed, true, 0)
+        ]
+    );
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c2)",
+            "delete(a.txt)",
+            "after_tool_call(delete c2 executed)",
+            "on_chunk(tool_result:c2 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5",
+            "tool:c2:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert_whole(&rows);
+    assert!(conversation.waiting_calls().await.expect("none").is_empty());
+    // The model read both calls, each with its result.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let sent: Vec<(&str, &str)> = requests[1]
+        .messages
+        .iter()
+        .map(|m| (m.role(), m.text()))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("user", "Add, then delete a.txt"),
+            ("assistant", ""),
+            ("tool", "5"),
+            ("tool", "deleted a.txt"),
+        ]
+    );
+    assert_paired(&requests[1].messages);
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs_and_the_model_reads_the_reason() {
+    let trace = Trace::new();
+    let model = mixed_script();
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    trace.take();
+
+    assert_eq!(conversation.deny("c2", "keep it").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.resumed[0].outcome.as_str(), "blocked");
+    // No tool-call hook runs for a denied call, and the tool never does.
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "on_chunk(tool_result:c2 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows)[3],
+        "tool:c2:tool `delete` was denied: keep it"
+    );
+    assert_whole(&rows);
+}
+
+/// An agent whose gate asks before every `add`, records what it sees (`gate(add approval)`),
+/// and blocks an approved call of `a = 13`.
+fn asking_agent(model: &ScriptedModel, trace: &Trace) -> Agent {
+    let t = trace.clone();
+    AgentBuilder::new("calc")
+        .model(model.clone())
+        .tool(Add::traced(trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ask", move |ctx| {
+                let approval = ctx
+                    .approval
+                    .as_ref()
+                    .map_or("none".to_owned(), ToString::to_string);
+                t.push(format!(
+                    "gate(add {},{} {approval})",
+                    ctx.input.a, ctx.input.b
+                ));
+                match &ctx.approval {
+                    None => ToolCallDecision::ask("adding needs a second look"),
+                    Some(_) if ctx.input.a == 13 => ToolCallDecision::block("13 is unlucky"),
+                    Some(_) => ToolCallDecision::Allow,
+                }
+            }),
+        )
+        .after_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::AfterToolCall<AddArgs, i64>>::sync("after", {
+                let t = trace.clone();
+                move |ctx| {
+                    t.push(format!(
+                        "after(add {} {})",
+                        ctx.outcome.kind(),
+                        ctx.approval
+                            .as_ref()
+                            .map_or("none".to_owned(), ToString::to_string)
+                    ))
+                }
+            }),
+        )
+        .build()
+        .expect("the agent builds")
+}
+
+fn add_once(a: i64) -> ScriptedModel {
+    ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", format!(r#"{{"a":{a},"b":3}}"#)),
+        ScriptedStep::new().text("ok"),
+    ])
+}
+
+#[tokio::test]
+async fn a_gate_s_ask_suspends_and_hooks_see_the_approval_that_let_the_call_run() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = asking_agent(&model, &trace);
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("2+3").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    assert_eq!(suspended.pending.len(), 1);
+    assert_eq!(suspended.pending[0].reason, "adding needs a second look");
+    assert_eq!(suspended.pending[0].arguments, json!({"a": 2, "b": 3}));
+    assert_eq!(trace.take(), lines(&["gate(add 2,3 none)"]));
+
+    // An edit that does not fit the tool's arguments is refused, and nothing is lost.
+    let refused = conversation
+        .approve_with("c1", json!({"a": "nine", "b": 3}))
+        .await;
+    let Err(AnswerError::InvalidArguments { call_id, error }) = refused else {
+        panic!("expected invalid arguments, got {refused:?}");
+    };
+    assert_eq!(call_id, "c1");
+    assert_eq!(error.path, "a");
+    assert_eq!(
+        conversation.waiting_calls().await.expect("waiting")[0].answer,
+        None
+    );
+    let edited = json!({"a": 4, "b": 3});
+    assert_eq!(conversation.approve_with("c1", edited.clone()).await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let approval = r#"approved with {"a":4,"b":3}"#;
+    assert_eq!(
+        trace.take(),
+        vec![
+            format!("gate(add 4,3 {approval})"),
+            "add(4,3)".to_owned(),
+            format!("after(add executed {approval})"),
+        ]
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:7");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn a_gate_blocking_after_the_approval_gives_its_reason() {
+    let trace = Trace::new();
+    let model = add_once(13);
+    let agent = asking_agent(&model, &trace);
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("13+3").await.status, TurnStatus::Suspended);
+
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "gate(add 13,3 none)",
+            "gate(add 13,3 approved)",
+            "after(add blocked approved)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:13 is unlucky");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn answers_are_checked_and_the_same_answer_twice_is_one_answer() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a"}"#)
+            .tool_call("c2", "delete", r#"{"path":"b"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::NotSuspended)
+    );
+    let suspended = conversation.run("delete a and b").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    let ids: Vec<&str> = suspended.pending.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+
+    assert_eq!(
+        conversation.approve("nope").await,
+        Err(AnswerError::UnknownCall {
+            call_id: "nope".to_owned()
+        })
+    );
+    assert_eq!(conversation.approve("c1").await, Ok(1));
+    assert_eq!(
+        conversation.approve("c1").await,
+        Ok(1),
+        "the same answer again"
+    );
+    let changed = conversation.deny("c1", "changed my mind").await;
+    assert_eq!(
+        changed,
+        Err(AnswerError::AlreadyAnswered {
+            call_id: "c1".to_owned(),
+            answer: CallAnswer::Approve
+        })
+    );
+    assert_eq!(
+        changed.unwrap_err().to_string(),
+        "tool call `c1` is already answered (approved); an answer cannot be changed"
+    );
+    // Partial answers are kept; the turn resumes only once every call has one.
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::Unanswered {
+            call_ids: vec!["c2".to_owned()]
+        })
+    );
+    // Another turn is refused while the session is suspended; nothing is written or repaired.
+    let rows_before = conversation.rows().await.expect("rows");
+    let refused = conversation.run("something else").await;
+    assert_eq!(refused.status, TurnStatus::Error);
+    let error = refused.error.expect("an error");
+    assert_eq!(error.kind, TurnErrorKind::Suspended);
+    assert!(error.message.contains("c1, c2"), "{}", error.message);
+    let continued = conversation.continue_last_turn().await.expect("store");
+    assert_eq!(continued.map(|r| r.status), Some(TurnStatus::Error));
+    let injected = conversation.inject_message(Message::user("psst")).await;
+    assert!(
+        injected
+            .as_ref()
+            .is_err_and(|e| e.message().contains("is suspended")),
+        "{injected:?}"
+    );
+    assert_eq!(conversation.rows().await.expect("rows"), rows_before);
+
+    assert_eq!(conversation.deny("c2", "not b").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let runs: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|entry| entry.starts_with("delete("))
+        .collect();
+    assert_eq!(runs, ["delete(a)"]);
+    // Answered and resumed: the call is no longer waiting, and a second resume is refused.
+    assert_eq!(
+        conversation.approve("c1").await,
+        Err(AnswerError::UnknownCall {
+            call_id: "c1".to_owned()
+        })
+    );
+    assert_eq!(
+        conversation.resume().await.err(),
+        Some(AnswerError::NotSuspended)
+    );
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+/// A directory under the system's temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("agent-approval-{}-{name}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_suspension_survives_reopening_the_sqlite_file() {
+    let dir = TempDir::new("reopen");
+    let path = dir.0.join("approval.db");
+    let trace = Trace::new();
+    {
+        let store = SqliteStore::open(&path).expect("open");
+        let agent = mixed_agent(&mixed_script(), &trace, Arc::new(store));
+        let suspended = agent.session("s1").run("Add, then delete a.txt").await;
+        assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    }
+    trace.take();
+
+    // Another store on the file (as another process would open it) sees the waiting call.
+    let store = SqliteStore::open(&path).expect("reopen");
+    let model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+    let agent = mixed_agent(&model, &trace, Arc::new(store));
+    let conversation = agent.session("s1");
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].call, delete_pending());
+    assert_suspended(&conversation.rows().await.expect("rows"), &["c2"]);
+
+    assert_eq!(conversation.approve("c2").await, Ok(0));
+    let reopened = SqliteStore::open(&path).expect("a third store");
+    assert_eq!(
+        reopened.suspended("s1").await.expect("kept")[0].answer,
+        Some(CallAnswer::Approve)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let runs: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|entry| entry.starts_with("delete(") || entry.starts_with("add("))
+        .collect();
+    assert_eq!(runs, ["delete(a.txt)"]);
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c2",
+            "tool:c1:5",
+            "tool:c2:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert_whole(&rows);
+    assert!(reopened.suspended("s1").await.expect("none").is_empty());
+}
+
+/// Transfers money; a transfer over 1000 needs approval.
+#[tool(needs_approval = over_a_thousand)]
+fn transfer(amount: u32) -> String {
+    format!("sent {amount}")
+}
+
+fn over_a_thousand(args: &transfer_tool::TransferArgs) -> bool {
+    args.amount > 1000
+}
+
+/// Wipes the disk.
+#[tool(needs_approval)]
+fn wipe() -> String {
+    "wiped".to_owned()
+}
+
+#[tokio::test]
+async fn tool_attribute_needs_approval_always_or_by_a_predicate() {
+    use transfer_tool::{Transfer, TransferArgs};
+    assert!(!Transfer.needs_approval(&TransferArgs { amount: 10 }));
+    assert!(Transfer.needs_approval(&TransferArgs { amount: 5000 }));
+    assert!(wipe_tool::Wipe.needs_approval(&wipe_tool::WipeArgs {}));
+    assert!(!Add::default().needs_approval(&AddArgs { a: 1, b: 2 }));
+
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("small", "transfer", r#"{"amount":10}"#)
+            .tool_call("large", "transfer", r#"{"amount":5000}"#),
+        ScriptedStep::new().text("ok"),
+    ]);
+    let agent = AgentBuilder::new("bank")
+        .model(model)
+        .tool(transfer_tool::Transfer)
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    let suspended = conversation.run("pay").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    let ids: Vec<&str> = suspended.pending.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["large"]);
+    assert_suspended(&conversation.rows().await.expect("rows"), &["large"]);
+}
+
+/// `wait`, needing approval: records `wait` in `trace` when it runs; idempotent when asked.
+fn wait_tool(trace: &Trace, idempotent: bool) -> FnTool {
+    let trace = trace.clone();
+    let tool = FnTool::new(
+        "wait",
+        "Waits a long time.",
+        json!({"type": "object"}),
+        move |_, _| {
+            trace.push("wait");
+            async { Ok::<Value, ToolError>(json!("waited")) }
+        },
+    )
+    .needs_approval(|_| true);
+    if idempotent { tool.idempotent() } else { tool }
+}
+
+fn lease_store(path: &std::path::Path) -> Arc<SqliteStore> {
+    let options = SqliteOptions::default().turn_lease(std::time::Duration::from_millis(300));
+    Arc::new(SqliteStore::open_with(path, options).expect("open"))
+}
+
+/// Suspends a turn on `wait` in the session `durable` of `db` and approves the call; then
+/// another process resumes it and is killed with SIGKILL while the approved tool runs; then
+/// this process resumes again, with `wait` idempotent or not. Returns that last resume's
+/// result, what ran here and the session's rows.
+async fn killed_during_the_approved_tool(
+    db: &crate::durability::Db,
+    idempotent: bool,
+) -> (agent_core::TurnResult, Vec<String>, Vec<StoredMessage>) {
+    let crate::durability::Db::Sqlite(path) = db else {
+        panic!("these tests run on a SQLite file")
+    };
+    let trace = Trace::new();
+    {
+        let model = ScriptedModel::new([ScriptedStep::new().tool_call("call_1", "wait", "{}")]);
+        let agent = AgentBuilder::new("doomed")
+            .model(model)
+            .store(lease_store(path))
+            .dyn_tool(wait_tool(&trace, idempotent))
+            .build()
+            .expect("builds");
+        let session = agent.session("durable");
+        let suspended = session.run("Please answer.").await;
+        assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+        assert_eq!(session.approve("call_1").await, Ok(0));
+    }
+    let mut child = crate::durability::doomed_turn(db, "approved", 300);
+    child.kill().expect("SIGKILL the child");
+    assert!(!child.wait().expect("reap the child").success());
+
+    let model = ScriptedModel::new([ScriptedStep::new().text("Sorry about that.")]);
+    let agent = AgentBuilder::new("doomed")
+        .model(model)
+        .store(lease_store(path))
+        .dyn_tool(wait_tool(&trace, idempotent))
+        .build()
+        .expect("builds");
+    let session = agent.session("durable");
+    let waiting = session.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting.len(), 1, "the call still waits: {waiting:?}");
+    assert_eq!(waiting[0].answer, Some(CallAnswer::Approve));
+    assert!(
+        waiting[0].started_at.is_some(),
+        "its execution record says it started"
+    );
+    let resumed = session.resume().await.expect("resumes");
+    let rows = session.rows().await.expect("rows");
+    (resumed, trace.take(), rows)
+}
+
+#[tokio::test]
+async fn an_approved_call_killed_mid_run_is_reported_interrupted_and_never_run_again() {
+    let db = crate::durability::Db::sqlite("approved-interrupted");
+
+    let (resumed, ran, rows) = killed_during_the_approved_tool(&db, false).await;
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let outcomes: Vec<&str> = resumed.resumed.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["interrupted"]);
+    assert!(ran.is_empty(), "the tool did not run again: {ran:?}");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Please answer.",
+            "assistant:calls call_1",
+            "tool:call_1:tool `wait` was interrupted: it started after its approval and its \
+             process stopped before it finished; it may have taken effect, and was not run again",
+            "assistant:Sorry about that.",
+        ]
+    );
+    assert!(matches!(
+        &rows[2].message,
+        Message::Tool { is_error: true, .. }
+    ));
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn an_idempotent_approved_call_killed_mid_run_runs_again_once() {
+    let db = crate::durability::Db::sqlite("approved-idempotent");
+
+    let (resumed, ran, rows) = killed_during_the_approved_tool(&db, true).await;
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let outcomes: Vec<&str> = resumed.resumed.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["executed"]);
+    assert_eq!(ran, ["wait"]);
+    assert_eq!(described(&rows)[2], "tool:call_1:waited");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn an_answer_given_with_a_fingerprint_must_match_the_waiting_call() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    let print = suspended.pending[0].fingerprint.clone();
+    // A fingerprint of other arguments (a stale view of the call) answers nothing.
+    let stale = "d31b2f9baff97c7df44018ce6a5e7b81ea8811b53d7ffc2de17b2467ffc25818";
+
+    let refused = conversation
+        .answer("c2", CallAnswer::Approve, Some(stale))
+        .await;
+
+    assert_eq!(
+        refused,
+        Err(AnswerError::BadToken {
+            call_id: "c2".to_owned()
+        })
+    );
+    assert_eq!(
+        conversation.waiting_calls().await.expect("waiting")[0].answer,
+        None
+    );
+    assert_eq!(
+        conversation
+            .answer("c2", CallAnswer::Approve, Some(&print))
+            .await,
+        Ok(0)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+}
+
+#[tokio::test]
+async fn with_an_approval_key_only_the_call_s_own_token_answers_it() {
+    let trace = Trace::new();
+    // In call order: the first session's turn, the second's, the first's resume and next turn.
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+    ]);
+    let agent = AgentBuilder::new("files")
+        .model(model)
+        .dyn_tool(delete_tool(&trace))
+        .approval_key(b"0123456789abcdef0123456789abcdef".to_vec())
+        .build()
+        .expect("builds");
+    let first = agent.session("first");
+    let suspended = first.run("delete a.txt").await;
+    let token = suspended.pending[0].token.clone().expect("a token");
+    assert_eq!(token.len(), 64);
+    let c2 = || "c2".to_owned();
+
+    // Without a token, or with a forged one, nothing is answered.
+    assert_eq!(
+        first.approve("c2").await,
+        Err(AnswerError::TokenRequired { call_id: c2() })
+    );
+    let forged = "0".repeat(64);
+    assert_eq!(
+        first.answer("c2", CallAnswer::Approve, Some(&forged)).await,
+        Err(AnswerError::BadToken { call_id: c2() })
+    );
+    // The same call id, tool and arguments in another session have another token.
+    let second = agent.session("second");
+    let other = second.run("delete a.txt").await;
+    let other_token = other.pending[0].token.clone().expect("a token");
+    assert_ne!(other_token, token);
+    assert_eq!(
+        second.answer("c2", CallAnswer::Approve, Some(&token)).await,
+        Err(AnswerError::BadToken { call_id: c2() })
+    );
+
+    assert_eq!(
+        first.answer("c2", CallAnswer::Approve, Some(&token)).await,
+        Ok(0)
+    );
+    let resumed = first.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    // Replayed against a later suspension of the same call id in the same session: refused.
+    let again = first.run("delete a.txt again").await;
+    assert_eq!(again.status, TurnStatus::Suspended, "{again:?}");
+    assert_ne!(again.pending[0].token.as_deref(), Some(token.as_str()));
+    let replayed = first.answer("c2", CallAnswer::Approve, Some(&token)).await;
+    assert_eq!(replayed, Err(AnswerError::BadToken { call_id: c2() }));
+    assert_eq!(
+        replayed.unwrap_err().to_string(),
+        "the answer's token does not match waiting tool call `c2`: it was forged, or made for \
+         another call or an earlier suspension of it; nothing was answered"
+    );
+    let runs: Vec<String> = trace.take();
+    assert_eq!(runs, ["delete(a.txt)"]);
+}
+
+#[tokio::test]
+async fn a_client_tool_s_call_waits_for_the_result_the_client_submits() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "get_location", "{}"),
+        ScriptedStep::new().text("You are in Oslo."),
+    ]);
+    let location = ClientTool::new(
+        "get_location",
+        "The user's location, from their device.",
+        json!({"type": "object", "properties": {}}),
+    );
+    let agent = AgentBuilder::new("guide")
+        .model(model.clone())
+        .dyn_tool(location)
+        .record_tool_calls(&trace)
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("Where am I?").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let pending = &suspended.pending[0];
+    assert_eq!(pending.kind, PendingKind::Client);
+    assert_eq!(pending.reason, "tool `get_location` runs on the client");
+    // The gates ran; the tool is the client's.
+    assert_eq!(trace.take(), lines(&["before_tool_call(get_location c1)"]));
+    let wrong = conversation.approve("c1").await;
+    assert_eq!(
+        wrong,
+        Err(AnswerError::WrongKind {
+            call_id: "c1".to_owned(),
+            kind: PendingKind::Client
+        })
+    );
+    assert_eq!(
+        wrong.unwrap_err().to_string(),
+        "tool call `c1` waits for a result (kind `client`), not an approval: submit it with \
+         `submit_result`, or deny it"
+    );
+
+    assert_eq!(
+        conversation
+            .submit_result("c1", json!({"city": "Oslo"}))
+            .await,
+        Ok(0)
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "You are in Oslo.");
+    assert!(
+        trace.take().is_empty(),
+        "no tool-call hook runs for a submitted result"
+    );
+    let requests = model.requests();
+    assert_eq!(
+        requests[1].messages.last(),
+        Some(&Message::Tool {
+            call_id: "c1".to_owned(),
+            name: "get_location".to_owned(),
+            content: r#"{"city":"Oslo"}"#.to_owned(),
+            is_error: false,
+        })
+    );
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+#[tokio::test]
+async fn a_deferred_call_takes_a_submitted_result_and_an_approval_does_not_fit_it() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = AgentBuilder::new("calc")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ledger", |_| {
+                ToolCallDecision::defer("the ledger adds it")
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("2+3").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(suspended.pending[0].kind, PendingKind::Deferred);
+    assert_eq!(suspended.pending[0].reason, "the ledger adds it");
+    assert!(matches!(
+        conversation.approve("c1").await,
+        Err(AnswerError::WrongKind { .. })
+    ));
+    assert_eq!(conversation.submit_result("c1", json!(5)).await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert!(trace.take().is_empty(), "the tool never ran here");
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(described(&rows)[2], "tool:c1:5");
+    assert_whole(&rows);
+}
+
+#[tokio::test]
+async fn a_result_does_not_answer_a_call_waiting_for_approval() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("Add, then delete a.txt").await.status,
+        TurnStatus::Suspended
+    );
+
+    let refused = conversation.submit_result("c2", json!("deleted")).await;
+
+    assert_eq!(
+        refused,
+        Err(AnswerError::WrongKind {
+            call_id: "c2".to_owned(),
+            kind: PendingKind::Approval
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_approved_call_a_gate_defers_when_it_runs_waits_again() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let agent = AgentBuilder::new("calc")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ask, then defer", |ctx| {
+                match ctx.approval {
+                    None => ToolCallDecision::ask("check first"),
+                    Some(_) => ToolCallDecision::defer("the ledger adds it"),
+                }
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("2+3").await.status, TurnStatus::Suspended);
+    assert_eq!(conversation.approve("c1").await, Ok(0));
+
+    let again = conversation.resume().await.expect("resumes");
+
+    assert_eq!(again.status, TurnStatus::Suspended, "{again:?}");
+    assert_eq!(again.pending.len(), 1);
+    assert_eq!(again.pending[0].kind, PendingKind::Deferred);
+    assert_eq!(again.pending[0].reason, "the ledger adds it");
+    assert_suspended(&conversation.rows().await.expect("rows"), &["c1"]);
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(
+        (waiting[0].answer.clone(), waiting[0].started_at),
+        (None, None)
+    );
+    assert_eq!(conversation.submit_result("c1", json!(5)).await, Ok(0));
+    let done = conversation.resume().await.expect("resumes");
+    assert_eq!(done.status, TurnStatus::Completed, "{done:?}");
+    assert!(trace.take().is_empty(), "the tool never ran");
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+#[tokio::test]
+async fn a_tool_approved_for_good_runs_without_asking_until_revoked() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a"}"#)
+            .tool_call("c2", "delete", r#"{"path":"b"}"#),
+        ScriptedStep::new().text("Deleted both."),
+        ScriptedStep::new().tool_call("c3", "delete", r#"{"path":"c"}"#),
+        ScriptedStep::new().text("Deleted c."),
+        ScriptedStep::new().tool_call("c4", "delete", r#"{"path":"d"}"#),
+    ]);
+    let t = trace.clone();
+    let agent = AgentBuilder::new("files")
+        .model(model)
+        .dyn_tool(delete_tool(&trace))
+        .before_tool_call(
+            Matcher::tool("delete").dynamic(),
+            Hook::<event::BeforeToolCall<Value>>::sync("gate", move |ctx| {
+                let approval = ctx
+                    .approval
+                    .as_ref()
+                    .map_or("none".to_owned(), ToString::to_string);
+                t.push(format!("gate({} {approval})", ctx.call_id));
+            }),
+        )
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("delete a and b").await.status,
+        TurnStatus::Suspended
+    );
+    trace.take();
+
+    // One answer approves both waiting calls of the tool, and the tool for the session.
+    assert_eq!(conversation.approve_always("c1").await, Ok(0));
+    assert_eq!(
+        conversation.approved_tools().await.expect("tools"),
+        ["delete"]
+    );
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    let answers: Vec<Option<CallAnswer>> = waiting.iter().map(|w| w.answer.clone()).collect();
+    assert_eq!(
+        answers,
+        [
+            Some(CallAnswer::ApproveAlways),
+            Some(CallAnswer::ApproveAlways)
+        ]
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+
+    // A later call of the tool runs without asking; the gate sees the standing approval.
+    let later = conversation.run("delete c").await;
+    assert_eq!(later.status, TurnStatus::Completed, "{later:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "gate(c1 approved for the session)",
+            "delete(a)",
+            "gate(c2 approved for the session)",
+            "delete(b)",
+            "gate(c3 approved for the session)",
+            "delete(c)",
+        ])
+    );
+
+    assert_eq!(conversation.revoke_approval("delete").await, Ok(true));
+    assert_eq!(conversation.revoke_approval("delete").await, Ok(false));
+    let asks = conversation.run("delete d").await;
+    assert_eq!(asks.status, TurnStatus::Suspended, "{asks:?}");
+    assert_eq!(asks.pending[0].id, "c4");
+    assert_eq!(trace.take(), lines(&["gate(c4 none)"]));
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_standing_approvals_across_a_reopen() {
+    let dir = TempDir::new("approved-tools");
+    let path = dir.0.join("approved.db");
+    let store = SqliteStore::open(&path).expect("open");
+    store
+        .set_approved_tools("s1", vec!["delete".to_owned(), "wipe".to_owned()])
+        .await
+        .expect("kept");
+    drop(store);
+
+    let store = SqliteStore::open(&path).expect("reopen");
+    assert_eq!(
+        store.approved_tools("s1").await.expect("read"),
+        ["delete", "wipe"]
+    );
+    assert!(store.approved_tools("s2").await.expect("read").is_empty());
+    store
+        .set_approved_tools("s1", Vec::new())
+        .await
+        .expect("cleared");
+    assert!(store.approved_tools("s1").await.expect("read").is_empty());
+}
+
+#[tokio::test]
+async fn a_call_suspended_after_a_handoff_resumes_on_the_agent_that_made_it() {
+    let trace = Trace::new();
+    let triage_model = ScriptedModel::with_id(
+        "triage-model",
+        [ScriptedStep::new().tool_call("h1", "transfer_to_billing", "{}")],
+    );
+    let billing_model = ScriptedModel::with_id(
+        "billing-model",
+        [
+            ScriptedStep::new().tool_call("c1", "delete", r#"{"path":"invoice.pdf"}"#),
+            ScriptedStep::new().text("Billing is done."),
+        ],
+    );
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model.clone())
+        .dyn_tool(delete_tool(&trace))
+        .build()
+        .expect("billing builds");
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model)
+        .handoff(&billing)
+        .build()
+        .expect("triage builds");
+    let conversation = triage.conversation();
+
+    let suspended = conversation.run("Delete my invoice").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(&*suspended.agent.name, "billing");
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting[0].agent, "billing");
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // Billing's tool runs and billing's model goes on, as before the suspension.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(&*resumed.agent.name, "billing");
+    assert_eq!(resumed.text, "Billing is done.");
+    assert_eq!(trace.take(), lines(&["delete(invoice.pdf)"]));
+    assert_eq!(billing_model.requests().len(), 2);
+    assert_whole(&conversation.rows().await.expect("rows"));
+}
+
+#[tokio::test]
+async fn a_subagent_that_would_suspend_fails_its_call_with_a_reason() {
+    let trace = Trace::new();
+    let worker = AgentBuilder::new("worker")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "w1",
+            "delete",
+            r#"{"path":"x"}"#,
+        )]))
+        .dyn_tool(delete_tool(&trace))
+        .build()
+        .expect("worker builds");
+    let boss = AgentBuilder::new("boss")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("s1", "worker", r#"{"input":"delete x"}"#),
+            ScriptedStep::new().text("It could not."),
+        ]))
+        .subagent(&worker)
+        .build()
+        .expect("boss builds");
+    let conversation = boss.conversation();
+
+    let result = conversation.run("Have x deleted").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let outcome = &result.steps[0].tool_results[0];
+    assert!(outcome.is_error);
+    assert_eq!(
+        outcome.content,
+        "agent `worker` suspended: its tool calls w1 wait for an answer, which a subagent's \
+         turn cannot wait for"
+    );
+    assert!(trace.take().is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_turn_streams_the_waiting_call_s_result_then_the_model_s_answer() {
+    let trace = Trace::new();
+    let agent = mixed_agent(
+        &mixed_script(),
+        &trace,
+        Arc::new(agent_core::MemoryStore::new()),
+    );
+    let conversation = agent.conversation();
+    assert_eq!(
+        conversation.run("Add, then delete a.txt").await.status,
+        TurnStatus::Suspended
+    );
+    conversation.approve("c2").await.expect("approved");
+
+    let mut events = conversation
+        .resume_stream(TurnRequest::default())
+        .await
+        .expect("resumes");
+    let mut seen = Vec::new();
+    while let Some(event) = within("the resumed stream", events.next()).await {
+        seen.push(match event {
+            TurnEvent::Chunk { chunk, .. } => describe_chunk(&chunk),
+            TurnEvent::StepFinished(record) => format!("step_finished({})", record.step),
+            TurnEvent::Finished(result) => format!("finished({})", result.status),
+            other => format!("{other:?}"),
+        });
+    }
+
+    assert_eq!(
+        seen,
+        lines(&[
+            "tool_result:c2 delete ok",
+            "text:Done.",
+            "step_finished(0)",
+            "finished(completed)",
+        ])
+    );
+}
