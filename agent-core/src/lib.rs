@@ -40,7 +40,7 @@ mod util;
 
 pub use agent::{
     Agent, AgentBuilder, AgentSpec, BuildError, CommandEvent, CommandHook, CommandHookError,
-    Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent, TurnStream,
+    Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent, Team, TurnStream,
     TwoSided, TwoSidedState, two_sided,
 };
 pub use agent_macros::{agent, hook, tool};

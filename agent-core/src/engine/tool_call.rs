@@ -31,7 +31,7 @@ pub(crate) struct CallResult {
     pub(crate) handoff: Option<usize>,
 }
 
-fn rejected(call: &ToolCall, content: String) -> CallResult {
+pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),

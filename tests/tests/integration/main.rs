@@ -28,6 +28,7 @@ mod macro_hooks;
 mod macro_multi_agent;
 mod macro_tools;
 mod multi_agent_context;
+mod multi_agent_cycles;
 mod multi_agent_guardrails;
 mod multi_agent_handoff;
 mod multi_agent_limits;
