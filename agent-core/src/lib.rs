@@ -1,8 +1,9 @@
 //! Typed agents, tools and lifecycle hooks.
 //!
 //! Tools and hooks are plain Rust functions annotated with [`macro@tool`], [`macro@agent`] and
-//! [`macro@hook`]. Hook matchers are resolved against the agent's tools when the code compiles, and
-//! each hook receives the matched tools' own typed inputs and outputs. The engine runs the agent
+//! [`macro@hook`]; observers of a whole run are an impl block under [`macro@run_hooks`]. Hook
+//! matchers are resolved against the agent's tools when the code compiles, and each hook
+//! receives the matched tools' own typed inputs and outputs. The engine runs the agent
 //! loop (model steps, streaming, concurrent tool calls, history) and fires every hook at its
 //! place. The [`event`] page is the hook index: every event, what its hooks receive and may
 //! return, its failure policy and the engine function that fires it; the README adds the
@@ -43,9 +44,9 @@ mod util;
 pub use agent::{
     Agent, AgentBuilder, AgentSpec, AnswerError, BuildError, CommandEvent, CommandHook,
     CommandHookError, Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent,
-    TurnStream, TwoSided, TwoSidedState, two_sided,
+    Team, TurnStream, TwoSided, TwoSidedState, two_sided,
 };
-pub use agent_macros::{agent, hook, tool};
+pub use agent_macros::{agent, hook, run_hooks, tool};
 pub use cancel::CancelToken;
 pub use engine::{
     Budget, Guardrail, GuardrailVerdict, HandoffHistory, HistoryFilter, Price, PriceTable,

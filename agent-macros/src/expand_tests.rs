@@ -176,3 +176,22 @@ fn agent_with_context_handoffs_and_subagents() {
     );
     check("agent_multi", expanded);
 }
+
+#[test]
+fn run_hooks_on_a_generic_impl() {
+    let expanded = crate::run_hooks::entry(
+        quote!(),
+        quote! {
+            impl<T: Display + Send + Sync + 'static> Timeline<T> {
+                fn on_agent_start(&self, agent: &RunAgent) {
+                    println!("[{}] {}", self.tag, agent.path);
+                }
+
+                fn on_handoff(&self, from: &RunAgent, to: &str) {
+                    println!("[{}] {} -> {to}", self.tag, from.name);
+                }
+            }
+        },
+    );
+    check("run_hooks", expanded);
+}

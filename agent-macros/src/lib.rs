@@ -1,6 +1,6 @@
-//! The `#[agent]`, `#[tool]` and `#[hook]` attributes of `agent-core`.
+//! The `#[agent]`, `#[tool]`, `#[hook]` and `#[run_hooks]` attributes of `agent-core`.
 //!
-//! Use them through `agent_core::{agent, tool, hook}`; this crate is an implementation detail.
+//! Use them through `agent_core::{agent, tool, hook, run_hooks}`; this crate is an implementation detail.
 //! Each attribute lives in its own module, split into parse (syntax to a typed model that keeps
 //! spans), check (rules across items, such as matchers against the agent's tools) and expand
 //! (model to code against agent-core's public builder API).
@@ -10,6 +10,7 @@ mod agent;
 mod common;
 mod ctxt;
 mod hook;
+mod run_hooks;
 mod tool;
 
 #[cfg(test)]
@@ -82,4 +83,29 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn agent(args: TokenStream, input: TokenStream) -> TokenStream {
     agent::entry(args.into(), input.into()).into()
+}
+
+/// Makes an impl block a type's run hooks: writes `impl RunHooks` for the type with its
+/// methods, each checked against the trait's method of its name.
+///
+/// ```ignore
+/// #[run_hooks]
+/// impl Timeline {
+///     fn on_agent_start(&self, agent: &RunAgent) { /* ... */ }
+///     fn on_handoff(&self, from: &RunAgent, to: &str) { /* ... */ }
+/// }
+/// ```
+///
+/// The methods are any of `on_agent_start(&self, agent: &RunAgent)`,
+/// `on_agent_end(&self, agent: &RunAgent, output: &str)`, `on_handoff(&self, from: &RunAgent,
+/// to: &str)`, `on_tool_start(&self, agent: &RunAgent, call: &ToolCall)`,
+/// `on_tool_end(&self, agent: &RunAgent, result: &ToolResultRecord)`,
+/// `on_llm_start(&self, agent: &RunAgent, request: &ModelRequest)` and
+/// `on_llm_end(&self, agent: &RunAgent, text: &str, tool_calls: usize)`; the others keep
+/// their defaults, which do nothing. A method of another name, another signature, `async` or
+/// without `&self` is a compile error on it. Generic impl blocks are supported. Options:
+/// `crate = path`.
+#[proc_macro_attribute]
+pub fn run_hooks(args: TokenStream, input: TokenStream) -> TokenStream {
+    run_hooks::entry(args.into(), input.into()).into()
 }

@@ -8,8 +8,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::handoff::Target;
+use super::team::Roster;
 use super::{Agent, CommandHook, Handoff, Subagent};
-use crate::engine::runtime::{AgentRuntime, HandoffSlot, SubagentMark, ToolSlot};
+use crate::engine::runtime::{
+    AgentRuntime, HandoffSlot, HandoffTarget, SubagentMark, TeamAgents, ToolSlot, TransferTool,
+};
 use crate::engine::{Guardrail, TurnOverlap};
 use crate::hooks::Extension;
 use crate::hooks::event::{AfterToolCall, BeforeToolCall};
@@ -351,8 +355,24 @@ impl AgentBuilder {
         }
     }
 
-    /// Builds the agent, checking tool names and every hook's matcher against the tools.
+    /// Builds the agent, checking tool names and every hook's matcher against the tools. An
+    /// agent with a [`Handoff::named`] is built with its teammates by
+    /// [`Team::build`](super::Team::build) instead.
     pub fn build(self) -> Result<Agent, BuildError> {
+        Ok(Agent {
+            inner: Arc::new(self.runtime(None)?),
+            team: None,
+        })
+    }
+
+    /// The agent's name and description, as its teammates' handoffs see them.
+    pub(super) fn roster_entry(&self) -> (String, Option<String>) {
+        (self.name.clone(), self.description.clone())
+    }
+
+    /// The agent's runtime, its named handoffs checked against `team` (the names and
+    /// descriptions of its team's agents, `None` when it is built alone) and left to link.
+    pub(super) fn runtime(self, team: Option<&Roster>) -> Result<AgentRuntime, BuildError> {
         let AgentBuilder {
             name,
             description,
@@ -381,7 +401,9 @@ impl AgentBuilder {
         } = self;
         let mut tools = tools;
         let mut subagent_names = vec![None; tools.len()];
+        let mut teams: Vec<TeamAgents> = Vec::new();
         for subagent in subagents {
+            teams.extend(subagent.agent.team);
             let mark = SubagentMark {
                 name: subagent.agent.inner.name.clone(),
                 inherit: subagent.inherit,
@@ -402,7 +424,7 @@ impl AgentBuilder {
             problems.push("`max_steps` must be at least 1".to_owned());
         }
         let tool_index = index_tools(&tools, &mut problems);
-        let handoffs = handoff_slots(handoffs, &tool_index, &mut problems);
+        let handoffs = handoff_slots(handoffs, team, &tool_index, &mut teams, &mut problems);
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
@@ -434,59 +456,80 @@ impl AgentBuilder {
             })
             .collect();
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
-        Ok(Agent {
-            inner: Arc::new(AgentRuntime {
-                name: name.into(),
-                description,
-                instructions,
-                model,
-                max_steps,
-                tool_concurrency,
-                tool_timeout,
-                overlap,
-                settings,
-                provider_options,
-                tools: slots,
-                tool_index,
-                specs,
-                hooks,
-                before_hooks,
-                after_hooks,
-                store: Arc::new(crate::store::PanicSafe(
-                    store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
-                )),
-                approval_key,
-                handoffs,
-                context_type,
-                input_guardrails,
-                output_guardrails,
-                extensions,
-                sessions: Default::default(),
-                configure_session,
-                session_states: Default::default(),
-            }),
+        Ok(AgentRuntime {
+            name: name.into(),
+            description,
+            instructions,
+            model,
+            max_steps,
+            tool_concurrency,
+            tool_timeout,
+            overlap,
+            settings,
+            provider_options,
+            tools: slots,
+            tool_index,
+            specs,
+            hooks,
+            before_hooks,
+            after_hooks,
+            store: Arc::new(crate::store::PanicSafe(
+                store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            )),
+            approval_key,
+            handoffs,
+            _teams: teams,
+            context_type,
+            input_guardrails,
+            output_guardrails,
+            extensions,
+            sessions: Default::default(),
+            configure_session,
+            session_states: Default::default(),
         })
     }
 }
 
-/// The handoffs' transfer tools; a name that is invalid or taken by a tool or another handoff
-/// is a problem.
+/// The handoffs' transfer tools (the teams of their built targets go to `teams`); a name that
+/// is invalid or taken by a tool or another handoff is a problem, and so is a named target
+/// that is none of the team's agents (or any, for an agent built alone).
 fn handoff_slots(
     handoffs: Vec<Handoff>,
+    team: Option<&Roster>,
     tools: &HashMap<String, usize>,
+    teams: &mut Vec<TeamAgents>,
     problems: &mut Vec<String>,
 ) -> Vec<HandoffSlot> {
     let mut slots: Vec<HandoffSlot> = Vec::with_capacity(handoffs.len());
     for handoff in handoffs {
-        let slot = HandoffSlot::new(
-            handoff.target.inner,
-            handoff.tool_name,
-            handoff.description,
-            handoff.history,
-            handoff.inherit,
-        );
+        let tool = TransferTool {
+            tool_name: handoff.tool_name,
+            description: handoff.description,
+            history: handoff.history,
+            inherit: handoff.inherit,
+        };
+        let slot = match handoff.target {
+            Target::Agent(agent) => {
+                teams.extend(agent.team);
+                let (to, what) = (agent.inner.name.clone(), agent.inner.description.clone());
+                HandoffSlot::new(HandoffTarget::Built(agent.inner), to, what.as_deref(), tool)
+            }
+            Target::Named(name) => {
+                let what = match team {
+                    Some(team) => team.description(&name, problems),
+                    None => {
+                        problems.push(format!(
+                            "handoff to `{name}` names its target: build this agent and `{name}` together with `Team::build`"
+                        ));
+                        None
+                    }
+                };
+                let linked = HandoffTarget::Linked(Default::default());
+                HandoffSlot::new(linked, name.into(), what, tool)
+            }
+        };
         let name = &slot.spec.name;
-        let target = &slot.target.name;
+        let target = &slot.to;
         if !is_valid_tool_name(name) {
             problems.push(format!(
                 "handoff to `{target}`: invalid transfer tool name `{name}`: use 1 to 64 of `[A-Za-z0-9_-]` (name it with `Handoff::tool_name`)"

@@ -1,4 +1,6 @@
 //! A handoff an agent may make ([`Handoff`]), given to [`AgentBuilder::handoff`](super::AgentBuilder::handoff).
+//! Its target is an agent built before (`Handoff::to`) or a teammate named and linked when
+//! the team is built (`Handoff::named`, [`Team`](super::Team)).
 
 use super::Agent;
 use crate::engine::HandoffHistory;
@@ -21,20 +23,60 @@ use crate::engine::HandoffHistory;
 ///     .unwrap();
 /// # let _ = triage;
 /// ```
+///
+/// Agents that hand off to each other both ways (triage to billing and billing back to
+/// triage) name each other with [`Handoff::named`] and are built together with
+/// [`Team::build`](super::Team::build).
 #[derive(Clone, Debug)]
 pub struct Handoff {
-    pub(crate) target: Agent,
+    pub(crate) target: Target,
     pub(crate) tool_name: Option<String>,
     pub(crate) description: Option<String>,
     pub(crate) history: HandoffHistory,
     pub(crate) inherit: bool,
 }
 
+/// Where a handoff goes.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// An agent built before this one.
+    Agent(Agent),
+    /// The teammate of this name, linked by [`Team::build`](super::Team::build).
+    Named(String),
+}
+
 impl Handoff {
     /// A handoff to `target`, with the default transfer tool and the whole history.
     pub fn to(target: &Agent) -> Handoff {
+        Handoff::with_target(Target::Agent(target.clone()))
+    }
+
+    /// A handoff to the agent named `name` of the same [`Team`](super::Team), which may be
+    /// built after this one and may hand off back to it. The team links it when it is built;
+    /// a name that is none of the team's agents, or an agent with such a handoff built alone
+    /// (`AgentBuilder::build`), is a [`BuildError`](super::BuildError).
+    ///
+    /// ```
+    /// use agent_core::{AgentBuilder, Handoff, ScriptedModel, Team};
+    /// let team = Team::build([
+    ///     AgentBuilder::new("triage")
+    ///         .model(ScriptedModel::new([]))
+    ///         .handoff(Handoff::named("billing")),
+    ///     AgentBuilder::new("billing")
+    ///         .model(ScriptedModel::new([]))
+    ///         .handoff(Handoff::named("triage").tool_name("back_to_triage")),
+    /// ])
+    /// .unwrap();
+    /// let triage = team.agent("triage").unwrap();
+    /// # let _ = triage;
+    /// ```
+    pub fn named(name: impl Into<String>) -> Handoff {
+        Handoff::with_target(Target::Named(name.into()))
+    }
+
+    fn with_target(target: Target) -> Handoff {
         Handoff {
-            target: target.clone(),
+            target,
             tool_name: None,
             description: None,
             history: HandoffHistory::All,

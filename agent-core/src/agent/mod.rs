@@ -13,12 +13,13 @@ mod handoff;
 mod inject;
 mod stream;
 mod subagent;
+mod team;
 mod two_sided;
 
 use std::sync::Arc;
 
 use crate::engine::TurnRequest;
-use crate::engine::runtime::AgentRuntime;
+use crate::engine::runtime::{AgentRuntime, TeamAgents};
 use crate::tool::ToolSpec;
 
 pub use approval::AnswerError;
@@ -28,6 +29,7 @@ pub use conversation::Conversation;
 pub use handoff::Handoff;
 pub use stream::TurnStream;
 pub use subagent::Subagent;
+pub use team::Team;
 pub use two_sided::{SessionEnd, Side, SideId, SideStop, TwoSided, TwoSidedState, two_sided};
 
 /// What `#[agent]` implements for an impl block: the agent's name and how it registers its
@@ -63,6 +65,9 @@ pub trait HookSet {
 #[derive(Clone)]
 pub struct Agent {
     pub(crate) inner: Arc<AgentRuntime>,
+    /// The agent's team, when it was built in one ([`Team`]): held so that the teammates it
+    /// links to weakly live as long as this handle.
+    pub(crate) team: Option<TeamAgents>,
 }
 
 impl std::fmt::Debug for Agent {

@@ -2,7 +2,7 @@
 //! transfer call, and the switch to the target agent once the step is recorded.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::json;
@@ -12,7 +12,7 @@ use super::inherit::Inherited;
 use super::plan::{CallScope, TurnPlan, TurnTools};
 use super::runtime::AgentRuntime;
 use super::state::Turn;
-use super::tool_call::CallResult;
+use super::tool_call::{CallResult, rejected};
 use crate::hooks::{HandoffContext, HandoffDecision, ToolOutcomeKind, ToolResultRecord, each};
 use crate::message::{Message, ToolCall};
 use crate::tool::ToolSpec;
@@ -76,30 +76,52 @@ impl HandoffHistory {
     }
 }
 
+/// The agent a handoff goes to.
+pub(crate) enum HandoffTarget {
+    /// An agent built before the one handing off, held by it.
+    Built(Arc<AgentRuntime>),
+    /// A teammate named by the handoff, linked when the team is built (`link`). Held weakly:
+    /// teammates may hand off to each other both ways, and strong links would make a cycle
+    /// that is never freed; the team holds its agents instead (`TeamAgents`).
+    Linked(OnceLock<Weak<AgentRuntime>>),
+}
+
 /// A handoff an agent may make: its target, the transfer tool the model sees and the history
 /// filter.
 pub(crate) struct HandoffSlot {
-    pub(crate) target: Arc<AgentRuntime>,
+    pub(crate) target: HandoffTarget,
+    /// The target's name.
+    pub(crate) to: Arc<str>,
     pub(crate) spec: Arc<ToolSpec>,
     pub(crate) history: HandoffHistory,
     /// Whether the target inherits the handing agent's untyped tool hooks.
     pub(crate) inherit: bool,
 }
 
+/// What a handoff's transfer tool is made from, besides its target.
+pub(crate) struct TransferTool {
+    pub(crate) tool_name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) history: HandoffHistory,
+    pub(crate) inherit: bool,
+}
+
 impl HandoffSlot {
-    /// The transfer tool of a handoff to `target`: `transfer_to_<name>` unless named, with a
-    /// description naming the target (and what it does) unless given, and no arguments.
+    /// The transfer tool of a handoff to the agent named `to` (whose description is
+    /// `what`): `transfer_to_<name>` unless named, with a description naming the target (and
+    /// what it does) unless given, and no arguments.
     pub(crate) fn new(
-        target: Arc<AgentRuntime>,
-        tool_name: Option<String>,
-        description: Option<String>,
-        history: HandoffHistory,
-        inherit: bool,
+        target: HandoffTarget,
+        to: Arc<str>,
+        what: Option<&str>,
+        tool: TransferTool,
     ) -> HandoffSlot {
-        let name = tool_name.unwrap_or_else(|| format!("transfer_to_{}", target.name));
-        let description = description.unwrap_or_else(|| match &target.description {
-            Some(what) => format!("Hand the conversation to agent `{}`: {what}", target.name),
-            None => format!("Hand the conversation to agent `{}`.", target.name),
+        let name = tool
+            .tool_name
+            .unwrap_or_else(|| format!("transfer_to_{to}"));
+        let description = tool.description.unwrap_or_else(|| match what {
+            Some(what) => format!("Hand the conversation to agent `{to}`: {what}"),
+            None => format!("Hand the conversation to agent `{to}`."),
         });
         let spec = ToolSpec {
             name,
@@ -108,10 +130,122 @@ impl HandoffSlot {
         };
         HandoffSlot {
             target,
+            to,
             spec: Arc::new(spec),
-            history,
-            inherit,
+            history: tool.history,
+            inherit: tool.inherit,
         }
+    }
+}
+
+/// Links every named handoff of a team's agents to the agent of its name (the builder checked
+/// that each name is one agent's).
+pub(crate) fn link(team: &[Arc<AgentRuntime>]) {
+    for agent in team {
+        for slot in &agent.handoffs {
+            let HandoffTarget::Linked(link) = &slot.target else {
+                continue;
+            };
+            if let Some(target) = team.iter().find(|target| target.name == slot.to) {
+                // The agents were just built: nothing linked them before.
+                let _ = link.set(Arc::downgrade(target));
+            }
+        }
+    }
+}
+
+/// The agents a turn can hand off to, held while it runs (a linked target is held only weakly
+/// by its teammates), so that the turn can borrow whichever it switches to.
+#[derive(Default)]
+pub(super) struct Reach {
+    held: Vec<Arc<AgentRuntime>>,
+}
+
+impl Reach {
+    /// Every agent reachable from `entry` through handoffs, each once.
+    pub(super) fn of(entry: &AgentRuntime) -> Reach {
+        let mut reach = Reach::default();
+        reach.visit(entry);
+        let mut next = 0;
+        while let Some(agent) = reach.held.get(next).cloned() {
+            reach.visit(&agent);
+            next += 1;
+        }
+        reach
+    }
+
+    fn visit(&mut self, agent: &AgentRuntime) {
+        for slot in &agent.handoffs {
+            let target = match &slot.target {
+                HandoffTarget::Built(target) => Some(target.clone()),
+                HandoffTarget::Linked(link) => link.get().and_then(Weak::upgrade),
+            };
+            if let Some(target) = target
+                && !self.held.iter().any(|held| Arc::ptr_eq(held, &target))
+            {
+                self.held.push(target);
+            }
+        }
+    }
+
+    /// The target of `slot`: `None` when it is a teammate that was never linked or no longer
+    /// lived when the turn started.
+    pub(super) fn target<'a>(&'a self, slot: &'a HandoffSlot) -> Option<&'a AgentRuntime> {
+        match &slot.target {
+            HandoffTarget::Built(target) => Some(target),
+            HandoffTarget::Linked(link) => {
+                let link = link.get()?;
+                let held = self
+                    .held
+                    .iter()
+                    .find(|held| Weak::as_ptr(link) == Arc::as_ptr(held));
+                held.map(|held| &**held)
+            }
+        }
+    }
+}
+
+/// How many more steps each agent of a turn may run: an agent's step limit bounds all the
+/// steps it runs in the turn, however often handoffs give it the turn back, so agents handing
+/// a turn back and forth stop.
+pub(super) struct StepAllowance<'a> {
+    /// Each agent that has run, with the steps it has left.
+    left: Vec<(&'a AgentRuntime, usize)>,
+    /// The step the current agent took over at.
+    from: usize,
+}
+
+impl<'a> StepAllowance<'a> {
+    /// The first agent runs from step 0 with `limit` steps.
+    pub(super) fn new(agent: &'a AgentRuntime, limit: usize) -> Self {
+        StepAllowance {
+            left: vec![(agent, limit)],
+            from: 0,
+        }
+    }
+
+    /// `from` handed the turn to `to` after step `step`: the turn's new step limit, `to`
+    /// running the steps it has left (`limit`, the first time it takes the turn).
+    pub(super) fn hand_off(
+        &mut self,
+        from: &'a AgentRuntime,
+        to: &'a AgentRuntime,
+        limit: usize,
+        step: usize,
+    ) -> usize {
+        let ran = step + 1 - self.from;
+        if let Some((_, left)) = self.left.iter_mut().find(|(a, _)| std::ptr::eq(*a, from)) {
+            *left = left.saturating_sub(ran);
+        }
+        self.from = step + 1;
+        let left = match self.left.iter().find(|(a, _)| std::ptr::eq(*a, to)) {
+            Some(&(_, left)) => left,
+            None => {
+                self.left.push((to, limit));
+                limit
+            }
+        };
+        step + 1 + left
     }
 }
 
@@ -126,7 +260,14 @@ pub(super) async fn decide(
 ) -> CallResult {
     let from = scope.tools.agent;
     let slot = &from.handoffs[index];
-    let to = &slot.target.name;
+    let to = &slot.to;
+    if scope.reach.target(slot).is_none() {
+        let why = format!(
+            "agent `{to}` cannot take the turn: it is not linked to `{}` (or no longer exists)",
+            from.name
+        );
+        return rejected(call, why);
+    }
     let span = tracing::info_span!(
         "handoff",
         otel.name = %format_args!("handoff {} -> {to}", from.name),
@@ -198,12 +339,34 @@ impl<'a> Turn<'a> {
     /// The target of the current agent's handoff `index` takes over the rest of the turn: its
     /// model, instructions, tools, step limit, settings and step hooks, on the history its
     /// filter keeps. The turn's frame (session, store, run and message hooks) stays the entry
-    /// agent's.
-    pub(super) fn hand_off(&mut self, plan: &mut TurnPlan<'a>, index: usize) {
+    /// agent's. Run hooks see the current agent end, the handoff and the target start, and the
+    /// stream API a `Handoff` event. Returns the target; `None` (nothing changes) when the turn
+    /// does not hold it, which `decide` has already answered.
+    pub(super) async fn hand_off(
+        &mut self,
+        plan: &mut TurnPlan<'a>,
+        index: usize,
+    ) -> Option<&'a AgentRuntime> {
         let from: &'a AgentRuntime = self.current;
+        let reach: &'a Reach = self.reach;
         let slot = &from.handoffs[index];
-        let target: &'a AgentRuntime = &slot.target;
+        let target = reach.target(slot)?;
         tracing::info!(from = %from.name, to = %target.name, "handoff");
+        if let Some(run) = &self.run {
+            let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
+            run.fire(&self.me, "on_agent_end", |hooks, agent| {
+                hooks.on_agent_end(agent, output)
+            });
+            run.fire(&self.me, "on_handoff", |hooks, agent| {
+                hooks.on_handoff(agent, &target.name)
+            });
+        }
+        self.me = self.me.hand_to(&target.name);
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_agent_start", |hooks, agent| {
+                hooks.on_agent_start(agent)
+            });
+        }
         plan.messages = slot.history.apply(&plan.messages);
         self.inherited = if slot.inherit {
             Inherited::passed_on(from, &self.inherited)
@@ -223,5 +386,8 @@ impl<'a> Turn<'a> {
         plan.settings = target.settings.clone();
         plan.provider_options = target.provider_options.clone();
         self.current = target;
+        let (from, to) = (from.name.clone(), target.name.clone());
+        self.emit(super::TurnEvent::Handoff { from, to }).await;
+        Some(target)
     }
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::handoff::Reach;
 use super::inherit::Inherited;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
@@ -176,6 +177,8 @@ pub(super) struct CallScope<'a> {
     pub(super) run: Option<&'a RunScope>,
     /// The agent making the call.
     pub(super) me: &'a Arc<RunAgent>,
+    /// The agents the turn may hand off to.
+    pub(super) reach: &'a Reach,
     /// The tool hooks this agent inherited (`inherit.rs`).
     pub(super) inherited: &'a Inherited,
     /// The turn's extensions (`hooks/extension.rs`).

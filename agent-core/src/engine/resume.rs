@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use super::handoff::Reach;
 use super::plan::TurnPlan;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Turn, store_error};
@@ -164,7 +165,7 @@ impl<'a> Turn<'a> {
         };
         let mut again = Vec::new();
         if let Some(first) = waiting.first() {
-            self.hand_back(plan, &first.agent);
+            self.hand_back(plan, &first.agent).await;
             let (row, step) = (first.row, first.step);
             let (results, failed) = self.answer_all(plan, &waiting, &answered).await?;
             done.failed_hook = failed;
@@ -212,10 +213,11 @@ impl<'a> Turn<'a> {
     /// made the waiting calls (a handoff's target), as the suspended turn had; nothing when
     /// it is the agent asked or no chain of handoffs reaches it (its calls are then unknown
     /// tools, answered with an error result).
-    fn hand_back(&mut self, plan: &mut TurnPlan<'a>, to: &str) {
+    async fn hand_back(&mut self, plan: &mut TurnPlan<'a>, to: &str) {
         if to.is_empty() || *self.current.name == *to {
             return;
         }
+        let reach: &'a Reach = self.reach;
         // Breadth first from the agent asked; handoffs may form cycles.
         let mut paths: Vec<(&AgentRuntime, Vec<usize>)> = vec![(self.current, Vec::new())];
         let mut seen: Vec<&AgentRuntime> = vec![self.current];
@@ -223,7 +225,9 @@ impl<'a> Turn<'a> {
         while let Some((agent, path)) = paths.get(at).cloned() {
             at += 1;
             for (index, slot) in agent.handoffs.iter().enumerate() {
-                let target: &AgentRuntime = &slot.target;
+                let Some(target) = reach.target(slot) else {
+                    continue;
+                };
                 if seen.iter().any(|agent| std::ptr::eq(*agent, target)) {
                     continue;
                 }
@@ -232,9 +236,7 @@ impl<'a> Turn<'a> {
                 path.push(index);
                 if *target.name == *to {
                     for index in path {
-                        let name = self.current.handoffs[index].target.name.clone();
-                        self.me = self.me.hand_to(&name);
-                        self.hand_off(plan, index);
+                        self.hand_off(plan, index).await;
                     }
                     return;
                 }

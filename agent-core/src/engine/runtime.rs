@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::guardrails::Guardrail;
-pub(crate) use super::handoff::HandoffSlot;
+pub(crate) use super::handoff::{HandoffSlot, HandoffTarget, TransferTool, link};
 use super::request::TurnOverlap;
 use super::run_context::RunContextValue;
 use crate::hooks::Extension;
@@ -54,6 +54,9 @@ pub(crate) struct AgentRuntime {
     pub(crate) output_guardrails: Vec<Guardrail>,
     /// The agents this one may hand a turn to, each with its transfer tool.
     pub(crate) handoffs: Vec<HandoffSlot>,
+    /// The teams of the agents this one holds as handoff targets or subagents: held (never
+    /// read) so that their links to teammates, which are weak, stay alive as long as this agent.
+    pub(crate) _teams: Vec<TeamAgents>,
     /// The mark of each open session.
     pub(crate) sessions: OpenSessions,
     /// Builds each session's configuration when it opens.
@@ -61,6 +64,12 @@ pub(crate) struct AgentRuntime {
     /// The configuration and system prompt of each open session.
     pub(crate) session_states: SessionStates,
 }
+
+/// The agents of a team, built together so that they may hand off to one another both ways.
+/// Their links to each other are weak; whatever holds one of them from outside the team (an
+/// `Agent` handle, or another agent using it as a handoff target or subagent) holds this, so
+/// the team is freed with the last such holder.
+pub(crate) type TeamAgents = Arc<[Arc<AgentRuntime>]>;
 
 /// What marks a tool as a subagent: the agent it runs, and whether that agent's turn inherits
 /// the caller's untyped tool hooks.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
+use super::handoff::Reach;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
 use super::persist::{WriteError, Writer};
@@ -28,6 +29,8 @@ pub(super) struct Turn<'a> {
     pub(super) agent: &'a AgentRuntime,
     /// The agent running the steps: the first one, or the target of the last handoff.
     pub(super) current: &'a AgentRuntime,
+    /// The agents the turn may hand off to, held while it runs (`handoff.rs`).
+    pub(super) reach: &'a Reach,
     pub(super) session_id: &'a Arc<str>,
     /// The session's open mark (its configuration lives as long as it).
     pub(super) opened: &'a Arc<Opened>,

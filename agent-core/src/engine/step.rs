@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError};
 use tracing::Instrument;
 
 use super::guardrails;
+use super::handoff::StepAllowance;
 use super::history;
 use super::model_call::Answer;
 use super::model_stream::StepStream;
@@ -47,10 +48,12 @@ pub(super) struct CallsDone {
 
 impl<'a> Turn<'a> {
     /// The step loop: steps until one ends the turn, then on_stop when the step limit is hit.
-    /// A handoff gives the target its own step limit, counted from its first step.
+    /// A handoff gives the target its own step limit, counted from its first step and shared
+    /// by every time it takes the turn ([`StepAllowance`]).
     pub(super) async fn steps(&mut self, plan: &mut TurnPlan<'a>) -> End {
         let mut step = 0;
         let mut limit = plan.max_steps;
+        let mut allowance = StepAllowance::new(self.current, limit);
         while step < limit {
             if self.cancel.is_cancelled() {
                 return End::Aborted;
@@ -67,27 +70,10 @@ impl<'a> Turn<'a> {
             match self.step(plan, step).instrument(span).await {
                 Err(end) => return end,
                 Ok(Some(handoff)) => {
-                    let from = self.current.name.clone();
-                    let to = self.current.handoffs[handoff].target.name.clone();
-                    let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
-                    if let Some(run) = &self.run {
-                        run.fire(&self.me, "on_agent_end", |hooks, agent| {
-                            hooks.on_agent_end(agent, output)
-                        });
-                        run.fire(&self.me, "on_handoff", |hooks, agent| {
-                            hooks.on_handoff(agent, &to)
-                        });
+                    let from = self.current;
+                    if let Some(to) = self.hand_off(plan, handoff).await {
+                        limit = allowance.hand_off(from, to, plan.max_steps, step);
                     }
-                    self.me = self.me.hand_to(&to);
-                    if let Some(run) = &self.run {
-                        run.fire(&self.me, "on_agent_start", |hooks, agent| {
-                            hooks.on_agent_start(agent)
-                        });
-                    }
-                    self.hand_off(plan, handoff);
-                    limit = step + 1 + plan.max_steps;
-                    let to = self.current.name.clone();
-                    self.emit(super::TurnEvent::Handoff { from, to }).await;
                 }
                 Ok(None) => {}
             }

@@ -34,7 +34,7 @@ pub(crate) struct CallResult {
     pub(crate) pending: Option<PendingCall>,
 }
 
-fn rejected(call: &ToolCall, content: String) -> CallResult {
+pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),

@@ -184,6 +184,7 @@ impl Turn<'_> {
             tools: &plan.tools,
             run: self.run.as_ref(),
             me: &self.me,
+            reach: self.reach,
             inherited: &self.inherited,
             extensions: &self.extensions,
             progress: &progress,

@@ -11,6 +11,7 @@ use tracing::Instrument;
 use super::classify;
 use super::events::TurnEvent;
 use super::guardrails;
+use super::handoff::Reach;
 use super::history;
 use super::inherit::Inherited;
 use super::lifecycle;
@@ -65,9 +66,11 @@ pub(crate) async fn run_turn(
     let run = RunScope::new(request.run_hooks.0.clone());
     let me = RunAgent::starting(&agent.name, &request_id);
     let limits = RunLimits::new(request.max_turns, request.budget.clone());
+    let reach = Reach::of(agent);
     let turn = Turn {
         agent,
         current: agent,
+        reach: &reach,
         session_id: session.id,
         opened: session.opened,
         request_id,

@@ -15,6 +15,10 @@ use super::ToolResultRecord;
 ///
 /// Order across a handoff (as Stratus): `on_agent_start(alpha)`, ..., `on_agent_end(alpha)`,
 /// `on_handoff(alpha -> beta)`, `on_agent_start(beta)`, ..., `on_agent_end(beta)`.
+///
+/// Implement it by hand, or write the methods in an impl block under
+/// [`#[run_hooks]`](macro@crate::run_hooks), which checks each against the trait's method of
+/// its name.
 pub trait RunHooks: Send + Sync + 'static {
     /// An agent starts working on the turn: the agent asked, a handoff's target, or a
     /// subagent's turn.

@@ -30,6 +30,7 @@ mod macro_multi_agent;
 mod macro_tools;
 mod module_layers;
 mod multi_agent_context;
+mod multi_agent_cycles;
 mod multi_agent_guardrails;
 mod multi_agent_handoff;
 mod multi_agent_limits;

@@ -1,12 +1,12 @@
 //! Run hooks (issue 9 item 4): observers of one turn across every agent it reaches (a
 //! handoff's target, a subagent's own turn), each event naming the agent's path, in the
-//! Stratus order, given per turn and per session.
+//! Stratus order, given per turn and per session; the `#[run_hooks]` form sees the same.
 
 use std::sync::{Arc, Mutex};
 
 use agent_core::{
     AgentBuilder, Handoff, RunAgent, RunHooks, ScriptedModel, ScriptedStep, Subagent,
-    ToolResultRecord, TurnRequest, TurnStatus,
+    ToolResultRecord, TurnRequest, TurnStatus, run_hooks,
 };
 use agent_core::{ModelRequest, ToolCall};
 use tests::{Trace, lines};
@@ -150,6 +150,56 @@ async fn run_hooks_follow_a_turn_through_a_handoff_and_into_a_subagent() {
         ledger_turn, run_id,
         "the subagent's turn has its own request id"
     );
+}
+
+/// The [`Recorder`]'s lines, written with `#[run_hooks]`.
+struct Timeline(Trace);
+
+#[run_hooks]
+impl Timeline {
+    fn on_agent_start(&self, agent: &RunAgent) {
+        self.0.push(format!("start:{}", agent.path));
+    }
+
+    fn on_agent_end(&self, agent: &RunAgent, output: &str) {
+        self.0.push(format!("end:{}({output})", agent.path));
+    }
+
+    fn on_handoff(&self, from: &RunAgent, to: &str) {
+        self.0.push(format!("handoff:{}->{to}", from.name));
+    }
+
+    fn on_tool_start(&self, agent: &RunAgent, call: &ToolCall) {
+        self.0
+            .push(format!("tool_start:{}:{}", agent.path, call.name));
+    }
+
+    fn on_tool_end(&self, agent: &RunAgent, result: &ToolResultRecord) {
+        let (path, name) = (&agent.path, &result.name);
+        self.0
+            .push(format!("tool_end:{path}:{name}({})", result.content));
+    }
+
+    fn on_llm_start(&self, agent: &RunAgent, request: &ModelRequest) {
+        let messages = request.messages.len();
+        self.0
+            .push(format!("llm_start:{}({messages} messages)", agent.path));
+    }
+
+    fn on_llm_end(&self, agent: &RunAgent, text: &str, tool_calls: usize) {
+        self.0
+            .push(format!("llm_end:{}({text},{tool_calls})", agent.path));
+    }
+}
+
+#[tokio::test]
+async fn a_run_hooks_impl_sees_the_same_run_as_a_hand_written_one() {
+    let trace = Trace::new();
+    let result = agents()
+        .run(TurnRequest::new("refund").run_hooks(Timeline(trace.clone())))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(trace.take(), lines(RUN));
 }
 
 /// A run hook that panics on every event.

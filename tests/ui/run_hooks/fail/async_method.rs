@@ -1,0 +1,15 @@
+use agent_core::{RunAgent, run_hooks};
+
+struct Timeline;
+
+#[run_hooks]
+impl Timeline {
+    async fn on_agent_start(&self, agent: &RunAgent) {
+        println!("{}", agent.name);
+    }
+}
+
+fn main() {
+    // The observer still implements `RunHooks`: the error above is the only one.
+    let _ = agent_core::TurnRequest::new("hello").run_hooks(Timeline);
+}

@@ -1,0 +1,19 @@
+use agent_core::{RunAgent, run_hooks};
+
+struct Timeline;
+
+#[run_hooks]
+impl Timeline {
+    fn on_agent_start(&self, agent: &RunAgent) {
+        println!("{}", self.label(agent));
+    }
+
+    fn label(&self, agent: &RunAgent) -> String {
+        agent.path.to_string()
+    }
+}
+
+fn main() {
+    // The observer still implements `RunHooks`: the error above is the only one.
+    let _ = agent_core::TurnRequest::new("hello").run_hooks(Timeline);
+}
