@@ -62,7 +62,7 @@ pub struct AgentBuilder {
     overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
-    tools: Vec<(Arc<dyn DynTool>, bool)>,
+    tools: Vec<ToolEntry>,
     hooks: TurnHooks,
     before: Vec<(Matcher, Arc<dyn BeforeHook>)>,
     after: Vec<(Matcher, Arc<dyn AfterHook>)>,
@@ -399,23 +399,8 @@ impl AgentBuilder {
             configure_session,
             mut problems,
         } = self;
-        let mut tools = tools;
-        let mut subagent_names = vec![None; tools.len()];
         let mut teams: Vec<TeamAgents> = Vec::new();
-        for subagent in subagents {
-            teams.extend(subagent.agent.team);
-            let mark = SubagentMark {
-                name: subagent.agent.inner.name.clone(),
-                inherit: subagent.inherit,
-            };
-            let tool = crate::engine::subagent::tool(
-                subagent.agent.inner,
-                subagent.tool_name,
-                subagent.description,
-            );
-            tools.push((Arc::new(tool), false));
-            subagent_names.push(Some(mark));
-        }
+        let (tools, subagent_names) = with_subagents(tools, subagents, &mut teams);
         let Some(model) = model else {
             problems.push("no model: call `.model(...)` on the builder".to_owned());
             return Err(BuildError { problems });
@@ -447,14 +432,8 @@ impl AgentBuilder {
         after.sort_by_key(|(_, hook)| hook.meta().priority);
         let before_hooks: Vec<_> = before.into_iter().map(|(_, hook)| hook).collect();
         let after_hooks: Vec<_> = after.into_iter().map(|(_, hook)| hook).collect();
-        let slots: Vec<ToolSlot> = tools
-            .into_iter()
-            .zip(subagent_names)
-            .map(|((tool, dynamic), subagent)| ToolSlot {
-                subagent,
-                ..ToolSlot::resolve(tool, dynamic, &before_hooks, &after_hooks, tool_timeout)
-            })
-            .collect();
+        let (before_of, after_of) = (&before_hooks[..], &after_hooks[..]);
+        let slots = tool_slots(tools, subagent_names, before_of, after_of, tool_timeout);
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
         Ok(AgentRuntime {
             name: name.into(),
@@ -488,6 +467,53 @@ impl AgentBuilder {
             session_states: Default::default(),
         })
     }
+}
+
+/// A tool of the agent, and whether hooks take it as dynamic (JSON input).
+type ToolEntry = (Arc<dyn DynTool>, bool);
+
+/// The agent's tools with a tool per subagent after them, and which of them are subagents
+/// (the teams of the subagents go to `teams`).
+fn with_subagents(
+    mut tools: Vec<ToolEntry>,
+    subagents: Vec<Subagent>,
+    teams: &mut Vec<TeamAgents>,
+) -> (Vec<ToolEntry>, Vec<Option<SubagentMark>>) {
+    let mut subagent_names = vec![None; tools.len()];
+    for subagent in subagents {
+        teams.extend(subagent.agent.team);
+        let mark = SubagentMark {
+            name: subagent.agent.inner.name.clone(),
+            inherit: subagent.inherit,
+        };
+        let tool = crate::engine::subagent::tool(
+            subagent.agent.inner,
+            subagent.tool_name,
+            subagent.description,
+        );
+        tools.push((Arc::new(tool), false));
+        subagent_names.push(Some(mark));
+    }
+    (tools, subagent_names)
+}
+
+/// Each tool with the tool-call hooks (before, after) whose matchers select it and its
+/// timeout, resolved once.
+fn tool_slots(
+    tools: Vec<ToolEntry>,
+    subagents: Vec<Option<SubagentMark>>,
+    before: &[Arc<dyn BeforeHook>],
+    after: &[Arc<dyn AfterHook>],
+    tool_timeout: Option<Duration>,
+) -> Vec<ToolSlot> {
+    tools
+        .into_iter()
+        .zip(subagents)
+        .map(|((tool, dynamic), subagent)| ToolSlot {
+            subagent,
+            ..ToolSlot::resolve(tool, dynamic, before, after, tool_timeout)
+        })
+        .collect()
 }
 
 /// The handoffs' transfer tools (the teams of their built targets go to `teams`); a name that
