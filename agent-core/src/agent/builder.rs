@@ -71,6 +71,7 @@ pub struct AgentBuilder {
     output_guardrails: Vec<Guardrail>,
     extensions: Vec<Extension>,
     configure_session: Option<crate::session::Configure>,
+    pub(super) output: super::output::OutputOptions,
     problems: Vec<String>,
 }
 
@@ -111,6 +112,7 @@ impl AgentBuilder {
             output_guardrails: Vec::new(),
             extensions: Vec::new(),
             configure_session: None,
+            output: Default::default(),
             problems: Vec::new(),
         }
     }
@@ -377,6 +379,7 @@ impl AgentBuilder {
             output_guardrails,
             extensions,
             configure_session,
+            output,
             mut problems,
         } = self;
         let mut tools = tools;
@@ -403,6 +406,7 @@ impl AgentBuilder {
         }
         let tool_index = index_tools(&tools, &mut problems);
         let handoffs = handoff_slots(handoffs, &tool_index, &mut problems);
+        let output = output.build(&tool_index, &mut problems);
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
@@ -464,6 +468,7 @@ impl AgentBuilder {
                 sessions: Default::default(),
                 configure_session,
                 session_states: Default::default(),
+                output,
             }),
         })
     }
