@@ -24,6 +24,8 @@ const FAIL: &[&str] = &[
     "agent/fail/misspelt_option.rs",
     "agent/fail/mut_self_tool.rs",
     "agent/fail/on_struct.rs",
+    "agent/fail/output_retries_without_output.rs",
+    "agent/fail/output_without_schema.rs",
     "agent/fail/on_trait_impl.rs",
     "agent/fail/prefilter_returns_messages.rs",
     "agent/fail/renamed_crate_without_option.rs",

@@ -75,6 +75,7 @@ pub struct AgentBuilder {
     output_guardrails: Vec<Guardrail>,
     extensions: Vec<Extension>,
     configure_session: Option<crate::session::Configure>,
+    pub(super) output: super::output::OutputOptions,
     problems: Vec<String>,
 }
 
@@ -115,6 +116,7 @@ impl AgentBuilder {
             output_guardrails: Vec::new(),
             extensions: Vec::new(),
             configure_session: None,
+            output: Default::default(),
             problems: Vec::new(),
         }
     }
@@ -397,6 +399,7 @@ impl AgentBuilder {
             output_guardrails,
             extensions,
             configure_session,
+            output,
             mut problems,
         } = self;
         let mut teams: Vec<TeamAgents> = Vec::new();
@@ -410,6 +413,7 @@ impl AgentBuilder {
         }
         let tool_index = index_tools(&tools, &mut problems);
         let handoffs = handoff_slots(handoffs, team, &tool_index, &mut teams, &mut problems);
+        let output = output.build(&tool_index, &mut problems);
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
@@ -465,6 +469,7 @@ impl AgentBuilder {
             sessions: Default::default(),
             configure_session,
             session_states: Default::default(),
+            output,
         })
     }
 }

@@ -11,6 +11,7 @@ mod command_hook;
 mod conversation;
 mod handoff;
 mod inject;
+mod output;
 mod stream;
 mod subagent;
 mod team;

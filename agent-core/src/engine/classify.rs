@@ -117,7 +117,8 @@ pub fn default_classifier(error: &TurnError) -> ChatErrorClassification {
         | TurnErrorKind::Guardrail { .. }
         | TurnErrorKind::Store
         | TurnErrorKind::Custom
-        | TurnErrorKind::Panicked => C::Unknown,
+        | TurnErrorKind::Panicked
+        | TurnErrorKind::Output(_) => C::Unknown,
     }
 }
 

@@ -30,6 +30,7 @@ mod lifecycle;
 mod limits;
 mod model_call;
 mod model_stream;
+mod output;
 pub(crate) mod persist;
 mod plan;
 mod preliminary;

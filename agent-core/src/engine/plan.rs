@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use super::handoff::Reach;
 use super::inherit::Inherited;
+use super::output::Asked;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
 use crate::hooks::Extension;
 use crate::hooks::RunAgent;
-use crate::hooks::{StepConfig, TurnConfig};
+use crate::hooks::{StepConfig, ToolResultRecord, TurnConfig};
 use crate::message::Message;
 use crate::model::{CallSettings, Model, ModelRequest, OutputSchema, ToolChoice};
 
@@ -27,6 +28,13 @@ pub(super) struct TurnPlan<'a> {
     pub(super) provider_options: serde_json::Map<String, serde_json::Value>,
     pub(super) stall_timeout: Option<std::time::Duration>,
     pub(super) output_schema: Option<OutputSchema>,
+    /// How the current step asks for the typed answer, when the agent running it has an
+    /// output type (`output.rs`).
+    pub(super) asked: Option<Asked>,
+    /// The turn's own output retries (`TurnRequest::output_retries`), over the agent's.
+    pub(super) output_retries: Option<usize>,
+    /// The current step's final-answer calls, by position, with their results.
+    pub(super) output_answers: Vec<(usize, ToolResultRecord)>,
 }
 
 impl<'a> TurnPlan<'a> {
@@ -68,6 +76,9 @@ impl<'a> TurnPlan<'a> {
             provider_options,
             stall_timeout: config.stall_timeout,
             output_schema: config.output_schema,
+            asked: None,
+            output_retries: None,
+            output_answers: Vec::new(),
         }
     }
 
@@ -96,7 +107,7 @@ impl<'a> TurnPlan<'a> {
             .filter(|spec| self.tools.is_active(&spec.name))
             .cloned()
             .collect();
-        ModelRequest {
+        let mut request = ModelRequest {
             model: model.id().to_owned(),
             system: config.system.or_else(|| self.system.clone()),
             messages: config.messages.unwrap_or(messages),
@@ -109,7 +120,14 @@ impl<'a> TurnPlan<'a> {
             provider_options: self.provider_options.clone(),
             stall_timeout: self.stall_timeout,
             output_schema: self.output_schema.clone(),
-        }
+        };
+        self.asked = self
+            .tools
+            .agent
+            .output
+            .as_ref()
+            .map(|spec| spec.shape(model, &mut request));
+        request
     }
 }
 

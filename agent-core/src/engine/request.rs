@@ -37,6 +37,8 @@ pub struct TurnRequest {
     pub(crate) budget: Option<Budget>,
     /// The turn resumes the session's suspended turn (`Conversation::resume`).
     pub(crate) resume: bool,
+    /// Overrides the agent's output retries for this turn.
+    pub(crate) output_retries: Option<usize>,
 }
 
 /// A turn's run hooks.
@@ -115,6 +117,13 @@ impl TurnRequest {
     /// Marks the turn as a continuation.
     pub fn continuation(mut self, continuation: bool) -> Self {
         self.continuation = continuation;
+        self
+    }
+
+    /// How many failed typed answers this turn sends back to the model to fix, over the
+    /// agent's [`output_retries`](crate::AgentBuilder::output_retries).
+    pub fn output_retries(mut self, retries: usize) -> Self {
+        self.output_retries = Some(retries);
         self
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::guardrails::Guardrail;
 pub(crate) use super::handoff::{HandoffSlot, HandoffTarget, TransferTool, link};
+pub(crate) use super::output::OutputSpec;
 use super::request::TurnOverlap;
 use super::run_context::RunContextValue;
 use crate::hooks::Extension;
@@ -63,6 +64,8 @@ pub(crate) struct AgentRuntime {
     pub(crate) configure_session: Option<Configure>,
     /// The configuration and system prompt of each open session.
     pub(crate) session_states: SessionStates,
+    /// The type the agent's final answer must parse into, when it has one (`output.rs`).
+    pub(crate) output: Option<Arc<OutputSpec>>,
 }
 
 /// The agents of a team, built together so that they may hand off to one another both ways.

@@ -78,6 +78,10 @@ pub(super) struct Outcome {
     pub(super) pending: Vec<PendingCall>,
     /// What became of the calls a resumed turn answered.
     pub(super) resumed: Vec<ToolResultRecord>,
+    /// The validated typed answer (`output.rs`).
+    pub(super) output: Option<crate::hooks::Output>,
+    /// The typed answers that failed so far.
+    pub(super) attempts: super::output::Attempts,
 }
 
 /// How a turn ends.

@@ -93,8 +93,10 @@ impl<'a> Turn<'a> {
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;
         let reply = self.settle_answer(plan, step, answer).await?;
+        let verdict = self.check_output(plan, step, &reply).await?;
         let calls = self.run_calls(plan, step, &reply).await?;
-        self.record(step, &*model, reply, calls).await
+        let next = self.record(step, &*model, reply, calls).await;
+        self.settle_output(plan, verdict, next).await
     }
 
     /// before_step and prefilter_llm_history: the step's model and request.

@@ -60,7 +60,10 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
     // Boxed: a turn inside a tool call of a turn.
     let result = Box::pin(run_turn(&agent, turn, request, None)).await;
     match result.status {
-        TurnStatus::Completed => Ok(Value::String(result.text)),
+        // A typed answer goes back as its JSON.
+        TurnStatus::Completed => Ok(result
+            .output
+            .map_or(Value::String(result.text), |output| output.json)),
         TurnStatus::Suspended => {
             let ids: Vec<&str> = result.pending.iter().map(|p| p.id.as_str()).collect();
             Err(ToolError::new(format!(

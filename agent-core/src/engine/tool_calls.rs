@@ -11,6 +11,7 @@ use super::handoff;
 use super::history;
 use super::limits;
 use super::model_stream::StepStream;
+use super::output;
 use super::plan::CallScope;
 use super::plan::TurnPlan;
 use super::run_scope;
@@ -208,8 +209,11 @@ impl Turn<'_> {
                     Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                         as BoxFuture<'_, CallResult>
                 }
-                None => Box::pin(execute(&scope, call, approval(position, call)))
-                    as BoxFuture<'_, CallResult>,
+                None => match output::answered(plan, position) {
+                    Some(answered) => Box::pin(std::future::ready(answered)),
+                    None => Box::pin(execute(&scope, call, approval(position, call)))
+                        as BoxFuture<'_, CallResult>,
+                },
             })
             .collect();
         // A subagent's turn started by one of the calls joins this turn's run.

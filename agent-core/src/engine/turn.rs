@@ -195,6 +195,7 @@ impl<'a> Turn<'a> {
             classification,
             pending: Vec::new(),
             resumed: Vec::new(),
+            output: None,
         };
         if status == TurnStatus::Aborted {
             let response = ChatResponse {
@@ -286,7 +287,8 @@ impl<'a> Turn<'a> {
         let TurnContext {
             system, messages, ..
         } = turn_ctx;
-        let plan = TurnPlan::new(self.agent, config, system, messages);
+        let mut plan = TurnPlan::new(self.agent, config, system, messages);
+        plan.output_retries = request.output_retries;
         if let Some(open) = &self.session.open {
             let more = &open.config.run_hooks;
             RunScope::join(&mut self.run, more);
@@ -426,6 +428,7 @@ impl<'a> Turn<'a> {
             classification: None,
             pending: outcome.pending,
             resumed: outcome.resumed,
+            output: outcome.output,
         };
         span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);

@@ -7,6 +7,7 @@ mod handoff;
 mod matcher;
 mod messages;
 mod outcome;
+pub(crate) mod output;
 mod returns;
 mod run;
 mod run_hooks;
@@ -29,6 +30,9 @@ pub use handoff::*;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
+pub use output::{
+    Output, OutputCheck, OutputContext, OutputError, OutputFailure, OutputMode, OutputType,
+};
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
 pub use run_hooks::RunHooks;
@@ -363,6 +367,8 @@ pub mod event {
     use crate::message::Message;
     use crate::store::{MessageUpdate, NewMessage, StoredMessage};
     use crate::tool::ToolInput;
+
+    pub use super::output::ValidateOutput;
 
     macro_rules! events {
         ($($(#[$doc:meta])* $ty:ident = $name:literal / $field:ident, $ctx:ty => $out:ty, $policy:ident;)*) => {

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::output::{Output, OutputError, OutputFailure};
 use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
@@ -231,6 +232,9 @@ pub enum TurnErrorKind {
     /// Panics in hooks and tools follow the failure policy; a model's or a store's panic is
     /// reported as that model's or store's error.
     Panicked,
+    /// No answer parsed into the agent's output type and passed its validators before the
+    /// output retries ran out: the last raw answer and every reason.
+    Output(OutputFailure),
 }
 
 impl TurnError {
@@ -418,12 +422,42 @@ pub struct TurnResult {
     /// (`executed`, `blocked` for a denied call or a gate blocking after the approval,
     /// `interrupted`, ...).
     pub resumed: Vec<ToolResultRecord>,
+    /// The validated typed answer, when the agent that answered has an output type
+    /// ([`AgentBuilder::output`](crate::AgentBuilder::output)) and the turn completed.
+    pub output: Option<Output>,
 }
 
 impl TurnResult {
     /// True when the turn completed.
     pub fn is_completed(&self) -> bool {
         self.status == TurnStatus::Completed
+    }
+
+    /// The validated answer as its Rust type: the agent's output type (the handoff target's,
+    /// when one answered).
+    ///
+    /// ```
+    /// # use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Total { cents: u64 }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", r#"{"cents": 1250}"#)]);
+    /// let agent = AgentBuilder::new("till").model(model).output::<Total>().build().unwrap();
+    /// let result = agent.run("What do I owe?").await;
+    /// assert_eq!(result.output::<Total>().unwrap().cents, 1250);
+    /// # }
+    /// ```
+    pub fn output<T: 'static>(&self) -> Result<&T, OutputError> {
+        let Some(output) = &self.output else {
+            return Err(OutputError::Missing {
+                status: self.status,
+                error: self.error.clone(),
+            });
+        };
+        output.get().ok_or(OutputError::OtherType {
+            asked: std::any::type_name::<T>(),
+            actual: output.type_name,
+        })
     }
 }
 

@@ -32,6 +32,13 @@ pub trait Model: Send + Sync {
 
     /// Starts one model call.
     fn stream(&self, request: ModelRequest) -> ModelStream;
+
+    /// Whether the model honours [`ModelRequest::output_schema`] (structured output): an
+    /// agent's typed output then uses it on steps that offer no tools
+    /// ([`OutputMode::Auto`](crate::OutputMode::Auto)). Default `false`.
+    fn supports_output_schema(&self) -> bool {
+        false
+    }
 }
 
 impl fmt::Debug for dyn Model {

@@ -23,6 +23,7 @@ use crate::message::ToolCall;
 pub struct ScriptedModel {
     id: String,
     inner: Arc<Mutex<ScriptState>>,
+    output_schema: bool,
 }
 
 #[derive(Default)]
@@ -69,7 +70,15 @@ impl ScriptedModel {
         ScriptedModel {
             id: id.into(),
             inner: Arc::new(Mutex::new(state)),
+            output_schema: false,
         }
+    }
+
+    /// Says the model honours [`ModelRequest::output_schema`], as a provider with structured
+    /// output does (default: it does not), so typed output takes the native mode.
+    pub fn supporting_output_schema(mut self) -> Self {
+        self.output_schema = true;
+        self
     }
 
     /// Appends steps to the script.
@@ -93,6 +102,10 @@ impl ScriptedModel {
 }
 
 impl Model for ScriptedModel {
+    fn supports_output_schema(&self) -> bool {
+        self.output_schema
+    }
+
     fn id(&self) -> &str {
         &self.id
     }

@@ -178,6 +178,15 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         .context
         .as_ref()
         .map(|ty| respan(quote!(.context_type::<#ty>()), ty.span()));
+    let output = model.attr.output.as_ref().map(|ty| {
+        let output = respan(quote!(.output::<#ty>()), ty.span());
+        let retries = model
+            .attr
+            .output_retries
+            .as_ref()
+            .map(|n| quote!(.output_retries(#n)));
+        quote!(#output #retries)
+    });
     if let Some(module) = &plan.targets_module {
         return targets_agent(
             model,
@@ -186,7 +195,7 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
             &name,
             stub,
             quote! {
-                let builder = builder #description #instructions #max_steps #context_type;
+                let builder = builder #description #instructions #max_steps #context_type #output;
                 #(#tool_registrations)*
                 #(#hook_registrations)*
                 #(#hook_sets)*
@@ -229,7 +238,7 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
                 this: ::std::sync::Arc<Self>,
                 builder: #krate::AgentBuilder,
             ) -> #krate::AgentBuilder {
-                let builder = builder #description #instructions #max_steps #context_type;
+                let builder = builder #description #instructions #max_steps #context_type #output;
                 #(#tool_registrations)*
                 #(#hook_registrations)*
                 #(#hook_sets)*

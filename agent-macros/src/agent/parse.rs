@@ -21,6 +21,10 @@ pub(crate) struct AgentAttr {
     pub(crate) hooks: Vec<Path>,
     /// `context = T`: the type of the run context every turn carries.
     pub(crate) context: Option<Type>,
+    /// `output = T`: the type the agent's final answer parses into.
+    pub(crate) output: Option<Type>,
+    /// `output_retries = N`: how many failed answers go back to the model to fix.
+    pub(crate) output_retries: Option<LitInt>,
     /// `handoffs(a, b)`: the names of the agents this one may hand a turn to.
     pub(crate) handoffs: Vec<Ident>,
     /// `subagents(a, b)`: the names of the agents this one may call as tools.
@@ -40,6 +44,8 @@ const OPTIONS: &[&str] = &[
     "tools",
     "hooks",
     "context",
+    "output",
+    "output_retries",
     "handoffs",
     "subagents",
     "crate",
@@ -117,6 +123,16 @@ impl AgentAttr {
                     let ty = parse_context_type(&meta)?;
                     set(&meta, &mut attr.context, "context", ty)
                 }
+                "output" => {
+                    let what = "`output` takes the final answer's type, for example `output = Invoice` (a type deriving `Serialize`, `Deserialize` and `JsonSchema`)";
+                    let ty = parse_type_value(&meta, what)?;
+                    set(&meta, &mut attr.output, "output", ty)
+                }
+                "output_retries" => {
+                    let lit: LitInt = meta.value()?.parse()?;
+                    lit.base10_parse::<usize>()?;
+                    set(&meta, &mut attr.output_retries, "output_retries", lit)
+                }
                 "handoffs" | "subagents" => {
                     let seen = if key == "handoffs" {
                         &mut saw_handoffs
@@ -146,14 +162,25 @@ impl AgentAttr {
         if let Err(error) = parser.parse2(args) {
             cx.syn_error(error);
         }
+        if let (Some(retries), None) = (&attr.output_retries, &attr.output) {
+            cx.error_spanned_by(
+                retries,
+                "`output_retries` needs an output type: add `output = T`",
+            );
+        }
         attr
     }
 }
 
 /// The value of `context = T`: a type path (the type `agent_core::run_context::<T>()` reads).
 fn parse_context_type(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Type> {
-    let value = meta.value()?;
     let what = "`context` takes the run context's type, for example `context = User` (the type every turn gives with `TurnRequest::context`)";
+    parse_type_value(meta, what)
+}
+
+/// The value of an option that takes a type path; `what` says what it takes.
+fn parse_type_value(meta: &syn::meta::ParseNestedMeta<'_>, what: &str) -> syn::Result<Type> {
+    let value = meta.value()?;
     let error = |span| syn::Error::new(span, what);
     if value.peek(syn::Lit) {
         let lit: syn::Lit = value.parse()?;

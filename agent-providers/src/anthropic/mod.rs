@@ -175,6 +175,10 @@ impl Model for Anthropic {
         &self.config.model
     }
 
+    fn supports_output_schema(&self) -> bool {
+        true
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let transport = match self.transport() {
             Ok(transport) => transport,

@@ -183,6 +183,10 @@ impl Model for OpenAi {
         &self.wire.model
     }
 
+    fn supports_output_schema(&self) -> bool {
+        true
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         match self.transport() {
             Ok(transport) => drive::stream(transport, self.wire.clone(), request),

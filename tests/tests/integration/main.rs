@@ -47,3 +47,4 @@ mod streaming_tool_streams;
 mod streaming_tools;
 mod tracing_spans;
 mod two_sided;
+mod typed_output;

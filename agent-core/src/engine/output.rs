@@ -1,0 +1,361 @@
+//! Typed output in the turn: how each step asks for the answer (native schema, final-answer
+//! tool or prompt), parsing and validating what the model answered, and sending it back to fix
+//! an answer that failed until the output retries run out.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::plan::TurnPlan;
+use super::state::{End, Flow, Turn};
+use super::step::Reply;
+use super::tool_call::CallResult;
+use crate::hooks::output::{OutputKind, ValidateScope, Validator};
+use crate::hooks::{
+    ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, StopReason, ToolOutcomeKind,
+    ToolResultRecord, TurnError, TurnErrorKind,
+};
+use crate::message::{Message, ToolCall};
+use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
+use crate::tool::ToolSpec;
+
+/// An agent's output type and how its answers are asked for and checked.
+pub(crate) struct OutputSpec {
+    pub(crate) kind: OutputKind,
+    pub(crate) mode: OutputMode,
+    /// How many failed answers are sent back to be fixed before the turn fails.
+    pub(crate) retries: usize,
+    /// The schema the native mode sends.
+    pub(crate) schema: OutputSchema,
+    /// The final-answer tool.
+    pub(crate) tool: Arc<ToolSpec>,
+    /// The tool's arguments hold the answer under `response` (a type whose schema is not an
+    /// object: tool arguments must be one).
+    pub(crate) wrapped: bool,
+    /// validate_output hooks, in run order.
+    pub(crate) validators: Vec<Arc<dyn Validator>>,
+}
+
+impl OutputSpec {
+    /// The spec of an output type; the final-answer tool is named and described as given, else
+    /// `final_result` and a sentence saying what calling it does.
+    pub(crate) fn new(
+        kind: OutputKind,
+        mode: OutputMode,
+        retries: usize,
+        tool_name: Option<String>,
+        tool_description: Option<String>,
+        validators: Vec<Arc<dyn Validator>>,
+    ) -> Self {
+        let short = kind.type_name.rsplit("::").next().unwrap_or(kind.type_name);
+        let schema_name: String = short
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(64)
+            .collect();
+        let wrapped = kind.schema.get("type").and_then(Value::as_str) != Some("object");
+        let parameters = if wrapped {
+            // `$defs` stay at the root, where the schema's references point.
+            let mut inner = kind.schema.clone();
+            let defs = inner.as_object_mut().and_then(|map| map.remove("$defs"));
+            let mut wrapper = json!({
+                "type": "object",
+                "properties": { "response": inner },
+                "required": ["response"],
+                "additionalProperties": false,
+            });
+            if let Some(defs) = defs {
+                wrapper["$defs"] = defs;
+            }
+            wrapper
+        } else {
+            kind.schema.clone()
+        };
+        let tool = ToolSpec {
+            name: tool_name.unwrap_or_else(|| "final_result".to_owned()),
+            description: tool_description.unwrap_or_else(|| {
+                "Give the final answer: calling this ends the turn, once the arguments are valid."
+                    .to_owned()
+            }),
+            parameters,
+        };
+        OutputSpec {
+            schema: OutputSchema {
+                name: schema_name,
+                schema: kind.schema.clone(),
+            },
+            kind,
+            mode,
+            retries,
+            tool: Arc::new(tool),
+            wrapped,
+            validators,
+        }
+    }
+
+    /// Makes one step's request ask for the answer, and says how it asked: natively when
+    /// the mode allows, the model takes a schema and the step offers no tools; by the
+    /// final-answer tool (required when the tool choice is `auto`); or in the system prompt.
+    pub(super) fn shape(&self, model: &dyn Model, request: &mut ModelRequest) -> Asked {
+        let toolless = request.tools.is_empty();
+        let asked = match self.mode {
+            OutputMode::Auto if toolless && model.supports_output_schema() => Asked::Native,
+            OutputMode::Native if toolless => Asked::Native,
+            OutputMode::Prompted => Asked::Prompted,
+            _ => Asked::Tool,
+        };
+        match asked {
+            Asked::Native => request.output_schema = Some(self.schema.clone()),
+            Asked::Tool => {
+                request.tools.push(self.tool.clone());
+                if request.tool_choice == ToolChoice::Auto {
+                    request.tool_choice = ToolChoice::Required;
+                }
+            }
+            Asked::Prompted => {
+                let schema = serde_json::to_string(&self.kind.schema).unwrap_or_default();
+                let prompt = format!(
+                    "Give your final answer as one JSON value matching this JSON Schema, and \
+                     nothing else:\n{schema}"
+                );
+                request.system = Some(match request.system.take() {
+                    Some(system) => format!("{system}\n\n{prompt}"),
+                    None => prompt,
+                });
+            }
+        }
+        asked
+    }
+}
+
+/// How a step asked for the typed answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Asked {
+    Native,
+    Tool,
+    Prompted,
+}
+
+/// What a step's reply did about the typed answer.
+pub(super) enum Verdict {
+    /// It gave no answer (it called other tools): the turn goes on.
+    None,
+    /// The answer parsed and passed the validators.
+    Accepted(Output),
+    /// The answer failed, for this reason; `by_tool` when the model reads it as the
+    /// final-answer call's error result.
+    Failed { reason: String, by_tool: bool },
+}
+
+/// What the turn keeps of its failed answers.
+#[derive(Default)]
+pub(super) struct Attempts {
+    /// Why each answer failed, in order.
+    pub(super) reasons: Vec<String>,
+    /// The last answer as the model sent it.
+    pub(super) raw: String,
+}
+
+impl<'a> Turn<'a> {
+    /// Parses and validates the step's answer, when the agent has an output type and the
+    /// reply gives one; a final-answer call's result is set on the plan for the call to take.
+    /// `Err` when a validator failed closed.
+    pub(super) async fn check_output(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        step: usize,
+        reply: &Reply,
+    ) -> Flow<Verdict> {
+        plan.output_answers.clear();
+        let (Some(spec), Some(asked)) = (self.current.output.as_deref(), plan.asked) else {
+            return Ok(Verdict::None);
+        };
+        let by_tool = asked == Asked::Tool;
+        let answered = match (by_tool, reply.tool_calls.is_empty()) {
+            (true, true) => Err(format!(
+                "the answer was text: give it by calling the `{}` tool",
+                spec.tool.name
+            )),
+            (true, false) => {
+                let mut finals = reply
+                    .tool_calls
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, call)| call.name == spec.tool.name);
+                let Some((position, call)) = finals.next() else {
+                    return Ok(Verdict::None);
+                };
+                for (other, call) in finals {
+                    let why = format!("only one `{}` call per step is read", call.name);
+                    plan.output_answers.push((other, answer(call, why, false)));
+                }
+                self.outcome.attempts.raw = call.arguments.clone();
+                let parsed = from_tool(spec, &call.arguments);
+                let verdict = self.validate(spec, step, parsed).await?;
+                let (content, accepted) = match &verdict {
+                    Ok(_) => ("The final answer was accepted.".to_owned(), true),
+                    Err(reason) => (
+                        format!(
+                            "{reason}\nCall `{}` again with a corrected answer.",
+                            spec.tool.name
+                        ),
+                        false,
+                    ),
+                };
+                plan.output_answers
+                    .push((position, answer(call, content, accepted)));
+                return Ok(match verdict {
+                    Ok(output) => Verdict::Accepted(output),
+                    Err(reason) => Verdict::Failed { reason, by_tool },
+                });
+            }
+            (false, true) => {
+                self.outcome.attempts.raw = reply.text.clone();
+                from_text(&reply.text)
+            }
+            (false, false) => return Ok(Verdict::None),
+        };
+        let parsed = answered.and_then(|json| (spec.kind.parse)(&json));
+        Ok(match self.validate(spec, step, parsed).await? {
+            Ok(output) => Verdict::Accepted(output),
+            Err(reason) => Verdict::Failed {
+                reason,
+                by_tool: false,
+            },
+        })
+    }
+
+    /// Runs the validators on a parsed answer, in order, until one sends it back.
+    async fn validate(
+        &self,
+        spec: &OutputSpec,
+        step: usize,
+        parsed: Result<Output, String>,
+    ) -> Flow<Result<Output, String>> {
+        let output = match parsed {
+            Ok(output) => output,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let scope = ValidateScope {
+            agent: &self.me,
+            request_id: &self.request_id,
+            step,
+            attempt: self.outcome.attempts.reasons.len(),
+        };
+        for validator in &spec.validators {
+            match validator.check(&scope, &output).await {
+                Ok(OutputCheck::Accept) => {}
+                Ok(OutputCheck::Retry(message)) => return Ok(Err(message)),
+                Err(error) => return Err(End::Failed(error, ErrorStage::Turn)),
+            }
+        }
+        Ok(Ok(output))
+    }
+
+    /// What the step's verdict makes of the turn once the step is recorded (`next`): an
+    /// accepted answer completes it; a failed one is sent back (as the final-answer call's
+    /// error result, or a user message) while retries remain, else fails the turn.
+    pub(super) async fn settle_output(
+        &mut self,
+        plan: &mut TurnPlan<'_>,
+        verdict: Verdict,
+        next: Flow<Option<usize>>,
+    ) -> Flow<Option<usize>> {
+        let ended = |next: &Flow<Option<usize>>| matches!(next, Err(end) if !matches!(end, End::Completed(StopReason::Finished)));
+        match verdict {
+            Verdict::None => next,
+            _ if ended(&next) => next,
+            Verdict::Accepted(output) => {
+                self.outcome.text = output.json.to_string();
+                self.outcome.output = Some(output);
+                Err(End::Completed(StopReason::Finished))
+            }
+            Verdict::Failed { reason, by_tool } => {
+                self.outcome.attempts.reasons.push(reason.clone());
+                let retries = plan
+                    .output_retries
+                    .unwrap_or_else(|| self.current.output.as_ref().map_or(0, |spec| spec.retries));
+                if self.outcome.attempts.reasons.len() > retries {
+                    let attempts = std::mem::take(&mut self.outcome.attempts);
+                    let message = format!(
+                        "no valid answer after {} attempts: {}",
+                        attempts.reasons.len(),
+                        attempts.reasons.join("; ")
+                    );
+                    let failure = OutputFailure {
+                        raw: attempts.raw,
+                        reasons: attempts.reasons,
+                    };
+                    let error = TurnError::new(TurnErrorKind::Output(failure), message);
+                    return Err(End::Failed(error, ErrorStage::Turn));
+                }
+                if by_tool {
+                    return next;
+                }
+                let retry = Message::user(format!(
+                    "Your answer was not accepted: {reason}\nAnswer again, correcting it."
+                ));
+                self.add(retry.clone()).await?;
+                plan.messages.push(retry);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The final-answer call's result, as the model reads it.
+fn answer(call: &ToolCall, content: String, accepted: bool) -> ToolResultRecord {
+    ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: !accepted,
+        outcome: if accepted {
+            ToolOutcomeKind::Executed
+        } else {
+            ToolOutcomeKind::Rejected
+        },
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+/// A final-answer call of the step at `position`, answered by [`Turn::check_output`]: no tool
+/// runs for it.
+pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResult> {
+    let (_, record) = plan.output_answers.iter().find(|(at, _)| *at == position)?;
+    Some(CallResult {
+        record: record.clone(),
+        error: None,
+        dropped: false,
+        handoff: None,
+        pending: None,
+    })
+}
+
+/// The answer in a final-answer call's arguments.
+fn from_tool(spec: &OutputSpec, arguments: &str) -> Result<Output, String> {
+    let args: Value = serde_json::from_str(arguments)
+        .map_err(|error| format!("the arguments are not JSON: {error}"))?;
+    let json = match (spec.wrapped, args) {
+        (true, Value::Object(mut map)) => map
+            .remove("response")
+            .ok_or_else(|| "the arguments lack `response`".to_owned())?,
+        (true, _) => return Err("the arguments are not an object with `response`".to_owned()),
+        (false, args) => args,
+    };
+    (spec.kind.parse)(&json)
+}
+
+/// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.
+fn from_text(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed);
+    if body.is_empty() {
+        return Err("the answer was empty: answer with JSON".to_owned());
+    }
+    serde_json::from_str(body).map_err(|error| format!("the answer is not JSON: {error}"))
+}

@@ -1,0 +1,324 @@
+//! Typed output: the type an agent's final answer must parse into ([`OutputType`]), how it is
+//! asked of the model ([`OutputMode`]), what output validators receive and decide
+//! ([`OutputContext`], [`OutputCheck`]), and how a turn reports the answer ([`Output`],
+//! [`OutputFailure`], [`OutputError`]).
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::outcome::{TurnError, TurnStatus};
+use super::run::{run_hook, settle, span};
+use super::{Event, FailurePolicy, Hook};
+use crate::run_agent::RunAgent;
+use crate::util::BoxFuture;
+
+/// A type an agent's final answer can be: it has a JSON Schema (sent to the model), parses
+/// from JSON and serializes back (the validated answer is kept and stored as JSON).
+/// Implemented for every type that derives `serde::Serialize`, `serde::Deserialize` and
+/// `schemars::JsonSchema`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an agent's output type",
+    label = "derive `serde::Serialize`, `serde::Deserialize` and `schemars::JsonSchema` for this type",
+    note = "an output type needs all three: the schema is sent to the model, the answer is parsed and stored as JSON"
+)]
+pub trait OutputType:
+    schemars::JsonSchema + serde::de::DeserializeOwned + serde::Serialize + Send + Sync + 'static
+{
+}
+
+impl<T> OutputType for T where
+    T: schemars::JsonSchema
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// How a typed final answer is asked of the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OutputMode {
+    /// Per step: [`Native`](Self::Native) when the model takes a schema
+    /// ([`Model::supports_output_schema`](crate::Model::supports_output_schema)) and the step
+    /// offers no tools, else [`Tool`](Self::Tool).
+    #[default]
+    Auto,
+    /// The provider's structured output (`ModelRequest::output_schema`); the reply's text is
+    /// the JSON answer. A step that offers tools gets the final-answer tool instead: providers
+    /// do not combine a forced schema with tools.
+    Native,
+    /// A final-answer tool, with the type's schema as its arguments, offered beside the
+    /// agent's tools (a step whose tool choice is `auto` then requires a tool call); the turn
+    /// ends when the model calls it with an answer that validates.
+    Tool,
+    /// The schema in the system prompt; the reply's text is parsed as JSON (a fenced
+    /// ```` ```json ```` block is unwrapped).
+    Prompted,
+}
+
+/// A validated final answer: its JSON, and the Rust value it parsed into.
+#[derive(Clone)]
+pub struct Output {
+    pub(crate) json: Value,
+    pub(crate) value: Arc<dyn Any + Send + Sync>,
+    pub(crate) type_name: &'static str,
+}
+
+impl Output {
+    /// The answer as JSON (as the output type serializes it).
+    pub fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// The answer as the agent's output type; `None` when `T` is another type.
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        self.value.downcast_ref()
+    }
+
+    /// The Rust name of the output type.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+}
+
+impl fmt::Debug for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Output")
+            .field("type", &self.type_name)
+            .field("json", &self.json)
+            .finish()
+    }
+}
+
+impl PartialEq for Output {
+    fn eq(&self, other: &Self) -> bool {
+        self.type_name == other.type_name && self.json == other.json
+    }
+}
+
+/// Why a turn ended without a typed answer: every answer failed to parse or validate, and
+/// the retries ([`AgentBuilder::output_retries`](crate::AgentBuilder::output_retries)) ran
+/// out. Carried by [`TurnErrorKind::Output`](crate::TurnErrorKind::Output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFailure {
+    /// The last answer as the model sent it (the final-answer tool's arguments, or the text).
+    pub raw: String,
+    /// Why each answer failed, in order, one per attempt.
+    pub reasons: Vec<String>,
+}
+
+/// Why [`TurnResult::output`](crate::TurnResult::output) has no value of the type asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputError {
+    /// The turn ended without a validated answer: how it ended, and its error (a
+    /// [`TurnErrorKind::Output`](crate::TurnErrorKind::Output) when every answer failed).
+    Missing {
+        /// How the turn ended.
+        status: TurnStatus,
+        /// The turn's error, if it failed.
+        error: Option<TurnError>,
+    },
+    /// The answer is of another type than the one asked for.
+    OtherType {
+        /// The type asked for.
+        asked: &'static str,
+        /// The answer's type.
+        actual: &'static str,
+    },
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputError::Missing {
+                error: Some(error), ..
+            } => write!(f, "the turn has no typed answer: {error}"),
+            OutputError::Missing { status, .. } => write!(
+                f,
+                "the turn has no typed answer (status `{status}`): give the agent an output type with `AgentBuilder::output`"
+            ),
+            OutputError::OtherType { asked, actual } => {
+                write!(f, "the answer is a `{actual}`, not a `{asked}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+/// validate_output: an answer that parsed into the output type, before the turn takes it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct OutputContext<T> {
+    /// The agent whose answer this is: its name, its path from the agent asked, its turn's
+    /// request id and the run id.
+    pub agent: Arc<RunAgent>,
+    /// This turn's id.
+    pub request_id: Arc<str>,
+    /// The step that gave the answer.
+    pub step: usize,
+    /// How many answers failed before this one in the turn.
+    pub attempt: usize,
+    /// The answer.
+    pub output: Arc<T>,
+    /// The answer as JSON.
+    pub json: Value,
+}
+
+/// What a validate_output hook decides. Returning `()` accepts; returning an `Err` fails the
+/// turn (the hook's default policy is fail closed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum OutputCheck {
+    /// The answer is good.
+    #[default]
+    Accept,
+    /// Send the model back with this message to fix its answer (counts against the output
+    /// retries).
+    Retry(String),
+}
+
+impl OutputCheck {
+    /// Sends the model back with this message.
+    pub fn retry(message: impl Into<String>) -> Self {
+        OutputCheck::Retry(message.into())
+    }
+}
+
+/// The validate_output event for output type `T`: hooks receive [`OutputContext<T>`] and return
+/// an [`OutputCheck`]; a failing hook fails the turn. Register with
+/// [`AgentBuilder::validate_output`](crate::AgentBuilder::validate_output) or
+/// `#[hook(validate_output)]`.
+pub struct ValidateOutput<T>(PhantomData<fn() -> T>);
+
+impl<T> fmt::Debug for ValidateOutput<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ValidateOutput")
+    }
+}
+
+impl<T: OutputType> Event for ValidateOutput<T> {
+    type Ctx = OutputContext<T>;
+    type Out = OutputCheck;
+    const NAME: &'static str = "validate_output";
+    const DEFAULT_POLICY: FailurePolicy = FailurePolicy::FailClosed;
+}
+
+impl<T: OutputType> super::HookReturn<ValidateOutput<T>> for OutputCheck {
+    fn into_hook_result(self) -> Result<OutputCheck, super::HookError> {
+        Ok(self)
+    }
+}
+
+/// An output type with the type erased: its name, schema and parser, as the engine holds it.
+pub(crate) struct OutputKind {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) schema: Value,
+    /// Parses an answer's JSON into the type, naming the JSON path of what does not fit.
+    pub(crate) parse: fn(&Value) -> Result<Output, String>,
+}
+
+impl OutputKind {
+    /// The kind of `T`.
+    pub(crate) fn of<T: OutputType>() -> Self {
+        OutputKind {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            schema: crate::tool::schema_for::<T>(),
+            parse: parse::<T>,
+        }
+    }
+}
+
+fn parse<T: OutputType>(json: &Value) -> Result<Output, String> {
+    let value: T = serde_path_to_error::deserialize(json).map_err(|error| {
+        let path = error.path().to_string();
+        match path.as_str() {
+            "." => format!("invalid answer: {}", error.inner()),
+            _ => format!("invalid answer at `{path}`: {}", error.inner()),
+        }
+    })?;
+    let json = serde_json::to_value(&value)
+        .map_err(|error| format!("the answer does not serialize back to JSON: {error}"))?;
+    Ok(Output {
+        json,
+        value: Arc::new(value),
+        type_name: std::any::type_name::<T>(),
+    })
+}
+
+/// Where an answer is validated: the turn, the agent and the step.
+pub(crate) struct ValidateScope<'a> {
+    pub(crate) agent: &'a Arc<RunAgent>,
+    pub(crate) request_id: &'a Arc<str>,
+    pub(crate) step: usize,
+    pub(crate) attempt: usize,
+}
+
+/// A validate_output hook with its output type erased: what an agent keeps.
+pub(crate) trait Validator: Send + Sync {
+    /// The output type the hook is typed on.
+    fn type_id(&self) -> TypeId;
+    /// The hook's name and its priority.
+    fn name(&self) -> &str;
+    fn priority(&self) -> i32;
+    /// Runs the hook on an answer; `Err` when it failed closed (the turn fails).
+    fn check<'a>(
+        &'a self,
+        scope: &ValidateScope<'_>,
+        output: &Output,
+    ) -> BoxFuture<'a, Result<OutputCheck, TurnError>>;
+}
+
+impl<T: OutputType> Validator for Hook<ValidateOutput<T>> {
+    fn type_id(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn priority(&self) -> i32 {
+        self.options.priority
+    }
+
+    fn check<'a>(
+        &'a self,
+        scope: &ValidateScope<'_>,
+        output: &Output,
+    ) -> BoxFuture<'a, Result<OutputCheck, TurnError>> {
+        let value = output.value.clone().downcast::<T>();
+        let ctx = value.map(|output_value| OutputContext {
+            agent: scope.agent.clone(),
+            request_id: scope.request_id.clone(),
+            step: scope.step,
+            attempt: scope.attempt,
+            output: output_value,
+            json: output.json.clone(),
+        });
+        Box::pin(async move {
+            // The agent checks at build that its validators are typed on its output type.
+            let Ok(ctx) = ctx else {
+                return Ok(OutputCheck::Accept);
+            };
+            let name = ValidateOutput::<T>::NAME;
+            match run_hook(self, &ctx)
+                .instrument(span(name, &self.name))
+                .await
+            {
+                Ok(check) => Ok(check),
+                Err(failure) => {
+                    settle(name, &self.name, self.policy(), &failure).map(|()| OutputCheck::Accept)
+                }
+            }
+        })
+    }
+}

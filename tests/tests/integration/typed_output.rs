@@ -1,0 +1,531 @@
+//! Typed output: the final-answer tool, the native and prompted modes, parse failures sent back
+//! to the model, retries running out, validators, and tools beside the typed answer.
+
+use agent_core::{
+    AgentBuilder, Hook, Message, OutputCheck, OutputError, OutputMode, ScriptedModel, ScriptedStep,
+    ToolChoice, TurnErrorKind, TurnRequest, TurnStatus, event,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tests::{Add, Recorded, Trace, lines};
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct Invoice {
+    number: String,
+    total_cents: u64,
+}
+
+const GOOD: &str = r#"{"number":"INV-7","total_cents":1250}"#;
+const BAD: &str = r#"{"number":"INV-7","total_cents":"twelve"}"#;
+
+fn invoice_agent(model: &ScriptedModel, trace: &Trace) -> AgentBuilder {
+    AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .record_all(trace)
+}
+
+/// The trace without streamed chunks, which every test here checks apart.
+fn without_chunks(trace: &Trace) -> Vec<String> {
+    let mut entries = trace.take();
+    entries.retain(|entry| {
+        !entry.starts_with("on_chunk(text") && !entry.starts_with("on_chunk(tool_input")
+    });
+    entries
+}
+
+fn tool_result(message: &Message) -> (&str, bool) {
+    match message {
+        Message::Tool {
+            content, is_error, ..
+        } => (content.as_str(), *is_error),
+        other => panic!("expected a tool result, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_answer_goes_back_through_the_final_tool_and_the_right_one_is_returned() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let agent = invoice_agent(&model, &trace).build().unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        result.output::<Invoice>().unwrap(),
+        &Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250
+        }
+    );
+    assert_eq!(
+        result.output.as_ref().unwrap().json(),
+        &json!({"number": "INV-7", "total_cents": 1250})
+    );
+    assert_eq!(result.text, r#"{"number":"INV-7","total_cents":1250}"#);
+    // No tool hook fires for the final-answer tool; each retry is a step of its own.
+    assert_eq!(
+        without_chunks(&trace),
+        lines(&[
+            "before_run(Extract the invoice.)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_call:c1 final_result)",
+            "on_llm_end(0)",
+            "on_chunk(tool_result:c1 final_result error)",
+            "on_step_finish(0)",
+            "before_step(1)",
+            "on_llm_start(1)",
+            "on_chunk(tool_call:c2 final_result)",
+            "on_llm_end(1)",
+            "on_chunk(tool_result:c2 final_result ok)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let requests = model.requests();
+    let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["final_result"]);
+    assert_eq!(requests[0].tool_choice, ToolChoice::Required);
+    assert_eq!(
+        requests[0].tools[0].parameters["properties"]["total_cents"]["type"],
+        "integer"
+    );
+    assert!(requests[0].output_schema.is_none());
+    // The model reads why its answer failed, with the JSON path.
+    let (content, is_error) = tool_result(requests[1].messages.last().unwrap());
+    assert!(is_error);
+    assert!(
+        content.starts_with("invalid answer at `total_cents`: invalid type: string \"twelve\""),
+        "{content}"
+    );
+    // Every call of the stored history has its result.
+    let (accepted, is_error) = tool_result(result.messages.last().unwrap());
+    assert_eq!(
+        (accepted, is_error),
+        ("The final answer was accepted.", false)
+    );
+    assert!(result.steps[0].tool_results[0].is_error);
+}
+
+#[tokio::test]
+async fn retries_running_out_fail_the_turn_with_the_last_answer_and_every_reason() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", r#"{"number":"INV-7"}"#),
+    ]);
+    let agent = invoice_agent(&model, &trace).build().unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.clone().unwrap();
+    let TurnErrorKind::Output(failure) = &error.kind else {
+        panic!("expected an output failure, got {error:?}");
+    };
+    assert_eq!(failure.raw, r#"{"number":"INV-7"}"#);
+    assert_eq!(failure.reasons.len(), 2);
+    assert!(failure.reasons[0].contains("`total_cents`"), "{failure:?}");
+    assert_eq!(
+        failure.reasons[1],
+        "invalid answer: missing field `total_cents`"
+    );
+    assert!(
+        error
+            .message
+            .starts_with("no valid answer after 2 attempts: ")
+    );
+    assert_eq!(
+        result.output::<Invoice>(),
+        Err(OutputError::Missing {
+            status: TurnStatus::Error,
+            error: Some(error)
+        })
+    );
+    assert!(result.output.is_none());
+    let trace = without_chunks(&trace);
+    assert_eq!(
+        trace[trace.len() - 5..],
+        lines(&[
+            "on_chunk(tool_result:c2 final_result error)",
+            "on_step_finish(1)",
+            "classify_chat_error(turn)",
+            "on_chat_error(turn)",
+            "on_chat_response(error)",
+        ])
+    );
+    assert_eq!(model.remaining(), 0);
+}
+
+#[tokio::test]
+async fn a_turn_may_set_its_own_retries() {
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
+    let agent = AgentBuilder::new("strict")
+        .model(model)
+        .output::<Invoice>()
+        .output_retries(3)
+        .build()
+        .unwrap();
+
+    let result = agent.run(TurnRequest::new("go").output_retries(0)).await;
+
+    assert_eq!(result.status, TurnStatus::Error);
+    assert!(
+        matches!(&result.error.unwrap().kind, TurnErrorKind::Output(f) if f.reasons.len() == 1)
+    );
+}
+
+#[tokio::test]
+async fn tools_run_beside_the_final_tool_and_the_turn_ends_when_it_is_called() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":1000,"b":250}"#),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+        ScriptedStep::new().text("never asked for"),
+    ]);
+    let agent = invoice_agent(&model, &trace)
+        .tool(Add::traced(&trace))
+        .build()
+        .unwrap();
+
+    let result = agent.run("Add up the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    assert_eq!(
+        without_chunks(&trace),
+        lines(&[
+            "before_run(Add up the invoice.)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_call:c1 add)",
+            "on_llm_end(0)",
+            "before_tool_call(add c1)",
+            "add(1000,250)",
+            "after_tool_call(add c1 executed)",
+            "on_chunk(tool_result:c1 add ok)",
+            "on_step_finish(0)",
+            "before_step(1)",
+            "on_llm_start(1)",
+            "on_chunk(tool_call:c2 final_result)",
+            "on_llm_end(1)",
+            "on_chunk(tool_result:c2 final_result ok)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let requests = model.requests();
+    for request in &requests {
+        let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["add", "final_result"]);
+        assert_eq!(request.tool_choice, ToolChoice::Required);
+    }
+    assert_eq!(model.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_text_reply_when_the_tool_is_required_is_a_failure_sent_back() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("The total is 12.50."),
+        ScriptedStep::new().tool_call("c1", "final_result", GOOD),
+    ]);
+    let agent = AgentBuilder::new("x")
+        .model(model.clone())
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let last = model.requests()[1].messages.last().cloned().unwrap();
+    assert_eq!(
+        last,
+        Message::user(
+            "Your answer was not accepted: the answer was text: give it by calling the \
+             `final_result` tool\nAnswer again, correcting it."
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_native_mode_parses_the_text_and_sends_a_wrong_answer_back_as_a_user_message() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text(BAD),
+        ScriptedStep::new().text(GOOD),
+    ])
+    .supporting_output_schema();
+    let agent = invoice_agent(&model, &trace).build().unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.output::<Invoice>().unwrap().number, "INV-7");
+    let requests = model.requests();
+    assert!(requests[0].tools.is_empty());
+    assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
+    let schema = requests[0].output_schema.as_ref().unwrap();
+    assert_eq!(schema.name, "Invoice");
+    assert_eq!(schema.schema["required"], json!(["number", "total_cents"]));
+    let Message::User { content, .. } = requests[1].messages.last().unwrap() else {
+        panic!("the retry is a user message");
+    };
+    assert!(
+        content.starts_with("Your answer was not accepted: invalid answer at `total_cents`"),
+        "{content}"
+    );
+    // The retry message is stored: the history holds both answers and the request to fix it.
+    assert_eq!(result.messages.len(), 3);
+    assert_eq!(
+        without_chunks(&trace)[2..],
+        lines(&[
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "before_step(1)",
+            "on_llm_start(1)",
+            "on_llm_end(1)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn auto_takes_the_final_tool_when_the_step_offers_tools_even_with_native_support() {
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", GOOD)])
+        .supporting_output_schema();
+    let agent = AgentBuilder::new("x")
+        .model(model.clone())
+        .tool(Add::default())
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+
+    assert!(agent.run("go").await.output::<Invoice>().is_ok());
+    let request = &model.requests()[0];
+    assert!(request.output_schema.is_none());
+    assert_eq!(request.tools.len(), 2);
+}
+
+#[tokio::test]
+async fn the_prompted_mode_puts_the_schema_in_the_instructions_and_reads_a_fenced_answer() {
+    let model = ScriptedModel::new([ScriptedStep::new().text(format!("```json\n{GOOD}\n```"))]);
+    let agent = AgentBuilder::new("x")
+        .instructions("Read invoices.")
+        .model(model.clone())
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    let request = &model.requests()[0];
+    let system = request.system.as_deref().unwrap();
+    assert!(system.starts_with("Read invoices.\n\nGive your final answer as one JSON value"));
+    assert!(system.contains(r#""total_cents""#), "{system}");
+    assert!(request.tools.is_empty() && request.output_schema.is_none());
+}
+
+#[tokio::test]
+async fn a_validator_sends_an_answer_back_and_sees_the_next_one() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call(
+            "c1",
+            "final_result",
+            r#"{"number":"INV-7","total_cents":0}"#,
+        ),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let t = trace.clone();
+    let agent = invoice_agent(&model, &trace)
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "non_zero",
+            move |ctx| {
+                t.push(format!("validate_output({} {})", ctx.step, ctx.attempt));
+                if ctx.output.total_cents == 0 {
+                    OutputCheck::retry("the total cannot be zero: read it again")
+                } else {
+                    OutputCheck::Accept
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    let trace = without_chunks(&trace);
+    let at = |entry: &str| trace.iter().position(|e| e == entry).unwrap();
+    assert!(at("on_llm_end(0)") < at("validate_output(0 0)"));
+    assert!(at("validate_output(0 0)") < at("on_chunk(tool_result:c1 final_result error)"));
+    assert!(at("on_llm_end(1)") < at("validate_output(1 1)"));
+    let requests = model.requests();
+    let (content, _) = tool_result(requests[1].messages.last().unwrap());
+    assert_eq!(
+        content,
+        "the total cannot be zero: read it again\nCall `final_result` again with a corrected answer."
+    );
+}
+
+#[tokio::test]
+async fn a_failing_validator_fails_the_turn() {
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", GOOD)]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "lookup",
+            |_| -> Result<OutputCheck, String> { Err("the ledger is down".into()) },
+        ))
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.unwrap();
+    assert!(
+        matches!(
+            error.kind,
+            TurnErrorKind::Hook {
+                event: "validate_output",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_validator_typed_on_another_type_or_without_an_output_type_does_not_build() {
+    let hook = || Hook::<event::ValidateOutput<u32>>::sync("odd", |_| OutputCheck::Accept);
+    let model = ScriptedModel::new([]);
+    let error = AgentBuilder::new("x")
+        .model(model.clone())
+        .output::<Invoice>()
+        .validate_output(hook())
+        .build()
+        .unwrap_err();
+    assert!(error.problems[0].starts_with("validate_output hook `odd` is typed on another type"));
+    let error = AgentBuilder::new("x")
+        .model(model)
+        .validate_output(hook())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        ["validate_output hook `odd`: the agent has no output type; set one with `.output::<T>()`"]
+    );
+}
+
+/// One of two answers: the enum's tagged schema, under `response` (tool arguments are objects).
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Decision {
+    Approve { amount_cents: u64 },
+    Reject { reason: String },
+}
+
+#[tokio::test]
+async fn an_enum_of_alternatives_comes_back_as_the_rust_enum() {
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call(
+        "c1",
+        "decide",
+        r#"{"response":{"kind":"reject","reason":"duplicate"}}"#,
+    )]);
+    let agent = AgentBuilder::new("x")
+        .model(model.clone())
+        .output::<Decision>()
+        .output_tool("decide", "Approve or reject the claim.")
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(
+        result.output::<Decision>().unwrap(),
+        &Decision::Reject {
+            reason: "duplicate".into()
+        }
+    );
+    assert_eq!(
+        result.output::<Invoice>().unwrap_err(),
+        OutputError::OtherType {
+            asked: std::any::type_name::<Invoice>(),
+            actual: std::any::type_name::<Decision>(),
+        }
+    );
+    let tool = &model.requests()[0].tools[0];
+    assert_eq!(tool.description, "Approve or reject the claim.");
+    assert_eq!(tool.parameters["required"], json!(["response"]));
+    assert!(tool.parameters["properties"]["response"]["oneOf"].is_array());
+}
+
+#[tokio::test]
+async fn a_subagent_with_an_output_type_returns_its_json() {
+    let inner = ScriptedModel::new([ScriptedStep::new().tool_call("i1", "final_result", GOOD)]);
+    let clerk = AgentBuilder::new("clerk")
+        .model(inner)
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+    let outer = ScriptedModel::new([
+        ScriptedStep::new().tool_call("o1", "clerk", r#"{"input":"read it"}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let boss = AgentBuilder::new("boss")
+        .model(outer.clone())
+        .subagent(&clerk)
+        .build()
+        .unwrap();
+
+    let result = boss.run("go").await;
+
+    assert_eq!(result.text, "done");
+    let requests = outer.requests();
+    let (content, _) = tool_result(requests[1].messages.last().unwrap());
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(content).unwrap(),
+        json!({"number": "INV-7", "total_cents": 1250})
+    );
+}
+
+/// Reads invoices.
+#[agent_core::agent(instructions = "Read the invoice.", output = Invoice, output_retries = 0)]
+impl Clerk {}
+
+#[derive(Default)]
+struct Clerk;
+
+#[tokio::test]
+async fn the_agent_macro_sets_the_output_type_and_its_retries() {
+    use agent_core::AgentSpec;
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
+    let agent = Clerk.builder().model(model.clone()).build().unwrap();
+
+    let result = agent.run("go").await;
+
+    // No retry: the one failure fails the turn.
+    assert!(
+        matches!(&result.error.unwrap().kind, TurnErrorKind::Output(f) if f.reasons.len() == 1)
+    );
+    assert_eq!(model.requests()[0].tools[0].name, "final_result");
+}
