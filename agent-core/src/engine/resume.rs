@@ -3,7 +3,7 @@
 //! the tool, after_tool_call), stores every answered call's result after the results its step
 //! stored, forgets the waiting calls, and goes on with its steps.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::plan::TurnPlan;
@@ -17,7 +17,11 @@ use crate::store::{self, CallAnswer, StoredMessage, SuspendedCall};
 use serde_json::Value;
 
 /// The waiting calls a resumed turn still has to answer: those without a result stored after
-/// their assistant row (a resume cut off after storing one never runs that call again).
+/// their assistant row (a resume cut off after storing one never runs that call again). Ids are
+/// only unique within a step, and even there a model may repeat one: calls pair with results by
+/// position among the calls sharing an id. When the step ran, each of its calls that did not
+/// wait got a result, in the model's order; the results beyond those answer the waiting calls
+/// with that id, in order (the resume stores them in the model's order).
 pub(super) fn still_to_run(
     suspended: Vec<SuspendedCall>,
     rows: &[StoredMessage],
@@ -25,17 +29,37 @@ pub(super) fn still_to_run(
     let Some(row) = suspended.first().map(|waiting| waiting.row) else {
         return suspended;
     };
-    let stored: HashSet<&str> = rows
-        .iter()
-        .skip_while(|stored| stored.id != row)
+    let mut after = rows.iter().skip_while(|stored| stored.id != row);
+    let calls: &[ToolCall] = match after.next().map(|stored| &stored.message) {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls,
+        _ => &[],
+    };
+    let results: Vec<&str> = after
         .filter_map(|stored| match &stored.message {
             Message::Tool { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
+    let count = |ids: &[&str], id: &str| ids.iter().filter(|x| **x == id).count();
+    let waiting: Vec<&str> = suspended.iter().map(|w| w.call.id.as_str()).collect();
+    let called: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    // How many of each id's waiting calls were answered already, first ones first.
+    let mut answered: HashMap<String, usize> = waiting
+        .iter()
+        .map(|&id| {
+            let ran = count(&called, id).saturating_sub(count(&waiting, id));
+            (id.to_owned(), count(&results, id).saturating_sub(ran))
+        })
+        .collect();
     suspended
         .into_iter()
-        .filter(|waiting| !stored.contains(waiting.call.id.as_str()))
+        .filter(|waiting| match answered.get_mut(waiting.call.id.as_str()) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                false
+            }
+            _ => true,
+        })
         .collect()
 }
 
@@ -197,10 +221,13 @@ impl<'a> Turn<'a> {
         if again.is_empty() {
             return Ok(again);
         }
+        // By position: each result answers the waiting call at its place (ids may repeat).
+        let mut fresh = again.iter().cloned();
         let kept = waiting
             .iter()
-            .map(|w| match again.iter().find(|a| a.call.id == w.call.id) {
-                Some(fresh) => fresh.clone(),
+            .zip(results)
+            .map(|(w, result)| match result.pending {
+                Some(_) => fresh.next().unwrap_or_else(|| w.clone()),
                 None => w.clone(),
             })
             .collect();

@@ -1260,3 +1260,62 @@ async fn a_resumed_turn_streams_the_waiting_call_s_result_then_the_model_s_answe
         ])
     );
 }
+
+#[tokio::test]
+async fn a_waiting_call_sharing_its_id_with_a_call_that_ran_is_still_answered_on_resume() {
+    let trace = Trace::new();
+    // The model repeats `c1` in one step: `add` runs, `delete` waits for approval.
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c1", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let ids: Vec<(&str, &str)> = suspended
+        .pending
+        .iter()
+        .map(|p| (p.id.as_str(), p.tool.as_str()))
+        .collect();
+    assert_eq!(ids, [("c1", "delete")]);
+    trace.take();
+
+    assert_eq!(conversation.approve("c1").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // The result `add` stored under `c1` answers `add`, not the waiting `delete`: it runs.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c1)",
+            "delete(a.txt)",
+            "after_tool_call(delete c1 executed)",
+            "on_chunk(tool_result:c1 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c1",
+            "tool:c1:5",
+            "tool:c1:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert!(conversation.waiting_calls().await.expect("none").is_empty());
+}
