@@ -201,6 +201,7 @@ impl<'a> Turn<'a> {
                 continuation: self.continuation,
                 status,
                 error: None,
+                pending: Vec::new(),
             };
             let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
         }
@@ -468,7 +469,7 @@ impl<'a> Turn<'a> {
 }
 
 /// What on_chat_response reads of a finished turn: its last assistant message (an empty one
-/// when it has none), its status and error.
+/// when it has none), its status, error and waiting calls.
 fn chat_response(
     agent: Arc<RunAgent>,
     request_id: Arc<str>,
@@ -489,6 +490,7 @@ fn chat_response(
         continuation,
         status: result.status,
         error: result.error.clone(),
+        pending: result.pending.clone(),
     }
 }
 

@@ -218,9 +218,9 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
         .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
         .collect();
     assert_eq!(outcomes, [("c2", "executed")]);
-    // on_chat_response fired once per turn: suspended (with the calls in its message), then
-    // completed, for a continuation.
-    let seen: Vec<(TurnStatus, bool, usize)> = responses
+    // on_chat_response fired once per turn: suspended (with the calls in its message and the
+    // waiting one in its pending list), then completed, for a continuation.
+    let seen: Vec<(TurnStatus, bool, usize, Vec<PendingCall>)> = responses
         .take()
         .iter()
         .map(|r| {
@@ -228,14 +228,14 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
                 Message::Assistant { tool_calls, .. } => tool_calls.len(),
                 _ => 0,
             };
-            (r.status, r.continuation, calls)
+            (r.status, r.continuation, calls, r.pending.clone())
         })
         .collect();
     assert_eq!(
         seen,
         [
-            (TurnStatus::Suspended, false, 2),
-            (TurnStatus::Completed, true, 0)
+            (TurnStatus::Suspended, false, 2, vec![delete_pending()]),
+            (TurnStatus::Completed, true, 0, Vec::new())
         ]
     );
     assert_eq!(
