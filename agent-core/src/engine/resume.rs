@@ -1,7 +1,8 @@
 //! A suspended turn's way on: a session whose calls wait for an answer takes only a turn that
 //! resumes it; that turn, after before_turn, runs the approved calls (before_tool_call again,
 //! the tool, after_tool_call), stores every answered call's result after the results its step
-//! stored, forgets the waiting calls, and goes on with its steps.
+//! stored, forgets the waiting calls, takes the handoff the suspended step made (if any), and
+//! goes on with its steps.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -187,6 +188,7 @@ impl<'a> Turn<'a> {
             handoff: None,
         };
         let mut again = Vec::new();
+        let handoff = waiting.first().and_then(|w| w.handoff.clone());
         if let Some(first) = waiting.first() {
             self.hand_back(plan, &first.agent);
             let (row, step) = (first.row, first.step);
@@ -205,6 +207,14 @@ impl<'a> Turn<'a> {
             self.outcome.pending = again.into_iter().map(|w| w.call).collect();
             return Err(End::Suspended);
         }
+        // The handoff the suspended step made, taken now that its calls are answered.
+        let target = handoff.and_then(|to| {
+            let slots = &self.current.handoffs;
+            slots.iter().position(|slot| *slot.target.name == *to)
+        });
+        if let Some(index) = target {
+            self.take_handoff(plan, index).await;
+        }
         Ok(())
     }
 
@@ -217,9 +227,14 @@ impl<'a> Turn<'a> {
         results: &[CallResult],
     ) -> Flow<Vec<SuspendedCall>> {
         let (row, step) = waiting.first().map_or((0, 0), |w| (w.row, w.step));
-        let again = self.waiting_in(row, step, results);
+        let mut again = self.waiting_in(row, step, results);
         if again.is_empty() {
             return Ok(again);
+        }
+        // They still wait for the step's handoff.
+        let handoff = waiting.first().and_then(|w| w.handoff.clone());
+        for call in &mut again {
+            call.handoff.clone_from(&handoff);
         }
         // By position: each result answers the waiting call at its place (ids may repeat).
         let mut fresh = again.iter().cloned();

@@ -67,27 +67,8 @@ impl<'a> Turn<'a> {
             match self.step(plan, step).instrument(span).await {
                 Err(end) => return end,
                 Ok(Some(handoff)) => {
-                    let from = self.current.name.clone();
-                    let to = self.current.handoffs[handoff].target.name.clone();
-                    let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
-                    if let Some(run) = &self.run {
-                        run.fire(&self.me, "on_agent_end", |hooks, agent| {
-                            hooks.on_agent_end(agent, output)
-                        });
-                        run.fire(&self.me, "on_handoff", |hooks, agent| {
-                            hooks.on_handoff(agent, &to)
-                        });
-                    }
-                    self.me = self.me.hand_to(&to);
-                    if let Some(run) = &self.run {
-                        run.fire(&self.me, "on_agent_start", |hooks, agent| {
-                            hooks.on_agent_start(agent)
-                        });
-                    }
-                    self.hand_off(plan, handoff);
+                    self.take_handoff(plan, handoff).await;
                     limit = step + 1 + plan.max_steps;
-                    let to = self.current.name.clone();
-                    self.emit(super::TurnEvent::Handoff { from, to }).await;
                 }
                 Ok(None) => {}
             }
@@ -98,6 +79,31 @@ impl<'a> Turn<'a> {
             self.current.name
         );
         self.stop(StopReason::MaxSteps, why).await
+    }
+
+    /// Hands the turn to the current agent's handoff at `index`: on_agent_end and on_handoff
+    /// for the agent that hands off, on_agent_start for its target, which runs the next steps.
+    pub(super) async fn take_handoff(&mut self, plan: &mut TurnPlan<'a>, index: usize) {
+        let from = self.current.name.clone();
+        let to = self.current.handoffs[index].target.name.clone();
+        let output = self.outcome.steps.last().map_or("", |s| s.text.as_str());
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_agent_end", |hooks, agent| {
+                hooks.on_agent_end(agent, output)
+            });
+            run.fire(&self.me, "on_handoff", |hooks, agent| {
+                hooks.on_handoff(agent, &to)
+            });
+        }
+        self.me = self.me.hand_to(&to);
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_agent_start", |hooks, agent| {
+                hooks.on_agent_start(agent)
+            });
+        }
+        self.hand_off(plan, index);
+        let to = self.current.name.clone();
+        self.emit(super::TurnEvent::Handoff { from, to }).await;
     }
 
     /// One step: before_step, the model call, its tool calls, on_step_finish. `Ok` when the
@@ -302,6 +308,7 @@ impl<'a> Turn<'a> {
             return Err(End::Aborted);
         }
         if !self.outcome.pending.is_empty() {
+            // A handoff the step made is kept with the waiting calls (`resume.rs`).
             return Err(End::Suspended);
         }
         if !more {

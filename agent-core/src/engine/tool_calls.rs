@@ -55,13 +55,20 @@ impl Turn<'_> {
     }
 
     /// The calls of `results` that wait for an answer, as the session keeps them (sealed with
-    /// a token when the agent has an approval key).
+    /// a token when the agent has an approval key), each with the handoff a transfer call of
+    /// the step made.
     pub(super) fn waiting_in(
         &self,
         row: i64,
         step: usize,
         results: &[CallResult],
     ) -> Vec<SuspendedCall> {
+        let handoffs = &self.current.handoffs;
+        let handoff = results
+            .iter()
+            .find_map(|result| result.handoff)
+            .and_then(|index| handoffs.get(index))
+            .map(|slot| slot.target.name.to_string());
         results
             .iter()
             .filter_map(|result| result.pending.clone())
@@ -76,6 +83,7 @@ impl Turn<'_> {
                     row,
                     step,
                     agent: self.current.name.to_string(),
+                    handoff: handoff.clone(),
                     answer: None,
                     started_at: None,
                 }

@@ -144,6 +144,10 @@ pub struct SuspendedCall {
     /// resumed turn hands to again before it runs the call.
     #[serde(default)]
     pub agent: String,
+    /// The agent a transfer call of the same step handed the turn to (its handoff was allowed),
+    /// which the resumed turn hands to once the waiting calls are answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
     /// The answer, once given.
     pub answer: Option<CallAnswer>,
     /// The execution record: when (µs since the Unix epoch) the approved call started to

@@ -1319,3 +1319,107 @@ async fn a_waiting_call_sharing_its_id_with_a_call_that_ran_is_still_answered_on
     );
     assert!(conversation.waiting_calls().await.expect("none").is_empty());
 }
+
+#[tokio::test]
+async fn a_step_that_suspends_and_hands_off_hands_off_once_its_calls_are_answered() {
+    let trace = Trace::new();
+    let triage_model = ScriptedModel::with_id(
+        "triage-model",
+        [ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a.txt"}"#)
+            .tool_call("h1", "transfer_to_billing", "{}")],
+    );
+    let billing_model = ScriptedModel::with_id(
+        "billing-model",
+        [ScriptedStep::new().text("Billing is done.")],
+    );
+    let (t1, t2) = (trace.clone(), trace.clone());
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model.clone())
+        .hook(Hook::<event::BeforeStep>::sync("trace", move |ctx| {
+            t1.push(format!("billing:before_step({})", ctx.step));
+        }))
+        .hook(Hook::<event::OnStepFinish>::sync("trace", move |ctx| {
+            t2.push(format!("billing:on_step_finish({})", ctx.step));
+        }))
+        .build()
+        .expect("billing builds");
+    let t = trace.clone();
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model)
+        .dyn_tool(delete_tool(&trace))
+        .handoff(&billing)
+        .hook(Hook::<event::BeforeHandoff>::sync("trace", move |ctx| {
+            t.push(format!("before_handoff({}->{})", ctx.from, ctx.to));
+            agent_core::HandoffDecision::Allow
+        }))
+        .record_all(&trace)
+        .build()
+        .expect("triage builds");
+    let conversation = triage.conversation();
+
+    let suspended = conversation.run("Delete a.txt, then bill me").await;
+
+    // The handoff was allowed but not taken: the step's call waits on triage.
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(&*suspended.agent.name, "triage");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Delete a.txt, then bill me)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 delete)",
+            "on_chunk(tool_input:h1)",
+            "on_chunk(tool_call:h1 transfer_to_billing)",
+            "on_llm_end(0)",
+            "before_tool_call(delete c1)",
+            "before_handoff(triage->billing)",
+            "on_chunk(tool_result:h1 transfer_to_billing ok)",
+            "on_step_finish(0)",
+            "on_chat_response(suspended)",
+        ])
+    );
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting[0].handoff.as_deref(), Some("billing"));
+    assert!(billing_model.requests().is_empty());
+
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // The call runs on triage, then the kept handoff is taken: billing's model answers.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(&*resumed.agent.name, "billing");
+    assert_eq!(resumed.text, "Billing is done.");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c1)",
+            "delete(a.txt)",
+            "after_tool_call(delete c1 executed)",
+            "on_chunk(tool_result:c1 delete ok)",
+            "billing:before_step(0)",
+            "billing:on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Delete a.txt, then bill me",
+            "assistant:calls c1,h1",
+            "tool:h1:Transferred to agent `billing`.",
+            "tool:c1:deleted a.txt",
+            "assistant:Billing is done.",
+        ]
+    );
+    assert_whole(&rows);
+    // Billing's model read the whole step, each call with its result.
+    assert_paired(&billing_model.requests()[0].messages);
+}
