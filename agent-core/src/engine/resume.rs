@@ -326,6 +326,7 @@ impl<'a> Turn<'a> {
             })
             .unzip();
         if !calls.is_empty() {
+            self.read_approved_tools().await?;
             // The execution records, stored before any tool runs.
             let now = store::now_micros();
             let running: Vec<SuspendedCall> = waiting

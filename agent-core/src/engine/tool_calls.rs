@@ -39,6 +39,7 @@ impl Turn<'_> {
         if reply.tool_calls.is_empty() {
             return Ok(done);
         }
+        self.read_approved_tools().await?;
         // Cancelled: the turn's settling answers every call (`settle.rs`).
         let Some((results, failed)) = self.execute_all(plan, step, &reply.tool_calls, &[]).await
         else {
@@ -52,6 +53,18 @@ impl Turn<'_> {
                 .await?;
         }
         Ok(done)
+    }
+
+    /// Reads the session's tools approved for good, once per turn, before its first tool calls
+    /// run (a turn without tool calls never reads them).
+    pub(super) async fn read_approved_tools(&mut self) -> Flow {
+        if self.session.approved_tools.is_none() {
+            let approved = self.agent.store.approved_tools(self.session_id).await;
+            let approved =
+                approved.map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+            self.session.approved_tools = Some(approved);
+        }
+        Ok(())
     }
 
     /// The calls of `results` that wait for an answer, as the session keeps them (sealed with
@@ -199,7 +212,8 @@ impl Turn<'_> {
         // A call of a tool approved for good runs as approved; a resumed one by its answer.
         let standing = CallAnswer::ApproveAlways;
         let approval = |position: usize, call: &ToolCall| {
-            let granted = self.session.approved_tools.contains(&call.name);
+            let approved = self.session.approved_tools.as_deref().unwrap_or_default();
+            let granted = approved.contains(&call.name);
             approvals
                 .get(position)
                 .or_else(|| granted.then_some(&standing))

@@ -329,8 +329,6 @@ impl<'a> Turn<'a> {
             .await
             .map_err(persist)?;
         self.check_suspension(&suspended, resume)?;
-        let approved = agent.store.approved_tools(self.session_id).await;
-        self.session.approved_tools = approved.map_err(persist)?;
         let rows = agent.store.load(self.session_id).await.map_err(persist)?;
         let rows = self.repair(rows, &suspended).await?;
         let row = suspended.first().map(|waiting| waiting.row);
