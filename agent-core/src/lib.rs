@@ -79,7 +79,7 @@ pub use session::{
 pub use store::{
     CallAnswer, MemoryStore, MessageStatus, MessageUpdate, NewMessage, PendingCall, PendingKind,
     ReleaseTurn, SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind,
-    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
+    StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
 };
 pub use tool::{
     AnyValue, ArgsError, ClientTool, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput,

@@ -322,7 +322,10 @@ impl Conversation {
                 });
             }
             None => {
-                if let CallAnswer::ApproveWith { arguments } = &answer {
+                // A subagent's call is checked when it runs (its tools are the subagent's).
+                if let CallAnswer::ApproveWith { arguments } = &answer
+                    && call.via.is_none()
+                {
                     self.check_arguments(&call.call.tool, arguments)
                         .map_err(|error| AnswerError::InvalidArguments {
                             call_id: call_id.to_owned(),

@@ -7,7 +7,9 @@ use super::Agent;
 /// own, its own hooks) on `{"input": "..."}` and returns its final answer. The calling agent's
 /// before_tool_call hooks gate the call (block, substitute and modify all apply; unlike
 /// Stratus, a modified input reaches the subagent), after_tool_call sees its outcome, and
-/// on_subagent_start / on_subagent_stop fire around it.
+/// on_subagent_start / on_subagent_stop fire around it. A subagent's turn that suspends (a
+/// call waiting for approval or a result) suspends the call to it and its caller's turn,
+/// whose resume resumes the subagent's turn (see [`SubagentTurn`](crate::SubagentTurn)).
 ///
 /// ```
 /// use agent_core::{AgentBuilder, ScriptedModel, Subagent};

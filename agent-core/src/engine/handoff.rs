@@ -331,7 +331,8 @@ pub(super) async fn decide(
         error: None,
         dropped: false,
         handoff,
-        pending: None,
+        pending: Vec::new(),
+        via: None,
     }
 }
 

@@ -328,7 +328,8 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
         error: None,
         dropped: false,
         handoff: None,
-        pending: None,
+        pending: Vec::new(),
+        via: None,
     })
 }
 

@@ -1,9 +1,10 @@
 //! A suspended turn's way on: a session whose calls wait for an answer takes only a turn that
 //! resumes it; that turn, after before_turn, runs the approved calls (before_tool_call again,
 //! the tool, after_tool_call), stores every answered call's result after the results its step
-//! stored, forgets the waiting calls, and goes on with its steps.
+//! stored, forgets the waiting calls, takes the handoff the suspended step made (if any), and
+//! goes on with its steps.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::handoff::Reach;
@@ -11,14 +12,19 @@ use super::plan::TurnPlan;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Turn, store_error};
 use super::step::CallsDone;
+use super::subagent::Resume;
 use super::tool_call::CallResult;
 use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};
-use crate::store::{self, CallAnswer, StoredMessage, SuspendedCall};
+use crate::store::{self, CallAnswer, StoredMessage, SubagentTurn, SuspendedCall, units};
 use serde_json::Value;
 
 /// The waiting calls a resumed turn still has to answer: those without a result stored after
-/// their assistant row (a resume cut off after storing one never runs that call again).
+/// their assistant row (a resume cut off after storing one never runs that call again). Ids are
+/// only unique within a step, and even there a model may repeat one: calls pair with results by
+/// position among the calls sharing an id. When the step ran, each of its calls that did not
+/// wait got a result, in the model's order; the results beyond those answer the waiting calls
+/// with that id, in order (the resume stores them in the model's order).
 pub(super) fn still_to_run(
     suspended: Vec<SuspendedCall>,
     rows: &[StoredMessage],
@@ -26,18 +32,38 @@ pub(super) fn still_to_run(
     let Some(row) = suspended.first().map(|waiting| waiting.row) else {
         return suspended;
     };
-    let stored: HashSet<&str> = rows
-        .iter()
-        .skip_while(|stored| stored.id != row)
+    let mut after = rows.iter().skip_while(|stored| stored.id != row);
+    let calls: &[ToolCall] = match after.next().map(|stored| &stored.message) {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls,
+        _ => &[],
+    };
+    let results: Vec<&str> = after
         .filter_map(|stored| match &stored.message {
             Message::Tool { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
-    suspended
-        .into_iter()
-        .filter(|waiting| !stored.contains(waiting.call.id.as_str()))
-        .collect()
+    let count = |ids: &[&str], id: &str| ids.iter().filter(|x| **x == id).count();
+    // A subagent's calls wait in one call of the step.
+    let units = units(&suspended);
+    let waiting: Vec<&str> = units.iter().map(|unit| unit[0].step_call_id()).collect();
+    let called: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    // How many of each id's waiting calls were answered already, first ones first.
+    let mut answered: HashMap<&str, usize> = waiting
+        .iter()
+        .map(|&id| {
+            let ran = count(&called, id).saturating_sub(count(&waiting, id));
+            (id, count(&results, id).saturating_sub(ran))
+        })
+        .collect();
+    let mut left = Vec::with_capacity(suspended.len());
+    for unit in units {
+        match answered.get_mut(unit[0].step_call_id()) {
+            Some(done) if *done > 0 => *done -= 1,
+            _ => left.extend_from_slice(unit),
+        }
+    }
+    left
 }
 
 /// The call a resumed turn runs for an approved waiting call: the arguments the model sent,
@@ -65,6 +91,9 @@ enum Answer<'w> {
     Submitted(&'w Value, bool),
     /// Report that its approved run was interrupted.
     Interrupted,
+    /// Run the call to the subagent whose suspended turn holds these calls, resuming that
+    /// turn with their answers.
+    Subagent(&'w SubagentTurn, Vec<CallAnswer>),
 }
 
 /// The result of a call the resumed turn answers without running it (no tool-call hook runs):
@@ -111,7 +140,8 @@ fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
         error: None,
         dropped: false,
         handoff: None,
-        pending: None,
+        pending: Vec::new(),
+        via: None,
     }
 }
 
@@ -164,6 +194,7 @@ impl<'a> Turn<'a> {
             handoff: None,
         };
         let mut again = Vec::new();
+        let handoff = waiting.first().and_then(|w| w.handoff.clone());
         if let Some(first) = waiting.first() {
             self.hand_back(plan, &first.agent).await;
             let (row, step) = (first.row, first.step);
@@ -182,29 +213,46 @@ impl<'a> Turn<'a> {
             self.outcome.pending = again.into_iter().map(|w| w.call).collect();
             return Err(End::Suspended);
         }
+        // The handoff the suspended step made, taken now that its calls are answered.
+        let target = handoff.and_then(|to| {
+            let slots = &self.current.handoffs;
+            slots.iter().position(|slot| *slot.to == *to)
+        });
+        if let Some(index) = target {
+            self.hand_off(plan, index).await;
+        }
         Ok(())
     }
 
-    /// The approved calls that wait again (a gate deferred them when they ran), kept with
-    /// the session before any result is stored, in place of their answered records. The
-    /// calls that ran keep their execution records until their results are stored.
+    /// The approved calls that wait again (a gate deferred them when they ran, or the subagent
+    /// whose turn a call resumed suspended again), kept with the session before any result is
+    /// stored, in place of their answered records. The calls that ran keep their execution
+    /// records until their results are stored. `results` holds one result per call of the
+    /// step ([`units`]).
     async fn wait_again(
         &self,
         waiting: &[SuspendedCall],
         results: &[CallResult],
     ) -> Flow<Vec<SuspendedCall>> {
         let (row, step) = waiting.first().map_or((0, 0), |w| (w.row, w.step));
-        let again = self.waiting_in(row, step, results);
+        // They still wait for the step's handoff.
+        let handoff = waiting.first().and_then(|w| w.handoff.clone());
+        let (mut kept, mut again) = (Vec::new(), Vec::new());
+        for (unit, result) in units(waiting).into_iter().zip(results) {
+            if result.pending.is_empty() {
+                kept.extend_from_slice(unit);
+                continue;
+            }
+            let mut fresh = self.waiting_in(row, step, std::slice::from_ref(result));
+            for call in &mut fresh {
+                call.handoff.clone_from(&handoff);
+            }
+            kept.extend(fresh.iter().cloned());
+            again.extend(fresh);
+        }
         if again.is_empty() {
             return Ok(again);
         }
-        let kept = waiting
-            .iter()
-            .map(|w| match again.iter().find(|a| a.call.id == w.call.id) {
-                Some(fresh) => fresh.clone(),
-                None => w.clone(),
-            })
-            .collect();
         self.keep_waiting(kept).await?;
         Ok(again)
     }
@@ -254,9 +302,11 @@ impl<'a> Turn<'a> {
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
     }
 
-    /// Each waiting call's result, in order: the approved calls run (each one's execution
-    /// record stored first), the denied are answered with their reason, and a call whose
-    /// approved run was interrupted is reported as such unless its tool is idempotent. A
+    /// One result per call of the step that waits ([`units`]), in order: the approved calls
+    /// run (each one's execution record stored first), the denied are answered with their
+    /// reason, a call whose approved run was interrupted is reported as such unless its tool
+    /// is idempotent, and a call to a subagent whose turn suspended runs again, resuming that
+    /// turn with its calls' answers (the subagent's store keeps their execution records). A
     /// fail-closed on_chunk hook failing on a preliminary result fails the turn once the
     /// results are stored.
     async fn answer_all(
@@ -267,54 +317,87 @@ impl<'a> Turn<'a> {
     ) -> Flow<(Vec<CallResult>, Option<TurnError>)> {
         let step = waiting.first().map_or(0, |w| w.step);
         let idempotent = |tool: &str| plan.tools.get(tool).is_some_and(|s| s.tool.idempotent());
-        let answers: Vec<Answer<'_>> = waiting
+        let units = units(waiting);
+        let mut at = 0;
+        let answers: Vec<Answer<'_>> = units
             .iter()
-            .zip(answered)
-            .map(|(w, answer)| match answer {
-                CallAnswer::Deny { reason } => Answer::Deny(reason),
-                CallAnswer::Result { output, is_error } => Answer::Submitted(output, *is_error),
-                _ if w.started_at.is_some() && !idempotent(&w.call.tool) => Answer::Interrupted,
-                answer => Answer::Run(answer),
+            .map(|unit| {
+                let (w, given) = (&unit[0], &answered[at..at + unit.len()]);
+                at += unit.len();
+                match (&w.via, given[0]) {
+                    (Some(via), _) => {
+                        Answer::Subagent(via, given.iter().map(|&answer| answer.clone()).collect())
+                    }
+                    (None, CallAnswer::Deny { reason }) => Answer::Deny(reason),
+                    (None, CallAnswer::Result { output, is_error }) => {
+                        Answer::Submitted(output, *is_error)
+                    }
+                    _ if w.started_at.is_some() && !idempotent(&w.call.tool) => Answer::Interrupted,
+                    (None, answer) => Answer::Run(answer),
+                }
             })
             .collect();
-        let (calls, approvals): (Vec<ToolCall>, Vec<CallAnswer>) = waiting
-            .iter()
-            .zip(&answers)
-            .filter_map(|(w, answer)| match answer {
-                Answer::Run(answer) => Some((approved_call(w, answer), (*answer).clone())),
-                _ => None,
-            })
-            .unzip();
+        let mut calls = Vec::new();
+        let mut approvals = Vec::new();
+        let mut resumes = Vec::new();
+        for (unit, answer) in units.iter().zip(&answers) {
+            match answer {
+                Answer::Run(answer) => {
+                    calls.push(approved_call(&unit[0], answer));
+                    approvals.push(Some((*answer).clone()));
+                    resumes.push(None);
+                }
+                Answer::Subagent(via, answers) => {
+                    calls.push(ToolCall {
+                        id: via.call_id.clone(),
+                        name: via.tool.clone(),
+                        arguments: via.arguments.to_string(),
+                        metadata: None,
+                    });
+                    approvals.push(None);
+                    let session = via.session.clone();
+                    let answers = answers.clone();
+                    resumes.push(Some(Resume { session, answers }));
+                }
+                _ => {}
+            }
+        }
         if !calls.is_empty() {
+            self.read_approved_tools().await?;
+        }
+        if answers
+            .iter()
+            .any(|answer| matches!(answer, Answer::Run(_)))
+        {
             // The execution records, stored before any tool runs.
             let now = store::now_micros();
-            let running: Vec<SuspendedCall> = waiting
-                .iter()
-                .zip(&answers)
-                .map(|(w, answer)| {
+            let mut running = Vec::with_capacity(waiting.len());
+            for (unit, answer) in units.iter().zip(&answers) {
+                for w in unit.iter() {
                     let mut w = w.clone();
                     if matches!(answer, Answer::Run(_)) {
                         w.started_at = Some(now);
                     }
-                    w
-                })
-                .collect();
+                    running.push(w);
+                }
+            }
             self.keep_waiting(running).await?;
         }
         let (ran, failed) = if calls.is_empty() {
             (Vec::new(), None)
         } else {
-            match self.execute_all(plan, step, &calls, &approvals).await {
+            let executed = self.execute_all(plan, step, &calls, &approvals, resumes);
+            match executed.await {
                 Some(ran) => ran,
                 None => return Err(End::Aborted),
             }
         };
         let mut ran = ran.into_iter();
-        let mut results = Vec::with_capacity(waiting.len());
-        for (w, answer) in waiting.iter().zip(&answers) {
+        let mut results = Vec::with_capacity(units.len());
+        for (unit, answer) in units.iter().zip(&answers) {
             match answer {
-                Answer::Run(_) => results.extend(ran.next()),
-                unrun_answer => results.push(unrun(w, unrun_answer)),
+                Answer::Run(_) | Answer::Subagent(..) => results.extend(ran.next()),
+                unrun_answer => results.push(unrun(&unit[0], unrun_answer)),
             }
         }
         Ok((results, failed))
@@ -341,11 +424,12 @@ impl<'a> Turn<'a> {
         let Message::Assistant { tool_calls, .. } = &plan.messages[at] else {
             return Ok(());
         };
+        let units = units(waiting);
         let positions = dropped
             .iter()
             .filter_map(|&i| {
-                let id = &waiting.get(i)?.call.id;
-                tool_calls.iter().position(|call| call.id == *id)
+                let id = units.get(i)?[0].step_call_id();
+                tool_calls.iter().position(|call| call.id == id)
             })
             .collect();
         // The assistant message is not among this turn's added messages.

@@ -122,8 +122,9 @@ pub(super) struct SessionTurn {
     pub(super) classification: Option<ChatErrorClassification>,
     /// A resumed turn: the answered calls still to run before its first step (`resume.rs`).
     pub(super) resume: Option<Vec<SuspendedCall>>,
-    /// The session's tools approved for good: their calls run without asking.
-    pub(super) approved_tools: Vec<String>,
+    /// The session's tools approved for good (their calls run without asking), read from the
+    /// store when the turn first runs tool calls.
+    pub(super) approved_tools: Option<Vec<String>>,
 }
 
 impl Turn<'_> {

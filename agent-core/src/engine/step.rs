@@ -290,6 +290,7 @@ impl<'a> Turn<'a> {
             return Err(End::Aborted);
         }
         if !self.outcome.pending.is_empty() {
+            // A handoff the step made is kept with the waiting calls (`resume.rs`).
             return Err(End::Suspended);
         }
         if !more {

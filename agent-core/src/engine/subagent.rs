@@ -2,8 +2,15 @@
 //! own session, request id and hooks) on the call's `input` and returns its final answer; the
 //! calling agent's before_tool_call and after_tool_call hooks apply to the call as to any tool,
 //! and on_subagent_start / on_subagent_stop fire around the subagent's turn.
+//!
+//! A subagent's turn that suspends suspends the call to it: the subagent's session is kept (in
+//! its store) and its waiting calls pass up to the caller's turn (`tool_call.rs`), which keeps
+//! them with its own session. When the caller's turn resumes, the call runs again: it writes
+//! the answers to the subagent's waiting calls and resumes the subagent's turn, whose final
+//! answer is the call's result. What passes between the call and the subagent's turn goes
+//! through a task-local [`Passing`] cell.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
@@ -14,8 +21,56 @@ use super::turn::{SessionRef, run_turn};
 use crate::hooks::tool_hooks::CallState;
 use crate::hooks::{SubagentStartContext, SubagentStopContext, ToolOutcome, TurnStatus, observe};
 use crate::session::Opened;
+use crate::store::{CallAnswer, PendingCall};
 use crate::tool::{FnTool, ToolContext, ToolError};
 use crate::util::new_id;
+
+tokio::task_local! {
+    /// The cell of the call to a subagent running in this task (the innermost one).
+    static PASSING: Arc<Mutex<Passing>>;
+}
+
+/// What passes between a call to a subagent and the subagent's turn.
+#[derive(Default)]
+pub(super) struct Passing {
+    /// The suspended turn the call resumes, taken by the subagent's turn.
+    resume: Option<Resume>,
+    /// The suspension the subagent's turn ended in.
+    suspended: Option<Suspension>,
+}
+
+/// A subagent's suspended turn to resume, with the answers to its waiting calls (in order).
+pub(crate) struct Resume {
+    pub(crate) session: String,
+    pub(crate) answers: Vec<CallAnswer>,
+}
+
+/// A subagent's turn that suspended: its session and its waiting calls.
+pub(crate) struct Suspension {
+    pub(crate) session: String,
+    pub(crate) pending: Vec<PendingCall>,
+}
+
+/// The cell for one call to a subagent, resuming `resume` when given.
+pub(super) fn passing(resume: Option<Resume>) -> Arc<Mutex<Passing>> {
+    Arc::new(Mutex::new(Passing {
+        resume,
+        suspended: None,
+    }))
+}
+
+/// Runs the call's tool future with its cell.
+pub(super) async fn scoped<F: Future>(cell: Arc<Mutex<Passing>>, call: F) -> F::Output {
+    PASSING.scope(cell, call).await
+}
+
+/// The suspension the subagent's turn left in the cell, if it suspended.
+pub(super) fn suspension(cell: &Arc<Mutex<Passing>>) -> Option<Suspension> {
+    cell.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .suspended
+        .take()
+}
 
 /// The tool through which a model asks `agent`: named after the agent unless `name` is given,
 /// taking `{"input": "..."}`.
@@ -42,16 +97,34 @@ pub(crate) fn tool(
     })
 }
 
-/// The subagent's turn, on a session of its own, cancelled with the calling turn.
+/// The subagent's turn, on a session of its own, cancelled with the calling turn: a new one,
+/// or the suspended one the call resumes. A turn that suspends leaves its suspension in the
+/// call's cell and keeps its session.
 async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
-    let Some(input) = args.get("input").and_then(Value::as_str) else {
-        return Err(ToolError::new(format!(
-            "agent `{}` takes {{\"input\": \"...\"}}: the text to ask it",
-            agent.name
-        )));
+    let cell = PASSING.try_with(Arc::clone).ok();
+    let resume = cell.as_ref().and_then(|cell| {
+        let mut passing = cell.lock().unwrap_or_else(PoisonError::into_inner);
+        passing.resume.take()
+    });
+    let (mut session, request) = match resume {
+        Some(resume) => {
+            answer(&agent, &resume).await?;
+            let mut request = TurnRequest::default().cancel(ctx.cancel.child());
+            request.continuation = true;
+            request.resume = true;
+            (Held::adopt(&agent, resume.session), request)
+        }
+        None => {
+            let Some(input) = args.get("input").and_then(Value::as_str) else {
+                return Err(ToolError::new(format!(
+                    "agent `{}` takes {{\"input\": \"...\"}}: the text to ask it",
+                    agent.name
+                )));
+            };
+            let request = TurnRequest::new(input).cancel(ctx.cancel.child());
+            (Held::open(&agent), request)
+        }
     };
-    let session = Held::open(&agent);
-    let request = TurnRequest::new(input).cancel(ctx.cancel.child());
     let opened = Arc::new(Opened);
     let turn = SessionRef {
         id: &session.id,
@@ -66,12 +139,23 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
             .map_or(Value::String(result.text), |output| output.json)),
         TurnStatus::Suspended => {
             let ids: Vec<&str> = result.pending.iter().map(|p| p.id.as_str()).collect();
-            Err(ToolError::new(format!(
-                "agent `{}` suspended: its tool calls {} wait for an answer, which a subagent's \
-                 turn cannot wait for",
+            let why = format!(
+                "agent `{}` suspended: its tool calls {} wait for an answer",
                 agent.name,
                 ids.join(", ")
-            )))
+            );
+            if let Some(cell) = cell {
+                // Kept for the resume: the caller's turn keeps the waiting calls.
+                session.keep = true;
+                let suspension = Suspension {
+                    session: session.id.to_string(),
+                    pending: result.pending,
+                };
+                cell.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .suspended = Some(suspension);
+            }
+            Err(ToolError::new(why))
         }
         status => {
             let why = result
@@ -86,11 +170,57 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
     }
 }
 
+/// Gives the subagent's waiting calls the answers the caller's session kept for them (a tool
+/// approved for good is approved in the subagent's session too).
+async fn answer(agent: &AgentRuntime, resume: &Resume) -> Result<(), ToolError> {
+    let store = &agent.store;
+    let failed = |error: crate::store::StoreError| {
+        ToolError::new(format!(
+            "agent `{}`'s suspended turn cannot be resumed: its store failed: {error}",
+            agent.name
+        ))
+    };
+    let session = resume.session.as_str();
+    let mut waiting = store.suspended(session).await.map_err(failed)?;
+    if waiting.len() != resume.answers.len() {
+        return Err(ToolError::new(format!(
+            "agent `{}`'s suspended turn is gone (session `{session}` holds {} waiting calls, \
+             not the {} answered): its store lost it, or it ended before this call's result \
+             was stored",
+            agent.name,
+            waiting.len(),
+            resume.answers.len()
+        )));
+    }
+    let mut approved = Vec::new();
+    for (call, answer) in waiting.iter_mut().zip(&resume.answers) {
+        if *answer == CallAnswer::ApproveAlways {
+            approved.push(call.call.tool.clone());
+        }
+        call.answer = Some(answer.clone());
+    }
+    if !approved.is_empty() {
+        let mut tools = store.approved_tools(session).await.map_err(failed)?;
+        for tool in approved {
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        store
+            .set_approved_tools(session, tools)
+            .await
+            .map_err(failed)?;
+    }
+    store.set_suspended(session, waiting).await.map_err(failed)
+}
+
 /// The subagent's session, held in its store while the call runs (an in-memory store frees it
-/// when the call ends, however it ends).
+/// when the call ends, however it ends), and kept held while its turn is suspended.
 struct Held {
     agent: Arc<AgentRuntime>,
     id: Arc<str>,
+    /// The turn suspended: the session stays held until the call that resumes it ends.
+    keep: bool,
 }
 
 impl Held {
@@ -100,13 +230,25 @@ impl Held {
         Held {
             agent: agent.clone(),
             id,
+            keep: false,
+        }
+    }
+
+    /// The session of a suspended turn, which the call that suspended it kept held.
+    fn adopt(agent: &Arc<AgentRuntime>, id: String) -> Held {
+        Held {
+            agent: agent.clone(),
+            id: id.into(),
+            keep: false,
         }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.agent.store.release(&self.id);
+        if !self.keep {
+            self.agent.store.release(&self.id);
+        }
     }
 }
 

@@ -11,13 +11,13 @@ use super::inherit::{self, Inherited};
 use super::plan::CallScope;
 use super::preliminary;
 use super::runtime::ToolSlot;
-use super::subagent;
+use super::subagent::{self, Resume, Suspension};
 use super::tool_results;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
-use crate::store::{self, CallAnswer, PendingCall, PendingKind};
+use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
 use crate::tool::{self, AnyValue, ToolContext, ToolError};
 use crate::util::{catch_panic, catch_unwind, clip};
 
@@ -30,8 +30,11 @@ pub(crate) struct CallResult {
     pub(crate) dropped: bool,
     /// A transfer call whose handoff was allowed: the current agent's handoff at this index.
     pub(crate) handoff: Option<usize>,
-    /// The call waits for an answer from outside the turn: it did not run, and has no result.
-    pub(crate) pending: Option<PendingCall>,
+    /// The calls this call waits on for an answer from outside the turn (itself, or those of
+    /// the subagent whose turn suspended inside it): it has no result yet.
+    pub(crate) pending: Vec<PendingCall>,
+    /// For a call to a subagent whose turn suspended: that turn, resumed with the answers.
+    pub(crate) via: Option<SubagentTurn>,
 }
 
 pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
@@ -48,7 +51,8 @@ pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
         error: None,
         dropped: false,
         handoff: None,
-        pending: None,
+        pending: Vec::new(),
+        via: None,
     }
 }
 
@@ -75,6 +79,7 @@ fn waiting(
         kind,
         // Sealed with the session and row when the turn keeps it (`tool_calls.rs`).
         token: None,
+        path: Vec::new(),
     };
     let record = ToolResultRecord {
         call_id: call.id.clone(),
@@ -89,16 +94,56 @@ fn waiting(
         error: None,
         dropped: false,
         handoff: None,
-        pending: Some(pending),
+        pending: vec![pending],
+        via: None,
     }
 }
 
-/// Runs one call; `approval` is the answer that approved a call which waited for one. Never
-/// panics on anything the model sent: unknown tools and bad arguments become error results.
+/// A call to the subagent `subagent` whose turn suspended: it waits on the subagent's waiting
+/// calls (their path starting with the subagent), and its resume resumes that turn.
+fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) -> CallResult {
+    let pending = suspension
+        .pending
+        .into_iter()
+        .map(|mut waiting| {
+            waiting.path.insert(0, subagent.to_owned());
+            waiting
+        })
+        .collect();
+    let arguments = serde_json::from_str(&call.arguments)
+        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+    let via = SubagentTurn {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments,
+        session: suspension.session,
+    };
+    let record = ToolResultRecord {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: format!("agent `{subagent}` suspended: its tool calls wait for an answer"),
+        is_error: false,
+        outcome: ToolOutcomeKind::Suspended,
+        duration: Duration::ZERO,
+    };
+    CallResult {
+        record,
+        error: None,
+        dropped: false,
+        handoff: None,
+        pending,
+        via: Some(via),
+    }
+}
+
+/// Runs one call; `approval` is the answer that approved a call which waited for one, and
+/// `resume` the suspended turn a call to a subagent resumes. Never panics on anything the
+/// model sent: unknown tools and bad arguments become error results.
 pub(crate) async fn execute(
     scope: &CallScope<'_>,
     call: &ToolCall,
     approval: Option<&CallAnswer>,
+    resume: Option<Resume>,
 ) -> CallResult {
     let span = tracing::info_span!(
         "execute_tool",
@@ -112,7 +157,9 @@ pub(crate) async fn execute(
             hooks.on_tool_start(agent, call)
         });
     }
-    let result = execute_inner(scope, call, approval).instrument(span).await;
+    let result = execute_inner(scope, call, approval, resume)
+        .instrument(span)
+        .await;
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_end", |hooks, agent| {
             hooks.on_tool_end(agent, &result.record)
@@ -126,6 +173,7 @@ async fn execute_inner(
     scope: &CallScope<'_>,
     call: &ToolCall,
     approval: Option<&CallAnswer>,
+    resume: Option<Resume>,
 ) -> CallResult {
     let (slot, parsed) = match lookup(scope, call) {
         Ok(found) => found,
@@ -179,7 +227,12 @@ async fn execute_inner(
     }
     let (outcome, duration, state) = match gated {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
-        None => invoke(scope, slot, state, call, has_after).await,
+        None => match invoke(scope, slot, state, call, has_after, resume).await {
+            Invoked::Ran(outcome, duration, state) => (outcome, duration, state),
+            Invoked::Suspended(subagent, suspension) => {
+                return waiting_in_subagent(call, &subagent, suspension);
+            }
+        },
     };
     // The step forwards the call's preliminary results while it waits: let it deliver the
     // last ones before the result hooks run.
@@ -215,7 +268,8 @@ async fn execute_inner(
         error,
         dropped: checked.dropped,
         handoff: None,
-        pending: None,
+        pending: Vec::new(),
+        via: None,
     }
 }
 
@@ -310,18 +364,28 @@ async fn gate<'h>(
     }
 }
 
-/// Runs the tool with the effective input, a panic becoming a failed outcome. The call's
-/// state comes back only when after_tool_call hooks will read it.
+/// What running a tool gave.
+enum Invoked {
+    /// Its outcome and how long it ran, with the call's state when after_tool_call hooks will
+    /// read it.
+    Ran(ToolOutcome, Duration, Option<CallState>),
+    /// The subagent it runs (named) suspended its turn.
+    Suspended(Arc<str>, Suspension),
+}
+
+/// Runs the tool with the effective input, a panic becoming a failed outcome; a subagent's
+/// tool resumes `resume` when given, and its turn may suspend.
 async fn invoke(
     scope: &CallScope<'_>,
     slot: &ToolSlot,
     state: CallState,
     call: &ToolCall,
     has_after: bool,
-) -> (ToolOutcome, Duration, Option<CallState>) {
+    resume: Option<Resume>,
+) -> Invoked {
     if let Err(outcome) = subagent::started(scope, slot, &state).await {
         let state = has_after.then_some(state);
-        return (outcome, Duration::ZERO, state);
+        return Invoked::Ran(outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
     let reporter = preliminary::reporter(
@@ -361,9 +425,16 @@ async fn invoke(
         .as_ref()
         .filter(|subagent| subagent.inherit)
         .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
+    // A subagent's turn takes the suspended turn to resume and leaves its suspension here.
+    let passing = slot.subagent.as_ref().map(|_| subagent::passing(resume));
+    let cell = passing.clone();
     let run = catch_unwind(Box::pin(async move {
         let call = inherit::passing(passed, tool.call(args, ctx));
-        tool::reporting(reporter, call).await
+        let call = tool::reporting(reporter, call);
+        match cell {
+            Some(cell) => subagent::scoped(cell, call).await,
+            None => call.await,
+        }
     }));
     let result = match slot.timeout {
         // On expiry the tool's future is dropped, which stops it.
@@ -371,6 +442,11 @@ async fn invoke(
         None => Some(run.await),
     };
     let duration = started.elapsed();
+    if let Some(suspension) = passing.as_ref().and_then(subagent::suspension)
+        && let Some(mark) = &slot.subagent
+    {
+        return Invoked::Suspended(mark.name.clone(), suspension);
+    }
     let outcome = match result {
         Some(Ok(Ok(output))) => ToolOutcome::Executed(output),
         Some(Ok(Err(error))) => ToolOutcome::Failed(error),
@@ -385,7 +461,7 @@ async fn invoke(
         ))),
     };
     let outcome = subagent::stopped(scope, slot, &call_id, outcome).await;
-    (outcome, duration, state)
+    Invoked::Ran(outcome, duration, state)
 }
 
 /// after_tool_call: observers of every outcome; a fail-closed one that fails returns the

@@ -17,6 +17,7 @@ use super::plan::TurnPlan;
 use super::run_scope;
 use super::state::{End, Flow, Turn, store_error};
 use super::step::{CallsDone, Reply};
+use super::subagent::Resume;
 use super::tool_call::{CallResult, execute};
 use crate::hooks::{Chunk, ErrorStage, TurnError};
 use crate::message::ToolCall;
@@ -40,9 +41,10 @@ impl Turn<'_> {
         if reply.tool_calls.is_empty() {
             return Ok(done);
         }
+        self.read_approved_tools().await?;
         // Cancelled: the turn's settling answers every call (`settle.rs`).
-        let Some((results, failed)) = self.execute_all(plan, step, &reply.tool_calls, &[]).await
-        else {
+        let executed = self.execute_all(plan, step, &reply.tool_calls, &[], Vec::new());
+        let Some((results, failed)) = executed.await else {
             return Err(End::Aborted);
         };
         done.failed_hook = failed;
@@ -55,30 +57,56 @@ impl Turn<'_> {
         Ok(done)
     }
 
+    /// Reads the session's tools approved for good, once per turn, before its first tool calls
+    /// run (a turn without tool calls never reads them).
+    pub(super) async fn read_approved_tools(&mut self) -> Flow {
+        if self.session.approved_tools.is_none() {
+            let approved = self.agent.store.approved_tools(self.session_id).await;
+            let approved =
+                approved.map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+            self.session.approved_tools = Some(approved);
+        }
+        Ok(())
+    }
+
     /// The calls of `results` that wait for an answer, as the session keeps them (sealed with
-    /// a token when the agent has an approval key).
+    /// a token when the agent has an approval key), each with the handoff a transfer call of
+    /// the step made.
     pub(super) fn waiting_in(
         &self,
         row: i64,
         step: usize,
         results: &[CallResult],
     ) -> Vec<SuspendedCall> {
+        let handoffs = &self.current.handoffs;
+        let handoff = results
+            .iter()
+            .find_map(|result| result.handoff)
+            .and_then(|index| handoffs.get(index))
+            .map(|slot| slot.to.to_string());
         results
             .iter()
-            .filter_map(|result| result.pending.clone())
-            .map(|mut call| {
-                if let Some(key) = &self.agent.approval_key {
+            .flat_map(|result| {
+                result
+                    .pending
+                    .iter()
+                    .map(|call| (call.clone(), &result.via))
+            })
+            .map(|(mut call, via)| {
+                // Sealed for this session and row (a subagent's own seal is for its session).
+                call.token = self.agent.approval_key.as_ref().map(|key| {
                     let (id, tool, print) = (&call.id, &call.tool, &call.fingerprint);
-                    let token = store::token(key, self.session_id, row, id, tool, print);
-                    call.token = Some(token);
-                }
+                    store::token(key, self.session_id, row, id, tool, print)
+                });
                 SuspendedCall {
                     call,
                     row,
                     step,
                     agent: self.current.name.to_string(),
+                    handoff: handoff.clone(),
                     answer: None,
                     started_at: None,
+                    via: via.clone(),
                 }
             })
             .collect()
@@ -116,7 +144,7 @@ impl Turn<'_> {
             let mut record = result.record;
             done.failed_hook = done.failed_hook.take().or(result.error);
             done.handoff = done.handoff.or(result.handoff);
-            if result.pending.is_some() {
+            if !result.pending.is_empty() {
                 self.open.answered(position);
                 continue;
             }
@@ -157,13 +185,15 @@ impl Turn<'_> {
     /// `None` when the turn was cancelled first. A fail-closed on_chunk hook failing on a
     /// preliminary result fails the turn after the step. `approvals` holds, by position, the
     /// answer that approved each call of a resumed turn (empty for a step's own calls); a call
-    /// of a tool the session approved for good runs as approved.
+    /// of a tool the session approved for good runs as approved. `resumes` holds, by position,
+    /// the suspended subagent turn each call to a subagent resumes.
     pub(super) async fn execute_all(
         &self,
         plan: &TurnPlan<'_>,
         step: usize,
         calls: &[ToolCall],
-        approvals: &[CallAnswer],
+        approvals: &[Option<CallAnswer>],
+        resumes: Vec<Option<Resume>>,
     ) -> Option<(Vec<CallResult>, Option<TurnError>)> {
         let (progress, mut preliminaries) = mpsc::unbounded_channel();
         // Only tool-call hooks read the history; skip the copy when no called tool has one.
@@ -193,27 +223,33 @@ impl Turn<'_> {
         // A call of a tool approved for good runs as approved; a resumed one by its answer.
         let standing = CallAnswer::ApproveAlways;
         let approval = |position: usize, call: &ToolCall| {
-            let granted = self.session.approved_tools.contains(&call.name);
+            let approved = self.session.approved_tools.as_deref().unwrap_or_default();
+            let granted = approved.contains(&call.name);
             approvals
                 .get(position)
+                .and_then(Option::as_ref)
                 .or_else(|| granted.then_some(&standing))
         };
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
+        let mut resumes = resumes.into_iter();
         let futures = calls
             .iter()
             .enumerate()
-            .map(|(position, call)| match plan.tools.handoff(&call.name) {
-                Some(index) => {
-                    handoffs += 1;
-                    Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
-                        as BoxFuture<'_, CallResult>
+            .map(|(position, call)| {
+                let resume = resumes.next().flatten();
+                match plan.tools.handoff(&call.name) {
+                    Some(index) => {
+                        handoffs += 1;
+                        Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
+                            as BoxFuture<'_, CallResult>
+                    }
+                    None => match output::answered(plan, position) {
+                        Some(answered) => Box::pin(std::future::ready(answered)),
+                        None => Box::pin(execute(&scope, call, approval(position, call), resume))
+                            as BoxFuture<'_, CallResult>,
+                    },
                 }
-                None => match output::answered(plan, position) {
-                    Some(answered) => Box::pin(std::future::ready(answered)),
-                    None => Box::pin(execute(&scope, call, approval(position, call)))
-                        as BoxFuture<'_, CallResult>,
-                },
             })
             .collect();
         // A subagent's turn started by one of the calls joins this turn's run.

@@ -205,6 +205,7 @@ impl<'a> Turn<'a> {
                 continuation: self.continuation,
                 status,
                 error: None,
+                pending: Vec::new(),
             };
             let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
         }
@@ -333,8 +334,6 @@ impl<'a> Turn<'a> {
             .await
             .map_err(persist)?;
         self.check_suspension(&suspended, resume)?;
-        let approved = agent.store.approved_tools(self.session_id).await;
-        self.session.approved_tools = approved.map_err(persist)?;
         let rows = agent.store.load(self.session_id).await.map_err(persist)?;
         let rows = self.repair(rows, &suspended).await?;
         let row = suspended.first().map(|waiting| waiting.row);
@@ -474,7 +473,7 @@ impl<'a> Turn<'a> {
 }
 
 /// What on_chat_response reads of a finished turn: its last assistant message (an empty one
-/// when it has none), its status and error.
+/// when it has none), its status, error and waiting calls.
 fn chat_response(
     agent: Arc<RunAgent>,
     request_id: Arc<str>,
@@ -495,6 +494,7 @@ fn chat_response(
         continuation,
         status: result.status,
         error: result.error.clone(),
+        pending: result.pending.clone(),
     }
 }
 

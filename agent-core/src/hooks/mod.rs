@@ -442,12 +442,14 @@ pub mod event {
         ///
         /// Fired by `Turn::stop` in `engine/step.rs`.
         OnStop = "on_stop" / on_stop, StopContext => StopDecision, FailClosed;
-        /// After a turn completed and its result was built, before its response hooks;
-        /// failing (the default policy) fails the turn, keeping the result's content.
+        /// After a turn completed and its result was built, before its response hooks (not
+        /// after a turn that suspended); failing (the default policy) fails the turn, keeping
+        /// the result's content.
         ///
         /// Fired by `Turn::finish` in `engine/turn.rs`.
         AfterRun = "after_run" / after_run, TurnResult => (), FailClosed;
-        /// After the turn ended and its messages were stored; once per turn.
+        /// After the turn ended and its messages were stored; once per turn (a suspended
+        /// turn's with its waiting calls).
         ///
         /// Fired by `Turn::finish` in `engine/turn.rs`.
         OnChatResponse = "on_chat_response" / on_chat_response, ChatResponse => (), FailOpen;

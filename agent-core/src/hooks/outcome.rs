@@ -388,6 +388,9 @@ pub struct ChatResponse {
     pub status: TurnStatus,
     /// The error surfaced, when it ended in error.
     pub error: Option<TurnError>,
+    /// The tool calls left waiting for an answer, when it ended `suspended` (as
+    /// [`TurnResult::pending`] lists them); empty otherwise.
+    pub pending: Vec<PendingCall>,
 }
 
 /// The outcome of a turn: what `run` returns and the stream API's last event.

@@ -21,7 +21,8 @@ use crate::util::BoxFuture;
 pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
-pub use pending::{CallAnswer, PendingCall, PendingKind, SuspendedCall};
+pub(crate) use pending::units;
+pub use pending::{CallAnswer, PendingCall, PendingKind, SubagentTurn, SuspendedCall};
 pub(crate) use seal::{fingerprint, same_token, token};
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
@@ -401,12 +402,13 @@ fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Messag
             _ => None,
         })
         .collect();
-    // The suspended calls of this step wait for their answer, not for a repair.
+    // The suspended calls of this step wait for their answer, not for a repair (the calls
+    // waiting in one subagent call wait in that one call of the step).
     answered.extend(
-        suspended
-            .iter()
-            .filter(|waiting| waiting.row == rows[last].id)
-            .map(|waiting| waiting.call.id.as_str()),
+        units(suspended)
+            .into_iter()
+            .filter(|unit| unit[0].row == rows[last].id)
+            .map(|unit| unit[0].step_call_id()),
     );
     tool_calls
         .iter()

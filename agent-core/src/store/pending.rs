@@ -70,6 +70,11 @@ pub struct PendingCall {
     /// call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The subagents the call waits in, outermost first: empty for the agent's own call;
+    /// `["worker"]` for a call of the subagent `worker`, whose turn suspended inside the
+    /// agent's call to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<String>,
 }
 
 /// An answer to a [`PendingCall`].
@@ -144,6 +149,10 @@ pub struct SuspendedCall {
     /// resumed turn hands to again before it runs the call.
     #[serde(default)]
     pub agent: String,
+    /// The agent a transfer call of the same step handed the turn to (its handoff was allowed),
+    /// which the resumed turn hands to once the waiting calls are answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
     /// The answer, once given.
     pub answer: Option<CallAnswer>,
     /// The execution record: when (µs since the Unix epoch) the approved call started to
@@ -152,4 +161,49 @@ pub struct SuspendedCall {
     /// runs it again only when its tool is idempotent.
     #[serde(default)]
     pub started_at: Option<i64>,
+    /// For a call waiting in a subagent's suspended turn: the agent's call to that subagent,
+    /// which the resumed turn runs again to resume the subagent's turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<SubagentTurn>,
+}
+
+impl SuspendedCall {
+    /// The id of the call of the agent's step that waits: its own, or its call to the subagent
+    /// the call waits in.
+    pub(crate) fn step_call_id(&self) -> &str {
+        self.via.as_ref().map_or(&self.call.id, |via| &via.call_id)
+    }
+}
+
+/// An agent's call to a subagent whose turn suspended (kept with the agent's waiting calls):
+/// where the subagent's turn is kept, and the call that resumes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubagentTurn {
+    /// The id of the agent's call to the subagent.
+    pub call_id: String,
+    /// The tool through which the agent asked the subagent.
+    pub tool: String,
+    /// The arguments the model sent with that call.
+    pub arguments: Value,
+    /// The subagent's session, in the subagent's store: its rows and its own waiting calls.
+    pub session: String,
+}
+
+/// The waiting calls as the calls of their step: each of the agent's own calls alone, and the
+/// calls waiting in one call to a subagent together.
+pub(crate) fn units(waiting: &[SuspendedCall]) -> Vec<&[SuspendedCall]> {
+    let mut units = Vec::new();
+    let mut at = 0;
+    while at < waiting.len() {
+        let len = match &waiting[at].via {
+            Some(via) => waiting[at..]
+                .iter()
+                .take_while(|w| w.via.as_ref() == Some(via))
+                .count(),
+            None => 1,
+        };
+        units.push(&waiting[at..at + len]);
+        at += len;
+    }
+    units
 }

@@ -141,6 +141,7 @@ fn delete_pending() -> PendingCall {
         // SHA-256 of `delete`, a zero byte and `{"path":"a.txt"}` (sha256sum).
         fingerprint: "d31b2f9baff97c7df44018ce6a5e7b81ea8811b53d7ffc2de17b2467ffc25817".to_owned(),
         token: None,
+        path: Vec::new(),
     }
 }
 
@@ -218,9 +219,9 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
         .map(|r| (r.call_id.as_str(), r.outcome.as_str()))
         .collect();
     assert_eq!(outcomes, [("c2", "executed")]);
-    // on_chat_response fired once per turn: suspended (with the calls in its message), then
-    // completed, for a continuation.
-    let seen: Vec<(TurnStatus, bool, usize)> = responses
+    // on_chat_response fired once per turn: suspended (with the calls in its message and the
+    // waiting one in its pending list), then completed, for a continuation.
+    let seen: Vec<(TurnStatus, bool, usize, Vec<PendingCall>)> = responses
         .take()
         .iter()
         .map(|r| {
@@ -228,14 +229,14 @@ async fn a_call_needing_approval_suspends_the_turn_while_the_other_call_of_its_s
                 Message::Assistant { tool_calls, .. } => tool_calls.len(),
                 _ => 0,
             };
-            (r.status, r.continuation, calls)
+            (r.status, r.continuation, calls, r.pending.clone())
         })
         .collect();
     assert_eq!(
         seen,
         [
-            (TurnStatus::Suspended, false, 2),
-            (TurnStatus::Completed, true, 0)
+            (TurnStatus::Suspended, false, 2, vec![delete_pending()]),
+            (TurnStatus::Completed, true, 0, Vec::new())
         ]
     );
     assert_eq!(
@@ -1187,41 +1188,6 @@ async fn a_call_suspended_after_a_handoff_resumes_on_the_agent_that_made_it() {
 }
 
 #[tokio::test]
-async fn a_subagent_that_would_suspend_fails_its_call_with_a_reason() {
-    let trace = Trace::new();
-    let worker = AgentBuilder::new("worker")
-        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
-            "w1",
-            "delete",
-            r#"{"path":"x"}"#,
-        )]))
-        .dyn_tool(delete_tool(&trace))
-        .build()
-        .expect("worker builds");
-    let boss = AgentBuilder::new("boss")
-        .model(ScriptedModel::new([
-            ScriptedStep::new().tool_call("s1", "worker", r#"{"input":"delete x"}"#),
-            ScriptedStep::new().text("It could not."),
-        ]))
-        .subagent(&worker)
-        .build()
-        .expect("boss builds");
-    let conversation = boss.conversation();
-
-    let result = conversation.run("Have x deleted").await;
-
-    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    let outcome = &result.steps[0].tool_results[0];
-    assert!(outcome.is_error);
-    assert_eq!(
-        outcome.content,
-        "agent `worker` suspended: its tool calls w1 wait for an answer, which a subagent's \
-         turn cannot wait for"
-    );
-    assert!(trace.take().is_empty());
-}
-
-#[tokio::test]
 async fn a_resumed_turn_streams_the_waiting_call_s_result_then_the_model_s_answer() {
     let trace = Trace::new();
     let agent = mixed_agent(
@@ -1258,5 +1224,402 @@ async fn a_resumed_turn_streams_the_waiting_call_s_result_then_the_model_s_answe
             "step_finished(0)",
             "finished(completed)",
         ])
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_call_sharing_its_id_with_a_call_that_ran_is_still_answered_on_resume() {
+    let trace = Trace::new();
+    // The model repeats `c1` in one step: `add` runs, `delete` waits for approval.
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c1", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = mixed_agent(&model, &trace, Arc::new(agent_core::MemoryStore::new()));
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Add, then delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let ids: Vec<(&str, &str)> = suspended
+        .pending
+        .iter()
+        .map(|p| (p.id.as_str(), p.tool.as_str()))
+        .collect();
+    assert_eq!(ids, [("c1", "delete")]);
+    trace.take();
+
+    assert_eq!(conversation.approve("c1").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // The result `add` stored under `c1` answers `add`, not the waiting `delete`: it runs.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c1)",
+            "delete(a.txt)",
+            "after_tool_call(delete c1 executed)",
+            "on_chunk(tool_result:c1 delete ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:Done.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Add, then delete a.txt",
+            "assistant:calls c1,c1",
+            "tool:c1:5",
+            "tool:c1:deleted a.txt",
+            "assistant:Done.",
+        ]
+    );
+    assert!(conversation.waiting_calls().await.expect("none").is_empty());
+}
+
+#[tokio::test]
+async fn a_step_that_suspends_and_hands_off_hands_off_once_its_calls_are_answered() {
+    let trace = Trace::new();
+    let triage_model = ScriptedModel::with_id(
+        "triage-model",
+        [ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a.txt"}"#)
+            .tool_call("h1", "transfer_to_billing", "{}")],
+    );
+    let billing_model = ScriptedModel::with_id(
+        "billing-model",
+        [ScriptedStep::new().text("Billing is done.")],
+    );
+    let (t1, t2) = (trace.clone(), trace.clone());
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model.clone())
+        .hook(Hook::<event::BeforeStep>::sync("trace", move |ctx| {
+            t1.push(format!("billing:before_step({})", ctx.step));
+        }))
+        .hook(Hook::<event::OnStepFinish>::sync("trace", move |ctx| {
+            t2.push(format!("billing:on_step_finish({})", ctx.step));
+        }))
+        .build()
+        .expect("billing builds");
+    let t = trace.clone();
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model)
+        .dyn_tool(delete_tool(&trace))
+        .handoff(&billing)
+        .hook(Hook::<event::BeforeHandoff>::sync("trace", move |ctx| {
+            t.push(format!("before_handoff({}->{})", ctx.from, ctx.to));
+            agent_core::HandoffDecision::Allow
+        }))
+        .record_all(&trace)
+        .build()
+        .expect("triage builds");
+    let conversation = triage.conversation();
+
+    let suspended = conversation.run("Delete a.txt, then bill me").await;
+
+    // The handoff was allowed but not taken: the step's call waits on triage.
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(&*suspended.agent.name, "triage");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Delete a.txt, then bill me)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 delete)",
+            "on_chunk(tool_input:h1)",
+            "on_chunk(tool_call:h1 transfer_to_billing)",
+            "on_llm_end(0)",
+            "before_tool_call(delete c1)",
+            "before_handoff(triage->billing)",
+            "on_chunk(tool_result:h1 transfer_to_billing ok)",
+            "on_step_finish(0)",
+            "on_chat_response(suspended)",
+        ])
+    );
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    assert_eq!(waiting[0].handoff.as_deref(), Some("billing"));
+    assert!(billing_model.requests().is_empty());
+
+    conversation.approve("c1").await.expect("approved");
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // The call runs on triage, then the kept handoff is taken: billing's model answers.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(&*resumed.agent.name, "billing");
+    assert_eq!(resumed.text, "Billing is done.");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(delete c1)",
+            "delete(a.txt)",
+            "after_tool_call(delete c1 executed)",
+            "on_chunk(tool_result:c1 delete ok)",
+            "billing:before_step(0)",
+            "billing:on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Delete a.txt, then bill me",
+            "assistant:calls c1,h1",
+            "tool:h1:Transferred to agent `billing`.",
+            "tool:c1:deleted a.txt",
+            "assistant:Billing is done.",
+        ]
+    );
+    assert_whole(&rows);
+    // Billing's model read the whole step, each call with its result.
+    assert_paired(&billing_model.requests()[0].messages);
+}
+
+/// `worker` on `store`: asks to delete the file (which needs approval) with `model`; its hooks
+/// are traced with the prefix `worker:`.
+fn worker(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+    let tagged = |event: &'static str| {
+        let t = trace.clone();
+        move |detail: String| t.push(format!("worker:{event}({detail})"))
+    };
+    let (run, step, finish) = (
+        tagged("before_run"),
+        tagged("before_step"),
+        tagged("on_step_finish"),
+    );
+    let (before, after, end) = (
+        tagged("before_tool_call"),
+        tagged("after_tool_call"),
+        tagged("after_run"),
+    );
+    let response = tagged("on_chat_response");
+    AgentBuilder::new("worker")
+        .model(model.clone())
+        .dyn_tool(delete_tool(trace))
+        .store(store)
+        .hook(Hook::<event::BeforeRun>::sync("trace", move |ctx| {
+            run(ctx.input.clone())
+        }))
+        .hook(Hook::<event::BeforeStep>::sync("trace", move |ctx| {
+            step(ctx.step.to_string())
+        }))
+        .hook(Hook::<event::OnStepFinish>::sync("trace", move |ctx| {
+            finish(ctx.step.to_string())
+        }))
+        .hook(Hook::<event::AfterRun>::sync("trace", move |ctx| {
+            end(ctx.status.to_string())
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync("trace", move |ctx| {
+            response(ctx.status.to_string())
+        }))
+        .before_tool_call(
+            Matcher::all().dynamic(),
+            Hook::<event::BeforeToolCall<Value>>::sync("trace", move |ctx| {
+                let approval = ctx
+                    .approval
+                    .as_ref()
+                    .map(|a| format!(" {a}"))
+                    .unwrap_or_default();
+                before(format!("{} {}{approval}", ctx.tool_name, ctx.call_id));
+            }),
+        )
+        .after_tool_call(
+            Matcher::all().dynamic(),
+            Hook::<event::AfterToolCall<Value>>::sync("trace", move |ctx| {
+                after(format!(
+                    "{} {} {}",
+                    ctx.tool_name,
+                    ctx.call_id,
+                    ctx.outcome.kind()
+                ));
+            }),
+        )
+        .build()
+        .expect("the worker builds")
+}
+
+/// `boss` on `store`, asking `worker` as a subagent with `model`; traced (`record_all`, and
+/// on_subagent_start / on_subagent_stop).
+fn boss(
+    model: &ScriptedModel,
+    worker: &Agent,
+    trace: &Trace,
+    store: Arc<dyn SessionStore>,
+) -> Agent {
+    let (t1, t2) = (trace.clone(), trace.clone());
+    AgentBuilder::new("boss")
+        .model(model.clone())
+        .subagent(worker)
+        .store(store)
+        .hook(Hook::<event::OnSubagentStart>::sync("trace", move |ctx| {
+            t1.push(format!(
+                "on_subagent_start({} {})",
+                ctx.subagent, ctx.call_id
+            ));
+        }))
+        .hook(Hook::<event::OnSubagentStop>::sync("trace", move |ctx| {
+            t2.push(format!(
+                "on_subagent_stop({} {})",
+                ctx.subagent, ctx.call_id
+            ));
+        }))
+        .record_all(trace)
+        .build()
+        .expect("the boss builds")
+}
+
+#[tokio::test]
+async fn a_subagent_s_call_waiting_for_approval_suspends_its_caller_and_resumes_inside_it() {
+    let dir = TempDir::new("subagent");
+    let path = dir.0.join("approval.db");
+    let trace = Trace::new();
+    let worker_session = {
+        let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).expect("open"));
+        let worker_model =
+            ScriptedModel::new([ScriptedStep::new().tool_call("w1", "delete", r#"{"path":"x"}"#)]);
+        let boss_model = ScriptedModel::new([ScriptedStep::new().tool_call(
+            "s1",
+            "worker",
+            r#"{"input":"delete x"}"#,
+        )]);
+        let worker = worker(&worker_model, &trace, store.clone());
+        let boss = boss(&boss_model, &worker, &trace, store);
+        let conversation = boss.session("s1");
+
+        let suspended = conversation.run("Have x deleted").await;
+
+        // The worker's turn suspends inside the call to it, and so does the boss's.
+        assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+        let mut expected = delete_pending();
+        expected.id = "w1".to_owned();
+        expected.arguments = json!({"path": "x"});
+        // SHA-256 of `delete`, a zero byte and `{"path":"x"}`.
+        expected.fingerprint =
+            "e54c3e4193860dbf3acd944f71f97423e9fe674ca113d3aeda42d60da49cf253".to_owned();
+        expected.path = vec!["worker".to_owned()];
+        assert_eq!(suspended.pending, [expected.clone()]);
+        assert_eq!(
+            trace.take(),
+            lines(&[
+                "before_run(Have x deleted)",
+                "before_turn",
+                "before_step(0)",
+                "on_llm_start(0)",
+                "on_chunk(tool_input:s1)",
+                "on_chunk(tool_call:s1 worker)",
+                "on_llm_end(0)",
+                "before_tool_call(worker s1)",
+                "on_subagent_start(worker s1)",
+                "worker:before_run(delete x)",
+                "worker:before_step(0)",
+                "worker:before_tool_call(delete w1)",
+                "worker:on_step_finish(0)",
+                "worker:on_chat_response(suspended)",
+                "on_step_finish(0)",
+                "on_chat_response(suspended)",
+            ])
+        );
+        let waiting = conversation.waiting_calls().await.expect("waiting");
+        assert_eq!(waiting.len(), 1);
+        let via = waiting[0].via.as_ref().expect("waits in the worker's turn");
+        assert_eq!((via.call_id.as_str(), via.tool.as_str()), ("s1", "worker"));
+        assert_suspended(&conversation.rows().await.expect("rows"), &["s1"]);
+        via.session.clone()
+    };
+
+    // Another process: the same file, new agents whose models go on from there.
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).expect("reopen"));
+    let worker_model = ScriptedModel::new([ScriptedStep::new().text("Deleted x.")]);
+    let boss_model = ScriptedModel::new([ScriptedStep::new().text("The worker deleted x.")]);
+    let worker = worker(&worker_model, &trace, store.clone());
+    let boss = boss(&boss_model, &worker, &trace, store.clone());
+    let conversation = boss.session("s1");
+    assert_eq!(conversation.approve("w1").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+
+    // The worker's turn resumes inside the boss's call to it: its call runs once, its model
+    // answers, and that answer is the call's result the boss's model reads.
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "The worker deleted x.");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(worker s1)",
+            "on_subagent_start(worker s1)",
+            "worker:before_run()",
+            "worker:before_tool_call(delete w1 approved)",
+            "delete(x)",
+            "worker:after_tool_call(delete w1 executed)",
+            "worker:before_step(0)",
+            "worker:on_step_finish(0)",
+            "worker:after_run(completed)",
+            "worker:on_chat_response(completed)",
+            "on_subagent_stop(worker s1)",
+            "after_tool_call(worker s1 executed)",
+            "on_chunk(tool_result:s1 worker ok)",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(text:The worker deleted x.)",
+            "on_llm_end(0)",
+            "on_step_finish(0)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    let outcomes: Vec<(&str, &str, &str)> = resumed
+        .resumed
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.outcome.as_str(), r.content.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("s1", "executed", "Deleted x.")]);
+    let rows = conversation.rows().await.expect("rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:Have x deleted",
+            "assistant:calls s1",
+            "tool:s1:Deleted x.",
+            "assistant:The worker deleted x.",
+        ]
+    );
+    assert_whole(&rows);
+    assert!(conversation.waiting_calls().await.expect("none").is_empty());
+    // The worker's session, in its store, holds its whole turn, no longer suspended.
+    let rows = store
+        .load(&worker_session)
+        .await
+        .expect("the worker's rows");
+    assert_eq!(
+        described(&rows),
+        [
+            "user:delete x",
+            "assistant:calls w1",
+            "tool:w1:deleted x",
+            "assistant:Deleted x.",
+        ]
+    );
+    assert!(
+        store
+            .suspended(&worker_session)
+            .await
+            .expect("none")
+            .is_empty()
     );
 }
