@@ -33,6 +33,21 @@ const MIGRATIONS: &[&str] = &[
         holder     TEXT        NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
     );",
+    // 2: the tool calls a suspended turn left waiting, in call order (`SuspendedCall` as JSON,
+    // with its answer and execution record), and each session's tools approved for good (see
+    // `suspended.rs`).
+    "CREATE TABLE suspended_calls (
+        session_id TEXT    NOT NULL,
+        position   INTEGER NOT NULL,
+        call_id    TEXT    NOT NULL,
+        record     TEXT    NOT NULL,
+        PRIMARY KEY (session_id, position)
+    );
+    CREATE TABLE approved_tools (
+        session_id TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        PRIMARY KEY (session_id, tool)
+    );",
 ];
 
 /// The schema version this build writes: the number of migration steps.
