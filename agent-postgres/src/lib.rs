@@ -11,10 +11,11 @@
 //! [`StoreErrorKind::Auth`], [`StoreErrorKind::NewerSchema`], [`StoreErrorKind::Conflict`], ...)
 //! whose message names the server as `postgres://user@host:port/database`, never the password.
 //!
-//! Not yet: TLS (connections are plain TCP or a Unix socket), and the suspended tool calls,
-//! approvals and execution records that issue 11 adds to `SessionStore`: when they land, they
-//! need a migration step here (append to `schema.rs`) and tests in the conformance suite
-//! (`tests/src/conformance.rs`), which every store runs.
+//! The tool calls a suspended turn leaves waiting (with their answers and execution records)
+//! and the tools approved for good are kept with the session too, so any process can answer
+//! and resume a turn another one suspended.
+//!
+//! Not yet: TLS (connections are plain TCP or a Unix socket).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_core::StoreError> {
@@ -36,6 +37,7 @@ mod error;
 mod lease;
 mod row;
 mod schema;
+mod suspended;
 
 use std::fmt;
 use std::sync::Arc;
@@ -43,7 +45,7 @@ use std::time::Duration;
 
 use agent_core::{
     BoxFuture, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
-    TurnLease, TurnLocks,
+    SuspendedCall, TurnLease, TurnLocks,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
@@ -385,5 +387,35 @@ impl SessionStore for PostgresStore {
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
         Box::pin(lease::take(self, session, wait))
+    }
+
+    fn suspended<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
+        Box::pin(suspended::load_calls(self, session))
+    }
+
+    fn set_suspended<'a>(
+        &'a self,
+        session: &'a str,
+        calls: Vec<SuspendedCall>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { suspended::store_calls(self, session, &calls).await })
+    }
+
+    fn approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        Box::pin(suspended::load_tools(self, session))
+    }
+
+    fn set_approved_tools<'a>(
+        &'a self,
+        session: &'a str,
+        tools: Vec<String>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { suspended::store_tools(self, session, &tools).await })
     }
 }

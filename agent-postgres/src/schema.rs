@@ -33,6 +33,21 @@ const MIGRATIONS: &[&str] = &[
         holder     TEXT        NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
     );",
+    // 2: the tool calls a suspended turn left waiting, in call order (`SuspendedCall` as JSON,
+    // with its answer and execution record), and each session's tools approved for good (see
+    // `suspended.rs`).
+    "CREATE TABLE suspended_calls (
+        session_id TEXT    NOT NULL,
+        position   INTEGER NOT NULL,
+        call_id    TEXT    NOT NULL,
+        record     TEXT    NOT NULL,
+        PRIMARY KEY (session_id, position)
+    );
+    CREATE TABLE approved_tools (
+        session_id TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        PRIMARY KEY (session_id, tool)
+    );",
 ];
 
 /// The schema version this build writes: the number of migration steps.
@@ -42,8 +57,13 @@ pub(crate) const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;
 /// connecting to a new database at once do not both create its tables.
 const MIGRATION_LOCK: i64 = 0x6167_656e_7473_6d31; // "agentsm1"
 
-/// Whether the version table is there (under the connection's search path).
-const HAS_VERSION_TABLE: &str = "SELECT to_regclass('agent_schema') IS NOT NULL";
+/// Whether the version table is there (in a schema of the connection's search path). A query
+/// of the catalog rather than `to_regclass`, which reads the backend's catalog cache: after
+/// waiting for the migration lock, that cache may still say the table is missing when the
+/// process that held the lock has just created it.
+const HAS_VERSION_TABLE: &str = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+     WHERE c.relname = 'agent_schema' AND n.nspname = ANY (current_schemas(false)))";
 /// The schema version recorded in the database.
 const VERSION: &str = "SELECT version FROM agent_schema";
 

@@ -1,7 +1,9 @@
 //! One conformance suite for every [`SessionStore`]: rows of every kind round-trip exactly,
 //! sessions stay apart in id order, updates change what they name and keep the rest, missing
 //! rows are `NotFound`, concurrent inserts all land, the next turn repairs a turn cut off
-//! mid-way, and one turn at a time holds a session (store calls and whole agents).
+//! mid-way, one turn at a time holds a session (store calls and whole agents), and a suspended
+//! turn's waiting calls (with their answers and execution records) and the standing approvals
+//! are kept, seen from another handle, and answered and resumed there.
 //!
 //! Each test is an async function over a [`Subject`]: a fresh, empty store and a second handle
 //! on the same sessions. [`store_conformance!`](crate::store_conformance) expands to one test per
@@ -12,13 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, FnTool, Message, MessageStatus, MessageUpdate, NewMessage, ScriptedModel,
-    ScriptedStep, SessionStore, StoreErrorKind, StoredMessage, ToolCall, ToolError, ToolStatus,
-    TurnStatus,
+    AgentBuilder, CallAnswer, FnTool, Message, MessageStatus, MessageUpdate, NewMessage,
+    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, StoreErrorKind,
+    StoredMessage, SuspendedCall, ToolCall, ToolError, ToolStatus, TurnStatus,
 };
 use serde_json::{Value, json};
 
-use crate::{assert_whole, within};
+use crate::{Trace, assert_whole, within};
 
 /// A store under test: fresh and empty.
 pub struct Subject {
@@ -49,6 +51,9 @@ macro_rules! store_conformance {
             a_dropped_lock_turn_leaves_nothing_held,
             two_agents_on_one_store_take_turns,
             two_agents_on_two_handles_take_turns,
+            suspended_calls_are_kept_whole_and_replaced_whole,
+            standing_approvals_are_kept_and_replaced,
+            a_suspended_turn_is_answered_and_resumed_from_another_handle,
         );
     };
     ($subject:path; $($test:ident),* $(,)?) => {
@@ -708,4 +713,221 @@ pub async fn two_agents_on_one_store_take_turns(subject: Subject) {
 /// turns in a session.
 pub async fn two_agents_on_two_handles_take_turns(subject: Subject) {
     two_agents_take_turns(subject.store, subject.another).await;
+}
+
+/// A waiting call of assistant row `row`: call `id` of `tool` with `arguments`, of `kind`.
+fn waiting(id: &str, tool: &str, arguments: Value, kind: PendingKind, row: i64) -> SuspendedCall {
+    SuspendedCall {
+        call: PendingCall {
+            id: id.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+            reason: format!("tool `{tool}` waits — ünïcödé"),
+            kind,
+            fingerprint: format!("{:064x}", row),
+            token: None,
+        },
+        row,
+        step: 2,
+        agent: "files".to_owned(),
+        answer: None,
+        started_at: None,
+    }
+}
+
+/// A suspended session's waiting calls come back from the other handle exactly as written, in
+/// call order: arguments, kind, fingerprint and token, the agent, each answer and execution
+/// record. Writing them again replaces the whole list (fewer, reordered, answered); an empty
+/// list clears it; sessions stay apart.
+pub async fn suspended_calls_are_kept_whole_and_replaced_whole(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    assert_eq!(store.suspended("s").await.expect("read"), []);
+    let mut calls = vec![
+        waiting(
+            "call_2",
+            "delete",
+            json!({"path": "a.txt", "force": true, "tags": ["x", 1, null]}),
+            PendingKind::Approval,
+            41,
+        ),
+        waiting("call_0", "pick_file", json!({}), PendingKind::Client, 41),
+        waiting(
+            "call_1",
+            "lookup",
+            json!({"q": "ü"}),
+            PendingKind::Deferred,
+            41,
+        ),
+    ];
+    calls[0].call.token = Some("ab".repeat(32));
+    store
+        .set_suspended("s", calls.clone())
+        .await
+        .expect("write");
+    assert_eq!(another.suspended("s").await.expect("read"), calls);
+    assert_eq!(another.suspended("t").await.expect("read"), []);
+
+    // Answers and an execution record, as the engine writes them before it runs the calls.
+    calls[0].answer = Some(CallAnswer::ApproveWith {
+        arguments: json!({"path": "b.txt"}),
+    });
+    calls[0].started_at = Some(1_700_000_000_000_001);
+    calls[1].answer = Some(CallAnswer::Result {
+        output: json!({"file": "notes.md"}),
+        is_error: false,
+    });
+    calls[2].answer = Some(CallAnswer::Deny {
+        reason: "not now".to_owned(),
+    });
+    another
+        .set_suspended("s", calls.clone())
+        .await
+        .expect("answers");
+    assert_eq!(store.suspended("s").await.expect("read"), calls);
+
+    // Fewer calls, in another order, with other answers: the old list is gone.
+    let fewer = vec![
+        SuspendedCall {
+            answer: Some(CallAnswer::ApproveAlways),
+            ..calls[2].clone()
+        },
+        SuspendedCall {
+            answer: Some(CallAnswer::Approve),
+            ..calls[0].clone()
+        },
+    ];
+    store
+        .set_suspended("s", fewer.clone())
+        .await
+        .expect("fewer");
+    store
+        .set_suspended("t", vec![calls[1].clone()])
+        .await
+        .expect("another session");
+    assert_eq!(another.suspended("s").await.expect("read"), fewer);
+    assert_eq!(
+        another.suspended("t").await.expect("read"),
+        [calls[1].clone()]
+    );
+
+    store.set_suspended("s", Vec::new()).await.expect("clear");
+    assert_eq!(another.suspended("s").await.expect("read"), []);
+    assert_eq!(
+        another.suspended("t").await.expect("read"),
+        [calls[1].clone()],
+        "clearing a session leaves the others"
+    );
+}
+
+/// Tools approved for good come back from the other handle, by name; writing them again
+/// replaces the list (a name given twice is kept once); an empty list clears it; sessions stay
+/// apart.
+pub async fn standing_approvals_are_kept_and_replaced(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    assert!(store.approved_tools("s").await.expect("read").is_empty());
+    store
+        .set_approved_tools("s", vec!["delete".to_owned(), "wipe".to_owned()])
+        .await
+        .expect("write");
+    store
+        .set_approved_tools("t", vec!["transfer".to_owned()])
+        .await
+        .expect("write");
+    assert_eq!(
+        another.approved_tools("s").await.expect("read"),
+        ["delete", "wipe"]
+    );
+    assert_eq!(
+        another.approved_tools("t").await.expect("read"),
+        ["transfer"]
+    );
+    assert!(another.approved_tools("u").await.expect("read").is_empty());
+
+    another
+        .set_approved_tools("s", vec!["wipe".to_owned()])
+        .await
+        .expect("replace");
+    assert_eq!(store.approved_tools("s").await.expect("read"), ["wipe"]);
+    another
+        .set_approved_tools("s", Vec::new())
+        .await
+        .expect("clear");
+    assert!(store.approved_tools("s").await.expect("read").is_empty());
+    assert_eq!(store.approved_tools("t").await.expect("read"), ["transfer"]);
+}
+
+/// `delete`, whose every call waits for approval; records `delete(PATH)` in `trace` when it
+/// runs.
+fn delete_tool(trace: &Trace) -> FnTool {
+    let trace = trace.clone();
+    let schema = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    });
+    FnTool::new("delete", "Delete a file.", schema, move |args, _| {
+        let trace = trace.clone();
+        async move {
+            let path = args["path"].as_str().unwrap_or_default().to_owned();
+            trace.push(format!("delete({path})"));
+            Ok::<Value, ToolError>(json!(format!("deleted {path}")))
+        }
+    })
+    .needs_approval(|_| true)
+}
+
+/// An agent on `store` with `delete` and the scripted `steps`.
+fn deleting(
+    store: Arc<dyn SessionStore>,
+    trace: &Trace,
+    steps: impl IntoIterator<Item = ScriptedStep>,
+) -> agent_core::Agent {
+    AgentBuilder::new("files")
+        .model(ScriptedModel::new(steps))
+        .dyn_tool(delete_tool(trace))
+        .store(store)
+        .build()
+        .expect("the agent builds")
+}
+
+/// A turn on one handle suspends on a call that needs approval; an agent on the other handle
+/// (another process, for a store shared by processes) sees the waiting call, approves it (the
+/// first handle sees the answer) and resumes: the call runs once, there, and nothing waits any
+/// more.
+pub async fn a_suspended_turn_is_answered_and_resumed_from_another_handle(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    let trace = Trace::new();
+    let first = deleting(
+        store.clone(),
+        &trace,
+        [ScriptedStep::new().tool_call("c1", "delete", r#"{"path":"a.txt"}"#)],
+    )
+    .session("s");
+    let suspended = first.run("Delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "nothing ran");
+
+    let second = deleting(
+        another.clone(),
+        &trace,
+        [ScriptedStep::new().text("Deleted.")],
+    )
+    .session("s");
+    let waiting = second.waiting_calls().await.expect("waiting");
+    let ids: Vec<&str> = waiting.iter().map(|w| w.call.id.as_str()).collect();
+    assert_eq!(ids, ["c1"]);
+    assert_eq!(waiting[0].call, suspended.pending[0]);
+    assert_eq!(second.approve("c1").await, Ok(0));
+    let kept = store.suspended("s").await.expect("read");
+    assert_eq!(kept[0].answer, Some(CallAnswer::Approve));
+
+    let resumed = second.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(trace.take(), ["delete(a.txt)"]);
+    let rows = store.load("s").await.expect("load");
+    assert_whole(&rows);
+    let texts: Vec<&str> = rows.iter().map(|row| row.message.text()).collect();
+    assert_eq!(texts, ["Delete a.txt", "", "deleted a.txt", "Deleted."]);
+    assert_eq!(store.suspended("s").await.expect("read"), []);
+    drop(first);
 }

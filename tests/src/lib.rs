@@ -788,3 +788,24 @@ pub fn assert_whole(rows: &[agent_core::StoredMessage]) {
         .collect();
     assert_paired(&history);
 }
+
+/// The store at `db` for the test binaries: a PostgreSQL database when `db` is a `postgres://`
+/// URL, else a SQLite file, with a turn lease of `lease` (default: the store's).
+pub async fn open_store(
+    db: &str,
+    lease: Option<Duration>,
+) -> Result<Arc<dyn SessionStore>, StoreError> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let mut options = agent_postgres::PostgresOptions::default();
+        if let Some(lease) = lease {
+            options = options.turn_lease(lease);
+        }
+        let store = agent_postgres::PostgresStore::connect_with(db, options).await?;
+        return Ok(Arc::new(store));
+    }
+    let mut options = agent_core::SqliteOptions::default();
+    if let Some(lease) = lease {
+        options = options.turn_lease(lease);
+    }
+    Ok(Arc::new(agent_core::SqliteStore::open_with(db, options)?))
+}

@@ -7,14 +7,9 @@
 //! store's).
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{
-    AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SessionStore, SqliteOptions,
-    SqliteStore, StoreError, event,
-};
-use agent_postgres::{PostgresOptions, PostgresStore};
+use agent_core::{AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, event};
 use serde_json::json;
 
 fn ready() {
@@ -43,7 +38,7 @@ fn main() {
     let Ok(runtime) = runtime else {
         std::process::exit(1)
     };
-    let store = match runtime.block_on(open(&db, lease)) {
+    let store = match runtime.block_on(tests::open_store(&db, lease)) {
         Ok(store) => store,
         Err(error) => {
             eprintln!("{error}");
@@ -100,20 +95,4 @@ fn main() {
     let result = runtime.block_on(session.run("Please answer."));
     eprintln!("the turn ended, which it should not: {result:?}");
     std::process::exit(3);
-}
-
-/// The store at `db` (a `postgres://` URL or a SQLite path), with a turn lease of `lease`.
-async fn open(db: &str, lease: Option<Duration>) -> Result<Arc<dyn SessionStore>, StoreError> {
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        let mut options = PostgresOptions::default();
-        if let Some(lease) = lease {
-            options = options.turn_lease(lease);
-        }
-        return Ok(Arc::new(PostgresStore::connect_with(db, options).await?));
-    }
-    let mut options = SqliteOptions::default();
-    if let Some(lease) = lease {
-        options = options.turn_lease(lease);
-    }
-    Ok(Arc::new(SqliteStore::open_with(db, options)?))
 }

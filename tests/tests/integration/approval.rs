@@ -1,7 +1,9 @@
 //! Suspended turns (issue 11): a call that needs approval (the tool's own rule, or a
 //! before_tool_call `Ask`) suspends its turn while the step's other calls run; the waiting
-//! calls are kept with the session (across a reopen of a SQLite file), answered by call id
-//! (approve, approve with edited arguments, deny), and run once when the turn resumes.
+//! calls are kept with the session (across a reopen of a SQLite file; for every store, from
+//! another handle: the conformance suite), answered by call id (approve, approve with edited
+//! arguments, deny), and run once when the turn resumes, even when the process running the
+//! approved call is killed (on SQLite and on PostgreSQL).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,8 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_core::{
     Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, FnTool, Hook, Matcher,
     Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
-    SqliteOptions, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
-    TurnEvent, TurnRequest, TurnStatus, event, tool,
+    SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnEvent,
+    TurnRequest, TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
 use tests::{
@@ -676,28 +678,21 @@ fn wait_tool(trace: &Trace, idempotent: bool) -> FnTool {
     if idempotent { tool.idempotent() } else { tool }
 }
 
-fn lease_store(path: &std::path::Path) -> Arc<SqliteStore> {
-    let options = SqliteOptions::default().turn_lease(std::time::Duration::from_millis(300));
-    Arc::new(SqliteStore::open_with(path, options).expect("open"))
-}
-
-/// Suspends a turn on `wait` in the session `durable` of `db` and approves the call; then
-/// another process resumes it and is killed with SIGKILL while the approved tool runs; then
-/// this process resumes again, with `wait` idempotent or not. Returns that last resume's
+/// Suspends a turn on `wait` in the session `durable` of `db` (a SQLite file or a PostgreSQL
+/// database) and approves the call; then another process resumes it and is killed with SIGKILL
+/// while the approved tool runs (its lease is 300 ms); then this process resumes again, with
+/// `wait` idempotent or not. Returns that last resume's
 /// result, what ran here and the session's rows.
 async fn killed_during_the_approved_tool(
     db: &crate::durability::Db,
     idempotent: bool,
 ) -> (agent_core::TurnResult, Vec<String>, Vec<StoredMessage>) {
-    let crate::durability::Db::Sqlite(path) = db else {
-        panic!("these tests run on a SQLite file")
-    };
     let trace = Trace::new();
     {
         let model = ScriptedModel::new([ScriptedStep::new().tool_call("call_1", "wait", "{}")]);
         let agent = AgentBuilder::new("doomed")
             .model(model)
-            .store(lease_store(path))
+            .store(db.open().await)
             .dyn_tool(wait_tool(&trace, idempotent))
             .build()
             .expect("builds");
@@ -713,7 +708,7 @@ async fn killed_during_the_approved_tool(
     let model = ScriptedModel::new([ScriptedStep::new().text("Sorry about that.")]);
     let agent = AgentBuilder::new("doomed")
         .model(model)
-        .store(lease_store(path))
+        .store(db.open().await)
         .dyn_tool(wait_tool(&trace, idempotent))
         .build()
         .expect("builds");
@@ -732,8 +727,15 @@ async fn killed_during_the_approved_tool(
 
 #[tokio::test]
 async fn an_approved_call_killed_mid_run_is_reported_interrupted_and_never_run_again() {
-    let db = crate::durability::Db::sqlite("approved-interrupted");
+    killed_and_not_run_again(crate::durability::Db::sqlite("approved-interrupted")).await;
+}
 
+#[tokio::test]
+async fn an_approved_postgres_call_killed_mid_run_is_reported_interrupted_and_never_run_again() {
+    killed_and_not_run_again(crate::durability::Db::postgres("approved-interrupted").await).await;
+}
+
+async fn killed_and_not_run_again(db: crate::durability::Db) {
     let (resumed, ran, rows) = killed_during_the_approved_tool(&db, false).await;
 
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
@@ -759,8 +761,15 @@ async fn an_approved_call_killed_mid_run_is_reported_interrupted_and_never_run_a
 
 #[tokio::test]
 async fn an_idempotent_approved_call_killed_mid_run_runs_again_once() {
-    let db = crate::durability::Db::sqlite("approved-idempotent");
+    killed_and_run_again_once(crate::durability::Db::sqlite("approved-idempotent")).await;
+}
 
+#[tokio::test]
+async fn an_idempotent_approved_postgres_call_killed_mid_run_runs_again_once() {
+    killed_and_run_again_once(crate::durability::Db::postgres("approved-idempotent").await).await;
+}
+
+async fn killed_and_run_again_once(db: crate::durability::Db) {
     let (resumed, ran, rows) = killed_during_the_approved_tool(&db, true).await;
 
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
@@ -1117,30 +1126,6 @@ async fn a_tool_approved_for_good_runs_without_asking_until_revoked() {
     assert_eq!(asks.status, TurnStatus::Suspended, "{asks:?}");
     assert_eq!(asks.pending[0].id, "c4");
     assert_eq!(trace.take(), lines(&["gate(c4 none)"]));
-}
-
-#[tokio::test]
-async fn the_sqlite_store_keeps_standing_approvals_across_a_reopen() {
-    let dir = TempDir::new("approved-tools");
-    let path = dir.0.join("approved.db");
-    let store = SqliteStore::open(&path).expect("open");
-    store
-        .set_approved_tools("s1", vec!["delete".to_owned(), "wipe".to_owned()])
-        .await
-        .expect("kept");
-    drop(store);
-
-    let store = SqliteStore::open(&path).expect("reopen");
-    assert_eq!(
-        store.approved_tools("s1").await.expect("read"),
-        ["delete", "wipe"]
-    );
-    assert!(store.approved_tools("s2").await.expect("read").is_empty());
-    store
-        .set_approved_tools("s1", Vec::new())
-        .await
-        .expect("cleared");
-    assert!(store.approved_tools("s1").await.expect("read").is_empty());
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@ mod engine_tool_boundary;
 mod engine_trace;
 mod extensions;
 mod hook_index;
+mod load;
 mod macro_agent;
 mod macro_hooks;
 mod macro_multi_agent;

@@ -1,6 +1,6 @@
 //! The PostgreSQL session store beyond the store conformance suite (`store_conformance.rs`), on
 //! the test cluster: the schema and its version, migrations run once by concurrent processes,
-//! a newer or foreign schema refused untouched, connections the server dropped replaced, and
+//! an older schema migrated with its rows kept, a newer or foreign schema refused untouched, connections the server dropped replaced, and
 //! every failure a user can meet (unreachable server, refused password, missing database, bad
 //! URL, malformed row) as an error of its kind naming the server, never the password.
 
@@ -131,7 +131,7 @@ async fn a_new_database_gets_the_latest_schema_once_however_many_processes_conne
         .map(|row| row.get(0))
         .collect();
     assert_eq!(versions, [PostgresStore::SCHEMA_VERSION]);
-    assert_eq!(PostgresStore::SCHEMA_VERSION, 1);
+    assert_eq!(PostgresStore::SCHEMA_VERSION, 2);
     let columns: Vec<(String, String)> = client
         .query(
             "SELECT table_name::text, column_name::text || ' ' || data_type::text \
@@ -146,6 +146,8 @@ async fn a_new_database_gets_the_latest_schema_once_however_many_processes_conne
         .collect();
     let expected: Vec<(String, String)> = [
         ("agent_schema", "version bigint"),
+        ("approved_tools", "session_id text"),
+        ("approved_tools", "tool text"),
         ("messages", "id bigint"),
         ("messages", "session_id text"),
         ("messages", "role text"),
@@ -162,6 +164,10 @@ async fn a_new_database_gets_the_latest_schema_once_however_many_processes_conne
         ("messages", "silent boolean"),
         ("messages", "tool_status text"),
         ("messages", "provider_blocks text"),
+        ("suspended_calls", "session_id text"),
+        ("suspended_calls", "position integer"),
+        ("suspended_calls", "call_id text"),
+        ("suspended_calls", "record text"),
         ("turn_leases", "session_id text"),
         ("turn_leases", "holder text"),
         ("turn_leases", "expires_at timestamp with time zone"),
@@ -179,6 +185,46 @@ async fn a_new_database_gets_the_latest_schema_once_however_many_processes_conne
         .expect("index")
         .get(0);
     assert!(index.contains("(session_id, id)"), "{index}");
+}
+
+/// A database at schema version 1 (before suspended calls were stored) is migrated to the
+/// latest by the next store that connects: the new tables are made, the rows already there
+/// are kept, and the suspended calls and approvals are stored from then on.
+#[tokio::test]
+async fn a_version_one_database_is_migrated_and_keeps_its_rows() {
+    let url = cluster().database("version-one").await;
+    let store = PostgresStore::connect(&url).await.expect("connect");
+    let row = store
+        .insert("s", NewMessage::completed(Message::user("kept")))
+        .await
+        .expect("insert");
+    drop(store);
+    let database = database_of(&url);
+    // What version 1 had: the tables of step 2 were not there.
+    cluster()
+        .sql(
+            database,
+            "DROP TABLE suspended_calls; DROP TABLE approved_tools; \
+             UPDATE agent_schema SET version = 1",
+        )
+        .await;
+
+    let store = PostgresStore::connect(&url).await.expect("migrate");
+    let version: i64 = cluster()
+        .client(database)
+        .await
+        .query_one("SELECT version FROM agent_schema", &[])
+        .await
+        .expect("version")
+        .get(0);
+    assert_eq!(version, PostgresStore::SCHEMA_VERSION);
+    assert_eq!(store.load("s").await.expect("load"), [row]);
+    store
+        .set_approved_tools("s", vec!["delete".to_owned()])
+        .await
+        .expect("a standing approval");
+    assert_eq!(store.approved_tools("s").await.expect("read"), ["delete"]);
+    assert_eq!(store.suspended("s").await.expect("read"), []);
 }
 
 #[tokio::test]
