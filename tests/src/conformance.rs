@@ -16,7 +16,7 @@ use std::time::Duration;
 use agent_core::{
     AgentBuilder, CallAnswer, FnTool, Message, MessageStatus, MessageUpdate, NewMessage,
     PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, StoreErrorKind,
-    StoredMessage, SuspendedCall, ToolCall, ToolError, ToolStatus, TurnStatus,
+    StoredMessage, SubagentTurn, SuspendedCall, ToolCall, ToolError, ToolStatus, TurnStatus,
 };
 use serde_json::{Value, json};
 
@@ -726,12 +726,15 @@ fn waiting(id: &str, tool: &str, arguments: Value, kind: PendingKind, row: i64) 
             kind,
             fingerprint: format!("{:064x}", row),
             token: None,
+            path: Vec::new(),
         },
         row,
         step: 2,
         agent: "files".to_owned(),
         answer: None,
         started_at: None,
+        handoff: None,
+        via: None,
     }
 }
 
@@ -760,6 +763,15 @@ pub async fn suspended_calls_are_kept_whole_and_replaced_whole(subject: Subject)
         ),
     ];
     calls[0].call.token = Some("ab".repeat(32));
+    // A call waiting inside a subagent's turn, in a step that also handed off.
+    calls[1].call.path = vec!["worker".to_owned()];
+    calls[1].handoff = Some("billing".to_owned());
+    calls[1].via = Some(SubagentTurn {
+        call_id: "call_9".to_owned(),
+        tool: "worker".to_owned(),
+        arguments: json!({"input": "pick one"}),
+        session: "worker-session-1".to_owned(),
+    });
     store
         .set_suspended("s", calls.clone())
         .await
