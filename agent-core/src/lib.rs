@@ -43,8 +43,8 @@ mod util;
 
 pub use agent::{
     Agent, AgentBuilder, AgentSpec, AnswerError, BuildError, CommandEvent, CommandHook,
-    CommandHookError, Conversation, Handoff, HookSet, SessionEnd, Side, SideId, SideStop, Subagent,
-    Team, TurnStream, TwoSided, TwoSidedState, two_sided,
+    CommandHookError, Continued, Conversation, Handoff, HookSet, SessionEnd, Side, SideId,
+    SideStop, Subagent, Team, TurnStream, TwoSided, TwoSidedState, two_sided,
 };
 pub use agent_macros::{agent, hook, run_hooks, tool};
 pub use cancel::CancelToken;

@@ -1,7 +1,8 @@
 //! Answering the tool calls a suspended turn left waiting, and resuming it:
 //! [`Conversation::approve`], [`approve_with`](Conversation::approve_with),
 //! [`deny`](Conversation::deny), [`answer`](Conversation::answer) (checked against the call's
-//! token or fingerprint) and [`resume`](Conversation::resume).
+//! token or fingerprint), [`resume`](Conversation::resume), and
+//! [`answer_and_continue`](Conversation::answer_and_continue), which resumes on the last answer.
 
 use std::fmt;
 
@@ -14,6 +15,16 @@ use crate::store::{
     self, CallAnswer, PendingKind, StoreError, StoreErrorKind, SuspendedCall, TurnLease,
 };
 use crate::tool::ArgsError;
+
+/// What [`Conversation::answer_and_continue`] did with an answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Continued {
+    /// The answer is kept; this many calls of the suspended turn still wait for theirs.
+    Waiting(usize),
+    /// It was the last answer: the turn resumed, and ended with this result.
+    Resumed(Box<TurnResult>),
+}
 
 /// Why an answer to a waiting tool call, or a resume, was refused. Nothing was written.
 #[derive(Clone, Debug, PartialEq)]
@@ -249,6 +260,24 @@ impl Conversation {
     ) -> Result<TurnStream, AnswerError> {
         let request = self.resuming(request.into()).await?;
         Ok(self.stream(request))
+    }
+
+    /// Gives `answer` to the waiting call `call_id` (checked as [`answer`](Self::answer)
+    /// checks it) and, when it was the last call without an answer, resumes the turn at once:
+    /// `Ok(Continued::Waiting(n))` while `n` calls still wait (the answers given are kept),
+    /// `Ok(Continued::Resumed(result))` with the resumed turn's result otherwise. The
+    /// auto-continue form for a client that answers calls as they come (a client tool's
+    /// result, an approval prompt).
+    pub async fn answer_and_continue(
+        &self,
+        call_id: &str,
+        answer: CallAnswer,
+        check: Option<&str>,
+    ) -> Result<Continued, AnswerError> {
+        match self.answer(call_id, answer, check).await? {
+            0 => Ok(Continued::Resumed(Box::new(self.resume().await?))),
+            waiting => Ok(Continued::Waiting(waiting)),
+        }
     }
 
     /// `request` as the turn that resumes the suspended one; refused while a call has no

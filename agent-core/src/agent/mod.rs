@@ -23,7 +23,7 @@ use crate::engine::TurnRequest;
 use crate::engine::runtime::{AgentRuntime, TeamAgents};
 use crate::tool::ToolSpec;
 
-pub use approval::AnswerError;
+pub use approval::{AnswerError, Continued};
 pub use builder::{AgentBuilder, BuildError};
 pub use command_hook::{CommandEvent, CommandHook, CommandHookError};
 pub use conversation::Conversation;

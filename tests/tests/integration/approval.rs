@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
-    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, FnTool, Hook, Matcher,
-    Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
-    SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind, TurnEvent,
-    TurnRequest, TurnStatus, event, tool,
+    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, Continued, FnTool,
+    Hook, Matcher, Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep,
+    SessionStore, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
+    TurnEvent, TurnRequest, TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
 use tests::{
@@ -1607,4 +1607,84 @@ async fn a_subagent_s_call_waiting_for_approval_suspends_its_caller_and_resumes_
             .expect("none")
             .is_empty()
     );
+}
+
+#[tokio::test]
+async fn answering_the_last_waiting_call_continues_the_turn_at_once() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "get_location", "{}")
+            .tool_call("c2", "get_time", "{}"),
+        ScriptedStep::new().text("It is noon in Oslo."),
+    ]);
+    let client = |name: &str| {
+        ClientTool::new(
+            name,
+            "Read on the user's device.",
+            json!({"type": "object", "properties": {}}),
+        )
+    };
+    let agent = AgentBuilder::new("guide")
+        .model(model.clone())
+        .dyn_tool(client("get_location"))
+        .dyn_tool(client("get_time"))
+        .record_tool_calls(&trace)
+        .build()
+        .expect("builds");
+    let conversation = agent.conversation();
+    let suspended = conversation.run("Where and when am I?").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let result = |output| CallAnswer::Result {
+        output,
+        is_error: false,
+    };
+
+    // The first answer is kept and the turn waits for the second.
+    let first = conversation
+        .answer_and_continue("c1", result(json!({"city": "Oslo"})), None)
+        .await
+        .expect("kept");
+    assert!(matches!(first, Continued::Waiting(1)), "{first:?}");
+    assert_eq!(model.requests().len(), 1, "the model is not asked yet");
+
+    // The last answer resumes the turn: both results reach the model, in call order.
+    let last = conversation
+        .answer_and_continue("c2", result(json!("12:00")), None)
+        .await
+        .expect("resumed");
+    let Continued::Resumed(resumed) = last else {
+        panic!("the last answer resumes the turn: {last:?}");
+    };
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.text, "It is noon in Oslo.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let read: Vec<String> = requests[1]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                call_id, content, ..
+            } => Some(format!("{call_id}:{content}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(read, [r#"c1:{"city":"Oslo"}"#, "c2:12:00"]);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_tool_call(get_location c1)",
+            "before_tool_call(get_time c2)"
+        ]),
+        "the gates ran before the calls waited; no tool-call hook runs for a submitted result"
+    );
+    assert_whole(&conversation.rows().await.expect("rows"));
+    // Nothing waits any more: another answer is refused.
+    assert!(matches!(
+        conversation
+            .answer_and_continue("c1", result(json!(null)), None)
+            .await,
+        Err(AnswerError::UnknownCall { .. })
+    ));
 }
