@@ -3,7 +3,13 @@
 //! by the server's clock. The holder renews it every third of its length while the turn runs
 //! and deletes it when the turn ends; a holder that died stops renewing, and the next turn takes
 //! the lease once it ran out.
+//!
+//! A turn waiting for the lease is woken when it is given back (see [`crate::wake`]) and when
+//! it runs out; while no connection listens for given-back leases it polls, 2 ms doubling up to
+//! 100 ms. Turns of one process wait for a session in the order they asked: only the first
+//! waits for the database's lease.
 
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -12,26 +18,43 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::task::AbortHandle;
 
 use super::PostgresStore;
+use crate::wake::{CHANNEL, Watch};
 
-/// Takes the lease of `$1` for holder `$2` for `$3` µs, or an expired one.
-const TAKE: &str = "INSERT INTO turn_leases (session_id, holder, expires_at)
-    VALUES ($1, $2, clock_timestamp() + $3 * interval '1 microsecond')
-    ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-    WHERE turn_leases.expires_at <= clock_timestamp()";
+/// Takes the lease of `$1` for holder `$2` for `$3` µs, or an expired one: whether it took it
+/// and, if not, how many µs the holder's lease has left (null when the row came after the
+/// statement's snapshot).
+const TAKE: &str = "WITH taken AS (
+        INSERT INTO turn_leases (session_id, holder, expires_at)
+        VALUES ($1, $2, clock_timestamp() + $3 * interval '1 microsecond')
+        ON CONFLICT (session_id) DO UPDATE
+        SET holder = excluded.holder, expires_at = excluded.expires_at
+        WHERE turn_leases.expires_at <= clock_timestamp()
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT FROM taken),
+        (SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::float8
+            FROM turn_leases WHERE session_id = $1)";
 /// Renews the lease of `$1` held by `$2` for `$3` µs from now.
 const RENEW: &str =
     "UPDATE turn_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
     WHERE session_id = $1 AND holder = $2";
-/// Deletes the lease of `$1` if `$2` holds it.
-const GIVE_BACK: &str = "DELETE FROM turn_leases WHERE session_id = $1 AND holder = $2";
+/// Deletes the lease of `$1` if `$2` holds it and announces it on channel `$3` (see
+/// [`crate::wake`]; a session id of 8,000 bytes or more, too long for a payload, is not
+/// announced: its waiters find the lease gone when they poll).
+const GIVE_BACK: &str = "WITH gone AS (
+        DELETE FROM turn_leases WHERE session_id = $1 AND holder = $2 RETURNING session_id
+    )
+    SELECT pg_notify($3, session_id) FROM gone
+    WHERE octet_length(session_id) < 8000";
 
-/// The first pause between two tries while another holder has the lease, and the longest.
+/// The first pause between two polls while another holder has the lease, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(2);
 const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 
 /// Takes the turn of `session`: first in this process, then the database's lease row. Waits
-/// when `wait` is true, trying again with growing pauses (up to 100 ms) while another holder's
-/// lease is live; otherwise `None` at once. Dropping the future leaves no lease behind.
+/// when `wait` is true while another holder's lease is live, trying again when it is given
+/// back or runs out (or polling; see the module's documentation); otherwise `None` at once.
+/// Dropping the future leaves no lease behind.
 pub(crate) async fn take(
     store: &PostgresStore,
     session: &str,
@@ -45,30 +68,80 @@ pub(crate) async fn take(
     let holder = format!("{}:{}:{turn}", std::process::id(), store.id);
     let length = micros(store.lease);
     let mut pause = FIRST_PAUSE;
+    // Registered once the lease was found taken.
+    let mut watch: Option<Watch> = None;
     loop {
-        // Should this future be dropped while the statement runs, the row it may write is given
-        // back.
-        let attempt = Attempt(Some(Held {
-            store: store.clone(),
-            session: session.to_owned(),
-            holder: holder.clone(),
-        }));
-        let taken = store.execute(TAKE, &[&session, &holder, &length]).await;
-        let held = attempt.settle();
-        if taken? == 1 {
-            let heartbeat = Heartbeat(tokio::spawn(renew(held.clone())).abort_handle());
-            return Ok(Some(TurnLease::new(PostgresLease {
-                held,
-                heartbeat,
-                local,
-            })));
+        // Whether to register a watch, now that the lease was found taken.
+        let register = {
+            let listening = match &watch {
+                Some(watch) => watch.listening().await,
+                None => false,
+            };
+            // Enabled before the lease is looked at, so a give-back after the look wakes it.
+            let mut woken = pin!(watch.as_ref().filter(|_| listening).map(Watch::woken));
+            if let Some(woken) = woken.as_mut().as_pin_mut() {
+                woken.enable();
+            }
+            // Should this future be dropped while the statement runs, the row it may write is given
+            // back.
+            let attempt = Attempt(Some(Held {
+                store: store.clone(),
+                session: session.to_owned(),
+                holder: holder.clone(),
+            }));
+            let taken = store.query(TAKE, &[&session, &holder, &length]).await;
+            let held = attempt.settle();
+            let (taken, left) = outcome(store, &taken?)?;
+            if taken {
+                let heartbeat = Heartbeat(tokio::spawn(renew(held.clone())).abort_handle());
+                return Ok(Some(TurnLease::new(PostgresLease {
+                    held,
+                    heartbeat,
+                    local,
+                })));
+            }
+            if !wait {
+                return Ok(None);
+            }
+            match woken.as_pin_mut() {
+                Some(woken) => {
+                    // Until the lease is given back, or runs out (no longer than this store's own
+                    // lease, should the holder's be longer).
+                    let until = left.map_or(pause, |left| left.min(store.lease) + FIRST_PAUSE);
+                    tokio::select! {
+                        () = woken => {}
+                        () = tokio::time::sleep(until) => {}
+                    }
+                    false
+                }
+                None if watch.is_none() => true,
+                None => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LONGEST_PAUSE);
+                    false
+                }
+            }
+        };
+        if register {
+            watch = Some(store.wakeups.watch(session));
         }
-        if !wait {
-            return Ok(None);
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(LONGEST_PAUSE);
     }
+}
+
+/// Whether `TAKE` took the lease, and how long the holder's lease has left when it did not.
+fn outcome(
+    store: &PostgresStore,
+    rows: &[tokio_postgres::Row],
+) -> Result<(bool, Option<Duration>), StoreError> {
+    let row = rows
+        .first()
+        .ok_or_else(|| store.server.at("taking the turn lease returned no row"))?;
+    let taken: bool = row.try_get(0).map_err(|e| store.server.postgres(&e))?;
+    let left: Option<f64> = row.try_get(1).map_err(|e| store.server.postgres(&e))?;
+    Ok((
+        taken,
+        left.map(|left| Duration::from_micros(left.max(0.0) as u64)),
+    ))
 }
 
 /// A lease length in microseconds.
@@ -115,7 +188,7 @@ impl Held {
     async fn give_back(&self) {
         let deleted = self
             .store
-            .execute(GIVE_BACK, &[&self.session, &self.holder])
+            .execute(GIVE_BACK, &[&self.session, &self.holder, &CHANNEL])
             .await;
         if let Err(error) = deleted {
             tracing::warn!(

@@ -38,6 +38,7 @@ mod lease;
 mod row;
 mod schema;
 mod suspended;
+mod wake;
 
 use std::fmt;
 use std::sync::Arc;
@@ -58,8 +59,10 @@ use self::error::Server;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PostgresOptions {
-    /// The most connections the store opens to the server (default 8). Each call holds one for
-    /// the length of one statement; a running turn holds none between its calls.
+    /// The most connections the store's pool opens to the server (default 8). Each call holds
+    /// one for the length of one statement; a running turn holds none between its calls. Once
+    /// a turn of the store has waited for a session, one more connection listens for the
+    /// sessions' turns to end.
     pub max_connections: usize,
     /// How long opening a connection may take before the server counts as unreachable
     /// (default 5 s).
@@ -128,6 +131,8 @@ pub struct PostgresStore {
     locks: Arc<TurnLocks>,
     /// How long a turn's lease lasts unless renewed.
     lease: Duration,
+    /// Wakes this store's turns waiting for a session when another turn gives it back.
+    wakeups: Arc<wake::Wakeups>,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -163,6 +168,7 @@ impl PostgresStore {
             config.application_name("agent-postgres");
         }
         let server = Server::named(&config);
+        let wakeups = Arc::new(wake::Wakeups::new(config.clone(), server.clone()));
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -193,6 +199,7 @@ impl PostgresStore {
             id: id.into(),
             locks: Arc::default(),
             lease: options.turn_lease.max(Duration::from_millis(3)),
+            wakeups,
         })
     }
 

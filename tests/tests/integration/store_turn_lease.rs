@@ -165,3 +165,89 @@ async fn another_process_holds_the_session(db: Db) {
         ]
     );
 }
+
+/// The backend of `database` that listens for given-back leases, once one does (polled until
+/// it differs from `not`).
+async fn listening_backend(database: &str, not: Option<i32>) -> i32 {
+    let client = tests::postgres::cluster().client("postgres").await;
+    loop {
+        let found = client
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE datname = $1 AND query = 'LISTEN agent_turn_leases'",
+                &[&database],
+            )
+            .await
+            .unwrap();
+        match found {
+            Some(row) if Some(row.get(0)) != not => return row.get(0),
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Turns waiting for a PostgreSQL session another store holds are woken when it gives the lease
+/// back, first come first served: every lease here lasts 10 minutes, so a waiter that relied on
+/// the lease running out would not finish within the tests' 10 s. Once the waiting store's
+/// listening connection is cut, it listens on a new one and is woken through it.
+#[tokio::test]
+async fn postgres_turns_waiting_for_a_session_are_woken_in_order_when_it_is_given_back() {
+    use agent_core::SessionStore;
+    use agent_postgres::{PostgresOptions, PostgresStore};
+    use tests::within;
+
+    let url = tests::postgres::cluster().database("lease-wake").await;
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let options = PostgresOptions::default().turn_lease(Duration::from_secs(600));
+    let holder = PostgresStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let waiter = PostgresStore::connect_with(&url, options).await.unwrap();
+    let wait = |store: &PostgresStore| {
+        let store = store.clone();
+        tokio::spawn(async move { store.lock_turn("s", true).await.unwrap() })
+    };
+
+    let held = holder.lock_turn("s", false).await.unwrap().expect("free");
+    let first = wait(&waiter);
+    // The first waiter found the lease taken and listens; the second queues behind it.
+    let listener = within("the waiter listens", listening_backend(&database, None)).await;
+    let second = wait(&waiter);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!first.is_finished() && !second.is_finished(), "both wait");
+    held.release().await;
+    let next = within("the first waiter is woken", first)
+        .await
+        .unwrap()
+        .expect("taken");
+    assert!(!second.is_finished(), "the second waits for the first");
+    next.release().await;
+    let last = within("then the second", second)
+        .await
+        .unwrap()
+        .expect("taken");
+    last.release().await;
+
+    let held = holder.lock_turn("s", false).await.unwrap().expect("free");
+    let third = wait(&waiter);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tests::postgres::cluster()
+        .sql(
+            "postgres",
+            &format!("SELECT pg_terminate_backend({listener})"),
+        )
+        .await;
+    within(
+        "the waiter listens again",
+        listening_backend(&database, Some(listener)),
+    )
+    .await;
+    assert!(!third.is_finished(), "waits while the lease is held");
+    held.release().await;
+    within("the waiter is woken through its new connection", third)
+        .await
+        .unwrap()
+        .expect("taken")
+        .release()
+        .await;
+}
