@@ -160,6 +160,30 @@ pub mod __private {
         }
     }
 
+    /// Compile-time proof that a validate_output hook's answer parameter (`&A`) borrows the
+    /// agent's output type `Self`: `#[hook(validate_output)]` passes the answer through
+    /// [`answer_as`] at that parameter's type, so another type is one error there.
+    #[diagnostic::on_unimplemented(
+        message = "this `validate_output` hook's answer has the agent's output type `{Self}`, not `{A}`",
+        label = "write `&{Self}` here",
+        note = "`#[agent(output = {Self})]` gives every answer the type `{Self}`"
+    )]
+    pub trait AnswerIs<A> {
+        /// The answer, as the hook's parameter type.
+        fn answer(&self) -> &A;
+    }
+
+    impl<T> AnswerIs<T> for T {
+        fn answer(&self) -> &T {
+            self
+        }
+    }
+
+    /// The answer `T` as the hook's parameter type `A`, which must be `T`.
+    pub fn answer_as<T: AnswerIs<A>, A>(answer: &T) -> &A {
+        answer.answer()
+    }
+
     /// Compile-time proof that a tool parameter's type has a JSON Schema. `#[tool]` checks it
     /// at each parameter's type, so a missing derive is one error there, in these words.
     #[diagnostic::on_unimplemented(

@@ -529,3 +529,110 @@ async fn the_agent_macro_sets_the_output_type_and_its_retries() {
     );
     assert_eq!(model.requests()[0].tools[0].name, "final_result");
 }
+
+/// Checks invoices in `#[hook(validate_output)]` methods: one sync taking the answer, one async
+/// taking the answer and its context.
+#[agent_core::agent(output = Invoice, output_retries = 2)]
+impl Auditor {
+    #[hook(validate_output)]
+    fn non_zero(&self, invoice: &Invoice) -> OutputCheck {
+        self.seen.push(format!("non_zero({})", invoice.total_cents));
+        if invoice.total_cents == 0 {
+            OutputCheck::retry("the total cannot be zero")
+        } else {
+            OutputCheck::Accept
+        }
+    }
+
+    #[hook(validate_output, priority = 1)]
+    async fn numbered(
+        &self,
+        invoice: &Invoice,
+        ctx: &agent_core::OutputContext<Invoice>,
+    ) -> Result<OutputCheck, String> {
+        self.seen.push(format!(
+            "numbered({} {} {})",
+            invoice.number, ctx.step, ctx.attempt
+        ));
+        match invoice.number.as_str() {
+            "" => Ok(OutputCheck::retry("the number is missing")),
+            "LEDGER-DOWN" => Err("the ledger is down".into()),
+            _ => Ok(OutputCheck::Accept),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Auditor {
+    seen: Trace,
+}
+
+#[tokio::test]
+async fn validate_output_hook_methods_send_answers_back_in_priority_order() {
+    use agent_core::AgentSpec;
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", r#"{"number":"","total_cents":5}"#),
+        ScriptedStep::new().tool_call(
+            "c2",
+            "final_result",
+            r#"{"number":"INV-7","total_cents":0}"#,
+        ),
+        ScriptedStep::new().tool_call("c3", "final_result", GOOD),
+    ]);
+    let auditor = std::sync::Arc::new(Auditor::default());
+    let agent = Auditor::shared_builder(auditor.clone())
+        .model(model.clone())
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    // By priority: non_zero (0) before numbered (1); the first Retry stops the answer's checks.
+    assert_eq!(
+        auditor.seen.take(),
+        lines(&[
+            "non_zero(5)",
+            "numbered( 0 0)",
+            "non_zero(0)",
+            "non_zero(1250)",
+            "numbered(INV-7 2 2)",
+        ])
+    );
+    let requests = model.requests();
+    let (content, is_error) = tool_result(requests[1].messages.last().unwrap());
+    assert!(
+        is_error && content.starts_with("the number is missing\n"),
+        "{content}"
+    );
+    let (content, _) = tool_result(requests[2].messages.last().unwrap());
+    assert!(
+        content.starts_with("the total cannot be zero\n"),
+        "{content}"
+    );
+}
+
+#[tokio::test]
+async fn a_validate_output_hook_method_failing_fails_the_turn() {
+    use agent_core::AgentSpec;
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call(
+        "c1",
+        "final_result",
+        r#"{"number":"LEDGER-DOWN","total_cents":5}"#,
+    )]);
+    let agent = Auditor::default().builder().model(model).build().unwrap();
+
+    let result = agent.run("go").await;
+
+    let error = result.error.unwrap();
+    assert!(
+        matches!(
+            error.kind,
+            TurnErrorKind::Hook {
+                event: "validate_output",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
