@@ -35,6 +35,7 @@ mod engine;
 mod hooks;
 mod message;
 mod model;
+mod partial_json;
 mod run_agent;
 mod session;
 mod store;
@@ -72,6 +73,7 @@ pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
     ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,
 };
+pub use partial_json::PartialJson;
 pub use session::{
     ContextBlock, ContextProvider, SUMMARY_HEADING, SessionConfig, SessionInfo, Summarizer,
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,

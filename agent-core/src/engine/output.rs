@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::events::TurnEvent;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use super::step::Reply;
 use super::tool_call::CallResult;
 use crate::hooks::output::{OutputKind, ValidateScope, Validator};
 use crate::hooks::{
-    ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, StopReason, ToolOutcomeKind,
+    Chunk, ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, StopReason, ToolOutcomeKind,
     ToolResultRecord, TurnError, TurnErrorKind,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
+use crate::partial_json::PartialJson;
 use crate::tool::ToolSpec;
 
 /// An agent's output type and how its answers are asked for and checked.
@@ -125,6 +127,94 @@ impl OutputSpec {
             }
         }
         asked
+    }
+}
+
+/// The typed answer read from a step's stream as it comes, for
+/// [`TurnEvent::PartialOutput`].
+pub(super) struct PartialAnswer {
+    json: PartialJson,
+    /// Where the answer streams: the final-answer call's arguments (`Some(wrapped)`: under
+    /// `response` when wrapped), or the text.
+    tool: Option<bool>,
+    /// The final-answer call read (the step's first call).
+    call: Option<String>,
+    /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
+    lead: Lead,
+}
+
+/// Where the text answer's JSON starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lead {
+    Start,
+    Fence,
+    Json,
+}
+
+impl OutputSpec {
+    /// Reading the answer from a step's stream, when the request asks for it as text or by
+    /// the final-answer tool as its only tool (with other tools, which call is the answer is
+    /// only known once the calls are complete).
+    pub(super) fn partials(&self, request: &ModelRequest) -> Option<PartialAnswer> {
+        let tool = match request.tools.as_slice() {
+            [] => None,
+            [only] if only.name == self.tool.name => Some(self.wrapped),
+            _ => return None,
+        };
+        Some(PartialAnswer {
+            json: PartialJson::new(),
+            tool,
+            call: None,
+            lead: Lead::Start,
+        })
+    }
+}
+
+impl PartialAnswer {
+    /// Reads a chunk of the step; the answer so far when it changed enough to be given.
+    pub(super) fn read(&mut self, chunk: &Chunk) -> Option<Value> {
+        match (chunk, self.tool) {
+            (Chunk::TextDelta(delta), None) => self.text(delta),
+            (Chunk::ToolInputDelta { id, delta }, Some(_))
+                if self.call.as_ref().is_none_or(|call| call == id) =>
+            {
+                self.call.get_or_insert_with(|| id.clone());
+                self.json.push(delta);
+            }
+            (Chunk::Discarded { .. }, _) => {
+                self.json = PartialJson::new();
+                self.call = None;
+                self.lead = Lead::Start;
+            }
+            _ => {}
+        }
+        let value = self.json.snapshot()?;
+        match (self.tool, value) {
+            (Some(true), Value::Object(mut args)) => args.remove("response"),
+            (Some(true), _) => None,
+            (_, value) => Some(value),
+        }
+    }
+
+    /// Reads answer text, skipping leading spaces and the first line of a fenced block.
+    fn text(&mut self, delta: &str) {
+        let mut rest = delta;
+        if self.lead == Lead::Start {
+            rest = rest.trim_start();
+            match rest.chars().next() {
+                None => return,
+                Some('`') => self.lead = Lead::Fence,
+                Some(_) => self.lead = Lead::Json,
+            }
+        }
+        if self.lead == Lead::Fence {
+            let Some((_, after)) = rest.split_once('\n') else {
+                return;
+            };
+            rest = after;
+            self.lead = Lead::Json;
+        }
+        self.json.push(rest);
     }
 }
 
@@ -258,6 +348,7 @@ impl<'a> Turn<'a> {
     pub(super) async fn settle_output(
         &mut self,
         plan: &mut TurnPlan<'_>,
+        step: usize,
         verdict: Verdict,
         next: Flow<Option<usize>>,
     ) -> Flow<Option<usize>> {
@@ -267,6 +358,10 @@ impl<'a> Turn<'a> {
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
                 self.outcome.text = output.json.to_string();
+                if self.sink.is_some() {
+                    let output = output.clone();
+                    self.emit(TurnEvent::Output { step, output }).await;
+                }
                 self.outcome.output = Some(output);
                 Err(End::Completed(StopReason::Finished))
             }

@@ -636,3 +636,173 @@ async fn a_validate_output_hook_method_failing_fails_the_turn() {
         "{error:?}"
     );
 }
+
+/// The stream's events about the typed answer: each partial value, the validated output, and
+/// the step of each.
+async fn typed_events(
+    agent: &agent_core::Agent,
+) -> (Vec<(usize, serde_json::Value)>, Vec<agent_core::TurnEvent>) {
+    use agent_core::TurnEvent;
+    let mut stream = agent.conversation().stream("Extract the invoice.");
+    let (mut partials, mut others) = (Vec::new(), Vec::new());
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::PartialOutput { step, value } => partials.push((step, value)),
+            TurnEvent::Output { .. } | TurnEvent::StepFinished(_) | TurnEvent::Finished(_) => {
+                others.push(event)
+            }
+            _ => {}
+        }
+    }
+    (partials, others)
+}
+
+/// A final-answer call whose arguments stream in these pieces.
+fn streamed_call(step: ScriptedStep, id: &str, pieces: &[&str]) -> ScriptedStep {
+    use agent_core::{ModelEvent, ToolCall};
+    let step = pieces.iter().fold(step, |step, piece| {
+        step.event(ModelEvent::ToolInputDelta {
+            id: id.into(),
+            delta: (*piece).into(),
+        })
+    });
+    step.event(ModelEvent::ToolCall(ToolCall::new(
+        id,
+        "final_result",
+        pieces.concat(),
+    )))
+}
+
+#[tokio::test]
+async fn the_stream_gives_partial_answers_then_the_validated_output() {
+    use agent_core::TurnEvent;
+    let model = ScriptedModel::new([
+        streamed_call(
+            ScriptedStep::new(),
+            "c1",
+            &[r#"{"num"#, r#"ber":"IN"#, r#"V-7","total_"#, r#"cents":0}"#],
+        ),
+        streamed_call(
+            ScriptedStep::new(),
+            "c2",
+            &[r#"{"number":"INV-7","#, r#""total_cents":12"#, r#"50}"#],
+        ),
+    ]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "non_zero",
+            |ctx| match ctx.output.total_cents {
+                0 => OutputCheck::retry("the total cannot be zero"),
+                _ => OutputCheck::Accept,
+            },
+        ))
+        .build()
+        .unwrap();
+
+    let (partials, others) = typed_events(&agent).await;
+
+    assert_eq!(
+        partials,
+        [
+            (0, json!({})),
+            (0, json!({"number": "IN"})),
+            (0, json!({"number": "INV-7"})),
+            (0, json!({"number": "INV-7", "total_cents": 0})),
+            (1, json!({"number": "INV-7"})),
+            (1, json!({"number": "INV-7", "total_cents": 12})),
+            (1, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+    // The failed answer's partials are not followed by an output; the fixed one's is, after
+    // its step and before the end.
+    let kinds: Vec<String> = others
+        .iter()
+        .map(|event| match event {
+            TurnEvent::StepFinished(record) => format!("step {}", record.step),
+            TurnEvent::Output { step, output } => format!("output {step} {}", output.json()),
+            TurnEvent::Finished(result) => format!("finished {}", result.status),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "step 0",
+            "step 1",
+            r#"output 1 {"number":"INV-7","total_cents":1250}"#,
+            "finished completed",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn text_partials_skip_a_fence_and_wrapped_answers_unwrap_response() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("```json\n")
+        .text(r#"{"number":"INV-7","#)
+        .text(r#""total_cents":1250}"#)
+        .text("\n```")]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+    let (partials, _) = typed_events(&agent).await;
+    assert_eq!(
+        partials,
+        [
+            (0, json!({"number": "INV-7"})),
+            (0, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+
+    // An enum's schema is not an object: the tool's arguments hold it under `response`.
+    let model = ScriptedModel::new([streamed_call(
+        ScriptedStep::new(),
+        "c1",
+        &[
+            r#"{"response":{"kind":"#,
+            r#""approve","amount_cents":5"#,
+            r#"00}}"#,
+        ],
+    )]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Decision>()
+        .build()
+        .unwrap();
+    let (partials, _) = typed_events(&agent).await;
+    assert_eq!(
+        partials,
+        [
+            (0, json!({})),
+            (0, json!({"kind": "approve", "amount_cents": 5})),
+            (0, json!({"kind": "approve", "amount_cents": 500})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn no_partials_when_the_final_tool_is_offered_beside_other_tools() {
+    let model = ScriptedModel::new([streamed_call(
+        ScriptedStep::new(),
+        "c1",
+        &[r#"{"number":"INV-7","#, r#""total_cents":1250}"#],
+    )]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .tool(Add::traced(&Trace::new()))
+        .build()
+        .unwrap();
+    let (partials, others) = typed_events(&agent).await;
+    assert_eq!(partials, []);
+    assert!(
+        others
+            .iter()
+            .any(|event| matches!(event, agent_core::TurnEvent::Output { .. }))
+    );
+}
