@@ -61,12 +61,12 @@ pub use hooks::{
     HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError, HookFailure, HookOptions,
     HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
     MessageCreatedContext, Output, OutputCheck, OutputContext, OutputError, OutputFailure,
-    OutputMode, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks, SessionEndContext,
-    SessionStartContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
-    StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext, ToolCallContext,
-    ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext,
-    ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind,
-    TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
+    OutputMode, OutputReport, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks,
+    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
+    StopDecision, StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext,
+    ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind,
+    ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError,
+    TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

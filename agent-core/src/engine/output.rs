@@ -13,8 +13,8 @@ use super::step::Reply;
 use super::tool_call::CallResult;
 use crate::hooks::output::{OutputKind, ValidateScope, Validator};
 use crate::hooks::{
-    Chunk, ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, StopReason, ToolOutcomeKind,
-    ToolResultRecord, TurnError, TurnErrorKind,
+    Chunk, ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, OutputReport, StopReason,
+    ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
@@ -237,13 +237,23 @@ pub(super) enum Verdict {
     Failed { reason: String, by_tool: bool },
 }
 
-/// What the turn keeps of its failed answers.
+/// What the turn keeps of its answers.
 #[derive(Default)]
 pub(super) struct Attempts {
     /// Why each answer failed, in order.
     pub(super) reasons: Vec<String>,
-    /// The last answer as the model sent it.
-    pub(super) raw: String,
+    /// The last answer as the model sent it, and whether it validated; `None` before one.
+    pub(super) last: Option<OutputReport>,
+}
+
+impl Attempts {
+    /// Reads an answer as the model sent it (not validated yet).
+    fn read(&mut self, raw: &str) {
+        self.last = Some(OutputReport {
+            raw: raw.to_owned(),
+            validated: false,
+        });
+    }
 }
 
 impl<'a> Turn<'a> {
@@ -279,7 +289,7 @@ impl<'a> Turn<'a> {
                     let why = format!("only one `{}` call per step is read", call.name);
                     plan.output_answers.push((other, answer(call, why, false)));
                 }
-                self.outcome.attempts.raw = call.arguments.clone();
+                self.outcome.attempts.read(&call.arguments);
                 let parsed = from_tool(spec, &call.arguments);
                 let verdict = self.validate(spec, step, parsed).await?;
                 let (content, accepted) = match &verdict {
@@ -300,7 +310,7 @@ impl<'a> Turn<'a> {
                 });
             }
             (false, true) => {
-                self.outcome.attempts.raw = reply.text.clone();
+                self.outcome.attempts.read(&reply.text);
                 from_text(&reply.text)
             }
             (false, false) => return Ok(Verdict::None),
@@ -358,6 +368,9 @@ impl<'a> Turn<'a> {
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
                 self.outcome.text = output.json.to_string();
+                if let Some(last) = &mut self.outcome.attempts.last {
+                    last.validated = true;
+                }
                 if self.sink.is_some() {
                     let output = output.clone();
                     self.emit(TurnEvent::Output { step, output }).await;
@@ -370,16 +383,20 @@ impl<'a> Turn<'a> {
                 let retries = plan
                     .output_retries
                     .unwrap_or_else(|| self.current.output.as_ref().map_or(0, |spec| spec.retries));
-                if self.outcome.attempts.reasons.len() > retries {
-                    let attempts = std::mem::take(&mut self.outcome.attempts);
+                let attempts = &self.outcome.attempts;
+                if attempts.reasons.len() > retries {
                     let message = format!(
                         "no valid answer after {} attempts: {}",
                         attempts.reasons.len(),
                         attempts.reasons.join("; ")
                     );
                     let failure = OutputFailure {
-                        raw: attempts.raw,
-                        reasons: attempts.reasons,
+                        raw: attempts
+                            .last
+                            .as_ref()
+                            .map(|last| last.raw.clone())
+                            .unwrap_or_default(),
+                        reasons: attempts.reasons.clone(),
                     };
                     let error = TurnError::new(TurnErrorKind::Output(failure), message);
                     return Err(End::Failed(error, ErrorStage::Turn));

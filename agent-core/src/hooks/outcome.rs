@@ -388,6 +388,9 @@ pub struct ChatResponse {
     pub status: TurnStatus,
     /// The error surfaced, when it ended in error.
     pub error: Option<TurnError>,
+    /// The typed answer, when the agent that answered has an output type and the model gave
+    /// one: the last answer as sent and whether it validated.
+    pub output: Option<super::OutputReport>,
 }
 
 /// The outcome of a turn: what `run` returns and the stream API's last event.

@@ -806,3 +806,142 @@ async fn no_partials_when_the_final_tool_is_offered_beside_other_tools() {
             .any(|event| matches!(event, agent_core::TurnEvent::Output { .. }))
     );
 }
+
+/// Records what on_chat_response and the run hooks read of the typed answer.
+struct Reports(Trace);
+
+impl agent_core::RunHooks for Reports {
+    fn on_agent_output(&self, agent: &agent_core::RunAgent, output: &agent_core::OutputReport) {
+        self.0.push(format!(
+            "run {} {} {}",
+            agent.name, output.validated, output.raw
+        ));
+    }
+}
+
+fn reporting_agent(model: &ScriptedModel, trace: &Trace, retries: usize) -> agent_core::Agent {
+    let t = trace.clone();
+    AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .output_retries(retries)
+        .hook(Hook::<event::OnChatResponse>::sync("report", move |ctx| {
+            let output = ctx.output.as_ref().unwrap();
+            t.push(format!("chat {} {}", output.validated, output.raw));
+        }))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn on_chat_response_and_run_hooks_read_the_raw_answer_and_whether_it_validated() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let request = TurnRequest::new("go").run_hooks(Reports(trace.clone()));
+    reporting_agent(&model, &trace, 1).run(request).await;
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            &format!("run extractor true {GOOD}"),
+            &format!("chat true {GOOD}"),
+        ])
+    );
+
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
+    let request = TurnRequest::new("go").run_hooks(Reports(trace.clone()));
+    let result = reporting_agent(&model, &trace, 0).run(request).await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            &format!("run extractor false {BAD}"),
+            &format!("chat false {BAD}"),
+        ])
+    );
+
+    // An agent without an output type reports none.
+    let model = ScriptedModel::new([ScriptedStep::new().text("hi")]);
+    let seen = Trace::new();
+    let s = seen.clone();
+    let agent = AgentBuilder::new("plain")
+        .model(model)
+        .hook(Hook::<event::OnChatResponse>::sync("report", move |ctx| {
+            s.push(format!("{:?}", ctx.output));
+        }))
+        .build()
+        .unwrap();
+    agent.run("go").await;
+    assert_eq!(seen.take(), ["None"]);
+}
+
+#[tokio::test]
+async fn the_stored_rows_keep_the_final_json_and_a_resumed_conversation_reads_it_back() {
+    let dir = crate::store_sqlite::TempDir::new("typed-output");
+    let path = dir.join("typed.db");
+    // Each agent opens the file anew, as a process restarted would.
+    let build = |model: &ScriptedModel| {
+        let store = agent_core::SqliteStore::open(&path).unwrap();
+        AgentBuilder::new("extractor")
+            .model(model.clone())
+            .output::<Invoice>()
+            .store(std::sync::Arc::new(store))
+            .build()
+            .unwrap()
+    };
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let first = build(&model)
+        .session("s1")
+        .run("Extract the invoice.")
+        .await;
+    assert_eq!(first.status, TurnStatus::Completed);
+
+    // Another agent on the same file, as after a restart: the session's rows hold the
+    // accepted final-answer call, and the typed value parses back from it.
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c3", "final_result", GOOD)]);
+    let resumed = build(&model).session("s1");
+    let history = resumed.history().await.unwrap();
+    let accepted: Vec<&str> = history
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool {
+                call_id,
+                is_error: false,
+                ..
+            } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepted, ["c2"]);
+    let arguments = history
+        .iter()
+        .find_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .find(|call| call.id == "c2")
+                .map(|call| call.arguments.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let invoice: Invoice = serde_json::from_str(&arguments).unwrap();
+    assert_eq!(
+        invoice,
+        Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250
+        }
+    );
+    // The next turn sends the model its earlier answer, and returns its new typed value.
+    let result = resumed.run("And again.").await;
+    assert_eq!(result.output::<Invoice>().unwrap(), &invoice);
+    let sent = &model.requests()[0].messages;
+    assert!(sent.iter().any(|message| matches!(
+        message,
+        Message::Assistant { tool_calls, .. } if tool_calls.iter().any(|call| call.arguments == GOOD)
+    )));
+}
