@@ -21,7 +21,8 @@ pub enum TurnEvent {
     /// parsed as far as it goes, open strings, arrays and objects read as closed). Given when
     /// it changed, every chunk for a small answer and less often as it grows; a step whose
     /// answer fails starts over at the next step's. Not given while output guardrails hold
-    /// the reply back, nor for a final-answer call in a step that offers other tools.
+    /// the reply back, nor for a final-answer call in a step that offers other tools (or one
+    /// final-answer tool per variant).
     PartialOutput {
         /// The step streaming the answer.
         step: usize,

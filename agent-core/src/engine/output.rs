@@ -36,6 +36,18 @@ pub(crate) struct OutputSpec {
     pub(crate) wrapped: bool,
     /// validate_output hooks, in run order.
     pub(crate) validators: Vec<Arc<dyn Validator>>,
+    /// One final-answer tool per variant of an internally tagged enum, offered instead of
+    /// `tool` (`AgentBuilder::output_tool_per_variant`); empty otherwise.
+    pub(crate) variants: Vec<Variant>,
+}
+
+/// The final-answer tool of one variant of an internally tagged enum: its arguments are the
+/// variant's fields, and the tag goes back in before the answer is parsed.
+pub(crate) struct Variant {
+    pub(crate) tool: Arc<ToolSpec>,
+    /// The tag's key (`kind` in `#[serde(tag = "kind")]`) and this variant's value.
+    key: String,
+    tag: String,
 }
 
 impl OutputSpec {
@@ -48,6 +60,7 @@ impl OutputSpec {
         tool_name: Option<String>,
         tool_description: Option<String>,
         validators: Vec<Arc<dyn Validator>>,
+        per_variant: bool,
     ) -> Self {
         let short = kind.type_name.rsplit("::").next().unwrap_or(kind.type_name);
         let schema_name: String = short
@@ -81,6 +94,10 @@ impl OutputSpec {
             }),
             parameters,
         };
+        let variants = match per_variant {
+            true => variants(&kind.schema, &tool).unwrap_or_default(),
+            false => Vec::new(),
+        };
         OutputSpec {
             schema: OutputSchema {
                 name: schema_name,
@@ -92,6 +109,29 @@ impl OutputSpec {
             tool: Arc::new(tool),
             wrapped,
             validators,
+            variants,
+        }
+    }
+
+    /// Whether a call of this tool gives the answer.
+    fn answers(&self, name: &str) -> bool {
+        match self.variants.as_slice() {
+            [] => self.tool.name == name,
+            variants => variants.iter().any(|variant| variant.tool.name == name),
+        }
+    }
+
+    /// The final-answer tools, as a failure names them.
+    fn tool_names(&self) -> String {
+        match self.variants.as_slice() {
+            [] => format!("the `{}` tool", self.tool.name),
+            variants => {
+                let names: Vec<String> = variants
+                    .iter()
+                    .map(|variant| format!("`{}`", variant.tool.name))
+                    .collect();
+                format!("one of the tools {}", names.join(", "))
+            }
         }
     }
 
@@ -109,7 +149,12 @@ impl OutputSpec {
         match asked {
             Asked::Native => request.output_schema = Some(self.schema.clone()),
             Asked::Tool => {
-                request.tools.push(self.tool.clone());
+                match self.variants.as_slice() {
+                    [] => request.tools.push(self.tool.clone()),
+                    variants => request
+                        .tools
+                        .extend(variants.iter().map(|variant| variant.tool.clone())),
+                }
                 if request.tool_choice == ToolChoice::Auto {
                     request.tool_choice = ToolChoice::Required;
                 }
@@ -273,15 +318,15 @@ impl<'a> Turn<'a> {
         let by_tool = asked == Asked::Tool;
         let answered = match (by_tool, reply.tool_calls.is_empty()) {
             (true, true) => Err(format!(
-                "the answer was text: give it by calling the `{}` tool",
-                spec.tool.name
+                "the answer was text: give it by calling {}",
+                spec.tool_names()
             )),
             (true, false) => {
                 let mut finals = reply
                     .tool_calls
                     .iter()
                     .enumerate()
-                    .filter(|(_, call)| call.name == spec.tool.name);
+                    .filter(|(_, call)| spec.answers(&call.name));
                 let Some((position, call)) = finals.next() else {
                     return Ok(Verdict::None);
                 };
@@ -290,14 +335,14 @@ impl<'a> Turn<'a> {
                     plan.output_answers.push((other, answer(call, why, false)));
                 }
                 self.outcome.attempts.read(&call.arguments);
-                let parsed = from_tool(spec, &call.arguments);
+                let parsed = from_tool(spec, call);
                 let verdict = self.validate(spec, step, parsed).await?;
                 let (content, accepted) = match &verdict {
                     Ok(_) => ("The final answer was accepted.".to_owned(), true),
                     Err(reason) => (
                         format!(
                             "{reason}\nCall `{}` again with a corrected answer.",
-                            spec.tool.name
+                            call.name
                         ),
                         false,
                     ),
@@ -444,10 +489,17 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
     })
 }
 
-/// The answer in a final-answer call's arguments.
-fn from_tool(spec: &OutputSpec, arguments: &str) -> Result<Output, String> {
-    let args: Value = serde_json::from_str(arguments)
+/// The answer in a final-answer call's arguments (a variant's tag put back in).
+fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
+    let args: Value = serde_json::from_str(&call.arguments)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
+    if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
+        let Value::Object(mut fields) = args else {
+            return Err("the arguments are not an object".to_owned());
+        };
+        fields.insert(variant.key.clone(), Value::String(variant.tag.clone()));
+        return (spec.kind.parse)(&Value::Object(fields));
+    }
     let json = match (spec.wrapped, args) {
         (true, Value::Object(mut map)) => map
             .remove("response")
@@ -456,6 +508,48 @@ fn from_tool(spec: &OutputSpec, arguments: &str) -> Result<Output, String> {
         (false, args) => args,
     };
     (spec.kind.parse)(&json)
+}
+
+/// The variants of an internally tagged enum's schema (`oneOf` objects sharing a property
+/// that holds one constant string), each as a final-answer tool named `{tool}_{tag}` taking
+/// the variant's other fields; `None` when the schema is not one.
+fn variants(schema: &Value, tool: &ToolSpec) -> Option<Vec<Variant>> {
+    let defs = schema.get("$defs");
+    let mut key: Option<String> = None;
+    let mut out = Vec::new();
+    for variant in schema.get("oneOf")?.as_array()? {
+        let properties = variant.get("properties")?.as_object()?;
+        let (tag_key, tag) = properties.iter().find_map(|(name, property)| {
+            let tag = property.get("const")?.as_str()?;
+            (key.is_none() || key.as_deref() == Some(name.as_str())).then_some((name, tag))
+        })?;
+        key = Some(tag_key.clone());
+        let mut parameters = variant.clone();
+        let object = parameters.as_object_mut()?;
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            properties.remove(tag_key);
+        }
+        if let Some(Value::Array(required)) = object.get_mut("required") {
+            required.retain(|name| name != tag_key);
+        }
+        let description = object
+            .remove("description")
+            .and_then(|d| d.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{} The answer is `{tag}`.", tool.description));
+        if let Some(defs) = defs {
+            object.insert("$defs".to_owned(), defs.clone());
+        }
+        out.push(Variant {
+            tool: Arc::new(ToolSpec {
+                name: format!("{}_{tag}", tool.name),
+                description,
+                parameters,
+            }),
+            key: tag_key.clone(),
+            tag: tag.to_owned(),
+        });
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.

@@ -945,3 +945,66 @@ async fn the_stored_rows_keep_the_final_json_and_a_resumed_conversation_reads_it
         Message::Assistant { tool_calls, .. } if tool_calls.iter().any(|call| call.arguments == GOOD)
     )));
 }
+
+#[tokio::test]
+async fn an_enum_may_be_offered_as_one_final_tool_per_variant() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("I approve."),
+        ScriptedStep::new().tool_call("c1", "final_result_approve", r#"{"amount_cents":"5"}"#),
+        ScriptedStep::new().tool_call("c2", "final_result_approve", r#"{"amount_cents":500}"#),
+    ]);
+    let agent = AgentBuilder::new("x")
+        .model(model.clone())
+        .output::<Decision>()
+        .output_tool_per_variant()
+        .output_retries(2)
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(
+        result.output::<Decision>().unwrap(),
+        &Decision::Approve { amount_cents: 500 }
+    );
+    let requests = model.requests();
+    let tools = &requests[0].tools;
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(names, ["final_result_approve", "final_result_reject"]);
+    // Each takes its variant's fields, the tag left out (the tool names it).
+    assert_eq!(tools[0].parameters["required"], json!(["amount_cents"]));
+    assert!(tools[0].parameters["properties"].get("kind").is_none());
+    assert_eq!(tools[1].parameters["required"], json!(["reason"]));
+    let Message::User { content, .. } = requests[1].messages.last().unwrap() else {
+        panic!("the text answer goes back as a user message")
+    };
+    assert!(
+        content.contains(
+            "give it by calling one of the tools `final_result_approve`, `final_result_reject`"
+        ),
+        "{content}"
+    );
+    let (content, is_error) = tool_result(requests[2].messages.last().unwrap());
+    assert!(is_error, "{content}");
+    assert!(
+        content.starts_with(r#"invalid answer: invalid type: string "5", expected u64"#)
+            && content.ends_with("Call `final_result_approve` again with a corrected answer."),
+        "{content}"
+    );
+
+    // A type that is no internally tagged enum does not build.
+    let error = AgentBuilder::new("x")
+        .model(ScriptedModel::new([]))
+        .output::<Invoice>()
+        .output_tool_per_variant()
+        .build()
+        .unwrap_err();
+    assert!(
+        error.problems[0].starts_with("`output_tool_per_variant`: ")
+            && error.problems[0].ends_with(
+                "is not an internally tagged enum (`#[serde(tag = \"...\")]` with struct variants)"
+            ),
+        "{:?}",
+        error.problems
+    );
+}
