@@ -35,6 +35,7 @@ mod engine;
 mod hooks;
 mod message;
 mod model;
+mod partial_json;
 mod run_agent;
 mod session;
 mod store;
@@ -60,18 +61,19 @@ pub use hooks::{
     HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError, HookFailure, HookOptions,
     HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
     MessageCreatedContext, Output, OutputCheck, OutputContext, OutputError, OutputFailure,
-    OutputMode, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks, SessionEndContext,
-    SessionStartContext, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
-    StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext, ToolCallContext,
-    ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext,
-    ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind,
-    TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
+    OutputMode, OutputReport, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks,
+    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
+    StopDecision, StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext,
+    ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind,
+    ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError,
+    TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{
     CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
     ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,
 };
+pub use partial_json::PartialJson;
 pub use session::{
     ContextBlock, ContextProvider, SUMMARY_HEADING, SessionConfig, SessionInfo, Summarizer,
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
@@ -158,6 +160,30 @@ pub mod __private {
         fn cast(ctx: &E::Ctx) -> &E::Ctx {
             ctx
         }
+    }
+
+    /// Compile-time proof that a validate_output hook's answer parameter (`&A`) borrows the
+    /// agent's output type `Self`: `#[hook(validate_output)]` passes the answer through
+    /// [`answer_as`] at that parameter's type, so another type is one error there.
+    #[diagnostic::on_unimplemented(
+        message = "this `validate_output` hook's answer has the agent's output type `{Self}`, not `{A}`",
+        label = "write `&{Self}` here",
+        note = "`#[agent(output = {Self})]` gives every answer the type `{Self}`"
+    )]
+    pub trait AnswerIs<A> {
+        /// The answer, as the hook's parameter type.
+        fn answer(&self) -> &A;
+    }
+
+    impl<T> AnswerIs<T> for T {
+        fn answer(&self) -> &T {
+            self
+        }
+    }
+
+    /// The answer `T` as the hook's parameter type `A`, which must be `T`.
+    pub fn answer_as<T: AnswerIs<A>, A>(answer: &T) -> &A {
+        answer.answer()
     }
 
     /// Compile-time proof that a tool parameter's type has a JSON Schema. `#[tool]` checks it

@@ -178,6 +178,27 @@ fn agent_with_context_handoffs_and_subagents() {
 }
 
 #[test]
+fn agent_with_output_validators() {
+    let expanded = crate::agent::entry(
+        quote!(output = Invoice, output_retries = 2),
+        quote! {
+            impl Clerk {
+                #[hook(validate_output)]
+                fn non_zero(&self, invoice: &Invoice) -> OutputCheck {
+                    OutputCheck::Accept
+                }
+
+                #[hook(validate_output, priority = 1)]
+                async fn numbered(&self, ctx: &OutputContext<Invoice>, invoice: &Invoice) -> OutputCheck {
+                    OutputCheck::Accept
+                }
+            }
+        },
+    );
+    check("agent_output", expanded);
+}
+
+#[test]
 fn run_hooks_on_a_generic_impl() {
     let expanded = crate::run_hooks::entry(
         quote!(),

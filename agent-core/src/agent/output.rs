@@ -19,6 +19,7 @@ pub(super) struct OutputOptions {
     retries: Option<usize>,
     tool: (Option<String>, Option<String>),
     validators: Vec<Arc<dyn Validator>>,
+    per_variant: bool,
 }
 
 impl OutputOptions {
@@ -35,6 +36,7 @@ impl OutputOptions {
             retries,
             tool: (tool_name, tool_description),
             mut validators,
+            per_variant,
         } = self;
         let Some(kind) = kind else {
             for validator in &validators {
@@ -62,17 +64,26 @@ impl OutputOptions {
             tool_name,
             tool_description,
             validators,
+            per_variant,
         );
-        let name = &spec.tool.name;
-        if !is_valid_tool_name(name) {
+        if per_variant && spec.variants.is_empty() {
             problems.push(format!(
-                "invalid final-answer tool name `{name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
+                "`output_tool_per_variant`: `{}` is not an internally tagged enum (`#[serde(tag = \"...\")]` with struct variants)",
+                spec.kind.type_name
             ));
         }
-        if tools.contains_key(name) {
-            problems.push(format!(
-                "the final-answer tool name `{name}` is taken by a tool; name it with `output_tool`"
-            ));
+        let names = std::iter::once(&spec.tool).chain(spec.variants.iter().map(|v| &v.tool));
+        for name in names.map(|tool| &tool.name) {
+            if !is_valid_tool_name(name) {
+                problems.push(format!(
+                    "invalid final-answer tool name `{name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
+                ));
+            }
+            if tools.contains_key(name) {
+                problems.push(format!(
+                    "the final-answer tool name `{name}` is taken by a tool; name it with `output_tool`"
+                ));
+            }
         }
         Some(Arc::new(spec))
     }
@@ -107,6 +118,16 @@ impl AgentBuilder {
     /// Names and describes the final-answer tool (default `final_result`).
     pub fn output_tool(mut self, name: impl Into<String>, description: impl Into<String>) -> Self {
         self.output.tool = (Some(name.into()), Some(description.into()));
+        self
+    }
+
+    /// Offers an internally tagged enum (`#[serde(tag = "kind")]`) as one final-answer tool
+    /// per variant, named `{tool}_{tag}` (`final_result_approve`), whose arguments are the
+    /// variant's fields, instead of one tool taking the tagged schema under `response`. The
+    /// model picks the variant by the tool it calls. An output type that is no such enum does
+    /// not build.
+    pub fn output_tool_per_variant(mut self) -> Self {
+        self.output.per_variant = true;
         self
     }
 

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::hooks::{Chunk, StepRecord, TurnResult};
+use serde_json::Value;
+
+use crate::hooks::{Chunk, Output, StepRecord, TurnResult};
 
 /// What the stream API yields, in order; [`TurnEvent::Finished`] is always last.
 #[derive(Clone, Debug)]
@@ -15,8 +17,28 @@ pub enum TurnEvent {
         /// The chunk.
         chunk: Chunk,
     },
+    /// The typed answer read so far, while the model streams it (best effort: the JSON
+    /// parsed as far as it goes, open strings, arrays and objects read as closed). Given when
+    /// it changed, every chunk for a small answer and less often as it grows; a step whose
+    /// answer fails starts over at the next step's. Not given while output guardrails hold
+    /// the reply back, nor for a final-answer call in a step that offers other tools (or one
+    /// final-answer tool per variant).
+    PartialOutput {
+        /// The step streaming the answer.
+        step: usize,
+        /// The answer so far, as JSON.
+        value: Value,
+    },
     /// A step finished.
     StepFinished(StepRecord),
+    /// The typed answer passed parsing and the validators: the turn's output (after the
+    /// step's `StepFinished`).
+    Output {
+        /// The step that gave it.
+        step: usize,
+        /// The answer.
+        output: Output,
+    },
     /// After the step that made it, the turn was handed to another agent.
     Handoff {
         /// The agent that handed the turn off.

@@ -42,6 +42,13 @@ impl Turn<'_> {
         }
         let row = self.open_reply_row().await?;
         let started = std::time::Instant::now();
+        // Partial answers go to the stream API, unless guardrails hold the reply back.
+        let partial = match (&self.sink, &self.current.output) {
+            (Some(_), Some(spec)) if self.current.output_guardrails.is_empty() => {
+                spec.partials(&request)
+            }
+            _ => None,
+        };
         let stream = catch_panic(|| model.stream(request)).map_err(|message| {
             TurnError::new(
                 TurnErrorKind::Model(ModelErrorKind::Other),
@@ -49,6 +56,7 @@ impl Turn<'_> {
             )
         });
         let mut streamed = StepStream::new(self, step)
+            .partials(partial)
             .read(stream)
             .instrument(span.clone())
             .await;

@@ -6,6 +6,7 @@ use std::sync::PoisonError;
 use std::task::Poll;
 
 use super::events::TurnEvent;
+use super::output::PartialAnswer;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::ToolCall;
 use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
@@ -35,6 +36,8 @@ pub(super) struct StepStream<'t, 'a> {
     /// The on_chunk context, made once: each chunk is put in it in turn, so a chunk costs no
     /// reference count for the agent or the request id.
     ctx: ChunkContext,
+    /// The typed answer read as it streams, for the stream API.
+    partial: Option<PartialAnswer>,
 }
 
 impl<'t, 'a> StepStream<'t, 'a> {
@@ -45,7 +48,17 @@ impl<'t, 'a> StepStream<'t, 'a> {
             step,
             chunk: EMPTY,
         };
-        StepStream { turn, ctx }
+        StepStream {
+            turn,
+            ctx,
+            partial: None,
+        }
+    }
+
+    /// Reads the typed answer as it streams and gives it to the stream API.
+    pub(super) fn partials(mut self, partial: Option<PartialAnswer>) -> Self {
+        self.partial = partial;
+        self
     }
 
     /// Whether anyone sees chunks (an on_chunk hook or the stream API): when nobody does, the
@@ -149,8 +162,15 @@ impl<'t, 'a> StepStream<'t, 'a> {
             };
             match out.absorb(event, listening) {
                 Absorbed::Chunk(chunk) => {
+                    let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
                     if let Err(error) = self.chunk(chunk).await {
                         break Err(Some(error));
+                    }
+                    if let Some(value) = partial {
+                        let step = self.ctx.step;
+                        self.turn
+                            .emit(TurnEvent::PartialOutput { step, value })
+                            .await;
                     }
                 }
                 Absorbed::Quiet => {}

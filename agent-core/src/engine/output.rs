@@ -6,17 +6,19 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::events::TurnEvent;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use super::step::Reply;
 use super::tool_call::CallResult;
 use crate::hooks::output::{OutputKind, ValidateScope, Validator};
 use crate::hooks::{
-    ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, StopReason, ToolOutcomeKind,
-    ToolResultRecord, TurnError, TurnErrorKind,
+    Chunk, ErrorStage, Output, OutputCheck, OutputFailure, OutputMode, OutputReport, StopReason,
+    ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
+use crate::partial_json::PartialJson;
 use crate::tool::ToolSpec;
 
 /// An agent's output type and how its answers are asked for and checked.
@@ -34,6 +36,18 @@ pub(crate) struct OutputSpec {
     pub(crate) wrapped: bool,
     /// validate_output hooks, in run order.
     pub(crate) validators: Vec<Arc<dyn Validator>>,
+    /// One final-answer tool per variant of an internally tagged enum, offered instead of
+    /// `tool` (`AgentBuilder::output_tool_per_variant`); empty otherwise.
+    pub(crate) variants: Vec<Variant>,
+}
+
+/// The final-answer tool of one variant of an internally tagged enum: its arguments are the
+/// variant's fields, and the tag goes back in before the answer is parsed.
+pub(crate) struct Variant {
+    pub(crate) tool: Arc<ToolSpec>,
+    /// The tag's key (`kind` in `#[serde(tag = "kind")]`) and this variant's value.
+    key: String,
+    tag: String,
 }
 
 impl OutputSpec {
@@ -46,6 +60,7 @@ impl OutputSpec {
         tool_name: Option<String>,
         tool_description: Option<String>,
         validators: Vec<Arc<dyn Validator>>,
+        per_variant: bool,
     ) -> Self {
         let short = kind.type_name.rsplit("::").next().unwrap_or(kind.type_name);
         let schema_name: String = short
@@ -79,6 +94,10 @@ impl OutputSpec {
             }),
             parameters,
         };
+        let variants = match per_variant {
+            true => variants(&kind.schema, &tool).unwrap_or_default(),
+            false => Vec::new(),
+        };
         OutputSpec {
             schema: OutputSchema {
                 name: schema_name,
@@ -90,6 +109,29 @@ impl OutputSpec {
             tool: Arc::new(tool),
             wrapped,
             validators,
+            variants,
+        }
+    }
+
+    /// Whether a call of this tool gives the answer.
+    fn answers(&self, name: &str) -> bool {
+        match self.variants.as_slice() {
+            [] => self.tool.name == name,
+            variants => variants.iter().any(|variant| variant.tool.name == name),
+        }
+    }
+
+    /// The final-answer tools, as a failure names them.
+    fn tool_names(&self) -> String {
+        match self.variants.as_slice() {
+            [] => format!("the `{}` tool", self.tool.name),
+            variants => {
+                let names: Vec<String> = variants
+                    .iter()
+                    .map(|variant| format!("`{}`", variant.tool.name))
+                    .collect();
+                format!("one of the tools {}", names.join(", "))
+            }
         }
     }
 
@@ -107,7 +149,12 @@ impl OutputSpec {
         match asked {
             Asked::Native => request.output_schema = Some(self.schema.clone()),
             Asked::Tool => {
-                request.tools.push(self.tool.clone());
+                match self.variants.as_slice() {
+                    [] => request.tools.push(self.tool.clone()),
+                    variants => request
+                        .tools
+                        .extend(variants.iter().map(|variant| variant.tool.clone())),
+                }
                 if request.tool_choice == ToolChoice::Auto {
                     request.tool_choice = ToolChoice::Required;
                 }
@@ -125,6 +172,94 @@ impl OutputSpec {
             }
         }
         asked
+    }
+}
+
+/// The typed answer read from a step's stream as it comes, for
+/// [`TurnEvent::PartialOutput`].
+pub(super) struct PartialAnswer {
+    json: PartialJson,
+    /// Where the answer streams: the final-answer call's arguments (`Some(wrapped)`: under
+    /// `response` when wrapped), or the text.
+    tool: Option<bool>,
+    /// The final-answer call read (the step's first call).
+    call: Option<String>,
+    /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
+    lead: Lead,
+}
+
+/// Where the text answer's JSON starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lead {
+    Start,
+    Fence,
+    Json,
+}
+
+impl OutputSpec {
+    /// Reading the answer from a step's stream, when the request asks for it as text or by
+    /// the final-answer tool as its only tool (with other tools, which call is the answer is
+    /// only known once the calls are complete).
+    pub(super) fn partials(&self, request: &ModelRequest) -> Option<PartialAnswer> {
+        let tool = match request.tools.as_slice() {
+            [] => None,
+            [only] if only.name == self.tool.name => Some(self.wrapped),
+            _ => return None,
+        };
+        Some(PartialAnswer {
+            json: PartialJson::new(),
+            tool,
+            call: None,
+            lead: Lead::Start,
+        })
+    }
+}
+
+impl PartialAnswer {
+    /// Reads a chunk of the step; the answer so far when it changed enough to be given.
+    pub(super) fn read(&mut self, chunk: &Chunk) -> Option<Value> {
+        match (chunk, self.tool) {
+            (Chunk::TextDelta(delta), None) => self.text(delta),
+            (Chunk::ToolInputDelta { id, delta }, Some(_))
+                if self.call.as_ref().is_none_or(|call| call == id) =>
+            {
+                self.call.get_or_insert_with(|| id.clone());
+                self.json.push(delta);
+            }
+            (Chunk::Discarded { .. }, _) => {
+                self.json = PartialJson::new();
+                self.call = None;
+                self.lead = Lead::Start;
+            }
+            _ => {}
+        }
+        let value = self.json.snapshot()?;
+        match (self.tool, value) {
+            (Some(true), Value::Object(mut args)) => args.remove("response"),
+            (Some(true), _) => None,
+            (_, value) => Some(value),
+        }
+    }
+
+    /// Reads answer text, skipping leading spaces and the first line of a fenced block.
+    fn text(&mut self, delta: &str) {
+        let mut rest = delta;
+        if self.lead == Lead::Start {
+            rest = rest.trim_start();
+            match rest.chars().next() {
+                None => return,
+                Some('`') => self.lead = Lead::Fence,
+                Some(_) => self.lead = Lead::Json,
+            }
+        }
+        if self.lead == Lead::Fence {
+            let Some((_, after)) = rest.split_once('\n') else {
+                return;
+            };
+            rest = after;
+            self.lead = Lead::Json;
+        }
+        self.json.push(rest);
     }
 }
 
@@ -147,13 +282,23 @@ pub(super) enum Verdict {
     Failed { reason: String, by_tool: bool },
 }
 
-/// What the turn keeps of its failed answers.
+/// What the turn keeps of its answers.
 #[derive(Default)]
 pub(super) struct Attempts {
     /// Why each answer failed, in order.
     pub(super) reasons: Vec<String>,
-    /// The last answer as the model sent it.
-    pub(super) raw: String,
+    /// The last answer as the model sent it, and whether it validated; `None` before one.
+    pub(super) last: Option<OutputReport>,
+}
+
+impl Attempts {
+    /// Reads an answer as the model sent it (not validated yet).
+    fn read(&mut self, raw: &str) {
+        self.last = Some(OutputReport {
+            raw: raw.to_owned(),
+            validated: false,
+        });
+    }
 }
 
 impl<'a> Turn<'a> {
@@ -173,15 +318,15 @@ impl<'a> Turn<'a> {
         let by_tool = asked == Asked::Tool;
         let answered = match (by_tool, reply.tool_calls.is_empty()) {
             (true, true) => Err(format!(
-                "the answer was text: give it by calling the `{}` tool",
-                spec.tool.name
+                "the answer was text: give it by calling {}",
+                spec.tool_names()
             )),
             (true, false) => {
                 let mut finals = reply
                     .tool_calls
                     .iter()
                     .enumerate()
-                    .filter(|(_, call)| call.name == spec.tool.name);
+                    .filter(|(_, call)| spec.answers(&call.name));
                 let Some((position, call)) = finals.next() else {
                     return Ok(Verdict::None);
                 };
@@ -189,15 +334,15 @@ impl<'a> Turn<'a> {
                     let why = format!("only one `{}` call per step is read", call.name);
                     plan.output_answers.push((other, answer(call, why, false)));
                 }
-                self.outcome.attempts.raw = call.arguments.clone();
-                let parsed = from_tool(spec, &call.arguments);
+                self.outcome.attempts.read(&call.arguments);
+                let parsed = from_tool(spec, call);
                 let verdict = self.validate(spec, step, parsed).await?;
                 let (content, accepted) = match &verdict {
                     Ok(_) => ("The final answer was accepted.".to_owned(), true),
                     Err(reason) => (
                         format!(
                             "{reason}\nCall `{}` again with a corrected answer.",
-                            spec.tool.name
+                            call.name
                         ),
                         false,
                     ),
@@ -210,7 +355,7 @@ impl<'a> Turn<'a> {
                 });
             }
             (false, true) => {
-                self.outcome.attempts.raw = reply.text.clone();
+                self.outcome.attempts.read(&reply.text);
                 from_text(&reply.text)
             }
             (false, false) => return Ok(Verdict::None),
@@ -258,6 +403,7 @@ impl<'a> Turn<'a> {
     pub(super) async fn settle_output(
         &mut self,
         plan: &mut TurnPlan<'_>,
+        step: usize,
         verdict: Verdict,
         next: Flow<Option<usize>>,
     ) -> Flow<Option<usize>> {
@@ -267,6 +413,13 @@ impl<'a> Turn<'a> {
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
                 self.outcome.text = output.json.to_string();
+                if let Some(last) = &mut self.outcome.attempts.last {
+                    last.validated = true;
+                }
+                if self.sink.is_some() {
+                    let output = output.clone();
+                    self.emit(TurnEvent::Output { step, output }).await;
+                }
                 self.outcome.output = Some(output);
                 Err(End::Completed(StopReason::Finished))
             }
@@ -275,16 +428,20 @@ impl<'a> Turn<'a> {
                 let retries = plan
                     .output_retries
                     .unwrap_or_else(|| self.current.output.as_ref().map_or(0, |spec| spec.retries));
-                if self.outcome.attempts.reasons.len() > retries {
-                    let attempts = std::mem::take(&mut self.outcome.attempts);
+                let attempts = &self.outcome.attempts;
+                if attempts.reasons.len() > retries {
                     let message = format!(
                         "no valid answer after {} attempts: {}",
                         attempts.reasons.len(),
                         attempts.reasons.join("; ")
                     );
                     let failure = OutputFailure {
-                        raw: attempts.raw,
-                        reasons: attempts.reasons,
+                        raw: attempts
+                            .last
+                            .as_ref()
+                            .map(|last| last.raw.clone())
+                            .unwrap_or_default(),
+                        reasons: attempts.reasons.clone(),
                     };
                     let error = TurnError::new(TurnErrorKind::Output(failure), message);
                     return Err(End::Failed(error, ErrorStage::Turn));
@@ -333,10 +490,17 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
     })
 }
 
-/// The answer in a final-answer call's arguments.
-fn from_tool(spec: &OutputSpec, arguments: &str) -> Result<Output, String> {
-    let args: Value = serde_json::from_str(arguments)
+/// The answer in a final-answer call's arguments (a variant's tag put back in).
+fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
+    let args: Value = serde_json::from_str(&call.arguments)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
+    if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
+        let Value::Object(mut fields) = args else {
+            return Err("the arguments are not an object".to_owned());
+        };
+        fields.insert(variant.key.clone(), Value::String(variant.tag.clone()));
+        return (spec.kind.parse)(&Value::Object(fields));
+    }
     let json = match (spec.wrapped, args) {
         (true, Value::Object(mut map)) => map
             .remove("response")
@@ -345,6 +509,48 @@ fn from_tool(spec: &OutputSpec, arguments: &str) -> Result<Output, String> {
         (false, args) => args,
     };
     (spec.kind.parse)(&json)
+}
+
+/// The variants of an internally tagged enum's schema (`oneOf` objects sharing a property
+/// that holds one constant string), each as a final-answer tool named `{tool}_{tag}` taking
+/// the variant's other fields; `None` when the schema is not one.
+fn variants(schema: &Value, tool: &ToolSpec) -> Option<Vec<Variant>> {
+    let defs = schema.get("$defs");
+    let mut key: Option<String> = None;
+    let mut out = Vec::new();
+    for variant in schema.get("oneOf")?.as_array()? {
+        let properties = variant.get("properties")?.as_object()?;
+        let (tag_key, tag) = properties.iter().find_map(|(name, property)| {
+            let tag = property.get("const")?.as_str()?;
+            (key.is_none() || key.as_deref() == Some(name.as_str())).then_some((name, tag))
+        })?;
+        key = Some(tag_key.clone());
+        let mut parameters = variant.clone();
+        let object = parameters.as_object_mut()?;
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            properties.remove(tag_key);
+        }
+        if let Some(Value::Array(required)) = object.get_mut("required") {
+            required.retain(|name| name != tag_key);
+        }
+        let description = object
+            .remove("description")
+            .and_then(|d| d.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("{} The answer is `{tag}`.", tool.description));
+        if let Some(defs) = defs {
+            object.insert("$defs".to_owned(), defs.clone());
+        }
+        out.push(Variant {
+            tool: Arc::new(ToolSpec {
+                name: format!("{}_{tag}", tool.name),
+                description,
+                parameters,
+            }),
+            key: tag_key.clone(),
+            tag: tag.to_owned(),
+        });
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.

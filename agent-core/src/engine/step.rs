@@ -96,7 +96,7 @@ impl<'a> Turn<'a> {
         let verdict = self.check_output(plan, step, &reply).await?;
         let calls = self.run_calls(plan, step, &reply).await?;
         let next = self.record(step, &*model, reply, calls).await;
-        self.settle_output(plan, verdict, next).await
+        self.settle_output(plan, step, verdict, next).await
     }
 
     /// before_step and prefilter_llm_history: the step's model and request.

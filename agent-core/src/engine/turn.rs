@@ -25,9 +25,9 @@ use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
-    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind, RunAgent,
-    RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnHooks, TurnResult,
-    TurnStatus, each, every, observe, observe_every, stopped_on_cancel,
+    ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind,
+    OutputReport, RunAgent, RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind,
+    TurnHooks, TurnResult, TurnStatus, each, every, observe, observe_every, stopped_on_cancel,
 };
 use crate::message::Message;
 use crate::model::Usage;
@@ -206,6 +206,7 @@ impl<'a> Turn<'a> {
                 status,
                 error: None,
                 pending: Vec::new(),
+                output: None,
             };
             let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
         }
@@ -392,6 +393,11 @@ impl<'a> Turn<'a> {
     /// built), classifies an error and runs on_chat_error, then the response hooks.
     async fn finish(self, end: End, lease: TurnLease) -> TurnResult {
         if let Some(run) = &self.run {
+            if let Some(report) = &self.outcome.attempts.last {
+                run.fire(&self.me, "on_agent_output", |hooks, agent| {
+                    hooks.on_agent_output(agent, report)
+                });
+            }
             let output = match &end {
                 End::Completed(_) => self.outcome.text.as_str(),
                 _ => "",
@@ -462,7 +468,8 @@ impl<'a> Turn<'a> {
         }
         // The session is released before on_chat_response, so the hook may start a new turn.
         lease.release().await;
-        let response = chat_response(frame.clone(), request_id, continuation, &result);
+        let answer = outcome.attempts.last;
+        let response = chat_response(frame.clone(), request_id, continuation, &result, answer);
         let _ = observe_every(&hooks.on_chat_response, &response).await;
         lifecycle::session_end(agent, &frame, session_id, &result).await;
         if let Some(sink) = &sink {
@@ -473,12 +480,13 @@ impl<'a> Turn<'a> {
 }
 
 /// What on_chat_response reads of a finished turn: its last assistant message (an empty one
-/// when it has none), its status, error and waiting calls.
+/// when it has none), its status, error and waiting calls, and its typed answer.
 fn chat_response(
     agent: Arc<RunAgent>,
     request_id: Arc<str>,
     continuation: bool,
     result: &TurnResult,
+    output: Option<OutputReport>,
 ) -> ChatResponse {
     let message = result
         .messages
@@ -495,6 +503,7 @@ fn chat_response(
         status: result.status,
         error: result.error.clone(),
         pending: result.pending.clone(),
+        output,
     }
 }
 

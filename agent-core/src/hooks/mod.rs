@@ -31,7 +31,8 @@ pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
 pub use output::{
-    Output, OutputCheck, OutputContext, OutputError, OutputFailure, OutputMode, OutputType,
+    Output, OutputCheck, OutputContext, OutputError, OutputFailure, OutputMode, OutputReport,
+    OutputType,
 };
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};

@@ -391,6 +391,9 @@ pub struct ChatResponse {
     /// The tool calls left waiting for an answer, when it ended `suspended` (as
     /// [`TurnResult::pending`] lists them); empty otherwise.
     pub pending: Vec<PendingCall>,
+    /// The typed answer, when the agent that answered has an output type and the model gave
+    /// one: the last answer as sent and whether it validated.
+    pub output: Option<super::OutputReport>,
 }
 
 /// The outcome of a turn: what `run` returns and the stream API's last event.

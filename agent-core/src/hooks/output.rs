@@ -103,6 +103,18 @@ impl PartialEq for Output {
     }
 }
 
+/// What became of a turn's typed answer, as on_chat_response
+/// ([`ChatResponse::output`](crate::ChatResponse::output)) and run hooks
+/// ([`RunHooks::on_agent_output`](crate::RunHooks::on_agent_output)) read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputReport {
+    /// The last answer as the model sent it: the final-answer call's arguments, or the text.
+    pub raw: String,
+    /// Whether it parsed and passed the validators (it is then the turn's
+    /// [`TurnResult::output`](crate::TurnResult::output)).
+    pub validated: bool,
+}
+
 /// Why a turn ended without a typed answer: every answer failed to parse or validate, and
 /// the retries ([`AgentBuilder::output_retries`](crate::AgentBuilder::output_retries)) ran
 /// out. Carried by [`TurnErrorKind::Output`](crate::TurnErrorKind::Output).

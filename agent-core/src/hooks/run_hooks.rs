@@ -5,7 +5,7 @@ use crate::message::ToolCall;
 use crate::model::ModelRequest;
 use crate::run_agent::RunAgent;
 
-use super::ToolResultRecord;
+use super::{OutputReport, ToolResultRecord};
 
 /// Observers of one turn across every agent it reaches: the agent asked, the targets of its
 /// handoffs and the subagents they call (each subagent's own turn reports to the same hooks,
@@ -29,6 +29,12 @@ pub trait RunHooks: Send + Sync + 'static {
     /// An agent stops: it handed the turn off (`output` is its last text), or the turn ended
     /// (`output` is the final answer, empty when it ended in error).
     fn on_agent_end(&self, agent: &RunAgent, output: &str) {
+        let _ = (agent, output);
+    }
+
+    /// The turn ended with a typed answer from `agent` (an agent with an output type), just
+    /// before its `on_agent_end`: the last answer as sent, and whether it validated.
+    fn on_agent_output(&self, agent: &RunAgent, output: &OutputReport) {
         let _ = (agent, output);
     }
 

@@ -332,7 +332,14 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
         if let Some(hook_attr) = hook_attrs.first() {
             let args = attr_args(cx, hook_attr);
             let parsed = HookAttr::parse(cx, args, syn::spanned::Spanned::span(hook_attr));
-            if let Some(hook) = parse_hook(cx, parsed, krate, attr.context.as_ref(), &method.sig) {
+            if let Some(hook) = parse_hook(
+                cx,
+                parsed,
+                krate,
+                attr.context.as_ref(),
+                attr.output.as_ref(),
+                &method.sig,
+            ) {
                 hooks.push(hook);
             }
         }

@@ -136,6 +136,12 @@ pub(crate) const EVENTS: &[EventInfo] = &[
         "SubagentStopContext",
         false,
     ),
+    event(
+        "validate_output",
+        "ValidateOutput",
+        "OutputContext<T>",
+        false,
+    ),
 ];
 
 /// The event with this name.

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use crate::common::{borrow_spanned_over, respan};
 use syn::spanned::Spanned;
 
-use super::parse::{HookFn, MatcherSpec};
+use super::parse::{AnswerParam, HookFn, MatcherSpec};
 
 /// How a tool hook's matcher is registered.
 pub(crate) enum MatcherCode<'a> {
@@ -73,7 +73,13 @@ pub(crate) fn registration(
                 .unwrap_or_else(|| json.clone());
             quote!(#krate::event::AfterToolCall<#input, #output>)
         }
-        _ => quote!(#krate::event::#marker),
+        _ => match &hook.answer {
+            Some(answer) => {
+                let declared = &answer.declared;
+                quote!(#krate::event::ValidateOutput<#declared>)
+            }
+            None => quote!(#krate::event::#marker),
+        },
     };
     // Errors about the context type land on the parameter's type; errors about the return type
     // land on the return type (or the function's name when it returns `()`).
@@ -92,9 +98,34 @@ pub(crate) fn registration(
         ctx_span,
     );
     let arg = quote_spanned!(ctx_span=> #cast(__ctx));
-    let args = match &hook.run_context {
-        None => arg,
-        Some(param) => {
+    let args = match (&hook.answer, &hook.run_context) {
+        // A validate_output hook's answer goes through `AnswerIs`, so a type other than the
+        // output type is one error, on that parameter's type.
+        (Some(answer), _) => {
+            let declared = &answer.declared;
+            let args = answer.params.iter().map(|param| match param {
+                AnswerParam::Answer(written) => {
+                    let answer = respan(
+                        quote!(#krate::__private::answer_as::<#declared, #written>),
+                        written.span(),
+                    );
+                    quote_spanned!(written.span()=> #answer(&*__ctx.output))
+                }
+                AnswerParam::Context(written) => {
+                    let cast = respan(
+                        quote!(<#event_ty as #krate::__private::ContextIs<#written>>::cast),
+                        written.span(),
+                    );
+                    quote_spanned!(written.span()=> #cast(__ctx))
+                }
+                AnswerParam::RunContext(written) => {
+                    borrow_spanned_over(&format_ident!("__run_context"), written)
+                }
+            });
+            quote!(#(#args),*)
+        }
+        (None, None) => arg,
+        (None, Some(param)) => {
             let context = borrow_spanned_over(&format_ident!("__run_context"), &param.written);
             if param.first {
                 quote!(#context, #arg)
@@ -185,6 +216,7 @@ pub(crate) fn registration(
             let matcher = matcher_tokens(krate, matcher, hook.attr.dynamic);
             quote!(builder.after_tool_call(#matcher, #hook_value))
         }
+        "validate_output" => quote!(builder.validate_output(#hook_value)),
         _ => quote!(builder.hook(#hook_value)),
     }
 }

@@ -29,7 +29,16 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let attr = HookAttr::parse(&cx, args, proc_macro2::Span::call_site());
     let krate = attr.crate_path.clone();
-    let hook = parse_hook(&cx, attr, krate.as_ref(), None, &item.sig);
+    let hook = match (attr.event, attr.event_span) {
+        (Some(event), Some(span)) if event.name == "validate_output" => {
+            cx.error_at(
+                span,
+                "a `validate_output` hook is typed on an agent's output type: make it a method of the `#[agent(output = T)]` impl, or add it with `AgentBuilder::validate_output`",
+            );
+            None
+        }
+        _ => parse_hook(&cx, attr, krate.as_ref(), None, None, &item.sig),
+    };
     if let Some(receiver) = item.sig.receiver() {
         // Inside an impl block no items can be generated: the method is kept as written.
         cx.error_spanned_by(receiver, "`#[hook]` on a method needs `#[agent]` on its impl block, which collects the agent's hooks");

@@ -266,7 +266,8 @@ pub(crate) struct HookFn {
     pub(crate) ident: Ident,
     pub(crate) is_async: bool,
     pub(crate) has_receiver: bool,
-    /// The borrowed context type (`ChunkContext` in `ctx: &ChunkContext`).
+    /// The borrowed context type (`ChunkContext` in `ctx: &ChunkContext`); for validate_output,
+    /// the first borrowed parameter's type (the answer's or its context's).
     pub(crate) ctx_ty: Type,
     /// For tool events: the input type `I` and, for after_tool_call, the output type `O`.
     pub(crate) input_ty: Option<Type>,
@@ -275,6 +276,27 @@ pub(crate) struct HookFn {
     pub(crate) ret: Option<Type>,
     /// The agent's run context parameter (`context: &User` with `#[agent(context = User)]`).
     pub(crate) run_context: Option<RunContextParam>,
+    /// For validate_output: the agent's output type and the hook's parameters.
+    pub(crate) answer: Option<AnswerParams>,
+}
+
+/// A validate_output hook's parameters: the answer (`&T`), its context
+/// (`&OutputContext<T>`) and the run context, each optional, in any order.
+pub(crate) struct AnswerParams {
+    /// The agent's output type (`output = T`).
+    pub(crate) declared: Type,
+    /// The parameters after `&self`, in order.
+    pub(crate) params: Vec<AnswerParam>,
+}
+
+/// One parameter of a validate_output hook.
+pub(crate) enum AnswerParam {
+    /// The answer, borrowed as this type (checked to be the output type).
+    Answer(Type),
+    /// The hook context, borrowed as this type.
+    Context(Type),
+    /// The run context, borrowed as this type.
+    RunContext(Type),
 }
 
 /// A hook's run context parameter.
@@ -293,6 +315,7 @@ pub(crate) fn parse_hook(
     attr: HookAttr,
     krate: Option<&Path>,
     context: Option<&Type>,
+    output: Option<&Type>,
     sig: &Signature,
 ) -> Option<HookFn> {
     let event = attr.event?;
@@ -316,7 +339,7 @@ pub(crate) fn parse_hook(
         })
         .collect();
     // With `#[agent(context = T)]`, a `&T` parameter is the run context, beside the event's.
-    let mut run_context = None;
+    let (mut run_context, mut run_context_at) = (None, None);
     if let Some(declared) = context
         && let Some(position) = typed.iter().position(|param| {
             matches!(
@@ -327,10 +350,39 @@ pub(crate) fn parse_hook(
     {
         let written = (*typed[position].ty).clone();
         typed.remove(position);
+        run_context_at = Some(position);
         run_context = Some(RunContextParam {
             declared: declared.clone(),
             first: position == 0,
             written,
+        });
+    }
+    if event.name == "validate_output" {
+        let answer = answer_params(
+            cx,
+            &attr,
+            krate,
+            output,
+            sig,
+            &typed,
+            run_context_at.zip(run_context.as_ref()),
+        )?;
+        let ctx_ty = answer.params.iter().find_map(|param| match param {
+            AnswerParam::Answer(ty) | AnswerParam::Context(ty) => Some(ty.clone()),
+            AnswerParam::RunContext(_) => None,
+        })?;
+        return Some(HookFn {
+            event,
+            ident: sig.ident.clone(),
+            is_async: sig.asyncness.is_some(),
+            has_receiver: sig.receiver().is_some(),
+            ctx_ty,
+            input_ty: None,
+            output_ty: None,
+            ret: return_type(sig),
+            run_context,
+            answer: Some(answer),
+            attr,
         });
     }
     let expected = format!("`ctx: &{}`", event.context);
@@ -437,10 +489,6 @@ pub(crate) fn parse_hook(
             }
         }
     }
-    let ret = match &sig.output {
-        ReturnType::Default => None,
-        ReturnType::Type(_, ty) => Some((**ty).clone()),
-    };
     Some(HookFn {
         event,
         ident: sig.ident.clone(),
@@ -449,8 +497,90 @@ pub(crate) fn parse_hook(
         ctx_ty,
         input_ty,
         output_ty,
-        ret,
+        ret: return_type(sig),
         run_context,
+        answer: None,
         attr,
     })
+}
+
+/// A validate_output hook's parameters: each borrows the answer (`&T`, checked to be the
+/// agent's output type where it is registered) or its context (`&OutputContext<T>`), at most
+/// once each, beside the run context (at its position). `None` after an error.
+fn answer_params(
+    cx: &Ctxt,
+    attr: &HookAttr,
+    krate: Option<&Path>,
+    output: Option<&Type>,
+    sig: &Signature,
+    typed: &[&syn::PatType],
+    run_context: Option<(usize, &RunContextParam)>,
+) -> Option<AnswerParams> {
+    let Some(declared) = output else {
+        let span = attr.event_span.unwrap_or_else(|| sig.ident.span());
+        cx.error_at(
+            span,
+            "a `validate_output` hook checks the agent's typed answer, and this agent has no output type: add `output = T` to `#[agent(...)]`",
+        );
+        return None;
+    };
+    let written = quote::quote!(#declared).to_string().replace(' ', "");
+    let mut params = Vec::new();
+    let (mut answer, mut context) = (false, false);
+    for param in typed {
+        let elem = match &*param.ty {
+            Type::Reference(reference) if reference.mutability.is_none() => &*reference.elem,
+            other => {
+                cx.error_spanned_by(
+                    other,
+                    format!("a `validate_output` hook borrows the answer: write `&{written}`"),
+                );
+                return None;
+            }
+        };
+        let is_context = crate::common::is_helper_type(elem, "OutputContext", krate);
+        let seen = if is_context {
+            &mut context
+        } else {
+            &mut answer
+        };
+        if std::mem::replace(seen, true) {
+            cx.error_spanned_by(
+                param,
+                format!(
+                    "a `validate_output` hook takes the answer `&{written}` and, if it needs them, the step and attempt in `&OutputContext<{written}>`, once each"
+                ),
+            );
+            return None;
+        }
+        params.push(if is_context {
+            AnswerParam::Context(elem.clone())
+        } else {
+            AnswerParam::Answer(elem.clone())
+        });
+    }
+    if !answer && !context {
+        cx.error_spanned_by(
+            &sig.ident,
+            format!(
+                "a `validate_output` hook takes the answer: add a parameter `output: &{written}`"
+            ),
+        );
+        return None;
+    }
+    if let Some((at, param)) = run_context {
+        params.insert(at, AnswerParam::RunContext(param.written.clone()));
+    }
+    Some(AnswerParams {
+        declared: declared.clone(),
+        params,
+    })
+}
+
+/// The declared return type (`None` for `()`).
+fn return_type(sig: &Signature) -> Option<Type> {
+    match &sig.output {
+        ReturnType::Default => None,
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+    }
 }

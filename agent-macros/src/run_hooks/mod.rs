@@ -77,6 +77,10 @@ pub(crate) const RUN_HOOKS: &[RunHook] = &[
         params: &[AGENT, ("output", Param::Str)],
     },
     RunHook {
+        name: "on_agent_output",
+        params: &[AGENT, ("output", Param::Borrowed("OutputReport"))],
+    },
+    RunHook {
         name: "on_handoff",
         params: &[("from", Param::Borrowed("RunAgent")), ("to", Param::Str)],
     },

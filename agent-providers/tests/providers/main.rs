@@ -11,3 +11,4 @@ mod faults;
 mod openai;
 mod properties;
 mod tool_schemas;
+mod typed_output;

@@ -85,6 +85,7 @@ fn every_event_has_one_row() {
         BeforeHandoff::NAME,
         OnSubagentStart::NAME,
         OnSubagentStop::NAME,
+        ValidateOutput::<serde_json::Value>::NAME,
     ];
     let mut listed: Vec<String> = rows().into_iter().flat_map(|(events, _)| events).collect();
     listed.sort();
@@ -121,8 +122,11 @@ fn each_fired_by_function_exists_and_fires_its_event() {
         let body = &body[..end + 1];
         for event in &events {
             let tool_event = matches!(event.as_str(), "before_tool_call" | "after_tool_call");
+            // validate_output hooks are held type-erased, as the output spec's validators.
             let fires = if tool_event {
                 body.contains(&format!("\"{event}\""))
+            } else if event == "validate_output" {
+                body.contains(".validators")
             } else {
                 body.contains(&format!("hooks.{event}"))
             };
@@ -182,6 +186,7 @@ fn agent_core_events() -> Vec<(String, String, String)> {
         BeforeHandoff,
         OnSubagentStart,
         OnSubagentStop,
+        ValidateOutput<serde_json::Value>,
     ]
 }
 

@@ -38,6 +38,7 @@ mod multi_agent_limits;
 mod multi_agent_path;
 mod multi_agent_run_hooks;
 mod multi_agent_subagent;
+mod run_examples;
 mod session_compaction;
 mod store_conformance;
 mod store_memory;

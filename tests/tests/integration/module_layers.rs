@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["hooks"],
     &["model", "store"],
     &["tool"],
-    &["message", "cancel", "run_agent", "util"],
+    &["message", "cancel", "run_agent", "util", "partial_json"],
 ];
 
 fn src() -> PathBuf {

@@ -529,3 +529,482 @@ async fn the_agent_macro_sets_the_output_type_and_its_retries() {
     );
     assert_eq!(model.requests()[0].tools[0].name, "final_result");
 }
+
+/// Checks invoices in `#[hook(validate_output)]` methods: one sync taking the answer, one async
+/// taking the answer and its context.
+#[agent_core::agent(output = Invoice, output_retries = 2)]
+impl Auditor {
+    #[hook(validate_output)]
+    fn non_zero(&self, invoice: &Invoice) -> OutputCheck {
+        self.seen.push(format!("non_zero({})", invoice.total_cents));
+        if invoice.total_cents == 0 {
+            OutputCheck::retry("the total cannot be zero")
+        } else {
+            OutputCheck::Accept
+        }
+    }
+
+    #[hook(validate_output, priority = 1)]
+    async fn numbered(
+        &self,
+        invoice: &Invoice,
+        ctx: &agent_core::OutputContext<Invoice>,
+    ) -> Result<OutputCheck, String> {
+        self.seen.push(format!(
+            "numbered({} {} {})",
+            invoice.number, ctx.step, ctx.attempt
+        ));
+        match invoice.number.as_str() {
+            "" => Ok(OutputCheck::retry("the number is missing")),
+            "LEDGER-DOWN" => Err("the ledger is down".into()),
+            _ => Ok(OutputCheck::Accept),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Auditor {
+    seen: Trace,
+}
+
+#[tokio::test]
+async fn validate_output_hook_methods_send_answers_back_in_priority_order() {
+    use agent_core::AgentSpec;
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", r#"{"number":"","total_cents":5}"#),
+        ScriptedStep::new().tool_call(
+            "c2",
+            "final_result",
+            r#"{"number":"INV-7","total_cents":0}"#,
+        ),
+        ScriptedStep::new().tool_call("c3", "final_result", GOOD),
+    ]);
+    let auditor = std::sync::Arc::new(Auditor::default());
+    let agent = Auditor::shared_builder(auditor.clone())
+        .model(model.clone())
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    // By priority: non_zero (0) before numbered (1); the first Retry stops the answer's checks.
+    assert_eq!(
+        auditor.seen.take(),
+        lines(&[
+            "non_zero(5)",
+            "numbered( 0 0)",
+            "non_zero(0)",
+            "non_zero(1250)",
+            "numbered(INV-7 2 2)",
+        ])
+    );
+    let requests = model.requests();
+    let (content, is_error) = tool_result(requests[1].messages.last().unwrap());
+    assert!(
+        is_error && content.starts_with("the number is missing\n"),
+        "{content}"
+    );
+    let (content, _) = tool_result(requests[2].messages.last().unwrap());
+    assert!(
+        content.starts_with("the total cannot be zero\n"),
+        "{content}"
+    );
+}
+
+#[tokio::test]
+async fn a_validate_output_hook_method_failing_fails_the_turn() {
+    use agent_core::AgentSpec;
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call(
+        "c1",
+        "final_result",
+        r#"{"number":"LEDGER-DOWN","total_cents":5}"#,
+    )]);
+    let agent = Auditor::default().builder().model(model).build().unwrap();
+
+    let result = agent.run("go").await;
+
+    let error = result.error.unwrap();
+    assert!(
+        matches!(
+            error.kind,
+            TurnErrorKind::Hook {
+                event: "validate_output",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+/// The stream's events about the typed answer: each partial value, the validated output, and
+/// the step of each.
+async fn typed_events(
+    agent: &agent_core::Agent,
+) -> (Vec<(usize, serde_json::Value)>, Vec<agent_core::TurnEvent>) {
+    use agent_core::TurnEvent;
+    let mut stream = agent.conversation().stream("Extract the invoice.");
+    let (mut partials, mut others) = (Vec::new(), Vec::new());
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::PartialOutput { step, value } => partials.push((step, value)),
+            TurnEvent::Output { .. } | TurnEvent::StepFinished(_) | TurnEvent::Finished(_) => {
+                others.push(event)
+            }
+            _ => {}
+        }
+    }
+    (partials, others)
+}
+
+/// A final-answer call whose arguments stream in these pieces.
+fn streamed_call(step: ScriptedStep, id: &str, pieces: &[&str]) -> ScriptedStep {
+    use agent_core::{ModelEvent, ToolCall};
+    let step = pieces.iter().fold(step, |step, piece| {
+        step.event(ModelEvent::ToolInputDelta {
+            id: id.into(),
+            delta: (*piece).into(),
+        })
+    });
+    step.event(ModelEvent::ToolCall(ToolCall::new(
+        id,
+        "final_result",
+        pieces.concat(),
+    )))
+}
+
+#[tokio::test]
+async fn the_stream_gives_partial_answers_then_the_validated_output() {
+    use agent_core::TurnEvent;
+    let model = ScriptedModel::new([
+        streamed_call(
+            ScriptedStep::new(),
+            "c1",
+            &[r#"{"num"#, r#"ber":"IN"#, r#"V-7","total_"#, r#"cents":0}"#],
+        ),
+        streamed_call(
+            ScriptedStep::new(),
+            "c2",
+            &[r#"{"number":"INV-7","#, r#""total_cents":12"#, r#"50}"#],
+        ),
+    ]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "non_zero",
+            |ctx| match ctx.output.total_cents {
+                0 => OutputCheck::retry("the total cannot be zero"),
+                _ => OutputCheck::Accept,
+            },
+        ))
+        .build()
+        .unwrap();
+
+    let (partials, others) = typed_events(&agent).await;
+
+    assert_eq!(
+        partials,
+        [
+            (0, json!({})),
+            (0, json!({"number": "IN"})),
+            (0, json!({"number": "INV-7"})),
+            (0, json!({"number": "INV-7", "total_cents": 0})),
+            (1, json!({"number": "INV-7"})),
+            (1, json!({"number": "INV-7", "total_cents": 12})),
+            (1, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+    // The failed answer's partials are not followed by an output; the fixed one's is, after
+    // its step and before the end.
+    let kinds: Vec<String> = others
+        .iter()
+        .map(|event| match event {
+            TurnEvent::StepFinished(record) => format!("step {}", record.step),
+            TurnEvent::Output { step, output } => format!("output {step} {}", output.json()),
+            TurnEvent::Finished(result) => format!("finished {}", result.status),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "step 0",
+            "step 1",
+            r#"output 1 {"number":"INV-7","total_cents":1250}"#,
+            "finished completed",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn text_partials_skip_a_fence_and_wrapped_answers_unwrap_response() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .text("```json\n")
+        .text(r#"{"number":"INV-7","#)
+        .text(r#""total_cents":1250}"#)
+        .text("\n```")]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+    let (partials, _) = typed_events(&agent).await;
+    assert_eq!(
+        partials,
+        [
+            (0, json!({"number": "INV-7"})),
+            (0, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+
+    // An enum's schema is not an object: the tool's arguments hold it under `response`.
+    let model = ScriptedModel::new([streamed_call(
+        ScriptedStep::new(),
+        "c1",
+        &[
+            r#"{"response":{"kind":"#,
+            r#""approve","amount_cents":5"#,
+            r#"00}}"#,
+        ],
+    )]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Decision>()
+        .build()
+        .unwrap();
+    let (partials, _) = typed_events(&agent).await;
+    assert_eq!(
+        partials,
+        [
+            (0, json!({})),
+            (0, json!({"kind": "approve", "amount_cents": 5})),
+            (0, json!({"kind": "approve", "amount_cents": 500})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn no_partials_when_the_final_tool_is_offered_beside_other_tools() {
+    let model = ScriptedModel::new([streamed_call(
+        ScriptedStep::new(),
+        "c1",
+        &[r#"{"number":"INV-7","#, r#""total_cents":1250}"#],
+    )]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .tool(Add::traced(&Trace::new()))
+        .build()
+        .unwrap();
+    let (partials, others) = typed_events(&agent).await;
+    assert_eq!(partials, []);
+    assert!(
+        others
+            .iter()
+            .any(|event| matches!(event, agent_core::TurnEvent::Output { .. }))
+    );
+}
+
+/// Records what on_chat_response and the run hooks read of the typed answer.
+struct Reports(Trace);
+
+impl agent_core::RunHooks for Reports {
+    fn on_agent_output(&self, agent: &agent_core::RunAgent, output: &agent_core::OutputReport) {
+        self.0.push(format!(
+            "run {} {} {}",
+            agent.name, output.validated, output.raw
+        ));
+    }
+}
+
+fn reporting_agent(model: &ScriptedModel, trace: &Trace, retries: usize) -> agent_core::Agent {
+    let t = trace.clone();
+    AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .output_retries(retries)
+        .hook(Hook::<event::OnChatResponse>::sync("report", move |ctx| {
+            let output = ctx.output.as_ref().unwrap();
+            t.push(format!("chat {} {}", output.validated, output.raw));
+        }))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn on_chat_response_and_run_hooks_read_the_raw_answer_and_whether_it_validated() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let request = TurnRequest::new("go").run_hooks(Reports(trace.clone()));
+    reporting_agent(&model, &trace, 1).run(request).await;
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            &format!("run extractor true {GOOD}"),
+            &format!("chat true {GOOD}"),
+        ])
+    );
+
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
+    let request = TurnRequest::new("go").run_hooks(Reports(trace.clone()));
+    let result = reporting_agent(&model, &trace, 0).run(request).await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            &format!("run extractor false {BAD}"),
+            &format!("chat false {BAD}"),
+        ])
+    );
+
+    // An agent without an output type reports none.
+    let model = ScriptedModel::new([ScriptedStep::new().text("hi")]);
+    let seen = Trace::new();
+    let s = seen.clone();
+    let agent = AgentBuilder::new("plain")
+        .model(model)
+        .hook(Hook::<event::OnChatResponse>::sync("report", move |ctx| {
+            s.push(format!("{:?}", ctx.output));
+        }))
+        .build()
+        .unwrap();
+    agent.run("go").await;
+    assert_eq!(seen.take(), ["None"]);
+}
+
+#[tokio::test]
+async fn the_stored_rows_keep_the_final_json_and_a_resumed_conversation_reads_it_back() {
+    let dir = crate::store_sqlite::TempDir::new("typed-output");
+    let path = dir.join("typed.db");
+    // Each agent opens the file anew, as a process restarted would.
+    let build = |model: &ScriptedModel| {
+        let store = agent_core::SqliteStore::open(&path).unwrap();
+        AgentBuilder::new("extractor")
+            .model(model.clone())
+            .output::<Invoice>()
+            .store(std::sync::Arc::new(store))
+            .build()
+            .unwrap()
+    };
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let first = build(&model)
+        .session("s1")
+        .run("Extract the invoice.")
+        .await;
+    assert_eq!(first.status, TurnStatus::Completed);
+
+    // Another agent on the same file, as after a restart: the session's rows hold the
+    // accepted final-answer call, and the typed value parses back from it.
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c3", "final_result", GOOD)]);
+    let resumed = build(&model).session("s1");
+    let history = resumed.history().await.unwrap();
+    let accepted: Vec<&str> = history
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool {
+                call_id,
+                is_error: false,
+                ..
+            } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepted, ["c2"]);
+    let arguments = history
+        .iter()
+        .find_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .find(|call| call.id == "c2")
+                .map(|call| call.arguments.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let invoice: Invoice = serde_json::from_str(&arguments).unwrap();
+    assert_eq!(
+        invoice,
+        Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250
+        }
+    );
+    // The next turn sends the model its earlier answer, and returns its new typed value.
+    let result = resumed.run("And again.").await;
+    assert_eq!(result.output::<Invoice>().unwrap(), &invoice);
+    let sent = &model.requests()[0].messages;
+    assert!(sent.iter().any(|message| matches!(
+        message,
+        Message::Assistant { tool_calls, .. } if tool_calls.iter().any(|call| call.arguments == GOOD)
+    )));
+}
+
+#[tokio::test]
+async fn an_enum_may_be_offered_as_one_final_tool_per_variant() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("I approve."),
+        ScriptedStep::new().tool_call("c1", "final_result_approve", r#"{"amount_cents":"5"}"#),
+        ScriptedStep::new().tool_call("c2", "final_result_approve", r#"{"amount_cents":500}"#),
+    ]);
+    let agent = AgentBuilder::new("x")
+        .model(model.clone())
+        .output::<Decision>()
+        .output_tool_per_variant()
+        .output_retries(2)
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(
+        result.output::<Decision>().unwrap(),
+        &Decision::Approve { amount_cents: 500 }
+    );
+    let requests = model.requests();
+    let tools = &requests[0].tools;
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(names, ["final_result_approve", "final_result_reject"]);
+    // Each takes its variant's fields, the tag left out (the tool names it).
+    assert_eq!(tools[0].parameters["required"], json!(["amount_cents"]));
+    assert!(tools[0].parameters["properties"].get("kind").is_none());
+    assert_eq!(tools[1].parameters["required"], json!(["reason"]));
+    let Message::User { content, .. } = requests[1].messages.last().unwrap() else {
+        panic!("the text answer goes back as a user message")
+    };
+    assert!(
+        content.contains(
+            "give it by calling one of the tools `final_result_approve`, `final_result_reject`"
+        ),
+        "{content}"
+    );
+    let (content, is_error) = tool_result(requests[2].messages.last().unwrap());
+    assert!(is_error, "{content}");
+    assert!(
+        content.starts_with(r#"invalid answer: invalid type: string "5", expected u64"#)
+            && content.ends_with("Call `final_result_approve` again with a corrected answer."),
+        "{content}"
+    );
+
+    // A type that is no internally tagged enum does not build.
+    let error = AgentBuilder::new("x")
+        .model(ScriptedModel::new([]))
+        .output::<Invoice>()
+        .output_tool_per_variant()
+        .build()
+        .unwrap_err();
+    assert!(
+        error.problems[0].starts_with("`output_tool_per_variant`: ")
+            && error.problems[0].ends_with(
+                "is not an internally tagged enum (`#[serde(tag = \"...\")]` with struct variants)"
+            ),
+        "{:?}",
+        error.problems
+    );
+}
