@@ -508,6 +508,56 @@ async fn a_subagent_with_an_output_type_returns_its_json() {
     );
 }
 
+#[tokio::test]
+async fn a_handoff_targets_output_type_is_the_one_the_turn_returns() {
+    // triage has no output type; billing, which it hands the turn to, answers an Invoice, and
+    // its first answer is sent back once as billing's own retry.
+    let billing_model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("b1", "final_result", BAD),
+        ScriptedStep::new().tool_call("b2", "final_result", GOOD),
+    ]);
+    let billing = AgentBuilder::new("billing")
+        .description("Reads invoices.")
+        .model(billing_model.clone())
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+    let triage_model =
+        ScriptedModel::new([ScriptedStep::new().tool_call("h1", "transfer_to_billing", "{}")]);
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model.clone())
+        .handoff(&billing)
+        .build()
+        .unwrap();
+
+    let result = triage.run("What does invoice 7 say?").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(&*result.agent.name, "billing");
+    assert_eq!(
+        result.output::<Invoice>().unwrap(),
+        &Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250
+        }
+    );
+    // triage was offered no final-answer tool; billing was, and read why its first answer failed.
+    let offered = |model: &ScriptedModel| -> Vec<String> {
+        model.requests()[0]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert_eq!(offered(&triage_model), ["transfer_to_billing"]);
+    assert_eq!(offered(&billing_model), ["final_result"]);
+    let requests = billing_model.requests();
+    assert_eq!(requests.len(), 2);
+    let (why, is_error) = tool_result(requests[1].messages.last().unwrap());
+    assert!(is_error);
+    assert!(why.contains("total_cents"), "the path is named: {why}");
+}
+
 /// Reads invoices.
 #[agent_core::agent(instructions = "Read the invoice.", output = Invoice, output_retries = 0)]
 impl Clerk {}
