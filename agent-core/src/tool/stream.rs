@@ -23,8 +23,9 @@ tokio::task_local! {
 }
 
 /// Runs `future` (a tool's) so that preliminary results reported inside it go to `report`.
-pub(crate) async fn reporting<F: Future>(report: Report, future: F) -> F::Output {
-    REPORT.scope(report, future).await
+/// (A plain function: an `async fn` would keep `future` twice, as its argument and awaited.)
+pub(crate) fn reporting<F: Future>(report: Report, future: F) -> impl Future<Output = F::Output> {
+    REPORT.scope(report, future)
 }
 
 /// Sends `content` to the reporter of the call running; `false` outside a tool call.
