@@ -63,7 +63,11 @@ impl Inherited {
 }
 
 /// Runs `future` (a subagent call) so that the subagent's turn inherits `passed` (none when
-/// the subagent is isolated, whatever an outer call passed).
-pub(crate) async fn passing<F: Future>(passed: Option<Arc<Inherited>>, future: F) -> F::Output {
-    PASSED.scope(passed, future).await
+/// the subagent is isolated, whatever an outer call passed). (A plain function, not twice the
+/// size of `future`: see `run_scope::working`.)
+pub(crate) fn passing<F: Future>(
+    passed: Option<Arc<Inherited>>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    PASSED.scope(passed, future)
 }

@@ -182,6 +182,10 @@ impl RunLimits {
 }
 
 /// Runs `future` (a step's tool calls) so that a subagent's turn it starts shares `limits`.
-pub(crate) async fn calling<F: Future>(limits: Option<Arc<RunLimits>>, future: F) -> F::Output {
-    CALLER.scope(limits, future).await
+/// (A plain function, not twice the size of `future`: see `run_scope::working`.)
+pub(crate) fn calling<F: Future>(
+    limits: Option<Arc<RunLimits>>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    CALLER.scope(limits, future)
 }

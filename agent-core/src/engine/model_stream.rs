@@ -33,24 +33,21 @@ pub(super) struct Streamed {
 /// results) on their way to on_chunk and the stream API.
 pub(super) struct StepStream<'t, 'a> {
     turn: &'t Turn<'a>,
-    /// The on_chunk context, made once: each chunk is put in it in turn, so a chunk costs no
-    /// reference count for the agent or the request id.
-    ctx: ChunkContext,
+    step: usize,
+    /// The on_chunk context, made at the first chunk shown: each chunk is put in it in turn, so
+    /// a chunk costs no reference count for the agent or the request id, and a stream that
+    /// shows none (a tool step nobody listens to) costs none either.
+    ctx: Option<ChunkContext>,
     /// The typed answer read as it streams, for the stream API.
     partial: Option<PartialAnswer>,
 }
 
 impl<'t, 'a> StepStream<'t, 'a> {
     pub(super) fn new(turn: &'t Turn<'a>, step: usize) -> Self {
-        let ctx = ChunkContext {
-            agent: turn.me.clone(),
-            request_id: turn.request_id.clone(),
-            step,
-            chunk: EMPTY,
-        };
         StepStream {
             turn,
-            ctx,
+            step,
+            ctx: None,
             partial: None,
         }
     }
@@ -89,19 +86,25 @@ impl<'t, 'a> StepStream<'t, 'a> {
             held.push(chunk);
             return Ok(());
         }
-        let hooks = &self.turn.current.hooks.on_chunk;
-        self.ctx.chunk = chunk;
-        observe(hooks, &self.ctx).await?;
-        extensions::dispatch_chunk(&self.turn.extensions, &self.ctx.chunk).await;
+        let (turn, step) = (self.turn, self.step);
+        let hooks = &turn.current.hooks.on_chunk;
+        let ctx = self.ctx.get_or_insert_with(|| ChunkContext {
+            agent: turn.me.clone(),
+            request_id: turn.request_id.clone(),
+            step,
+            chunk: EMPTY,
+        });
+        ctx.chunk = chunk;
+        observe(hooks, ctx).await?;
+        extensions::dispatch_chunk(&turn.extensions, &ctx.chunk).await;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
-        if self.turn.sink.is_some() {
-            self.turn
-                .emit(TurnEvent::Chunk {
-                    step: self.ctx.step,
-                    chunk: std::mem::replace(&mut self.ctx.chunk, EMPTY),
-                })
-                .await;
+        if turn.sink.is_some() {
+            turn.emit(TurnEvent::Chunk {
+                step,
+                chunk: std::mem::replace(&mut ctx.chunk, EMPTY),
+            })
+            .await;
         }
         Ok(())
     }
@@ -167,7 +170,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
                         break Err(Some(error));
                     }
                     if let Some(value) = partial {
-                        let step = self.ctx.step;
+                        let step = self.step;
                         self.turn
                             .emit(TurnEvent::PartialOutput { step, value })
                             .await;

@@ -5,28 +5,33 @@
 //! model reads only the final value.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use tokio::sync::mpsc;
 
 use crate::hooks::Chunk;
-use crate::tool::Report;
+use crate::tool::{Preliminary, Report};
 
-/// The reporter of one call: counts into `count` and sends chunks to `sink`.
+/// The reporter of one call: counts into `count` and sends its results to `sink`.
 pub(crate) fn reporter(
     id: Arc<str>,
     name: Arc<str>,
     count: Arc<AtomicUsize>,
-    sink: mpsc::UnboundedSender<Chunk>,
+    sink: mpsc::UnboundedSender<Preliminary>,
 ) -> Report {
-    Arc::new(move |content| {
-        count.fetch_add(1, Ordering::Relaxed);
-        let chunk = Chunk::ToolPreliminary {
-            id: id.to_string(),
-            name: name.to_string(),
-            content,
-        };
-        // The turn may have ended (the call was cancelled): nothing to tell then.
-        let _ = sink.send(chunk);
-    })
+    Report {
+        id,
+        name,
+        count,
+        sink,
+    }
+}
+
+/// The chunk on_chunk and the stream API see of a preliminary result.
+pub(crate) fn chunk(preliminary: Preliminary) -> Chunk {
+    Chunk::ToolPreliminary {
+        id: preliminary.id.to_string(),
+        name: preliminary.name.to_string(),
+        content: preliminary.content,
+    }
 }

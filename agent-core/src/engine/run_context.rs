@@ -49,11 +49,12 @@ impl RunContextValue {
 }
 
 /// Runs `future` (a whole turn) with `context` readable through [`run_context`].
-pub(crate) async fn with_context<F: Future>(
+/// (A plain function, not twice the size of `future`: see `run_scope::working`.)
+pub(crate) fn with_context<F: Future>(
     context: Option<RunContextValue>,
     future: F,
-) -> F::Output {
-    CONTEXT.scope(context, future).await
+) -> impl Future<Output = F::Output> {
+    CONTEXT.scope(context, future)
 }
 
 /// Why [`run_context`] has no value of the type asked for.

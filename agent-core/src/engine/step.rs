@@ -10,6 +10,7 @@ use super::handoff::StepAllowance;
 use super::history;
 use super::model_call::Answer;
 use super::model_stream::StepStream;
+use super::output::Verdict;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
@@ -93,10 +94,21 @@ impl<'a> Turn<'a> {
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;
         let reply = self.settle_answer(plan, step, answer).await?;
-        let verdict = self.check_output(plan, step, &reply).await?;
+        // Without an output type there is no answer to check nor settle: neither future (2 KB
+        // together) is made and moved on every step. The last step's final-answer results go.
+        let verdict = match self.current.output {
+            Some(_) => self.check_output(plan, step, &reply).await?,
+            None => {
+                plan.output_answers.clear();
+                Verdict::None
+            }
+        };
         let calls = self.run_calls(plan, step, &reply).await?;
         let next = self.record(step, &*model, reply, calls).await;
-        self.settle_output(plan, step, verdict, next).await
+        match verdict {
+            Verdict::None => next,
+            verdict => self.settle_output(plan, step, verdict, next).await,
+        }
     }
 
     /// before_step and prefilter_llm_history: the step's model and request.

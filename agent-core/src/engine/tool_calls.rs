@@ -14,6 +14,7 @@ use super::model_stream::StepStream;
 use super::output;
 use super::plan::CallScope;
 use super::plan::TurnPlan;
+use super::preliminary;
 use super::run_scope;
 use super::state::{End, Flow, Turn, store_error};
 use super::step::{CallsDone, Reply};
@@ -267,13 +268,15 @@ impl Turn<'_> {
             tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return None,
-                Some(chunk) = preliminaries.recv() => {
+                Some(reported) = preliminaries.recv() => {
+                    let chunk = preliminary::chunk(reported);
                     failed = failed.or(stream.chunk(chunk).await.err());
                 }
                 results = &mut joined => break results,
             }
         };
-        while let Ok(chunk) = preliminaries.try_recv() {
+        while let Ok(reported) = preliminaries.try_recv() {
+            let chunk = preliminary::chunk(reported);
             failed = failed.or(stream.chunk(chunk).await.err());
         }
         Some((results, failed))

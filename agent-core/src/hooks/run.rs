@@ -5,8 +5,8 @@
 use tracing::Instrument;
 
 use super::{
-    AsyncBody, Event, FailurePolicy, Hook, HookBody, HookFailure, TurnError, TurnErrorKind,
-    TurnWideEvent,
+    AsyncBody, Event, FailurePolicy, Hook, HookBody, HookFailure, SyncBody, TurnError,
+    TurnErrorKind, TurnWideEvent,
 };
 use crate::cancel::CancelToken;
 use crate::util::{catch_panic, catch_unwind};
@@ -32,14 +32,45 @@ pub(crate) async fn run_hook<E: Event>(
     ctx: &E::Ctx,
 ) -> Result<E::Out, HookFailure> {
     match &hook.body {
-        HookBody::Sync(body) => match catch_panic(|| body(ctx)) {
-            Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
-            Err(panic) => Err(HookFailure::Panic(panic)),
-        },
+        HookBody::Sync(body) => run_sync::<E>(body, ctx),
         // Boxed: the timeout and cancel machinery would otherwise make every hook call's future
         // (a sync hook's on each streamed chunk, too) several times larger to move around.
         HookBody::Async(body) => Box::pin(run_async(hook, body, ctx)).await,
     }
+}
+
+/// A sync hook's body, panics caught.
+fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::Out, HookFailure> {
+    match catch_panic(|| body(ctx)) {
+        Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
+        Err(panic) => Err(HookFailure::Panic(panic)),
+    }
+}
+
+/// A sync hook's run in its span, on the spot; `None` for an async hook, which the loops below
+/// then await through [`run_hook`]. A sync hook so costs no future made, moved and polled
+/// through `Instrumented` (on_chunk runs its hooks on every streamed chunk).
+fn run_now<E: TurnWideEvent>(hook: &Hook<E>, ctx: &E::Ctx) -> Option<Result<E::Out, HookFailure>> {
+    match &hook.body {
+        HookBody::Sync(body) => {
+            Some(span(E::NAME, &hook.name).in_scope(|| run_sync::<E>(body, ctx)))
+        }
+        HookBody::Async(_) => None,
+    }
+}
+
+/// A hook's run in its span: on the spot for a sync hook, awaited for an async one.
+macro_rules! run_in_span {
+    ($hook:expr, $ctx:expr) => {
+        match run_now($hook, $ctx) {
+            Some(run) => run,
+            None => {
+                run_hook($hook, $ctx)
+                    .instrument(span(E::NAME, &$hook.name))
+                    .await
+            }
+        }
+    };
 }
 
 /// An async hook's run: under its timeout, stopped by the turn's cancel.
@@ -82,10 +113,7 @@ pub(crate) async fn each<E: TurnWideEvent>(
     mut take: impl FnMut(E::Out),
 ) -> Result<(), TurnError> {
     for hook in hooks {
-        match run_hook(hook, ctx)
-            .instrument(span(E::NAME, &hook.name))
-            .await
-        {
+        match run_in_span!(hook, ctx) {
             Ok(out) => take(out),
             Err(failure) => settle(E::NAME, &hook.name, hook.policy(), &failure)?,
         }
@@ -104,10 +132,7 @@ pub(crate) async fn every<E: TurnWideEvent>(
 ) -> Result<(), TurnError> {
     let mut first = Ok(());
     for hook in hooks {
-        match run_hook(hook, ctx)
-            .instrument(span(E::NAME, &hook.name))
-            .await
-        {
+        match run_in_span!(hook, ctx) {
             Ok(out) => take(out),
             Err(failure) => {
                 if let Err(error) = settle(E::NAME, &hook.name, hook.policy(), &failure) {
@@ -137,10 +162,7 @@ pub(crate) async fn chain<E: TurnWideEvent>(
     mut apply: impl FnMut(&mut E::Ctx, E::Out) -> bool,
 ) -> Result<(), TurnError> {
     for hook in hooks {
-        match run_hook(hook, ctx)
-            .instrument(span(E::NAME, &hook.name))
-            .await
-        {
+        match run_in_span!(hook, ctx) {
             Ok(out) => {
                 if !apply(ctx, out) {
                     break;

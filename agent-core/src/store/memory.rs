@@ -2,7 +2,10 @@
 //! they exit.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
 
 use super::{
     MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
@@ -10,6 +13,25 @@ use super::{
 };
 use crate::message::Message;
 use crate::util::BoxFuture;
+
+/// The answer of a session that keeps nothing of a kind (no waiting call, no standing
+/// approval): an empty list, from a future of no size, which `Box::pin` does not allocate
+/// (every turn reads the waiting calls, and every turn with tool calls the approvals).
+struct Nothing<T>(PhantomData<fn() -> T>);
+
+impl<T> Default for Nothing<T> {
+    fn default() -> Self {
+        Nothing(PhantomData)
+    }
+}
+
+impl<T> Future for Nothing<T> {
+    type Output = Result<Vec<T>, StoreError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Ready(Ok(Vec::new()))
+    }
+}
 
 /// Sessions kept in process memory, each for as long as a handle holds it.
 ///
@@ -161,8 +183,10 @@ impl SessionStore for MemoryStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
-        let calls = self.lock().suspended.get(session).cloned();
-        Box::pin(std::future::ready(Ok(calls.unwrap_or_default())))
+        match self.lock().suspended.get(session) {
+            Some(calls) => Box::pin(std::future::ready(Ok(calls.clone()))),
+            None => Box::pin(Nothing::default()),
+        }
     }
 
     fn set_suspended<'a>(
@@ -183,8 +207,10 @@ impl SessionStore for MemoryStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        let tools = self.lock().approved.get(session).cloned();
-        Box::pin(std::future::ready(Ok(tools.unwrap_or_default())))
+        match self.lock().approved.get(session) {
+            Some(tools) => Box::pin(std::future::ready(Ok(tools.clone()))),
+            None => Box::pin(Nothing::default()),
+        }
     }
 
     fn set_approved_tools<'a>(

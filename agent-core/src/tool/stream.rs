@@ -7,15 +7,34 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_core::Stream;
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::ToolError;
 
 /// Where the preliminary results of one call go: set by the engine around the call's future.
-pub(crate) type Report = Arc<dyn Fn(Value) + Send + Sync>;
+/// A struct, not a closure: making it allocates nothing (a closure behind an `Arc` cost one
+/// allocation per tool call, streaming or not).
+pub(crate) struct Report {
+    /// The call's id and tool name.
+    pub(crate) id: Arc<str>,
+    pub(crate) name: Arc<str>,
+    /// How many preliminary results the call reported.
+    pub(crate) count: Arc<AtomicUsize>,
+    /// The step's channel, shared by its calls.
+    pub(crate) sink: mpsc::UnboundedSender<Preliminary>,
+}
+
+/// One preliminary result, with the call that reported it.
+pub(crate) struct Preliminary {
+    pub(crate) id: Arc<str>,
+    pub(crate) name: Arc<str>,
+    pub(crate) content: Value,
+}
 
 tokio::task_local! {
     /// The reporter of the tool call whose future is being polled.
@@ -23,13 +42,25 @@ tokio::task_local! {
 }
 
 /// Runs `future` (a tool's) so that preliminary results reported inside it go to `report`.
-pub(crate) async fn reporting<F: Future>(report: Report, future: F) -> F::Output {
-    REPORT.scope(report, future).await
+/// (A plain function: an `async fn` would keep `future` twice, as its argument and awaited.)
+pub(crate) fn reporting<F: Future>(report: Report, future: F) -> impl Future<Output = F::Output> {
+    REPORT.scope(report, future)
 }
 
 /// Sends `content` to the reporter of the call running; `false` outside a tool call.
 fn report(content: Value) -> bool {
-    REPORT.try_with(|report| report(content)).is_ok()
+    REPORT
+        .try_with(|report| {
+            report.count.fetch_add(1, Ordering::Relaxed);
+            let preliminary = Preliminary {
+                id: report.id.clone(),
+                name: report.name.clone(),
+                content,
+            };
+            // The turn may have ended (the call was cancelled): nothing to tell then.
+            let _ = report.sink.send(preliminary);
+        })
+        .is_ok()
 }
 
 /// Reports a preliminary result of the tool call running: on_chunk and the stream API receive
