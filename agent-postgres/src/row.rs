@@ -1,7 +1,7 @@
 //! A [`StoredMessage`] as columns: each [`Message`] variant maps onto the role, content and the
 //! columns it uses, and back (the same columns as `SqliteStore`'s).
 
-use agent_core::{Message, MessageStatus, StoredMessage, ToolCall, ToolStatus};
+use agent_core::{Message, MessageRow, StoredMessage, ToolStatus};
 use tokio_postgres::Row;
 
 /// A session's rows, oldest first, in the column order [`stored`] reads.
@@ -122,73 +122,25 @@ impl From<tokio_postgres::Error> for RowError {
 /// The stored message in a row selected with [`SELECT_SESSION`].
 pub(crate) fn stored(row: &Row) -> Result<StoredMessage, RowError> {
     let id: i64 = row.try_get(0)?;
-    let malformed = |what: String| RowError::Malformed(id, what);
-    let role: String = row.try_get(2)?;
-    let content: String = row.try_get(3)?;
-    let status: String = row.try_get(12)?;
-    let tool_status: Option<String> = row.try_get(14)?;
-    let tool_status = match tool_status.as_deref() {
-        None => None,
-        Some("success") => Some(ToolStatus::Success),
-        Some("error") => Some(ToolStatus::Error),
-        Some(other) => return Err(malformed(format!("unknown tool_status `{other}`"))),
-    };
-    let message = match role.as_str() {
-        "system" => Message::System { content },
-        "user" => Message::User { content },
-        "assistant" => {
-            let tool_calls: Option<String> = row.try_get(4)?;
-            let tool_calls: Vec<ToolCall> = match tool_calls {
-                None => Vec::new(),
-                Some(json) => serde_json::from_str(&json).map_err(|error| {
-                    malformed(format!(
-                        "tool_calls is not a JSON list of tool calls: {error}"
-                    ))
-                })?,
-            };
-            let reasoning: Option<String> = row.try_get(7)?;
-            let provider_blocks: Option<String> = row.try_get(15)?;
-            let provider_blocks = match provider_blocks {
-                None => Vec::new(),
-                Some(json) => serde_json::from_str(&json).map_err(|error| {
-                    malformed(format!("provider_blocks is not a JSON list: {error}"))
-                })?,
-            };
-            Message::Assistant {
-                content,
-                reasoning: reasoning.unwrap_or_default(),
-                tool_calls,
-                reasoning_signature: row.try_get(8)?,
-                provider_blocks,
-            }
-        }
-        "tool" => {
-            let call_id: Option<String> = row.try_get(5)?;
-            let name: Option<String> = row.try_get(6)?;
-            let is_error = match tool_status {
-                Some(status) => status == ToolStatus::Error,
-                None => return Err(malformed("a tool row without tool_status".to_owned())),
-            };
-            Message::Tool {
-                call_id: call_id
-                    .ok_or_else(|| malformed("a tool row without tool_call_id".to_owned()))?,
-                name: name.ok_or_else(|| malformed("a tool row without name".to_owned()))?,
-                content,
-                is_error,
-            }
-        }
-        other => return Err(malformed(format!("unknown role `{other}`"))),
-    };
-    Ok(StoredMessage {
+    let columns = MessageRow {
         id,
         session_id: row.try_get(1)?,
-        message,
+        role: row.try_get(2)?,
+        content: row.try_get(3)?,
+        tool_calls: row.try_get(4)?,
+        tool_call_id: row.try_get(5)?,
+        name: row.try_get(6)?,
+        reasoning: row.try_get(7)?,
+        reasoning_signature: row.try_get(8)?,
         created_at: row.try_get(9)?,
         request_sent_at: row.try_get(10)?,
         response_completed_at: row.try_get(11)?,
-        status: MessageStatus::parse(&status)
-            .ok_or_else(|| malformed(format!("unknown status `{status}`")))?,
+        status: row.try_get(12)?,
         silent: row.try_get(13)?,
-        tool_status,
-    })
+        tool_status: row.try_get(14)?,
+        provider_blocks: row.try_get(15)?,
+    };
+    columns
+        .into_stored()
+        .map_err(|what| RowError::Malformed(id, what))
 }

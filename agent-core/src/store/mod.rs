@@ -3,6 +3,7 @@
 //! message `pending` when its model call starts and `completed` (or `failed`, with its partial
 //! content) when it ends, and each tool result as it arrives.
 
+mod columns;
 mod guard;
 mod lease;
 mod memory;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::Message;
 use crate::util::BoxFuture;
 
+pub use columns::MessageRow;
 pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
