@@ -79,9 +79,10 @@ pub use session::{
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
 };
 pub use store::{
-    CallAnswer, MemoryStore, MessageRow, MessageStatus, MessageUpdate, NewMessage, PendingCall,
-    PendingKind, ReleaseTurn, SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError,
-    StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
+    CallAnswer, MemoryStore, MessageColumns, MessageRow, MessageStatus, MessageUpdate, NewMessage,
+    PendingCall, PendingKind, ReleaseTurn, SessionStore, SqliteOptions, SqliteStore, SqliteSync,
+    StoreError, StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease,
+    TurnLocks,
 };
 pub use tool::{
     AnyValue, ArgsError, ClientTool, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput,

@@ -45,8 +45,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    BoxFuture, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
-    SuspendedCall, TurnLease, TurnLocks,
+    BoxFuture, MessageColumns, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
 };
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
@@ -255,7 +255,7 @@ impl PostgresStore {
         session: &str,
         new: NewMessage,
     ) -> Result<StoredMessage, StoreError> {
-        let c = row::columns(&new.message).map_err(|e| {
+        let c = MessageColumns::of(&new.message).map_err(|e| {
             self.server
                 .at(format_args!("cannot encode tool calls: {e}"))
         })?;
@@ -287,7 +287,7 @@ impl PostgresStore {
         Ok(StoredMessage {
             id: id.map_err(|e| self.server.postgres(&e))?,
             session_id: session.to_owned(),
-            tool_status: row::tool_status(&new.message),
+            tool_status: ToolStatus::of(&new.message),
             message: new.message,
             created_at: created_at.map_err(|e| self.server.postgres(&e))?,
             request_sent_at: new.request_sent_at,
@@ -308,7 +308,7 @@ impl PostgresStore {
         let silent = update.silent;
         let changed = match &update.message {
             Some(message) => {
-                let c = row::columns(message).map_err(|e| {
+                let c = MessageColumns::of(message).map_err(|e| {
                     self.server
                         .at(format_args!("cannot encode tool calls: {e}"))
                 })?;

@@ -1,7 +1,7 @@
-//! A [`StoredMessage`] as columns: each [`Message`] variant maps onto the role, content and the
+//! A [`StoredMessage`] as columns: each [`Message`](agent_core::Message) variant maps onto the role, content and the
 //! columns it uses, and back (the same columns as `SqliteStore`'s).
 
-use agent_core::{Message, MessageRow, StoredMessage, ToolStatus};
+use agent_core::{MessageRow, StoredMessage};
 use tokio_postgres::Row;
 
 /// A session's rows, oldest first, in the column order [`stored`] reads.
@@ -10,7 +10,7 @@ pub(crate) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, t
      response_completed_at, status, silent, tool_status, provider_blocks \
      FROM messages WHERE session_id = $1 ORDER BY id";
 
-/// A new row: session, the message's columns (as [`MessageColumns`] orders them),
+/// A new row: session, the message's columns (as [`MessageColumns`](agent_core::MessageColumns) orders them),
 /// request_sent_at, status, silent and provider blocks. The server's clock gives `created_at`
 /// (µs since the Unix epoch), so rows written from several machines share one clock.
 pub(crate) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, \
@@ -36,73 +36,6 @@ pub(crate) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE($3,
 
 /// Deletes row `$1` of session `$2`.
 pub(crate) const DELETE: &str = "DELETE FROM messages WHERE id = $1 AND session_id = $2";
-
-/// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
-/// reasoning, reasoning signature, the tool status derived from it, and provider blocks).
-#[derive(Debug)]
-pub(crate) struct MessageColumns<'m> {
-    pub role: &'static str,
-    pub content: &'m str,
-    pub tool_calls: Option<String>,
-    pub tool_call_id: Option<&'m str>,
-    pub name: Option<&'m str>,
-    pub reasoning: Option<&'m str>,
-    pub reasoning_signature: Option<&'m str>,
-    pub tool_status: Option<&'static str>,
-    /// An assistant's provider blocks as a JSON list (NULL when there are none).
-    pub provider_blocks: Option<String>,
-}
-
-/// The tool status a tool row carries.
-pub(crate) fn tool_status(message: &Message) -> Option<ToolStatus> {
-    match message {
-        Message::Tool { is_error: true, .. } => Some(ToolStatus::Error),
-        Message::Tool { .. } => Some(ToolStatus::Success),
-        _ => None,
-    }
-}
-
-/// The columns of `message`. Empty reasoning and an empty tool call list are stored as NULL.
-pub(crate) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_json::Error> {
-    let mut columns = MessageColumns {
-        role: message.role(),
-        content: message.text(),
-        tool_calls: None,
-        tool_call_id: None,
-        name: None,
-        reasoning: None,
-        reasoning_signature: None,
-        tool_status: tool_status(message).map(|status| match status {
-            ToolStatus::Success => "success",
-            ToolStatus::Error => "error",
-        }),
-        provider_blocks: None,
-    };
-    match message {
-        Message::System { .. } | Message::User { .. } => {}
-        Message::Assistant {
-            reasoning,
-            tool_calls,
-            reasoning_signature,
-            provider_blocks,
-            ..
-        } => {
-            if !tool_calls.is_empty() {
-                columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
-            }
-            if !provider_blocks.is_empty() {
-                columns.provider_blocks = Some(serde_json::to_string(provider_blocks)?);
-            }
-            columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
-            columns.reasoning_signature = reasoning_signature.as_deref();
-        }
-        Message::Tool { call_id, name, .. } => {
-            columns.tool_call_id = Some(call_id);
-            columns.name = Some(name);
-        }
-    }
-    Ok(columns)
-}
 
 /// Why a row could not be read back.
 #[derive(Debug)]

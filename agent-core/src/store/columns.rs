@@ -1,9 +1,75 @@
-//! A stored message as the columns of a SQL table ([`MessageRow`]): the one decoding of
-//! roles, statuses and JSON columns into a [`StoredMessage`], shared by the SQLite store and
-//! any other store that keeps rows the same way (agent-postgres).
+//! A message as the columns of a SQL table: the one encoding of a [`Message`] into them
+//! ([`MessageColumns`]) and the one decoding of a row back ([`MessageRow`]), shared by the
+//! SQLite store and any other store that keeps rows the same way (agent-postgres).
 
 use super::{MessageStatus, StoredMessage, ToolStatus};
 use crate::message::{Message, ToolCall};
+
+/// The columns a [`Message`] fills when it is written: role, content, tool calls as JSON,
+/// tool call id, name, reasoning, reasoning signature, the tool status derived from it, and
+/// provider blocks as JSON. Empty reasoning and empty lists are NULL.
+#[derive(Debug)]
+pub struct MessageColumns<'m> {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: &'static str,
+    /// The text.
+    pub content: &'m str,
+    /// An assistant's tool calls as a JSON list (NULL when there are none).
+    pub tool_calls: Option<String>,
+    /// A tool result's call id.
+    pub tool_call_id: Option<&'m str>,
+    /// A tool result's tool name.
+    pub name: Option<&'m str>,
+    /// An assistant's reasoning (NULL when empty).
+    pub reasoning: Option<&'m str>,
+    /// An assistant's reasoning signature.
+    pub reasoning_signature: Option<&'m str>,
+    /// A tool result's `success` or `error`.
+    pub tool_status: Option<&'static str>,
+    /// An assistant's provider blocks as a JSON list (NULL when there are none).
+    pub provider_blocks: Option<String>,
+}
+
+impl<'m> MessageColumns<'m> {
+    /// The columns of `message`; an error only when its JSON parts do not serialize.
+    pub fn of(message: &'m Message) -> Result<Self, serde_json::Error> {
+        let mut columns = MessageColumns {
+            role: message.role(),
+            content: message.text(),
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            reasoning: None,
+            reasoning_signature: None,
+            tool_status: ToolStatus::of(message).map(ToolStatus::as_str),
+            provider_blocks: None,
+        };
+        match message {
+            Message::System { .. } | Message::User { .. } => {}
+            Message::Assistant {
+                reasoning,
+                tool_calls,
+                reasoning_signature,
+                provider_blocks,
+                ..
+            } => {
+                if !tool_calls.is_empty() {
+                    columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
+                }
+                if !provider_blocks.is_empty() {
+                    columns.provider_blocks = Some(serde_json::to_string(provider_blocks)?);
+                }
+                columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
+                columns.reasoning_signature = reasoning_signature.as_deref();
+            }
+            Message::Tool { call_id, name, .. } => {
+                columns.tool_call_id = Some(call_id);
+                columns.name = Some(name);
+            }
+        }
+        Ok(columns)
+    }
+}
 
 /// One message row as a SQL store keeps it (docs/design.md §7): a store reads its row's
 /// columns into this and calls [`into_stored`](Self::into_stored).

@@ -11,7 +11,6 @@ use super::{
     MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
     SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
 };
-use crate::message::Message;
 use crate::util::BoxFuture;
 
 /// The answer of a session that keeps nothing of a kind (no waiting call, no standing
@@ -75,15 +74,6 @@ impl MemoryStore {
     }
 }
 
-/// The tool status a tool row carries.
-pub(crate) fn tool_status(message: &Message) -> Option<ToolStatus> {
-    match message {
-        Message::Tool { is_error: true, .. } => Some(ToolStatus::Error),
-        Message::Tool { .. } => Some(ToolStatus::Success),
-        _ => None,
-    }
-}
-
 impl SessionStore for MemoryStore {
     fn load<'a>(
         &'a self,
@@ -104,7 +94,7 @@ impl SessionStore for MemoryStore {
         let stored = StoredMessage {
             id: inner.next_id,
             session_id: session.to_owned(),
-            tool_status: tool_status(&row.message),
+            tool_status: ToolStatus::of(&row.message),
             message: row.message,
             created_at: now_micros(),
             request_sent_at: row.request_sent_at,
@@ -142,7 +132,7 @@ impl SessionStore for MemoryStore {
             )),
             Some(row) => {
                 if let Some(message) = update.message {
-                    row.tool_status = tool_status(&message);
+                    row.tool_status = ToolStatus::of(&message);
                     row.message = message;
                 }
                 if let Some(status) = update.status {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::Message;
 use crate::util::BoxFuture;
 
-pub use columns::MessageRow;
+pub use columns::{MessageColumns, MessageRow};
 pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
@@ -137,6 +137,25 @@ pub enum ToolStatus {
     Success,
     /// The model received an error.
     Error,
+}
+
+impl ToolStatus {
+    /// The status a tool row of `message` carries: `None` for any other message.
+    pub fn of(message: &Message) -> Option<ToolStatus> {
+        match message {
+            Message::Tool { is_error: true, .. } => Some(ToolStatus::Error),
+            Message::Tool { .. } => Some(ToolStatus::Success),
+            _ => None,
+        }
+    }
+
+    /// The name it is stored under: `success` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Success => "success",
+            ToolStatus::Error => "error",
+        }
+    }
 }
 
 /// One stored message (a row, docs/design.md §7). Role, content, tool calls, tool call id and name are

@@ -18,8 +18,8 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use self::error::DbFile;
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
-    SuspendedCall, TurnLease, TurnLocks, now_micros,
+    MessageColumns, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
 };
 use crate::util::BoxFuture;
 
@@ -244,7 +244,7 @@ fn insert_row(
 ) -> Result<StoredMessage, StoreError> {
     let created_at = now_micros();
     {
-        let c = row::columns(&new.message)
+        let c = MessageColumns::of(&new.message)
             .map_err(|e| file.at(format_args!("cannot encode tool calls: {e}")))?;
         let mut statement = conn
             .prepare_cached(row::INSERT)
@@ -271,7 +271,7 @@ fn insert_row(
     Ok(StoredMessage {
         id: conn.last_insert_rowid(),
         session_id: session,
-        tool_status: crate::store::memory::tool_status(&new.message),
+        tool_status: ToolStatus::of(&new.message),
         message: new.message,
         created_at,
         request_sent_at: new.request_sent_at,
@@ -294,7 +294,7 @@ fn update_row(
     let silent = update.silent;
     let changed = match &update.message {
         Some(message) => {
-            let c = row::columns(message)
+            let c = MessageColumns::of(message)
                 .map_err(|e| file.at(format_args!("cannot encode tool calls: {e}")))?;
             let mut statement = conn
                 .prepare_cached(row::UPDATE_MESSAGE)

@@ -1,17 +1,16 @@
-//! A [`StoredMessage`] as columns: each [`Message`] variant maps onto the role, content and the
+//! A [`StoredMessage`] as columns: each [`Message`](crate::message::Message) variant maps onto the role, content and the
 //! columns it uses, and back.
 
 use rusqlite::Row;
 
-use crate::message::Message;
-use crate::store::{MessageRow, StoredMessage, ToolStatus};
+use crate::store::{MessageRow, StoredMessage};
 
 /// A session's rows, oldest first, in the column order [`stored`] reads.
 pub(super) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, tool_calls, tool_call_id, name, \
      reasoning, reasoning_signature, created_at, request_sent_at, response_completed_at, status, silent, tool_status, \
      provider_blocks FROM messages WHERE session_id = ?1 ORDER BY id";
 
-/// A new row: session, the message's columns (as [`MessageColumns`] orders them), created_at,
+/// A new row: session, the message's columns (as [`MessageColumns`](crate::store::MessageColumns) orders them), created_at,
 /// request_sent_at, status and silent.
 pub(super) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, \
      reasoning, reasoning_signature, tool_status, created_at, request_sent_at, status, silent, provider_blocks) \
@@ -32,70 +31,6 @@ pub(super) const UPDATE_STATE: &str = "UPDATE messages SET status = COALESCE(?3,
 
 /// Deletes row `?1` of session `?2`.
 pub(super) const DELETE: &str = "DELETE FROM messages WHERE id = ?1 AND session_id = ?2";
-
-/// The columns a [`Message`] fills (role, content, tool calls as JSON, tool call id, name,
-/// reasoning, reasoning signature and the tool status derived from it).
-#[derive(Debug)]
-pub(super) struct MessageColumns<'m> {
-    pub role: &'static str,
-    pub content: &'m str,
-    pub tool_calls: Option<String>,
-    pub tool_call_id: Option<&'m str>,
-    pub name: Option<&'m str>,
-    pub reasoning: Option<&'m str>,
-    pub reasoning_signature: Option<&'m str>,
-    pub tool_status: Option<&'static str>,
-    /// An assistant's provider blocks as a JSON list (NULL when there are none).
-    pub provider_blocks: Option<String>,
-}
-
-/// The name a tool status is stored under.
-pub(super) fn tool_status_name(status: ToolStatus) -> &'static str {
-    match status {
-        ToolStatus::Success => "success",
-        ToolStatus::Error => "error",
-    }
-}
-
-/// The columns of `message`. Empty reasoning and an empty tool call list are stored as NULL.
-pub(super) fn columns(message: &Message) -> Result<MessageColumns<'_>, serde_json::Error> {
-    let tool_status = crate::store::memory::tool_status(message).map(tool_status_name);
-    let mut columns = MessageColumns {
-        role: message.role(),
-        content: message.text(),
-        tool_calls: None,
-        tool_call_id: None,
-        name: None,
-        reasoning: None,
-        reasoning_signature: None,
-        tool_status,
-        provider_blocks: None,
-    };
-    match message {
-        Message::System { .. } | Message::User { .. } => {}
-        Message::Assistant {
-            reasoning,
-            tool_calls,
-            reasoning_signature,
-            provider_blocks,
-            ..
-        } => {
-            if !tool_calls.is_empty() {
-                columns.tool_calls = Some(serde_json::to_string(tool_calls)?);
-            }
-            if !provider_blocks.is_empty() {
-                columns.provider_blocks = Some(serde_json::to_string(provider_blocks)?);
-            }
-            columns.reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
-            columns.reasoning_signature = reasoning_signature.as_deref();
-        }
-        Message::Tool { call_id, name, .. } => {
-            columns.tool_call_id = Some(call_id);
-            columns.name = Some(name);
-        }
-    }
-    Ok(columns)
-}
 
 /// Why a row could not be read back.
 #[derive(Debug)]
