@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::AgentBuilder;
+use crate::engine::output_variants::variants;
 use crate::engine::runtime::OutputSpec;
 use crate::hooks::event::ValidateOutput;
 use crate::hooks::output::{OutputKind, Validator};
@@ -66,9 +67,11 @@ impl OutputOptions {
             validators,
             per_variant,
         );
-        if per_variant && spec.variants.is_empty() {
+        if per_variant && let Err(why) = variants(&spec.kind.schema, &spec.tool) {
             problems.push(format!(
-                "`output_tool_per_variant`: `{}` is not an internally tagged enum (`#[serde(tag = \"...\")]` with struct variants)",
+                "`output_tool_per_variant`: `{}` cannot be offered as one tool per variant: {why}; \
+                 it takes an enum tagged externally (serde's default), internally \
+                 (`#[serde(tag = \"...\")]`) or adjacently (`#[serde(tag = \"...\", content = \"...\")]`)",
                 spec.kind.type_name
             ));
         }
@@ -121,11 +124,14 @@ impl AgentBuilder {
         self
     }
 
-    /// Offers an internally tagged enum (`#[serde(tag = "kind")]`) as one final-answer tool
-    /// per variant, named `{tool}_{tag}` (`final_result_approve`), whose arguments are the
-    /// variant's fields, instead of one tool taking the tagged schema under `response`. The
-    /// model picks the variant by the tool it calls. An output type that is no such enum does
-    /// not build.
+    /// Offers an enum as one final-answer tool per variant, named `{tool}_{variant}` with the
+    /// variant in snake case (`final_result_approve`), instead of one tool taking the tagged
+    /// schema under `response`. A tool's arguments are its variant's content: the fields of
+    /// an object, anything else under `response`, none for a unit variant. The model picks the
+    /// variant by the tool it calls, and the answer is put back in the enum's own JSON before
+    /// it is parsed. The enum may be tagged externally (serde's default), internally
+    /// (`#[serde(tag = "kind")]`) or adjacently (`#[serde(tag = "t", content = "c")]`); an
+    /// output type that is no such enum (a struct, an untagged enum) does not build.
     pub fn output_tool_per_variant(mut self) -> Self {
         self.output.per_variant = true;
         self

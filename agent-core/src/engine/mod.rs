@@ -31,6 +31,7 @@ mod limits;
 mod model_call;
 mod model_stream;
 mod output;
+pub(crate) mod output_variants;
 pub(crate) mod persist;
 mod plan;
 mod preliminary;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::events::TurnEvent;
+use super::output_variants::{Variant, variants};
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use super::step::Reply;
@@ -36,18 +37,9 @@ pub(crate) struct OutputSpec {
     pub(crate) wrapped: bool,
     /// validate_output hooks, in run order.
     pub(crate) validators: Vec<Arc<dyn Validator>>,
-    /// One final-answer tool per variant of an internally tagged enum, offered instead of
-    /// `tool` (`AgentBuilder::output_tool_per_variant`); empty otherwise.
+    /// One final-answer tool per variant of an enum, offered instead of `tool`
+    /// (`AgentBuilder::output_tool_per_variant`); empty otherwise.
     pub(crate) variants: Vec<Variant>,
-}
-
-/// The final-answer tool of one variant of an internally tagged enum: its arguments are the
-/// variant's fields, and the tag goes back in before the answer is parsed.
-pub(crate) struct Variant {
-    pub(crate) tool: Arc<ToolSpec>,
-    /// The tag's key (`kind` in `#[serde(tag = "kind")]`) and this variant's value.
-    key: String,
-    tag: String,
 }
 
 impl OutputSpec {
@@ -490,17 +482,13 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
     })
 }
 
-/// The answer in a final-answer call's arguments (a variant's tag put back in).
+/// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).
 fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
+    if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
+        return (spec.kind.parse)(&variant.rebuild(&call.arguments)?);
+    }
     let args: Value = serde_json::from_str(&call.arguments)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
-    if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
-        let Value::Object(mut fields) = args else {
-            return Err("the arguments are not an object".to_owned());
-        };
-        fields.insert(variant.key.clone(), Value::String(variant.tag.clone()));
-        return (spec.kind.parse)(&Value::Object(fields));
-    }
     let json = match (spec.wrapped, args) {
         (true, Value::Object(mut map)) => map
             .remove("response")
@@ -509,48 +497,6 @@ fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
         (false, args) => args,
     };
     (spec.kind.parse)(&json)
-}
-
-/// The variants of an internally tagged enum's schema (`oneOf` objects sharing a property
-/// that holds one constant string), each as a final-answer tool named `{tool}_{tag}` taking
-/// the variant's other fields; `None` when the schema is not one.
-fn variants(schema: &Value, tool: &ToolSpec) -> Option<Vec<Variant>> {
-    let defs = schema.get("$defs");
-    let mut key: Option<String> = None;
-    let mut out = Vec::new();
-    for variant in schema.get("oneOf")?.as_array()? {
-        let properties = variant.get("properties")?.as_object()?;
-        let (tag_key, tag) = properties.iter().find_map(|(name, property)| {
-            let tag = property.get("const")?.as_str()?;
-            (key.is_none() || key.as_deref() == Some(name.as_str())).then_some((name, tag))
-        })?;
-        key = Some(tag_key.clone());
-        let mut parameters = variant.clone();
-        let object = parameters.as_object_mut()?;
-        if let Some(Value::Object(properties)) = object.get_mut("properties") {
-            properties.remove(tag_key);
-        }
-        if let Some(Value::Array(required)) = object.get_mut("required") {
-            required.retain(|name| name != tag_key);
-        }
-        let description = object
-            .remove("description")
-            .and_then(|d| d.as_str().map(str::to_owned))
-            .unwrap_or_else(|| format!("{} The answer is `{tag}`.", tool.description));
-        if let Some(defs) = defs {
-            object.insert("$defs".to_owned(), defs.clone());
-        }
-        out.push(Variant {
-            tool: Arc::new(ToolSpec {
-                name: format!("{}_{tag}", tool.name),
-                description,
-                parameters,
-            }),
-            key: tag_key.clone(),
-            tag: tag.to_owned(),
-        });
-    }
-    (!out.is_empty()).then_some(out)
 }
 
 /// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.

@@ -50,3 +50,4 @@ mod streaming_tools;
 mod tracing_spans;
 mod two_sided;
 mod typed_output;
+mod typed_output_variants;

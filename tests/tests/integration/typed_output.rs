@@ -1042,7 +1042,7 @@ async fn an_enum_may_be_offered_as_one_final_tool_per_variant() {
         "{content}"
     );
 
-    // A type that is no internally tagged enum does not build.
+    // A type that is no tagged enum does not build.
     let error = AgentBuilder::new("x")
         .model(ScriptedModel::new([]))
         .output::<Invoice>()
@@ -1051,8 +1051,8 @@ async fn an_enum_may_be_offered_as_one_final_tool_per_variant() {
         .unwrap_err();
     assert!(
         error.problems[0].starts_with("`output_tool_per_variant`: ")
-            && error.problems[0].ends_with(
-                "is not an internally tagged enum (`#[serde(tag = \"...\")]` with struct variants)"
+            && error.problems[0].contains(
+                "cannot be offered as one tool per variant: its schema is of type `object`"
             ),
         "{:?}",
         error.problems
