@@ -159,7 +159,7 @@ const ANSWER_TOOL_DESCRIPTION: &str = "Gives the final answer: this tool's input
 /// the schema: forced (`{"type": "tool"}`) when the model may call no other tool, else the model
 /// must call some tool (`{"type": "any"}`), so that it can still use tools before it answers.
 /// With extended thinking on (a `thinking` provider option), which forbids forcing tools, the
-/// choice stays `auto`.
+/// choice stays `auto`, and so does a required tool call.
 pub(super) fn body<'a>(
     request: &'a ModelRequest,
     model: &'a str,
@@ -185,7 +185,7 @@ pub(super) fn body<'a>(
     let tool_choice = match answer {
         Some(answer) => Some(answer_choice(answer, request, &mut tools)?),
         None if tools.is_empty() => None,
-        None => Some(choice(&request.tool_choice)),
+        None => Some(choice(&request.tool_choice, thinking_enabled(request))),
     };
     Ok(Body {
         model: if request.model.is_empty() {
@@ -218,10 +218,14 @@ fn thinking_enabled(request: &ModelRequest) -> bool {
         .is_some_and(|kind| kind != "disabled")
 }
 
-fn choice(choice: &ToolChoice) -> WireToolChoice<'_> {
+/// The tool choice as the Messages API spells it. Extended thinking forbids forcing a tool
+/// call with `any`, so with it on a required call is left to the model (`auto`): the typed
+/// output's final-answer tool mode, which requires one, then sends a text reply back.
+fn choice(choice: &ToolChoice, thinking: bool) -> WireToolChoice<'_> {
     match choice {
         ToolChoice::Auto => WireToolChoice::Auto,
         ToolChoice::None => WireToolChoice::None,
+        ToolChoice::Required if thinking => WireToolChoice::Auto,
         ToolChoice::Required => WireToolChoice::Any,
         ToolChoice::Tool(name) => WireToolChoice::Tool { name },
     }

@@ -384,7 +384,8 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 }},
                 {"name": "get_time", "input_schema": {"type": "object"}}
             ],
-            "tool_choice": {"type": "any"},
+            // Extended thinking forbids `any`: the required call is left to the model.
+            "tool_choice": {"type": "auto"},
             "temperature": 0.5,
             "top_p": 0.9,
             "stop_sequences": ["END"],

@@ -12,3 +12,4 @@ mod openai;
 mod properties;
 mod tool_schemas;
 mod typed_output;
+mod typed_output_modes;
