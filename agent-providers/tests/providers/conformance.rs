@@ -25,14 +25,14 @@ fn settings() -> HttpSettings {
     }
 }
 
-fn openai(mock: &Aimock) -> OpenAi {
+pub(crate) fn openai(mock: &Aimock) -> OpenAi {
     OpenAi::new("test-key")
         .base_url(format!("{}/v1", mock.url))
         .model("gpt-4o-mini")
         .settings(settings())
 }
 
-fn anthropic(mock: &Aimock) -> Anthropic {
+pub(crate) fn anthropic(mock: &Aimock) -> Anthropic {
     Anthropic::new("test-key")
         .base_url(&mock.url)
         .model("claude-sonnet-4-5")

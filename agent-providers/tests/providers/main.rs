@@ -6,6 +6,7 @@ mod support;
 
 mod anthropic;
 mod conformance;
+mod conformance_typed_output;
 mod corpus;
 mod faults;
 mod openai;
