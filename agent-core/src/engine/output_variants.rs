@@ -156,7 +156,9 @@ fn read(schema: &Value) -> Result<(Tagging, Vec<Read>), String> {
     let Some(alternatives) = schema.get("oneOf").and_then(Value::as_array) else {
         return Err(match schema.get("type").and_then(Value::as_str) {
             _ if schema.get("anyOf").is_some() => {
-                "its schema is an `anyOf` without tags, as an untagged enum's".to_owned()
+                "its schema is an `anyOf` of untagged alternatives (an untagged enum's, or an \
+                 `Option`'s)"
+                    .to_owned()
             }
             Some(kind) => format!("its schema is of type `{kind}`, not a `oneOf` of variants"),
             None => "its schema has no `oneOf` of variants".to_owned(),
@@ -179,8 +181,8 @@ fn read(schema: &Value) -> Result<(Tagging, Vec<Read>), String> {
             .filter(|(name, _)| required(alternative).as_slice() == [name.as_str()]);
         let Some((tag, content)) = single else {
             return Err(format!(
-                "its variant {index} is neither a tagged object nor one of a single property \
-                 nor a string"
+                "its `oneOf` alternative {index} is neither an object holding a tag, nor an \
+                 object of one property, nor a string"
             ));
         };
         out.push(Read {

@@ -447,6 +447,25 @@ enum Untagged {
     Note(String),
 }
 
+/// A hand-written schema of alternatives that no tag tells apart.
+#[derive(Serialize, Deserialize)]
+struct Alternatives {
+    a: u32,
+    b: u32,
+}
+
+impl JsonSchema for Alternatives {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Alternatives".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"oneOf": [
+            {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+        ]})
+    }
+}
+
 /// Two variants whose tools would have the same name.
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[allow(non_camel_case_types)]
@@ -481,8 +500,25 @@ fn a_type_that_is_no_tagged_enum_does_not_build_and_says_why() {
         problem::<Untagged>(),
         format!(
             "`output_tool_per_variant`: `{}` cannot be offered as one tool per variant: its schema \
-             is an `anyOf` without tags, as an untagged enum's{hint}",
+             is an `anyOf` of untagged alternatives (an untagged enum's, or an `Option`'s){hint}",
             std::any::type_name::<Untagged>()
+        )
+    );
+    assert_eq!(
+        problem::<Option<External>>(),
+        format!(
+            "`output_tool_per_variant`: `{}` cannot be offered as one tool per variant: its schema \
+             is an `anyOf` of untagged alternatives (an untagged enum's, or an `Option`'s){hint}",
+            std::any::type_name::<Option<External>>()
+        )
+    );
+    assert_eq!(
+        problem::<Alternatives>(),
+        format!(
+            "`output_tool_per_variant`: `{}` cannot be offered as one tool per variant: its `oneOf` \
+             alternative 0 is neither an object holding a tag, nor an object of one property, nor \
+             a string{hint}",
+            std::any::type_name::<Alternatives>()
         )
     );
     assert_eq!(
