@@ -130,10 +130,13 @@ impl OutputSpec {
     /// Makes one step's request ask for the answer, and says how it asked: natively when
     /// the mode allows, the model takes a schema and the step offers no tools; by the
     /// final-answer tool (required when the tool choice is `auto`); or in the system prompt.
+    /// `Auto` asks natively only for an object (OpenAI's response format and Anthropic's
+    /// answer tool take no other root) offered as one answer (not one tool per variant).
     pub(super) fn shape(&self, model: &dyn Model, request: &mut ModelRequest) -> Asked {
         let toolless = request.tools.is_empty();
+        let native = !self.wrapped && self.variants.is_empty() && model.supports_output_schema();
         let asked = match self.mode {
-            OutputMode::Auto if toolless && model.supports_output_schema() => Asked::Native,
+            OutputMode::Auto if toolless && native => Asked::Native,
             OutputMode::Native if toolless => Asked::Native,
             OutputMode::Prompted => Asked::Prompted,
             _ => Asked::Tool,

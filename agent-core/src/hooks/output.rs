@@ -46,8 +46,10 @@ impl<T> OutputType for T where
 #[non_exhaustive]
 pub enum OutputMode {
     /// Per step: [`Native`](Self::Native) when the model takes a schema
-    /// ([`Model::supports_output_schema`](crate::Model::supports_output_schema)) and the step
-    /// offers no tools, else [`Tool`](Self::Tool).
+    /// ([`Model::supports_output_schema`](crate::Model::supports_output_schema)), the step
+    /// offers no tools and the answer is an object offered as one (not an enum, whose schema
+    /// providers do not take as a structured output's root, nor one tool per variant), else
+    /// [`Tool`](Self::Tool).
     #[default]
     Auto,
     /// The provider's structured output (`ModelRequest::output_schema`); the reply's text is

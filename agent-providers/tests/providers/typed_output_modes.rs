@@ -394,3 +394,89 @@ async fn anthropic_prompted_mode_sends_a_wrong_answer_back_as_a_user_message() {
         ]
     );
 }
+
+// ---- One final-answer tool per variant ----
+
+/// Serde's default representation; `Cancel` is the string `"Cancel"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+enum Decision {
+    Approve { amount_cents: u64 },
+    Cancel,
+}
+
+fn decision_agent(model: impl Model + 'static) -> Agent {
+    AgentBuilder::new("decider")
+        .model(model)
+        .output::<Decision>()
+        .output_tool_per_variant()
+        .build()
+        .unwrap()
+}
+
+/// The tools' names and parameters as a provider's request lists them (`function` for OpenAI).
+fn variant_tools(tools: &Value, schema_key: &str) -> Vec<(String, Value)> {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            let tool = tool.get("function").unwrap_or(tool);
+            (
+                tool["name"].as_str().unwrap().to_owned(),
+                tool[schema_key].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The tools in the schema's order: schemars lists undocumented unit variants first.
+fn expected_variant_tools() -> Vec<(String, Value)> {
+    vec![
+        (
+            "final_result_cancel".to_owned(),
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        (
+            "final_result_approve".to_owned(),
+            json!({
+                "type": "object",
+                "properties": {"amount_cents": {"type": "integer", "format": "uint64", "minimum": 0}},
+                "required": ["amount_cents"],
+                "additionalProperties": false,
+            }),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn openai_per_variant_tools_and_a_unit_variant_called_without_arguments() {
+    let server = TestServer::start([openai_call("call_1", "final_result_cancel", &[])]).await;
+    let agent = decision_agent(openai(&server));
+
+    let result = agent.run("Decide.").await;
+
+    assert_eq!(result.output::<Decision>().unwrap(), &Decision::Cancel);
+    assert_eq!(result.text, r#""Cancel""#);
+    let sent = server.requests()[0].json();
+    assert_eq!(sent["tool_choice"], "required");
+    assert_eq!(
+        variant_tools(&sent["tools"], "parameters"),
+        expected_variant_tools()
+    );
+}
+
+#[tokio::test]
+async fn anthropic_per_variant_tools_and_a_unit_variant_called_without_input() {
+    let server = TestServer::start([anthropic_call("toolu_1", "final_result_cancel", &[])]).await;
+    let agent = decision_agent(anthropic(&server));
+
+    let result = agent.run("Decide.").await;
+
+    assert_eq!(result.output::<Decision>().unwrap(), &Decision::Cancel);
+    let sent = server.requests()[0].json();
+    assert_eq!(sent["tool_choice"], json!({"type": "any"}));
+    assert_eq!(
+        variant_tools(&sent["tools"], "input_schema"),
+        expected_variant_tools()
+    );
+}

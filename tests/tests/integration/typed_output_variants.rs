@@ -401,6 +401,35 @@ async fn an_enum_of_unit_variants_is_one_tool_without_arguments_per_variant() {
     );
 }
 
+#[tokio::test]
+async fn auto_takes_the_final_tools_for_an_enum_even_with_native_support() {
+    // Providers take no enum (no object) as a structured output's root: Auto asks by tool,
+    // one tool per variant when asked, else the one tool with the enum under `response`.
+    for per_variant in [true, false] {
+        let (name, arguments) = match per_variant {
+            true => ("final_result_cancel", "{}"),
+            false => ("final_result", r#"{"response":"Cancel"}"#),
+        };
+        let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", name, arguments)])
+            .supporting_output_schema();
+        let builder = AgentBuilder::new("x")
+            .model(model.clone())
+            .output::<External>();
+        let builder = match per_variant {
+            true => builder.output_tool_per_variant(),
+            false => builder,
+        };
+
+        let result = builder.build().unwrap().run("Decide.").await;
+
+        assert_eq!(result.output::<External>().unwrap(), &External::Cancel);
+        let request = &model.requests()[0];
+        assert!(request.output_schema.is_none());
+        assert_eq!(request.tool_choice, ToolChoice::Required);
+        assert_eq!(request.tools.len(), if per_variant { 4 } else { 1 });
+    }
+}
+
 /// Internally tagged, with one field of the same name in each variant that has one: the same
 /// JSON as an adjacently tagged enum (`tag = "kind", content = "text"`), and offered as one.
 #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
