@@ -75,6 +75,14 @@ impl OutputOptions {
                 spec.kind.type_name
             ));
         }
+        if mode == OutputMode::Native && (spec.wrapped || per_variant) {
+            problems.push(format!(
+                "`OutputMode::Native` asks for `{}` as the reply's own JSON, and a provider's \
+                 native structured output takes only an object (a struct) there; use \
+                 `OutputMode::Auto` or `OutputMode::Tool` for an enum or another non-object type",
+                spec.kind.type_name
+            ));
+        }
         let names = std::iter::once(&spec.tool).chain(spec.variants.iter().map(|v| &v.tool));
         for name in names.map(|tool| &tool.name) {
             if !is_valid_tool_name(name) {

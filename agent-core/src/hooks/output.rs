@@ -54,7 +54,8 @@ pub enum OutputMode {
     Auto,
     /// The provider's structured output (`ModelRequest::output_schema`); the reply's text is
     /// the JSON answer. A step that offers tools gets the final-answer tool instead: providers
-    /// do not combine a forced schema with tools.
+    /// do not combine a forced schema with tools. The output type must be an object (a
+    /// struct): any other type, or one tool per variant, is a build error.
     Native,
     /// A final-answer tool, with the type's schema as its arguments, offered beside the
     /// agent's tools (a step whose tool choice is `auto` then requires a tool call); the turn

@@ -559,3 +559,38 @@ fn a_type_that_is_no_tagged_enum_does_not_build_and_says_why() {
         )
     );
 }
+
+#[test]
+fn native_mode_takes_only_an_object_answer_and_says_what_to_use_instead() {
+    fn problems<T: agent_core::OutputType>(per_variant: bool) -> Vec<String> {
+        let builder = AgentBuilder::new("x")
+            .model(ScriptedModel::new([]))
+            .output::<T>()
+            .output_mode(agent_core::OutputMode::Native);
+        let builder = if per_variant {
+            builder.output_tool_per_variant()
+        } else {
+            builder
+        };
+        builder
+            .build()
+            .err()
+            .map(|e| e.problems)
+            .unwrap_or_default()
+    }
+    let problem = |name: &str| {
+        format!(
+            "`OutputMode::Native` asks for `{name}` as the reply's own JSON, and a provider's \
+             native structured output takes only an object (a struct) there; use \
+             `OutputMode::Auto` or `OutputMode::Tool` for an enum or another non-object type"
+        )
+    };
+    assert_eq!(problems::<Ticket>(false), Vec::<String>::new());
+    let external = std::any::type_name::<External>();
+    assert_eq!(problems::<External>(false), vec![problem(external)]);
+    assert_eq!(problems::<External>(true), vec![problem(external)]);
+    assert_eq!(
+        problems::<Vec<u32>>(false),
+        vec![problem(std::any::type_name::<Vec<u32>>())]
+    );
+}
