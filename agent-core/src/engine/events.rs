@@ -31,6 +31,18 @@ pub enum TurnEvent {
     },
     /// A step finished.
     StepFinished(StepRecord),
+    /// The step's typed answer failed (it did not parse, or a validate_output hook sent it
+    /// back) and the model is sent back to fix it: after that step's `StepFinished` (whose
+    /// record holds the same reason in `output_failure`), before the next step's events. Not
+    /// given for the failure that ends the turn (no retries left): `Finished` carries it.
+    OutputRetry {
+        /// The step whose answer failed.
+        step: usize,
+        /// Which retry this is: 1 for the first answer sent back in the turn.
+        attempt: usize,
+        /// Why the answer failed, as the model reads it.
+        reason: String,
+    },
     /// The typed answer passed parsing and the validators: the turn's output (after the
     /// step's `StepFinished`).
     Output {

@@ -165,6 +165,61 @@ impl fmt::Display for OutputError {
 
 impl std::error::Error for OutputError {}
 
+/// Why [`Conversation::last_output`](crate::Conversation::last_output) read no typed answer
+/// back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoredOutputError {
+    /// The session's rows could not be loaded.
+    Store(crate::store::StoreError),
+    /// The agent has no output type, or another one than the type asked for.
+    OtherType {
+        /// The type asked for.
+        asked: &'static str,
+        /// The agent's output type, if it has one.
+        actual: Option<&'static str>,
+    },
+    /// The last accepted answer stored does not parse into the output type (the type changed
+    /// since, or a row was written by hand): the answer as the model sent it, and why.
+    Unreadable {
+        /// The final-answer call's arguments, or the reply's text.
+        raw: String,
+        /// Why it does not parse, naming the JSON path.
+        reason: String,
+    },
+}
+
+impl fmt::Display for StoredOutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoredOutputError::Store(error) => write!(f, "the session's rows: {error}"),
+            StoredOutputError::OtherType {
+                asked,
+                actual: Some(actual),
+            } => write!(f, "the agent's output type is `{actual}`, not `{asked}`"),
+            StoredOutputError::OtherType {
+                asked,
+                actual: None,
+            } => write!(
+                f,
+                "the agent has no output type: give it `{asked}` with `AgentBuilder::output`"
+            ),
+            StoredOutputError::Unreadable { reason, .. } => {
+                write!(f, "the last stored answer does not parse: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoredOutputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoredOutputError::Store(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
 /// validate_output: an answer that parsed into the output type, before the turn takes it.
 #[derive(Debug)]
 #[non_exhaustive]
