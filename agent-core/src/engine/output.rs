@@ -300,11 +300,12 @@ pub(super) enum Verdict {
     /// The answer parsed and passed the validators.
     Accepted(Output),
     /// The answer failed, for this reason; `by_tool` when the model reads it as the
-    /// final-answer call's error result. `row`: the reply's row.
+    /// final-answer call's error result. `row`: the reply's row, when it was stored (an empty
+    /// reply's is deleted).
     Failed {
         reason: String,
         by_tool: bool,
-        row: i64,
+        row: Option<i64>,
     },
 }
 
@@ -380,7 +381,7 @@ impl<'a> Turn<'a> {
                     Err(reason) => Verdict::Failed {
                         reason,
                         by_tool,
-                        row: reply.row,
+                        row: Some(reply.row),
                     },
                 });
             }
@@ -396,7 +397,7 @@ impl<'a> Turn<'a> {
             Err(reason) => Verdict::Failed {
                 reason,
                 by_tool: false,
-                row: reply.row,
+                row: (!reply.text.is_empty()).then_some(reply.row),
             },
         })
     }
@@ -480,7 +481,7 @@ impl<'a> Turn<'a> {
                         reasons: attempts.reasons.clone(),
                     };
                     let error = TurnError::new(TurnErrorKind::Output(failure), message);
-                    if !by_tool {
+                    if let (false, Some(row)) = (by_tool, row) {
                         // A text answer that ends the turn is stored failed, so the rows tell
                         // every accepted answer apart (`stored_output.rs`); a final-answer
                         // call's error result marks it already.

@@ -15,6 +15,9 @@ type SpanFields = Vec<(String, String)>;
 /// One recorded span: its name, its fields and its parent's index, if it has one.
 type SpanRecord = (String, SpanFields, Option<usize>);
 
+/// One recorded event: its fields and the index of the span it happened in.
+type EventRecord = (SpanFields, Option<usize>);
+
 /// Every span in creation order, and the spans entered now (innermost last): enough for a
 /// current-thread runtime, where a span's contextual parent is the one entered last. Events
 /// are kept apart, with their fields (`message` among them) and the span they happened in.
@@ -22,7 +25,7 @@ type SpanRecord = (String, SpanFields, Option<usize>);
 struct Spans {
     spans: Arc<Mutex<Vec<SpanRecord>>>,
     entered: Arc<Mutex<Vec<usize>>>,
-    events: Arc<Mutex<Vec<(SpanFields, Option<usize>)>>>,
+    events: Arc<Mutex<Vec<EventRecord>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);

@@ -166,6 +166,31 @@ async fn retries_running_out_fail_the_turn_with_the_last_answer_and_every_reason
 }
 
 #[tokio::test]
+async fn an_empty_reply_that_ends_the_turn_fails_it_as_an_output_failure() {
+    // An empty reply's row is deleted: nothing is left to store as failed.
+    for mode in [OutputMode::Tool, OutputMode::Native] {
+        let model = ScriptedModel::new([ScriptedStep::new()]);
+        let agent = AgentBuilder::new("x")
+            .model(model)
+            .output::<Invoice>()
+            .output_mode(mode)
+            .output_retries(0)
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let result = conversation.run("go").await;
+        let error = result.error.unwrap();
+        assert!(
+            matches!(&error.kind, TurnErrorKind::Output(f) if f.reasons.len() == 1),
+            "{mode:?}: {error:?}"
+        );
+        let rows = conversation.rows().await.unwrap();
+        assert_eq!(rows.len(), 1, "{mode:?}: only the input is stored");
+        assert_eq!(conversation.last_output::<Invoice>().await.unwrap(), None);
+    }
+}
+
+#[tokio::test]
 async fn a_turn_may_set_its_own_retries() {
     let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
     let agent = AgentBuilder::new("strict")
