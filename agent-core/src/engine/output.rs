@@ -391,7 +391,7 @@ impl<'a> Turn<'a> {
             }
             (false, false) => return Ok(Verdict::None),
         };
-        let parsed = answered.and_then(|json| (spec.kind.parse)(&json));
+        let parsed = answered.and_then(spec.kind.parse_text);
         Ok(match self.validate(spec, step, parsed).await? {
             Ok(output) => Verdict::Accepted(output),
             Err(reason) => Verdict::Failed {
@@ -622,8 +622,9 @@ fn variants(schema: &Value, tool: &ToolSpec) -> Option<Vec<Variant>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.
-pub(super) fn from_text(text: &str) -> Result<Value, String> {
+/// The JSON answer's text in a reply's text: the whole text, or its fenced ```` ```json ````
+/// block (for `OutputKind::parse_text`).
+pub(super) fn from_text(text: &str) -> Result<&str, String> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_prefix("```json")
@@ -633,5 +634,5 @@ pub(super) fn from_text(text: &str) -> Result<Value, String> {
     if body.is_empty() {
         return Err("the answer was empty: answer with JSON".to_owned());
     }
-    serde_json::from_str(body).map_err(|error| format!("the answer is not JSON: {error}"))
+    Ok(body)
 }

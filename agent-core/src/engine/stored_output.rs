@@ -61,7 +61,7 @@ impl OutputSpec {
                     if kept.get(at + 1).is_some_and(|next| is_retry(next)) {
                         continue;
                     }
-                    let parsed = from_text(content).and_then(|json| (self.kind.parse)(&json));
+                    let parsed = from_text(content).and_then(self.kind.parse_text);
                     return Some(StoredAnswer {
                         raw: content.clone(),
                         parsed,
