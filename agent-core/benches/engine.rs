@@ -424,3 +424,122 @@ mod tool_call {
             .bench_local_refs(|agent| run(&rt, agent));
     }
 }
+
+/// A typed turn against a text turn on the same scripted model (one step answering the same
+/// JSON, no stream API, so no partial values): the typed turn should cost about one parse of
+/// the answer more (`floor_parse`: what the engine does with it).
+mod typed_output {
+    use super::*;
+    use agent_core::OutputMode;
+
+    #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+    struct Invoice {
+        number: String,
+        customer: String,
+        lines: Vec<Line>,
+        total_cents: u64,
+    }
+
+    #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+    struct Line {
+        description: String,
+        quantity: u32,
+        unit_cents: u64,
+    }
+
+    /// A typical answer (383 bytes), its keys in order, so the typed turn's text (the validated JSON
+    /// written back) is the same text.
+    const ANSWER: &str = r#"{"customer":"Acme Logistics GmbH","lines":[{"description":"Freight, Lisbon to Hamburg","quantity":2,"unit_cents":48500},{"description":"Customs clearance","quantity":1,"unit_cents":12000},{"description":"Insurance (cargo value 18,000 EUR)","quantity":1,"unit_cents":5400},{"description":"Fuel surcharge","quantity":2,"unit_cents":3150}],"number":"INV-2024-0117","total_cents":120700}"#;
+
+    /// The answer streamed in 8 pieces, as text or as a final-answer call's arguments.
+    fn pieces() -> Vec<&'static str> {
+        let size = ANSWER.len().div_ceil(8);
+        let mut pieces = Vec::new();
+        let mut rest = ANSWER;
+        while !rest.is_empty() {
+            let (piece, tail) = rest.split_at(size.min(rest.len()));
+            pieces.push(piece);
+            rest = tail;
+        }
+        pieces
+    }
+
+    /// How the turn answers.
+    #[derive(Clone, Copy, Debug)]
+    enum Answer {
+        /// No output type: the text is the answer.
+        Text,
+        /// `Invoice` in the native mode: the same text, parsed and validated.
+        Native,
+        /// `Invoice` in the prompted mode: the same text (the schema in the system prompt).
+        Prompted,
+        /// `Invoice` by the final-answer tool: the answer as the call's arguments (the model
+        /// script differs; the call also gets its result row).
+        Tool,
+    }
+
+    fn agent(answer: Answer) -> Agent {
+        let step = match answer {
+            Answer::Tool => ScriptedStep::new().streamed_tool_call("c1", "final_result", pieces()),
+            _ => pieces()
+                .into_iter()
+                .fold(ScriptedStep::new(), |step, piece| step.text(piece)),
+        };
+        let builder =
+            AgentBuilder::new("bench").model(ScriptedModel::new([step]).supporting_output_schema());
+        let builder = match answer {
+            Answer::Text => builder,
+            Answer::Native => builder.output::<Invoice>().output_mode(OutputMode::Native),
+            Answer::Prompted => builder
+                .output::<Invoice>()
+                .output_mode(OutputMode::Prompted),
+            Answer::Tool => builder.output::<Invoice>().output_mode(OutputMode::Tool),
+        };
+        builder.build().expect("agent builds")
+    }
+
+    /// The floor: what the engine does with the answer's text once: parsed into the type with
+    /// the JSON path of an error, written to a JSON value (the output's `json`), and that
+    /// written back as text (the turn's `text`).
+    #[divan::bench(sample_count = 5000)]
+    fn floor_parse(bencher: Bencher) {
+        bencher.bench_local(|| {
+            let mut json = serde_json::Deserializer::from_str(black_box(ANSWER));
+            let value: Invoice = serde_path_to_error::deserialize(&mut json).expect("an invoice");
+            let json = serde_json::to_value(&value).expect("serializable");
+            (value, json.to_string())
+        });
+    }
+
+    /// The least a typed answer could cost: serde_json straight from the text into the type.
+    #[divan::bench(sample_count = 5000)]
+    fn floor_from_str(bencher: Bencher) {
+        bencher.bench_local(|| serde_json::from_str::<Invoice>(black_box(ANSWER)).expect("json"));
+    }
+
+    /// What the native mode adds to each step's request: a copy of the type's schema (the
+    /// request owns it, and the model takes the request).
+    #[divan::bench(sample_count = 5000)]
+    fn schema_copy(bencher: Bencher) {
+        let schema = schema_for::<Invoice>();
+        bencher.bench_local(|| black_box(&schema).clone());
+    }
+
+    /// One turn answering `ANSWER`. `Native` (or `Prompted`) minus `Text`: what a typed answer
+    /// costs over a text one.
+    #[divan::bench(args = [Answer::Text, Answer::Native, Answer::Prompted, Answer::Tool], sample_count = 5000)]
+    fn turn(bencher: Bencher, answer: Answer) {
+        let rt = runtime();
+        let result = rt.block_on(agent(answer).run("go"));
+        assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+        assert_eq!(result.text, ANSWER);
+        assert_eq!(
+            result.output.is_some(),
+            !matches!(answer, Answer::Text),
+            "typed output"
+        );
+        bencher
+            .with_inputs(|| agent(answer))
+            .bench_local_refs(|agent| run(&rt, agent));
+    }
+}

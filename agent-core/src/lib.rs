@@ -63,10 +63,11 @@ pub use hooks::{
     MessageCreatedContext, Output, OutputCheck, OutputContext, OutputError, OutputFailure,
     OutputMode, OutputReport, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks,
     SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, StoreToolResultContext, SubagentStartContext, SubagentStopContext,
-    ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome, ToolOutcomeKind,
-    ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig, TurnContext, TurnError,
-    TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent, UpdateMessageContext, event,
+    StopDecision, StopReason, StoreToolResultContext, StoredOutputError, SubagentStartContext,
+    SubagentStopContext, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
+    ToolOutcomeKind, ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig,
+    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
+    UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall};
 pub use model::{

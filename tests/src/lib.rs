@@ -180,7 +180,8 @@ pub trait Recorded: Sized {
     /// One recording hook for every turn-wide event:
     ///
     /// `before_run(INPUT)`, `before_turn`, `before_step(N)`, `on_llm_start(N)`,
-    /// `on_chunk(CHUNK)` (see [`describe_chunk`]), `on_llm_end(N)`, `on_step_finish(N)`,
+    /// `on_chunk(CHUNK)` (see [`describe_chunk`]), `on_llm_end(N)`, `on_step_finish(N)` (with
+    /// ` output_failure: REASON` when the step's typed answer failed),
     /// `on_stop(REASON)`, `after_run(STATUS)`, `classify_chat_error(STAGE)`,
     /// `on_chat_error(STAGE)`, `on_chat_response(STATUS)`.
     fn record_turn(self, trace: &Trace) -> Self;
@@ -222,9 +223,16 @@ impl Recorded for AgentBuilder {
             t.push(format!("on_llm_end({})", ctx.step));
         }));
         let t = trace.clone();
-        let builder = builder.hook(Hook::<event::OnStepFinish>::sync("trace", move |ctx| {
-            t.push(format!("on_step_finish({})", ctx.step));
-        }));
+        let builder = builder.hook(Hook::<event::OnStepFinish>::sync(
+            "trace",
+            move |ctx| match &ctx.output_failure {
+                None => t.push(format!("on_step_finish({})", ctx.step)),
+                Some(why) => t.push(format!(
+                    "on_step_finish({} output_failure: {why})",
+                    ctx.step
+                )),
+            },
+        ));
         let t = trace.clone();
         let builder = builder.hook(Hook::<event::OnStop>::sync("trace", move |ctx| {
             t.push(format!("on_stop({})", stop_name(ctx.reason)));

@@ -1,5 +1,6 @@
 //! A conversation: one session's history, with the `run` and `stream` APIs.
 
+use std::any::TypeId;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -9,7 +10,7 @@ use tokio::sync::mpsc;
 use super::{Agent, TurnStream};
 use crate::cancel::CancelToken;
 use crate::engine::{SessionRef, TurnRequest, run_turn};
-use crate::hooks::TurnResult;
+use crate::hooks::{OutputType, StoredOutputError, TurnResult};
 use crate::message::Message;
 use crate::session::Opened;
 use crate::store::{StoreError, StoredMessage};
@@ -87,6 +88,49 @@ impl Conversation {
     /// The history a model reads: the session's completed, visible messages, oldest first.
     pub async fn history(&self) -> Result<Vec<Message>, StoreError> {
         Ok(crate::store::history(&self.rows().await?))
+    }
+
+    /// The session's last accepted typed answer, read back from its stored rows, so a
+    /// conversation resumed later (another process on the same store) reads the value its
+    /// last turn returned; `None` when the session holds no accepted answer. It is the
+    /// final-answer call that was accepted (a failed one has an error result), or, in the
+    /// native and prompted modes, the reply text no retry message followed (a fenced
+    /// ```` ```json ```` block unwrapped); the value is parsed from it again, not validated
+    /// again. `T` must be the agent's output type.
+    ///
+    /// ```no_run
+    /// # async fn f(agent: agent_core::Agent) -> Result<(), agent_core::StoredOutputError> {
+    /// # #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)] struct Invoice {}
+    /// let invoice: Option<Invoice> = agent.session("s1").last_output::<Invoice>().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn last_output<T: OutputType>(&self) -> Result<Option<T>, StoredOutputError> {
+        let asked = std::any::type_name::<T>();
+        let spec = match self.agent.inner.output.as_deref() {
+            Some(spec) if spec.kind.type_id == TypeId::of::<T>() => spec,
+            other => {
+                let actual = other.map(|spec| spec.kind.type_name);
+                return Err(StoredOutputError::OtherType { asked, actual });
+            }
+        };
+        let rows = self.rows().await.map_err(StoredOutputError::Store)?;
+        let Some(answer) = spec.last_accepted(&rows) else {
+            return Ok(None);
+        };
+        let output = answer
+            .parsed
+            .map_err(|reason| StoredOutputError::Unreadable {
+                raw: answer.raw,
+                reason,
+            })?;
+        // Parsed just now: the value is of type `T` and held once.
+        match output.value.downcast::<T>().map(Arc::try_unwrap) {
+            Ok(Ok(value)) => Ok(Some(value)),
+            _ => Err(StoredOutputError::OtherType {
+                asked,
+                actual: Some(output.type_name),
+            }),
+        }
     }
 
     /// Every stored row of the session (pending and failed ones too), oldest first.

@@ -20,9 +20,11 @@ pub enum TurnEvent {
     /// The typed answer read so far, while the model streams it (best effort: the JSON
     /// parsed as far as it goes, open strings, arrays and objects read as closed). Given when
     /// it changed, every chunk for a small answer and less often as it grows; a step whose
-    /// answer fails starts over at the next step's. Not given while output guardrails hold
-    /// the reply back, nor for a final-answer call in a step that offers other tools (or one
-    /// final-answer tool per variant).
+    /// answer fails starts over at the next step's. In a step that offers other tools beside
+    /// the final-answer tool, they are the step's first final-answer call's, known by its
+    /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart) (none for a call whose
+    /// start the model does not send). Not given while output guardrails hold the reply back,
+    /// nor with one final-answer tool per variant.
     PartialOutput {
         /// The step streaming the answer.
         step: usize,
@@ -31,6 +33,18 @@ pub enum TurnEvent {
     },
     /// A step finished.
     StepFinished(StepRecord),
+    /// The step's typed answer failed (it did not parse, or a validate_output hook sent it
+    /// back) and the model is sent back to fix it: after that step's `StepFinished` (whose
+    /// record holds the same reason in `output_failure`), before the next step's events. Not
+    /// given for the failure that ends the turn (no retries left): `Finished` carries it.
+    OutputRetry {
+        /// The step whose answer failed.
+        step: usize,
+        /// Which retry this is: 1 for the first answer sent back in the turn.
+        attempt: usize,
+        /// Why the answer failed, as the model reads it.
+        reason: String,
+    },
     /// The typed answer passed parsing and the validators: the turn's output (after the
     /// step's `StepFinished`).
     Output {

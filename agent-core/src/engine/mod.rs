@@ -13,6 +13,8 @@
 //!   suspended turn left waiting, run once answered;
 //! - `persist`, `history`, `compact`, `lifecycle`, `classify`: message hooks around every write,
 //!   history filters, session compaction, session start and end, error classification;
+//! - `output`: the typed answer asked for, parsed, validated and sent back; `stored_output`:
+//!   the last accepted one read back from a session's rows;
 //! - `runtime`: what a built agent holds at run time; `request` and `events`: a turn's input
 //!   and what a streamed turn yields.
 //!
@@ -43,6 +45,7 @@ pub(crate) mod runtime;
 mod settle;
 mod state;
 mod step;
+pub(crate) mod stored_output;
 pub(crate) mod subagent;
 mod tool_call;
 mod tool_calls;

@@ -177,6 +177,11 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     }
                 }
                 Absorbed::Quiet => {}
+                Absorbed::CallStart { id, name } => {
+                    if let Some(partial) = self.partial.as_mut() {
+                        partial.start(&id, &name);
+                    }
+                }
                 Absorbed::End(end) => break end,
             }
         };
@@ -193,6 +198,8 @@ enum Absorbed {
     Chunk(Chunk),
     /// It was only recorded.
     Quiet,
+    /// A tool call began (only the typed answer's reader reads it).
+    CallStart { id: String, name: String },
     /// It ended the stream: finished, or an in-band error.
     End(Result<FinishReason, Option<TurnError>>),
 }
@@ -234,6 +241,7 @@ impl Streamed {
                 self.reasoning.push_str(&delta);
                 Chunk::ReasoningDelta(delta)
             }
+            ModelEvent::ToolCallStart { id, name } => return Absorbed::CallStart { id, name },
             ModelEvent::ToolInputDelta { id, delta } => Chunk::ToolInputDelta { id, delta },
             ModelEvent::ToolCall(call) if listening => {
                 self.tool_calls.push(call.clone());

@@ -20,6 +20,7 @@ use crate::hooks::{
 use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
 use crate::partial_json::PartialJson;
+use crate::store::{MessageStatus, MessageUpdate};
 use crate::tool::ToolSpec;
 
 /// An agent's output type and how its answers are asked for and checked.
@@ -106,7 +107,7 @@ impl OutputSpec {
     }
 
     /// Whether a call of this tool gives the answer.
-    fn answers(&self, name: &str) -> bool {
+    pub(super) fn answers(&self, name: &str) -> bool {
         match self.variants.as_slice() {
             [] => self.tool.name == name,
             variants => variants.iter().any(|variant| variant.tool.name == name),
@@ -177,8 +178,14 @@ pub(super) struct PartialAnswer {
     /// Where the answer streams: the final-answer call's arguments (`Some(wrapped)`: under
     /// `response` when wrapped), or the text.
     tool: Option<bool>,
-    /// The final-answer call read (the step's first call).
+    /// The final-answer call read: the step's first call when the final-answer tool is the
+    /// only one offered, else the first call started under the final-answer tool's name.
     call: Option<String>,
+    /// The final-answer tool's name, when the step offers other tools too: which call is the
+    /// answer is known only from a call's start ([`ModelEvent::ToolCallStart`]).
+    ///
+    /// [`ModelEvent::ToolCallStart`]: crate::ModelEvent::ToolCallStart
+    named: Option<Arc<ToolSpec>>,
     /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
     lead: Lead,
 }
@@ -193,30 +200,45 @@ enum Lead {
 
 impl OutputSpec {
     /// Reading the answer from a step's stream, when the request asks for it as text or by
-    /// the final-answer tool as its only tool (with other tools, which call is the answer is
-    /// only known once the calls are complete).
+    /// the final-answer tool: the only tool offered, or beside others (then the answer is the
+    /// step's first call started under its name). Not with one final-answer tool per variant.
     pub(super) fn partials(&self, request: &ModelRequest) -> Option<PartialAnswer> {
-        let tool = match request.tools.as_slice() {
-            [] => None,
-            [only] if only.name == self.tool.name => Some(self.wrapped),
+        let (tool, named) = match request.tools.as_slice() {
+            [] => (None, None),
+            [only] if only.name == self.tool.name => (Some(self.wrapped), None),
+            tools if self.variants.is_empty() && tools.iter().any(|t| t.name == self.tool.name) => {
+                (Some(self.wrapped), Some(self.tool.clone()))
+            }
             _ => return None,
         };
         Some(PartialAnswer {
             json: PartialJson::new(),
             tool,
             call: None,
+            named,
             lead: Lead::Start,
         })
     }
 }
 
 impl PartialAnswer {
+    /// A tool call of the step began: with other tools offered, the first one calling the
+    /// final-answer tool is the one read.
+    pub(super) fn start(&mut self, id: &str, name: &str) {
+        if self.call.is_none() && self.named.as_ref().is_some_and(|tool| tool.name == name) {
+            self.call = Some(id.to_owned());
+        }
+    }
+
     /// Reads a chunk of the step; the answer so far when it changed enough to be given.
     pub(super) fn read(&mut self, chunk: &Chunk) -> Option<Value> {
         match (chunk, self.tool) {
             (Chunk::TextDelta(delta), None) => self.text(delta),
             (Chunk::ToolInputDelta { id, delta }, Some(_))
-                if self.call.as_ref().is_none_or(|call| call == id) =>
+                if self
+                    .call
+                    .as_ref()
+                    .map_or(self.named.is_none(), |call| call == id) =>
             {
                 self.call.get_or_insert_with(|| id.clone());
                 self.json.push(delta);
@@ -273,8 +295,13 @@ pub(super) enum Verdict {
     /// The answer parsed and passed the validators.
     Accepted(Output),
     /// The answer failed, for this reason; `by_tool` when the model reads it as the
-    /// final-answer call's error result.
-    Failed { reason: String, by_tool: bool },
+    /// final-answer call's error result. `row`: the reply's row, when it was stored (an empty
+    /// reply's is deleted).
+    Failed {
+        reason: String,
+        by_tool: bool,
+        row: Option<i64>,
+    },
 }
 
 /// What the turn keeps of its answers.
@@ -346,7 +373,11 @@ impl<'a> Turn<'a> {
                     .push((position, answer(call, content, accepted)));
                 return Ok(match verdict {
                     Ok(output) => Verdict::Accepted(output),
-                    Err(reason) => Verdict::Failed { reason, by_tool },
+                    Err(reason) => Verdict::Failed {
+                        reason,
+                        by_tool,
+                        row: Some(reply.row),
+                    },
                 });
             }
             (false, true) => {
@@ -355,12 +386,13 @@ impl<'a> Turn<'a> {
             }
             (false, false) => return Ok(Verdict::None),
         };
-        let parsed = answered.and_then(|json| (spec.kind.parse)(&json));
+        let parsed = answered.and_then(spec.kind.parse_text);
         Ok(match self.validate(spec, step, parsed).await? {
             Ok(output) => Verdict::Accepted(output),
             Err(reason) => Verdict::Failed {
                 reason,
                 by_tool: false,
+                row: (!reply.text.is_empty()).then_some(reply.row),
             },
         })
     }
@@ -394,7 +426,8 @@ impl<'a> Turn<'a> {
 
     /// What the step's verdict makes of the turn once the step is recorded (`next`): an
     /// accepted answer completes it; a failed one is sent back (as the final-answer call's
-    /// error result, or a user message) while retries remain, else fails the turn.
+    /// error result, or a user message), traced as a retry, while retries remain, else fails
+    /// the turn.
     pub(super) async fn settle_output(
         &mut self,
         plan: &mut TurnPlan<'_>,
@@ -418,7 +451,11 @@ impl<'a> Turn<'a> {
                 self.outcome.output = Some(output);
                 Err(End::Completed(StopReason::Finished))
             }
-            Verdict::Failed { reason, by_tool } => {
+            Verdict::Failed {
+                reason,
+                by_tool,
+                row,
+            } => {
                 self.outcome.attempts.reasons.push(reason.clone());
                 let retries = plan
                     .output_retries
@@ -439,14 +476,40 @@ impl<'a> Turn<'a> {
                         reasons: attempts.reasons.clone(),
                     };
                     let error = TurnError::new(TurnErrorKind::Output(failure), message);
+                    if let (false, Some(row)) = (by_tool, row) {
+                        // A text answer that ends the turn is stored failed, so the rows tell
+                        // every accepted answer apart (`stored_output.rs`); a final-answer
+                        // call's error result marks it already.
+                        let failed = MessageUpdate {
+                            message: None,
+                            status: Some(MessageStatus::Failed),
+                            response_completed_at: None,
+                            silent: None,
+                        };
+                        self.update(row, failed).await?;
+                    }
                     return Err(End::Failed(error, ErrorStage::Turn));
+                }
+                let attempt = attempts.reasons.len();
+                tracing::info!(
+                    gen_ai.agent.name = %self.current.name,
+                    gen_ai.agent.step = step,
+                    attempt,
+                    "output retry: {reason}"
+                );
+                if self.sink.is_some() {
+                    let reason = reason.clone();
+                    let retry = TurnEvent::OutputRetry {
+                        step,
+                        attempt,
+                        reason,
+                    };
+                    self.emit(retry).await;
                 }
                 if by_tool {
                     return next;
                 }
-                let retry = Message::user(format!(
-                    "Your answer was not accepted: {reason}\nAnswer again, correcting it."
-                ));
+                let retry = Message::user(format!("{RETRY_LEAD}{reason}{RETRY_TAIL}"));
                 self.add(retry.clone()).await?;
                 plan.messages.push(retry);
                 Ok(None)
@@ -454,6 +517,12 @@ impl<'a> Turn<'a> {
         }
     }
 }
+
+/// The user message that sends a failed text answer back: this, the reason, then
+/// [`RETRY_TAIL`] (`stored_output.rs` recognizes it in the rows).
+pub(super) const RETRY_LEAD: &str = "Your answer was not accepted: ";
+/// The end of the message that sends a failed text answer back.
+pub(super) const RETRY_TAIL: &str = "\nAnswer again, correcting it.";
 
 /// The final-answer call's result, as the model reads it.
 fn answer(call: &ToolCall, content: String, accepted: bool) -> ToolResultRecord {
@@ -486,7 +555,7 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
 }
 
 /// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).
-fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
+pub(super) fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
     if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
         return (spec.kind.parse)(&variant.rebuild(&call.arguments)?);
     }
@@ -502,8 +571,9 @@ fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
     (spec.kind.parse)(&json)
 }
 
-/// The JSON answer in a reply's text: the whole text, or its fenced ```` ```json ```` block.
-fn from_text(text: &str) -> Result<Value, String> {
+/// The JSON answer's text in a reply's text: the whole text, or its fenced ```` ```json ````
+/// block (for `OutputKind::parse_text`).
+pub(super) fn from_text(text: &str) -> Result<&str, String> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_prefix("```json")
@@ -513,5 +583,5 @@ fn from_text(text: &str) -> Result<Value, String> {
     if body.is_empty() {
         return Err("the answer was empty: answer with JSON".to_owned());
     }
-    serde_json::from_str(body).map_err(|error| format!("the answer is not JSON: {error}"))
+    Ok(body)
 }

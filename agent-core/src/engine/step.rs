@@ -104,7 +104,11 @@ impl<'a> Turn<'a> {
             }
         };
         let calls = self.run_calls(plan, step, &reply).await?;
-        let next = self.record(step, &*model, reply, calls).await;
+        let failure = match &verdict {
+            Verdict::Failed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        };
+        let next = self.record(step, &*model, reply, calls, failure).await;
         match verdict {
             Verdict::None => next,
             verdict => self.settle_output(plan, step, verdict, next).await,
@@ -261,14 +265,16 @@ impl<'a> Turn<'a> {
         Ok(())
     }
 
-    /// The step's record: on_step_finish, the stream's `StepFinished`, and whether the turn
-    /// goes on (it does while the model calls tools).
+    /// The step's record (with why its typed answer failed, if it did): on_step_finish, the
+    /// stream's `StepFinished`, and whether the turn goes on (it does while the model calls
+    /// tools).
     async fn record(
         &mut self,
         step: usize,
         model: &dyn Model,
         reply: Reply,
         calls: CallsDone,
+        output_failure: Option<String>,
     ) -> Flow<Option<usize>> {
         let record = StepRecord {
             agent: self.me.clone(),
@@ -281,6 +287,7 @@ impl<'a> Turn<'a> {
             finish_reason: reply.finish_reason,
             usage: reply.usage,
             provider_metadata: reply.provider_metadata,
+            output_failure,
         };
         observe(&self.current.hooks.on_step_finish, &record)
             .await

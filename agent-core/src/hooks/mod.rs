@@ -32,7 +32,7 @@ pub use messages::*;
 pub use outcome::*;
 pub use output::{
     Output, OutputCheck, OutputContext, OutputError, OutputFailure, OutputMode, OutputReport,
-    OutputType,
+    OutputType, StoredOutputError,
 };
 pub use returns::HookReturn;
 pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};

@@ -39,6 +39,12 @@ pub struct StepRecord {
     /// What the provider sent beyond text, reasoning, calls and usage, in order (see
     /// [`ModelEvent::ProviderMetadata`](crate::ModelEvent::ProviderMetadata)).
     pub provider_metadata: Vec<serde_json::Value>,
+    /// Why the typed answer this step gave was not accepted (it did not parse, or a
+    /// validate_output hook sent it back); `None` when the step gave no answer or an accepted
+    /// one. The model is sent back with it while output retries remain
+    /// ([`TurnEvent::OutputRetry`](crate::TurnEvent::OutputRetry) follows the step), else the
+    /// turn fails.
+    pub output_failure: Option<String>,
 }
 
 /// One tool call's result in a step record.

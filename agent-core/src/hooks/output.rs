@@ -168,6 +168,61 @@ impl fmt::Display for OutputError {
 
 impl std::error::Error for OutputError {}
 
+/// Why [`Conversation::last_output`](crate::Conversation::last_output) read no typed answer
+/// back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoredOutputError {
+    /// The session's rows could not be loaded.
+    Store(crate::store::StoreError),
+    /// The agent has no output type, or another one than the type asked for.
+    OtherType {
+        /// The type asked for.
+        asked: &'static str,
+        /// The agent's output type, if it has one.
+        actual: Option<&'static str>,
+    },
+    /// The last accepted answer stored does not parse into the output type (the type changed
+    /// since, or a row was written by hand): the answer as the model sent it, and why.
+    Unreadable {
+        /// The final-answer call's arguments, or the reply's text.
+        raw: String,
+        /// Why it does not parse, naming the JSON path.
+        reason: String,
+    },
+}
+
+impl fmt::Display for StoredOutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoredOutputError::Store(error) => write!(f, "the session's rows: {error}"),
+            StoredOutputError::OtherType {
+                asked,
+                actual: Some(actual),
+            } => write!(f, "the agent's output type is `{actual}`, not `{asked}`"),
+            StoredOutputError::OtherType {
+                asked,
+                actual: None,
+            } => write!(
+                f,
+                "the agent has no output type: give it `{asked}` with `AgentBuilder::output`"
+            ),
+            StoredOutputError::Unreadable { reason, .. } => {
+                write!(f, "the last stored answer does not parse: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoredOutputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoredOutputError::Store(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
 /// validate_output: an answer that parsed into the output type, before the turn takes it.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -238,6 +293,8 @@ pub(crate) struct OutputKind {
     pub(crate) schema: Value,
     /// Parses an answer's JSON into the type, naming the JSON path of what does not fit.
     pub(crate) parse: fn(&Value) -> Result<Output, String>,
+    /// The same from the answer's JSON text, in one pass (no JSON value in between).
+    pub(crate) parse_text: fn(&str) -> Result<Output, String>,
 }
 
 impl OutputKind {
@@ -248,18 +305,46 @@ impl OutputKind {
             type_name: std::any::type_name::<T>(),
             schema: crate::tool::schema_for::<T>(),
             parse: parse::<T>,
+            parse_text: parse_text::<T>,
         }
     }
 }
 
 fn parse<T: OutputType>(json: &Value) -> Result<Output, String> {
-    let value: T = serde_path_to_error::deserialize(json).map_err(|error| {
-        let path = error.path().to_string();
-        match path.as_str() {
-            "." => format!("invalid answer: {}", error.inner()),
-            _ => format!("invalid answer at `{path}`: {}", error.inner()),
+    let value: T = serde_path_to_error::deserialize(json)
+        .map_err(|error| invalid(&error.path().to_string(), error.inner()))?;
+    output(value)
+}
+
+/// [`parse`] from JSON text. Text that is not JSON is reported as such; a value that does not
+/// fit reads as from [`parse`] (its position in the text left out: the path names it).
+fn parse_text<T: OutputType>(text: &str) -> Result<Output, String> {
+    let mut json = serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut json).map_err(|error| {
+        let inner = error.inner();
+        if !inner.is_data() {
+            return format!("the answer is not JSON: {inner}");
         }
+        let message = inner.to_string();
+        let at = format!(" at line {} column {}", inner.line(), inner.column());
+        let message = message.strip_suffix(&at).unwrap_or(&message);
+        invalid(&error.path().to_string(), message)
     })?;
+    json.end()
+        .map_err(|error| format!("the answer is not JSON: {error}"))?;
+    output(value)
+}
+
+/// Why an answer does not fit the type, at this JSON path.
+fn invalid(path: &str, why: impl fmt::Display) -> String {
+    match path {
+        "." => format!("invalid answer: {why}"),
+        _ => format!("invalid answer at `{path}`: {why}"),
+    }
+}
+
+/// A parsed answer with its JSON (as the type serializes it).
+fn output<T: OutputType>(value: T) -> Result<Output, String> {
     let json = serde_json::to_value(&value)
         .map_err(|error| format!("the answer does not serialize back to JSON: {error}"))?;
     Ok(Output {
@@ -335,5 +420,76 @@ impl<T: OutputType> Validator for Hook<ValidateOutput<T>> {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Invoice {
+        number: String,
+        lines: Vec<u64>,
+    }
+
+    /// What `parse_text` says of an answer, against `parse` on the same text read as JSON.
+    fn both(text: &str) -> (Result<Value, String>, Option<Result<Value, String>>) {
+        let from_text = parse_text::<Invoice>(text).map(|output| output.json);
+        let from_value = serde_json::from_str::<Value>(text)
+            .ok()
+            .map(|json| parse::<Invoice>(&json).map(|output| output.json));
+        (from_text, from_value)
+    }
+
+    #[test]
+    fn parsing_from_text_reads_as_parsing_from_a_value() {
+        let good = r#" {"number":"INV-7","lines":[1,2]} "#;
+        let (text, value) = both(good);
+        assert_eq!(
+            text,
+            Ok(serde_json::json!({"number": "INV-7", "lines": [1, 2]}))
+        );
+        assert_eq!(Some(text), value);
+        // A value that does not fit: the same reason, with its path and without a position.
+        for bad in [
+            r#"{"number":"INV-7","lines":[1,"two"]}"#,
+            r#"{"number":"INV-7"}"#,
+            r#"{"number":7,"lines":[]}"#,
+            "[]",
+        ] {
+            let (text, value) = both(bad);
+            assert!(text.is_err(), "{bad}");
+            assert_eq!(Some(text), value, "{bad}");
+        }
+        assert_eq!(
+            both(r#"{"number":"INV-7","lines":[1,"two"]}"#).0,
+            Err("invalid answer at `lines[1]`: invalid type: string \"two\", expected u64".into())
+        );
+        assert_eq!(
+            both(r#"{"number":"INV-7"}"#).0,
+            Err("invalid answer: missing field `lines`".into())
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_json_says_so_with_its_position() {
+        for (text, why) in [
+            ("Sure! Here it is.", "expected value at line 1 column 1"),
+            (
+                r#"{"number":"INV-7","lines":[]} and more"#,
+                "trailing characters at line 1 column 31",
+            ),
+            (
+                r#"{"number":"INV-7","lines":["#,
+                "EOF while parsing a list at line 1 column 27",
+            ),
+        ] {
+            assert_eq!(
+                parse_text::<Invoice>(text).map(|output| output.json),
+                Err(format!("the answer is not JSON: {why}")),
+                "{text}"
+            );
+        }
     }
 }

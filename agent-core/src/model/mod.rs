@@ -157,6 +157,16 @@ pub enum ModelEvent {
     /// The provider's signature over this call's reasoning, kept on the assistant message so
     /// the reasoning can be sent back (Anthropic's thinking blocks).
     ReasoningSignature(String),
+    /// A tool call begins: its id and the tool's name, before its first
+    /// [`ToolInputDelta`](Self::ToolInputDelta). Optional (a model may go straight to the
+    /// deltas); the engine reads it to stream a final-answer call's partial values in a step
+    /// that offers other tools too. Not shown to on_chunk.
+    ToolCallStart {
+        /// The call id, as its deltas and its complete call carry it.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
     /// A piece of a tool call's arguments, as it streams (for observers).
     ToolInputDelta {
         /// The call id.

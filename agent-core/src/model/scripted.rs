@@ -160,20 +160,43 @@ impl ScriptedStep {
         self.event(ModelEvent::ReasoningDelta(text.into()))
     }
 
-    /// Streams a tool call: its arguments as one input delta, then the complete call.
-    /// The arguments are sent as given, so invalid JSON and unknown tools can be scripted.
+    /// Streams a tool call: its start, its arguments as one input delta, then the complete
+    /// call. The arguments are sent as given, so invalid JSON and unknown tools can be
+    /// scripted.
     pub fn tool_call(
         self,
         id: impl Into<String>,
         name: impl Into<String>,
         arguments: impl Into<String>,
     ) -> Self {
-        let (id, arguments) = (id.into(), arguments.into());
-        self.event(ModelEvent::ToolInputDelta {
+        let arguments: String = arguments.into();
+        self.streamed_tool_call(id, name, [arguments])
+    }
+
+    /// Streams a tool call whose arguments come in these pieces: its start, one input delta
+    /// per piece, then the complete call (the pieces joined).
+    pub fn streamed_tool_call<P: Into<String>>(
+        self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        pieces: impl IntoIterator<Item = P>,
+    ) -> Self {
+        let (id, name) = (id.into(), name.into());
+        let mut arguments = String::new();
+        let start = ModelEvent::ToolCallStart {
             id: id.clone(),
-            delta: arguments.clone(),
-        })
-        .event(ModelEvent::ToolCall(ToolCall::new(id, name, arguments)))
+            name: name.clone(),
+        };
+        let mut step = self.event(start);
+        for piece in pieces {
+            let delta: String = piece.into();
+            arguments.push_str(&delta);
+            step = step.event(ModelEvent::ToolInputDelta {
+                id: id.clone(),
+                delta,
+            });
+        }
+        step.event(ModelEvent::ToolCall(ToolCall::new(id, name, arguments)))
     }
 
     /// Reports token usage.

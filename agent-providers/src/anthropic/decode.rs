@@ -8,6 +8,7 @@
 //! | `text_delta` | [`ModelEvent::TextDelta`] |
 //! | `thinking_delta` | [`ModelEvent::ReasoningDelta`] |
 //! | `signature_delta` | [`ModelEvent::ReasoningSignature`] (kept to send the thinking back) |
+//! | `tool_use` block's `content_block_start` | [`ModelEvent::ToolCallStart`] |
 //! | `tool_use` block, `input_json_delta` | [`ModelEvent::ToolInputDelta`] per delta |
 //! | `tool_use` block's `content_block_stop` | one [`ModelEvent::ToolCall`] |
 //! | `message_delta` usage and `stop_reason` | [`ModelEvent::Usage`], the finish reason |
@@ -262,8 +263,13 @@ impl AnthropicDecoder {
                         OpenBlock::Answer { streamed: false }
                     }
                 } else {
+                    let id = head.id.unwrap_or_default();
+                    out.push(ModelEvent::ToolCallStart {
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
                     OpenBlock::Tool {
-                        id: head.id.unwrap_or_default(),
+                        id,
                         name,
                         arguments: String::new(),
                         given,

@@ -1,7 +1,8 @@
 //! The Chat Completions stream decoder: `data:` frames to model events.
 //!
 //! Text and reasoning deltas pass straight through. Tool calls arrive as argument deltas keyed
-//! by `index` (several calls may interleave): each delta is forwarded as
+//! by `index` (several calls may interleave): a call's first argument delta is preceded by
+//! [`ModelEvent::ToolCallStart`] when its name came by then, each delta is forwarded as
 //! [`ModelEvent::ToolInputDelta`] and appended to its call, and the complete calls are emitted,
 //! in index order, once the choice reports its finish reason. Usage arrives in its own chunk
 //! after that (`stream_options.include_usage`), and only `data: [DONE]` ends the stream with
@@ -37,6 +38,8 @@ struct PendingCall {
     id: String,
     name: String,
     arguments: String,
+    /// Its [`ModelEvent::ToolCallStart`] was emitted.
+    started: bool,
 }
 
 impl Decoder for OpenAiDecoder {
@@ -184,6 +187,7 @@ impl OpenAiDecoder {
                 id: String::new(),
                 name: String::new(),
                 arguments: String::new(),
+                started: false,
             });
             self.calls.len() - 1
         });
@@ -205,6 +209,13 @@ impl OpenAiDecoder {
             call.arguments.push_str(&arguments.0);
             if call.id.is_empty() {
                 call.id = format!("call_{}", call.index);
+            }
+            if !call.started && !call.name.is_empty() {
+                call.started = true;
+                out.push(ModelEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
             }
             out.push(ModelEvent::ToolInputDelta {
                 id: call.id.clone(),

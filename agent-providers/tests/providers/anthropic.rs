@@ -213,6 +213,10 @@ fn full_stream_events() -> Vec<ModelEvent> {
         reasoning_tokens: 0,
         cached_input_tokens: 30,
     };
+    let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
+        id: id.to_owned(),
+        name: name.to_owned(),
+    };
     let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
         id: id.to_owned(),
         delta: delta.to_owned(),
@@ -226,6 +230,7 @@ fn full_stream_events() -> Vec<ModelEvent> {
         ),
         ModelEvent::TextDelta("Let me check 🦀".to_owned()),
         ModelEvent::TextDelta(" — café \"au lait\".\n".to_owned()),
+        start("toolu_01", "get_weather"),
         input("toolu_01", "{\"city\": \"Zü"),
         input("toolu_01", "rich\"}"),
         ModelEvent::ToolCall(ToolCall {
@@ -234,6 +239,7 @@ fn full_stream_events() -> Vec<ModelEvent> {
             arguments: "{\"city\": \"Zürich\"}".to_owned(),
             metadata: None,
         }),
+        start("toolu_02", "get_time"),
         input("toolu_02", "{\"tz\""),
         input("toolu_02", ": \"Europe/"),
         input("toolu_02", "Zurich\"}"),

@@ -95,6 +95,11 @@ fn recorded_events() -> Vec<ModelEvent> {
         "call_DdmO9pD3xa9XTPNJ32zg2hcA",
         "call_8ZcBr0d3Hg9vWb4QOyXmKqpT",
     );
+    // Each call's start comes before its first argument delta (the calls interleave).
+    let start = |id: &str| ModelEvent::ToolCallStart {
+        id: id.to_owned(),
+        name: "get_weather".to_owned(),
+    };
     let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
         id: id.to_owned(),
         delta: delta.to_owned(),
@@ -103,7 +108,9 @@ fn recorded_events() -> Vec<ModelEvent> {
         ModelEvent::ReasoningDelta("Le café? 🦀 needs weather".to_owned()),
         ModelEvent::TextDelta("Checking Paris ".to_owned()),
         ModelEvent::TextDelta("and Zürich 🦀 \"now\"\n".to_owned()),
+        start(paris),
         input(paris, "{\"city\""),
+        start(zurich),
         input(zurich, "{\"city\": \"Zürich\"}"),
         input(paris, ": \"Paris\"}"),
         ModelEvent::ToolCall(ToolCall {

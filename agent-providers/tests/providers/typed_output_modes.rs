@@ -90,8 +90,8 @@ async fn typed_turn(agent: &Agent) -> (Vec<Value>, Option<Invoice>) {
     (partials, output)
 }
 
-/// The partial values of the pieces streamed as text.
-fn text_partials() -> Vec<Value> {
+/// The partial values of the pieces, streamed as text or as the final-answer call's arguments.
+fn streamed_partials() -> Vec<Value> {
     vec![
         json!({}),
         json!({"number": "INV-"}),
@@ -153,8 +153,8 @@ async fn openai_tool_mode_sends_the_final_tool_beside_the_agents_and_requires_a_
     let (partials, output) = typed_turn(&agent).await;
 
     assert_eq!(output, Some(invoice()));
-    // Which call is the answer is only known once the calls complete: no partials.
-    assert_eq!(partials, Vec::<Value>::new());
+    // The call's start names the final-answer tool: its arguments stream as partials.
+    assert_eq!(partials, streamed_partials());
     let sent = server.requests()[0].json();
     assert_eq!(sent["tool_choice"], "required");
     let tools = sent["tools"].as_array().unwrap();
@@ -203,7 +203,7 @@ async fn openai_prompted_mode_puts_the_schema_in_the_system_prompt_and_reads_the
     let (partials, output) = typed_turn(&agent).await;
 
     assert_eq!(output, Some(invoice()));
-    assert_eq!(partials, text_partials());
+    assert_eq!(partials, streamed_partials());
     let sent = server.requests()[0].json();
     assert_eq!(
         sent["messages"][0],
@@ -293,7 +293,7 @@ async fn anthropic_tool_mode_sends_the_final_tool_beside_the_agents_and_requires
     let (partials, output) = typed_turn(&agent).await;
 
     assert_eq!(output, Some(invoice()));
-    assert_eq!(partials, Vec::<Value>::new());
+    assert_eq!(partials, streamed_partials());
     let sent = server.requests()[0].json();
     assert_eq!(sent["tool_choice"], json!({"type": "any"}));
     let tools = sent["tools"].as_array().unwrap();
@@ -367,7 +367,7 @@ async fn anthropic_prompted_mode_puts_the_schema_in_the_system_prompt_and_reads_
     let (partials, output) = typed_turn(&agent).await;
 
     assert_eq!(output, Some(invoice()));
-    assert_eq!(partials, text_partials());
+    assert_eq!(partials, streamed_partials());
     let sent = server.requests()[0].json();
     assert_eq!(sent["system"], prompted_system());
     assert!(sent.get("tools").is_none(), "{sent}");

@@ -15,12 +15,17 @@ type SpanFields = Vec<(String, String)>;
 /// One recorded span: its name, its fields and its parent's index, if it has one.
 type SpanRecord = (String, SpanFields, Option<usize>);
 
+/// One recorded event: its fields and the index of the span it happened in.
+type EventRecord = (SpanFields, Option<usize>);
+
 /// Every span in creation order, and the spans entered now (innermost last): enough for a
-/// current-thread runtime, where a span's contextual parent is the one entered last.
+/// current-thread runtime, where a span's contextual parent is the one entered last. Events
+/// are kept apart, with their fields (`message` among them) and the span they happened in.
 #[derive(Clone, Default)]
 struct Spans {
     spans: Arc<Mutex<Vec<SpanRecord>>>,
     entered: Arc<Mutex<Vec<usize>>>,
+    events: Arc<Mutex<Vec<EventRecord>>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -61,7 +66,12 @@ impl Subscriber for Spans {
 
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
-    fn event(&self, _: &Event<'_>) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Vec::new();
+        event.record(&mut Fields(&mut fields));
+        let parent = self.entered.lock().unwrap().last().copied();
+        self.events.lock().unwrap().push((fields, parent));
+    }
 
     fn enter(&self, span: &Id) {
         let index = span.into_u64() as usize - 1;
@@ -265,4 +275,50 @@ fn a_subagents_turn_is_traced_under_the_callers_tool_call_with_its_own_request_i
         .collect();
     assert_eq!(ids.len(), 2);
     assert_ne!(ids[0], ids[1], "the subagent's turn has its own request id");
+}
+
+#[test]
+fn an_output_retry_is_an_event_in_the_step_whose_answer_failed() {
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Total {
+        cents: u64,
+    }
+    let spans = Spans::default();
+    let _guard = tracing::subscriber::set_default(spans.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", r#"{"cents":"ten"}"#),
+        ScriptedStep::new().tool_call("c2", "final_result", r#"{"cents":10}"#),
+    ]);
+    let agent = AgentBuilder::new("typed")
+        .model(model)
+        .output::<Total>()
+        .build()
+        .unwrap();
+    let result = runtime.block_on(agent.run("hi"));
+    assert!(result.is_completed(), "{result:?}");
+
+    let events = spans.events.lock().unwrap().clone();
+    let retries: Vec<_> = events
+        .iter()
+        .filter(|(fields, _)| {
+            field(fields, "message").is_some_and(|m| m.starts_with("output retry: "))
+        })
+        .collect();
+    assert_eq!(retries.len(), 1, "{events:?}");
+    let (fields, parent) = retries[0];
+    assert_eq!(
+        field(fields, "message"),
+        Some("output retry: invalid answer at `cents`: invalid type: string \"ten\", expected u64")
+    );
+    assert_eq!(field(fields, "attempt"), Some("1"));
+    assert_eq!(field(fields, "gen_ai.agent.step"), Some("0"));
+    assert_eq!(field(fields, "gen_ai.agent.name"), Some("typed"));
+    assert_eq!(
+        spans.ancestry(parent.unwrap()),
+        ["step:typed", "invoke_agent:typed"]
+    );
 }

@@ -79,7 +79,7 @@ async fn a_wrong_answer_goes_back_through_the_final_tool_and_the_right_one_is_re
             "on_chunk(tool_call:c1 final_result)",
             "on_llm_end(0)",
             "on_chunk(tool_result:c1 final_result error)",
-            "on_step_finish(0)",
+            "on_step_finish(0 output_failure: invalid answer at `total_cents`: invalid type: string \"twelve\", expected u64)",
             "before_step(1)",
             "on_llm_start(1)",
             "on_chunk(tool_call:c2 final_result)",
@@ -156,13 +156,38 @@ async fn retries_running_out_fail_the_turn_with_the_last_answer_and_every_reason
         trace[trace.len() - 5..],
         lines(&[
             "on_chunk(tool_result:c2 final_result error)",
-            "on_step_finish(1)",
+            "on_step_finish(1 output_failure: invalid answer: missing field `total_cents`)",
             "classify_chat_error(turn)",
             "on_chat_error(turn)",
             "on_chat_response(error)",
         ])
     );
     assert_eq!(model.remaining(), 0);
+}
+
+#[tokio::test]
+async fn an_empty_reply_that_ends_the_turn_fails_it_as_an_output_failure() {
+    // An empty reply's row is deleted: nothing is left to store as failed.
+    for mode in [OutputMode::Tool, OutputMode::Native] {
+        let model = ScriptedModel::new([ScriptedStep::new()]);
+        let agent = AgentBuilder::new("x")
+            .model(model)
+            .output::<Invoice>()
+            .output_mode(mode)
+            .output_retries(0)
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let result = conversation.run("go").await;
+        let error = result.error.unwrap();
+        assert!(
+            matches!(&error.kind, TurnErrorKind::Output(f) if f.reasons.len() == 1),
+            "{mode:?}: {error:?}"
+        );
+        let rows = conversation.rows().await.unwrap();
+        assert_eq!(rows.len(), 1, "{mode:?}: only the input is stored");
+        assert_eq!(conversation.last_output::<Invoice>().await.unwrap(), None);
+    }
 }
 
 #[tokio::test]
@@ -293,7 +318,7 @@ async fn the_native_mode_parses_the_text_and_sends_a_wrong_answer_back_as_a_user
             "before_step(0)",
             "on_llm_start(0)",
             "on_llm_end(0)",
-            "on_step_finish(0)",
+            "on_step_finish(0 output_failure: invalid answer at `total_cents`: invalid type: string \"twelve\", expected u64)",
             "before_step(1)",
             "on_llm_start(1)",
             "on_llm_end(1)",
@@ -836,7 +861,64 @@ async fn text_partials_skip_a_fence_and_wrapped_answers_unwrap_response() {
 }
 
 #[tokio::test]
-async fn no_partials_when_the_final_tool_is_offered_beside_other_tools() {
+async fn partials_stream_from_the_final_call_in_a_step_that_calls_another_tool_too() {
+    use agent_core::TurnEvent;
+    let trace = Trace::new();
+    // The model calls `add`, then the final-answer tool twice in one step: the partials are
+    // the first final-answer call's (the second one's arguments never show).
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .streamed_tool_call("c1", "add", [r#"{"a":1000,"#, r#""b":250}"#])
+        .streamed_tool_call(
+            "c2",
+            "final_result",
+            [r#"{"number":"IN"#, r#"V-7","total_cents":12"#, r#"50}"#],
+        )
+        .streamed_tool_call(
+            "c3",
+            "final_result",
+            [r#"{"number":"INV-9","#, r#""total_cents":1}"#],
+        )]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .tool(Add::traced(&trace))
+        .build()
+        .unwrap();
+
+    let (partials, others) = typed_events(&agent).await;
+
+    assert_eq!(
+        partials,
+        [
+            (0, json!({"number": "IN"})),
+            (0, json!({"number": "INV-7", "total_cents": 12})),
+            (0, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+    let (Some(TurnEvent::Output { output, .. }), Some(TurnEvent::Finished(result))) =
+        (others.get(1), others.get(2))
+    else {
+        panic!("expected the step, its output and the end: {others:?}");
+    };
+    assert_eq!(Some(output.json()), partials.last().map(|(_, value)| value));
+    assert_eq!(
+        result.output::<Invoice>().unwrap(),
+        &Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250
+        }
+    );
+    // The other tool ran, and the second final-answer call was answered with an error.
+    assert_eq!(trace.take(), ["add(1000,250)"]);
+    let results: Vec<(&str, bool)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.is_error))
+        .collect();
+    assert_eq!(results, [("c1", false), ("c2", false), ("c3", true)]);
+
+    // Without the call's start (a model that goes straight to the deltas), which call is the
+    // answer is not known while it streams: no partials, the answer still comes.
     let model = ScriptedModel::new([streamed_call(
         ScriptedStep::new(),
         "c1",
@@ -850,10 +932,153 @@ async fn no_partials_when_the_final_tool_is_offered_beside_other_tools() {
         .unwrap();
     let (partials, others) = typed_events(&agent).await;
     assert_eq!(partials, []);
-    assert!(
-        others
-            .iter()
-            .any(|event| matches!(event, agent_core::TurnEvent::Output { .. }))
+    assert!(matches!(others.get(1), Some(TurnEvent::Output { .. })));
+}
+
+/// Every event of a streamed turn, in order, as text.
+async fn stream_trace(agent: &agent_core::Agent) -> Vec<String> {
+    use agent_core::TurnEvent;
+    let mut stream = agent.conversation().stream("Extract the invoice.");
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(match event {
+            TurnEvent::Chunk { step, chunk } => {
+                format!("chunk({step} {})", tests::describe_chunk(&chunk))
+            }
+            TurnEvent::PartialOutput { step, value } => format!("partial({step} {value})"),
+            TurnEvent::StepFinished(record) => match record.output_failure {
+                Some(why) => format!("step_finished({} output_failure: {why})", record.step),
+                None => format!("step_finished({})", record.step),
+            },
+            TurnEvent::OutputRetry {
+                step,
+                attempt,
+                reason,
+            } => format!("output_retry({step} {attempt} {reason})"),
+            TurnEvent::Output { step, output } => format!("output({step} {})", output.json()),
+            TurnEvent::Finished(result) => format!("finished({})", result.status),
+            other => format!("{other:?}"),
+        });
+    }
+    events
+}
+
+const TWELVE: &str =
+    "invalid answer at `total_cents`: invalid type: string \"twelve\", expected u64";
+
+#[tokio::test]
+async fn a_retry_is_its_own_stream_event_after_the_failed_step_and_a_field_of_its_record() {
+    // By the final-answer tool.
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", GOOD),
+    ]);
+    let agent = invoice_agent(&model, &trace).build().unwrap();
+
+    let events = stream_trace(&agent).await;
+
+    assert_eq!(
+        events,
+        lines(&[
+            "chunk(0 tool_input:c1)",
+            r#"partial(0 {"number":"INV-7","total_cents":"twelve"})"#,
+            "chunk(0 tool_call:c1 final_result)",
+            "chunk(0 tool_result:c1 final_result error)",
+            &format!("step_finished(0 output_failure: {TWELVE})"),
+            &format!("output_retry(0 1 {TWELVE})"),
+            "chunk(1 tool_input:c2)",
+            r#"partial(1 {"number":"INV-7","total_cents":1250})"#,
+            "chunk(1 tool_call:c2 final_result)",
+            "chunk(1 tool_result:c2 final_result ok)",
+            "step_finished(1)",
+            r#"output(1 {"number":"INV-7","total_cents":1250})"#,
+            "finished(completed)",
+        ])
+    );
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Extract the invoice.)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            "on_chunk(tool_input:c1)",
+            "on_chunk(tool_call:c1 final_result)",
+            "on_llm_end(0)",
+            "on_chunk(tool_result:c1 final_result error)",
+            &format!("on_step_finish(0 output_failure: {TWELVE})"),
+            "before_step(1)",
+            "on_llm_start(1)",
+            "on_chunk(tool_input:c2)",
+            "on_chunk(tool_call:c2 final_result)",
+            "on_llm_end(1)",
+            "on_chunk(tool_result:c2 final_result ok)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+
+    // As text (native mode): the retry message is stored before the next step.
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text(BAD),
+        ScriptedStep::new().text(GOOD),
+    ])
+    .supporting_output_schema();
+    let agent = invoice_agent(&model, &trace).build().unwrap();
+
+    let events = stream_trace(&agent).await;
+
+    assert_eq!(
+        events,
+        lines(&[
+            &format!("chunk(0 text:{BAD})"),
+            r#"partial(0 {"number":"INV-7","total_cents":"twelve"})"#,
+            &format!("step_finished(0 output_failure: {TWELVE})"),
+            &format!("output_retry(0 1 {TWELVE})"),
+            &format!("chunk(1 text:{GOOD})"),
+            r#"partial(1 {"number":"INV-7","total_cents":1250})"#,
+            "step_finished(1)",
+            r#"output(1 {"number":"INV-7","total_cents":1250})"#,
+            "finished(completed)",
+        ])
+    );
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run(Extract the invoice.)",
+            "before_turn",
+            "before_step(0)",
+            "on_llm_start(0)",
+            &format!("on_chunk(text:{BAD})"),
+            "on_llm_end(0)",
+            &format!("on_step_finish(0 output_failure: {TWELVE})"),
+            "before_step(1)",
+            "on_llm_start(1)",
+            &format!("on_chunk(text:{GOOD})"),
+            "on_llm_end(1)",
+            "on_step_finish(1)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+
+    // Retries run out: the last failure is no retry, the turn's error carries it.
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c2", "final_result", BAD),
+    ]);
+    let agent = invoice_agent(&model, &Trace::new()).build().unwrap();
+    let events = stream_trace(&agent).await;
+    assert_eq!(
+        events[events.len() - 3..],
+        lines(&[
+            "chunk(1 tool_result:c2 final_result error)",
+            &format!("step_finished(1 output_failure: {TWELVE})"),
+            "finished(error)",
+        ])[..]
     );
 }
 
@@ -927,73 +1152,180 @@ async fn on_chat_response_and_run_hooks_read_the_raw_answer_and_whether_it_valid
     assert_eq!(seen.take(), ["None"]);
 }
 
+/// An agent on a SQLite file opened anew, as a process restarted would open it.
+fn on_file(path: &std::path::Path, model: &ScriptedModel, mode: OutputMode) -> agent_core::Agent {
+    let store = agent_core::SqliteStore::open(path).unwrap();
+    AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .output_mode(mode)
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "non_zero",
+            |ctx| match ctx.output.total_cents {
+                0 => OutputCheck::retry("the total cannot be zero"),
+                _ => OutputCheck::Accept,
+            },
+        ))
+        .store(std::sync::Arc::new(store))
+        .build()
+        .unwrap()
+}
+
+/// An answer that parses but the validator sends back.
+const ZERO: &str = r#"{"number":"INV-0","total_cents":0}"#;
+const OTHER: &str = r#"{"number":"INV-8","total_cents":800}"#;
+
+fn invoice(number: &str, total_cents: u64) -> Invoice {
+    Invoice {
+        number: number.into(),
+        total_cents,
+    }
+}
+
 #[tokio::test]
 async fn the_stored_rows_keep_the_final_json_and_a_resumed_conversation_reads_it_back() {
     let dir = crate::store_sqlite::TempDir::new("typed-output");
     let path = dir.join("typed.db");
-    // Each agent opens the file anew, as a process restarted would.
-    let build = |model: &ScriptedModel| {
-        let store = agent_core::SqliteStore::open(&path).unwrap();
-        AgentBuilder::new("extractor")
-            .model(model.clone())
-            .output::<Invoice>()
-            .store(std::sync::Arc::new(store))
-            .build()
-            .unwrap()
-    };
     let model = ScriptedModel::new([
-        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().tool_call("c1", "final_result", ZERO),
         ScriptedStep::new().tool_call("c2", "final_result", GOOD),
     ]);
-    let first = build(&model)
-        .session("s1")
-        .run("Extract the invoice.")
-        .await;
-    assert_eq!(first.status, TurnStatus::Completed);
+    let first = on_file(&path, &model, OutputMode::Tool).session("s1");
+    assert_eq!(first.last_output::<Invoice>().await.unwrap(), None);
+    let result = first.run("Extract the invoice.").await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    drop(first);
 
-    // Another agent on the same file, as after a restart: the session's rows hold the
-    // accepted final-answer call, and the typed value parses back from it.
-    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c3", "final_result", GOOD)]);
-    let resumed = build(&model).session("s1");
-    let history = resumed.history().await.unwrap();
-    let accepted: Vec<&str> = history
-        .iter()
-        .filter_map(|message| match message {
-            Message::Tool {
-                call_id,
-                is_error: false,
-                ..
-            } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(accepted, ["c2"]);
-    let arguments = history
-        .iter()
-        .find_map(|message| match message {
-            Message::Assistant { tool_calls, .. } => tool_calls
-                .iter()
-                .find(|call| call.id == "c2")
-                .map(|call| call.arguments.clone()),
-            _ => None,
-        })
-        .unwrap();
-    let invoice: Invoice = serde_json::from_str(&arguments).unwrap();
+    // Another agent on the same file, as after a restart: the accepted answer, not the one
+    // the validator sent back (which parses too).
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c3", "final_result", ZERO),
+        ScriptedStep::new().tool_call("c4", "final_result", ZERO),
+        ScriptedStep::new().tool_call("c5", "final_result", OTHER),
+    ]);
+    let resumed = on_file(&path, &model, OutputMode::Tool).session("s1");
     assert_eq!(
-        invoice,
-        Invoice {
-            number: "INV-7".into(),
-            total_cents: 1250
-        }
+        resumed.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-7", 1250))
     );
-    // The next turn sends the model its earlier answer, and returns its new typed value.
+    // A turn whose answers all fail leaves the last accepted one in place.
+    let failed = resumed.run("Again, wrongly.").await;
+    assert_eq!(failed.status, TurnStatus::Error);
+    assert_eq!(
+        resumed.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-7", 1250))
+    );
+    // The model read its earlier answer; the next turn's answer is the last one.
     let result = resumed.run("And again.").await;
-    assert_eq!(result.output::<Invoice>().unwrap(), &invoice);
+    assert_eq!(result.output::<Invoice>().unwrap(), &invoice("INV-8", 800));
     let sent = &model.requests()[0].messages;
     assert!(sent.iter().any(|message| matches!(
         message,
         Message::Assistant { tool_calls, .. } if tool_calls.iter().any(|call| call.arguments == GOOD)
     )));
+    drop(resumed);
+    let reopened = on_file(&path, &ScriptedModel::new([]), OutputMode::Tool).session("s1");
+    assert_eq!(
+        reopened.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-8", 800))
+    );
+
+    // Asked for another type than the agent's, or of an agent without one: an error.
+    #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+    struct Receipt {
+        id: String,
+    }
+    let error = reopened.last_output::<Receipt>().await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            agent_core::StoredOutputError::OtherType { actual: Some(actual), .. }
+                if actual.ends_with("Invoice")
+        ),
+        "{error:?}"
+    );
+    let plain = AgentBuilder::new("plain")
+        .model(ScriptedModel::new([]))
+        .build()
+        .unwrap();
+    let error = plain
+        .session("s")
+        .last_output::<Invoice>()
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the agent has no output type"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_text_answer_is_read_back_in_the_native_and_prompted_modes() {
+    let dir = crate::store_sqlite::TempDir::new("typed-output-text");
+    let path = dir.join("typed.db");
+    for mode in [OutputMode::Native, OutputMode::Prompted] {
+        let session = format!("{mode:?}");
+        // A fenced answer in the prompted mode is unwrapped as the engine does.
+        let good = match mode {
+            OutputMode::Prompted => format!("```json\n{GOOD}\n```"),
+            _ => GOOD.to_owned(),
+        };
+        let model = ScriptedModel::new([
+            ScriptedStep::new().text(ZERO),
+            ScriptedStep::new().text(good),
+        ])
+        .supporting_output_schema();
+        let result = on_file(&path, &model, mode)
+            .session(&session)
+            .run("Extract the invoice.")
+            .await;
+        assert_eq!(result.status, TurnStatus::Completed, "{mode:?}");
+
+        // Reopened: the answer no retry message followed. Then a turn whose answers all fail
+        // (the last one, stored failed, would parse) leaves it the last accepted one.
+        let model = ScriptedModel::new([
+            ScriptedStep::new().text(ZERO),
+            ScriptedStep::new().text(ZERO),
+        ]);
+        let resumed = on_file(&path, &model, mode).session(&session);
+        assert_eq!(
+            resumed.last_output::<Invoice>().await.unwrap(),
+            Some(invoice("INV-7", 1250)),
+            "{mode:?}"
+        );
+        let failed = resumed.run("Again, wrongly.").await;
+        assert_eq!(failed.status, TurnStatus::Error, "{mode:?}");
+        drop(resumed);
+        let reopened = on_file(&path, &ScriptedModel::new([]), mode).session(&session);
+        assert_eq!(
+            reopened.last_output::<Invoice>().await.unwrap(),
+            Some(invoice("INV-7", 1250)),
+            "{mode:?}"
+        );
+        // The failed turn's rows: its first answer with the retry message, its last one
+        // stored failed (out of the history the model reads).
+        let rows = reopened.rows().await.unwrap();
+        let tail: Vec<(String, agent_core::MessageStatus)> = rows[rows.len() - 4..]
+            .iter()
+            .map(|row| (row.message.text().to_owned(), row.status))
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                ("Again, wrongly.".to_owned(), agent_core::MessageStatus::Completed),
+                (ZERO.to_owned(), agent_core::MessageStatus::Completed),
+                (
+                    "Your answer was not accepted: the total cannot be zero\nAnswer again, correcting it."
+                        .to_owned(),
+                    agent_core::MessageStatus::Completed
+                ),
+                (ZERO.to_owned(), agent_core::MessageStatus::Failed),
+            ],
+            "{mode:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -84,8 +84,8 @@ fn last_result(messages: &[Message]) -> (String, bool) {
 }
 
 /// The trace of a turn whose first final-answer call (c1 of `first`) fails and whose second
-/// (c2 of `second`) is accepted.
-fn retried(first: &str, second: &str) -> Vec<String> {
+/// (c2 of `second`) is accepted; `reason` is why the first failed.
+fn retried(first: &str, second: &str, reason: &str) -> Vec<String> {
     lines(&[
         "before_run(Decide.)",
         "before_turn",
@@ -94,7 +94,7 @@ fn retried(first: &str, second: &str) -> Vec<String> {
         &format!("on_chunk(tool_call:c1 {first})"),
         "on_llm_end(0)",
         &format!("on_chunk(tool_result:c1 {first} error)"),
-        "on_step_finish(0)",
+        &format!("on_step_finish(0 output_failure: {reason})"),
         "before_step(1)",
         "on_llm_start(1)",
         &format!("on_chunk(tool_call:c2 {second})"),
@@ -174,7 +174,11 @@ async fn an_externally_tagged_enum_is_one_tool_per_variant_and_a_wrong_one_is_se
     );
     assert_eq!(
         trace_of(&trace),
-        retried("final_result_approve", "final_result_escalate")
+        retried(
+            "final_result_approve",
+            "final_result_escalate",
+            "invalid answer at `Approve.amount_cents`: invalid type: string \"5\", expected u64",
+        )
     );
     let requests = model.requests();
     assert_eq!(
@@ -262,7 +266,11 @@ async fn an_adjacently_tagged_enum_is_one_tool_per_variant_and_a_wrong_one_is_se
     assert_eq!(result.text, r#"{"c":"ask again","t":"note"}"#);
     assert_eq!(
         trace_of(&trace),
-        retried("final_result_note", "final_result_note")
+        retried(
+            "final_result_note",
+            "final_result_note",
+            "the arguments lack `response`",
+        )
     );
     let requests = model.requests();
     assert_eq!(
@@ -343,7 +351,11 @@ async fn an_internally_tagged_enum_takes_a_newtype_variants_fields_and_a_unit_va
     assert_eq!(result.text, r#"{"kind":"cancel"}"#);
     assert_eq!(
         trace_of(&trace),
-        retried("final_result_escalate", "final_result_cancel")
+        retried(
+            "final_result_escalate",
+            "final_result_cancel",
+            "invalid answer: missing field `urgent`",
+        )
     );
     let requests = model.requests();
     assert_eq!(
