@@ -58,12 +58,7 @@ impl Decoder for OpenAiDecoder {
         if chunk.error.is_some() {
             return Err(stream_error(data));
         }
-        // Only the first choice is read (`n` is never asked for).
-        let choice = chunk
-            .choices
-            .into_iter()
-            .flatten()
-            .find(|choice| choice.index == 0);
+        let choice = chunk.choices.and_then(|choices| choices.0);
         if let Some(citations) = chunk.citations.filter(|c| !c.is_null())
             && self.citations.as_ref() != Some(&citations)
         {

@@ -411,7 +411,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 #[derive(Deserialize)]
 pub(super) struct StreamChunk<'a> {
     #[serde(default, borrow)]
-    pub(super) choices: Option<Vec<Choice<'a>>>,
+    pub(super) choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     pub(super) usage: Option<WireUsage>,
     /// An error reported in the stream; only its presence is read here.
@@ -420,6 +420,37 @@ pub(super) struct StreamChunk<'a> {
     /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
     #[serde(default)]
     pub(super) citations: Option<Value>,
+}
+
+/// `choices`, of which only the first choice with index 0 is kept (`n` is never asked for): read
+/// element by element, so a chunk builds no `Vec` (an allocation, and a move of each choice
+/// into it, per chunk: `benches/chunks.rs`).
+pub(super) struct FirstChoice<'a>(pub(super) Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ChoicesVisitor;
+
+        impl<'de> Visitor<'de> for ChoicesVisitor {
+            type Value = FirstChoice<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of choices")
+            }
+
+            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+                let mut first = None;
+                while let Some(choice) = seq.next_element::<Choice<'de>>()? {
+                    if first.is_none() && choice.index == 0 {
+                        first = Some(choice);
+                    }
+                }
+                Ok(FirstChoice(first))
+            }
+        }
+
+        deserializer.deserialize_seq(ChoicesVisitor)
+    }
 }
 
 #[derive(Deserialize)]
