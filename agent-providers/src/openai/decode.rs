@@ -60,13 +60,13 @@ impl Decoder for OpenAiDecoder {
         }
         let choice = chunk.choices.and_then(|choices| choices.0);
         if let Some(citations) = chunk.citations.filter(|c| !c.is_null())
-            && self.citations.as_ref() != Some(&citations)
+            && self.citations.as_ref() != Some(&*citations)
         {
             // Sent again with every chunk: kept once, and again only when it changes.
             out.push(ModelEvent::ProviderMetadata(
                 serde_json::json!({ "citations": citations }),
             ));
-            self.citations = Some(citations);
+            self.citations = Some(*citations);
         }
         if let Some(choice) = choice {
             if let Some(logprobs) = choice.logprobs.filter(|l| !l.is_null()) {
