@@ -406,69 +406,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     }
 }
 
-/// One `data:` frame of the stream (`chat.completion.chunk`). Fields this client does not use
-/// (`id`, `model`, `created`, ...) are skipped without being built.
-/// Fields most chunks lack (usage, citations, log probabilities) are boxed: a chunk and its
-/// choice are moved several times while serde builds them, and at a few hundred bytes those
-/// moves were a fifth of the decoding time (`benches/chunks.rs`); a `None` costs no allocation.
-#[derive(Deserialize)]
-pub(super) struct StreamChunk<'a> {
-    #[serde(default, borrow)]
-    pub(super) choices: Option<FirstChoice<'a>>,
-    #[serde(default)]
-    pub(super) usage: Option<Box<WireUsage>>,
-    /// An error reported in the stream; only its presence is read here.
-    #[serde(default)]
-    pub(super) error: Option<IgnoredAny>,
-    /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
-    #[serde(default)]
-    pub(super) citations: Option<Box<Value>>,
-}
-
-/// `choices`, of which only the first choice with index 0 is kept (`n` is never asked for): read
-/// element by element, so a chunk builds no `Vec` (an allocation, and a move of each choice
-/// into it, per chunk: `benches/chunks.rs`).
-pub(super) struct FirstChoice<'a>(pub(super) Option<Choice<'a>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ChoicesVisitor;
-
-        impl<'de> Visitor<'de> for ChoicesVisitor {
-            type Value = FirstChoice<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of choices")
-            }
-
-            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
-                let mut first = None;
-                while let Some(choice) = seq.next_element::<Choice<'de>>()? {
-                    if first.is_none() && choice.index == 0 {
-                        first = Some(choice);
-                    }
-                }
-                Ok(FirstChoice(first))
-            }
-        }
-
-        deserializer.deserialize_seq(ChoicesVisitor)
-    }
-}
-
-#[derive(Deserialize)]
-pub(super) struct Choice<'a> {
-    #[serde(default)]
-    pub(super) index: u32,
-    #[serde(default, borrow)]
-    pub(super) delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    pub(super) finish_reason: Option<Text<'a>>,
-    /// Token log probabilities, when asked for; kept as provider metadata.
-    #[serde(default)]
-    pub(super) logprobs: Option<Box<Value>>,
-}
-
 #[derive(Deserialize)]
 pub(super) struct Delta<'a> {
     #[serde(default, borrow)]
