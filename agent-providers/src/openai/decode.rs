@@ -591,6 +591,57 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(events, [ModelEvent::TextDelta("mine".to_owned())]);
+        // The index may follow the delta; a second choice with index 0 is not read.
+        let (events, _) = decode(&[
+            r#"{"choices":[{"delta":{"content":"first"},"index":0},{"index":0,"delta":{"content":"again"}}]}"#,
+        ])
+        .unwrap();
+        assert_eq!(events, [ModelEvent::TextDelta("first".to_owned())]);
+    }
+
+    #[test]
+    fn a_chunk_reads_the_same_whatever_its_field_order() {
+        let (events, _) = decode(&[
+            r#"{"usage":{"prompt_tokens":3,"completion_tokens":2},"choices":[{"finish_reason":"stop","delta":{"content":"hi"},"index":0}],"citations":["https://a.example"]}"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            events,
+            [
+                ModelEvent::ProviderMetadata(
+                    serde_json::json!({"citations": ["https://a.example"]})
+                ),
+                ModelEvent::TextDelta("hi".to_owned()),
+                ModelEvent::Usage(Usage {
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    ..Usage::default()
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_chunk_that_errs_after_its_choices_leaves_no_events() {
+        let mut decoder = OpenAiDecoder::default();
+        let mut out = vec![ModelEvent::TextDelta("earlier".to_owned())];
+        let error = decoder
+            .decode(
+                None,
+                r#"{"choices":[{"index":0,"delta":{"content":"x"}}],"error":{"message":"boom","type":"server_error"}}"#,
+                &mut out,
+            )
+            .unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Server);
+        let malformed = decoder
+            .decode(
+                None,
+                r#"{"choices":[{"index":0,"delta":{"content":"y"}}],"#,
+                &mut out,
+            )
+            .unwrap_err();
+        assert_eq!(malformed.kind, ModelErrorKind::StreamMalformed);
+        assert_eq!(out, [ModelEvent::TextDelta("earlier".to_owned())]);
     }
 
     #[test]
