@@ -8,7 +8,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -17,11 +16,10 @@ use agent_core::{
 };
 use futures_core::Stream;
 use reqwest::header::{HeaderName, HeaderValue};
-use sse_stream::SseByteStream;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings};
 use crate::retry::{backoff, retry_after, retryable};
-use crate::sse_tail::CompleteLastEvent;
+use crate::sse::{NotUtf8, SseFrames};
 
 /// One HTTP request a provider builds for a model call.
 pub(crate) struct HttpRequest {
@@ -106,9 +104,9 @@ pub(crate) fn stream<W: Wire>(
             let failure = match send(&transport, wire.name(), &http).await {
                 Err(error) => error,
                 Ok(response) => {
-                    let activity = Arc::new(AtomicBool::new(false));
-                    let body = CompleteLastEvent::new(response.bytes_stream());
-                    let mut events = SseByteStream::new(Activity { inner: body, seen: activity.clone() });
+                    let mut body = response.bytes_stream();
+                    let mut frames = SseFrames::default();
+                    let mut ended = false;
                     let mut decoder = wire.decoder();
                     let mut decoded = Vec::new();
                     let mut streamed = false;
@@ -116,19 +114,15 @@ pub(crate) fn stream<W: Wire>(
                     let timer = tokio::time::sleep(Duration::ZERO);
                     tokio::pin!(timer);
                     let failure = loop {
-                        let Some(next) = next_within(&mut events, timer.as_mut(), limit, &activity).await else {
-                            break stalled(wire.name(), limit.unwrap_or_default());
+                        // Every event the bytes so far complete is decoded before more are read.
+                        let decoding = match frames.next_event() {
+                            Some(Ok(event)) => decoder.decode(event.name, event.data, &mut decoded).map(|()| true),
+                            Some(Err(NotUtf8)) => Err(not_utf8(wire.name())),
+                            None => Ok(false),
                         };
-                        limit = idle;
-                        match next {
-                            None if decoder.finished() => return,
-                            None => break truncated(wire.name()),
-                            Some(Err(error)) => break broken(wire.name(), error),
-                            Some(Ok(event)) => {
-                                let data = event.data.as_deref().unwrap_or_default();
-                                if let Err(error) = decoder.decode(event.event.as_deref(), data, &mut decoded) {
-                                    break error;
-                                }
+                        match decoding {
+                            Err(error) => break error,
+                            Ok(true) => {
                                 for event in decoded.drain(..) {
                                     streamed = true;
                                     yield Ok(event);
@@ -136,7 +130,22 @@ pub(crate) fn stream<W: Wire>(
                                 if decoder.finished() {
                                     return;
                                 }
+                                continue;
                             }
+                            Ok(false) if ended => break truncated(wire.name()),
+                            Ok(false) => {}
+                        }
+                        let Some(next) = next_within(&mut body, timer.as_mut(), limit).await else {
+                            break stalled(wire.name(), limit.unwrap_or_default());
+                        };
+                        limit = idle;
+                        match next {
+                            None => {
+                                frames.end();
+                                ended = true;
+                            }
+                            Some(Err(error)) => break broken(wire.name(), &error),
+                            Some(Ok(bytes)) => frames.push(&bytes),
                         }
                     };
                     // Redacted before the discard event carries its message to observers.
@@ -304,20 +313,21 @@ fn truncated(provider: &str) -> ModelError {
     )
 }
 
-fn broken(provider: &str, error: sse_stream::Error) -> ModelError {
-    match error {
-        sse_stream::Error::Body(source) => ModelError::new(
-            ModelErrorKind::Disconnected,
-            format!(
-                "{provider}: the connection broke mid-stream: {}",
-                error_chain(&*source)
-            ),
+fn broken(provider: &str, error: &reqwest::Error) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::Disconnected,
+        format!(
+            "{provider}: the connection broke mid-stream: {}",
+            error_chain(error)
         ),
-        other => ModelError::new(
-            ModelErrorKind::StreamMalformed,
-            format!("{provider}: malformed stream: {other}"),
-        ),
-    }
+    )
+}
+
+fn not_utf8(provider: &str) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamMalformed,
+        format!("{provider}: malformed stream: an event that is not UTF-8"),
+    )
 }
 
 /// An error with its sources, which is where reqwest keeps the useful part.
@@ -343,16 +353,13 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
 }
 
 /// The stream's next item, or `None` when `limit` passes with no bytes arriving. The timer is
-/// armed only when the stream has nothing ready, so a burst of buffered events costs no timer
-/// operations; bytes that complete no event (an SSE comment used as a keep-alive, half an event)
-/// still count as activity and re-arm it. Arming takes the activity flag too: bytes seen before
-/// the timer was armed are already counted by arming it, so they cannot re-arm it once more
-/// when it fires (which made a stall take twice the limit).
+/// armed only when the stream has nothing ready, so a burst of buffered bytes costs no timer
+/// operations; each read returns (even one that completes no event, such as an SSE comment
+/// used as a keep-alive), so the next wait re-arms it.
 async fn next_within<S: Stream + Unpin>(
     stream: &mut S,
     mut timer: Pin<&mut tokio::time::Sleep>,
     limit: Option<Duration>,
-    activity: &AtomicBool,
 ) -> Option<Option<S::Item>> {
     let mut armed = false;
     std::future::poll_fn(move |cx| {
@@ -362,35 +369,13 @@ async fn next_within<S: Stream + Unpin>(
         let Some(limit) = limit else {
             return Poll::Pending;
         };
-        let active = activity.swap(false, Ordering::Relaxed);
-        if !armed || active {
+        if !armed {
             timer.as_mut().reset(tokio::time::Instant::now() + limit);
             armed = true;
         }
         timer.as_mut().poll(cx).map(|()| None)
     })
     .await
-}
-
-/// A byte stream that notes each chunk it yields, for the idle timer.
-struct Activity<S> {
-    inner: S,
-    seen: Arc<AtomicBool>,
-}
-
-impl<S: Stream + Unpin> Stream for Activity<S> {
-    type Item = S::Item;
-
-    fn poll_next(
-        mut self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> Poll<Option<S::Item>> {
-        let item = Pin::new(&mut self.inner).poll_next(cx);
-        if item.is_ready() {
-            self.seen.store(true, Ordering::Relaxed);
-        }
-        item
-    }
 }
 
 #[cfg(test)]
@@ -418,19 +403,15 @@ mod tests {
     async fn a_stall_after_the_first_events_ends_at_the_default_idle_timeout_not_twice_it() {
         let limit = HttpSettings::default().idle_timeout;
         assert_eq!(limit, Duration::from_secs(30));
-        let seen = Arc::new(AtomicBool::new(false));
-        let mut stream = Activity {
-            inner: TwoThenSilence(0),
-            seen: seen.clone(),
-        };
+        let mut stream = TwoThenSilence(0);
         let timer = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(timer);
         for expected in [1, 2] {
-            let item = next_within(&mut stream, timer.as_mut(), Some(limit), &seen).await;
+            let item = next_within(&mut stream, timer.as_mut(), Some(limit)).await;
             assert_eq!(item, Some(Some(expected)));
         }
         let last_byte = tokio::time::Instant::now();
-        let item = next_within(&mut stream, timer.as_mut(), Some(limit), &seen).await;
+        let item = next_within(&mut stream, timer.as_mut(), Some(limit)).await;
         assert_eq!(item, None, "the idle timer fired");
         assert_eq!(last_byte.elapsed(), limit);
     }

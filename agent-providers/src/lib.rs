@@ -14,7 +14,7 @@ mod config;
 mod drive;
 mod openai;
 mod retry;
-mod sse_tail;
+mod sse;
 
 pub use anthropic::Anthropic;
 pub use config::{ApiKey, ConfigError, HttpSettings};

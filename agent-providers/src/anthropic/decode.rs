@@ -25,7 +25,10 @@ use serde::Deserialize;
 
 use crate::drive::Decoder;
 
-/// One SSE frame's data, whatever its type: only the fields of its type are present.
+/// One SSE frame's data, whatever its type: only the fields of its type are present. The
+/// fields of rare frames are boxed, so that a text delta's frame, moved several times while
+/// serde builds it, stays small (at 600 bytes, those moves cost more than reading its JSON:
+/// `benches/chunks.rs`); a field that is absent costs no allocation.
 #[derive(Deserialize)]
 struct Frame {
     #[serde(rename = "type")]
@@ -33,15 +36,15 @@ struct Frame {
     #[serde(default)]
     index: u32,
     /// `message_start`.
-    message: Option<MessageHead>,
+    message: Option<Box<MessageHead>>,
     /// `content_block_start`.
-    content_block: Option<BlockHead>,
+    content_block: Option<Box<BlockHead>>,
     /// `content_block_delta` (a block's delta) and `message_delta` (the stop reason).
     delta: Option<Delta>,
     /// `message_delta`.
-    usage: Option<WireUsage>,
+    usage: Option<Box<WireUsage>>,
     /// `error`.
-    error: Option<ErrorBody>,
+    error: Option<Box<ErrorBody>>,
 }
 
 #[derive(Deserialize)]
@@ -115,9 +118,9 @@ struct Delta {
     partial_json: Option<String>,
     stop_reason: Option<String>,
     /// `message_delta`: the code-execution container the server tools ran in.
-    container: Option<serde_json::Value>,
+    container: Option<Box<serde_json::Value>>,
     /// `citations_delta`: a source the text being streamed cites.
-    citation: Option<serde_json::Value>,
+    citation: Option<Box<serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -461,7 +464,7 @@ impl Decoder for AnthropicDecoder {
                 } else {
                     vec![None; message.content.len()]
                 };
-                self.message_start(message, raw, out)?;
+                self.message_start(*message, raw, out)?;
             }
             FrameKind::ContentBlockStart => {
                 let Some(head) = frame.content_block else {
@@ -472,7 +475,7 @@ impl Decoder for AnthropicDecoder {
                 let raw = matches!(head.kind, BlockKind::Other)
                     .then(|| raw_field(data, &["content_block"]))
                     .flatten();
-                self.start(frame.index, head, raw, out);
+                self.start(frame.index, *head, raw, out);
             }
             FrameKind::ContentBlockDelta => {
                 let Some(delta) = frame.delta else {
@@ -506,7 +509,9 @@ impl Decoder for AnthropicDecoder {
                 self.finished = true;
                 out.push(ModelEvent::Finish(self.finish_reason()));
             }
-            FrameKind::Error => return Err(stream_error(frame.error.unwrap_or_default())),
+            FrameKind::Error => {
+                return Err(stream_error(frame.error.map(|e| *e).unwrap_or_default()));
+            }
             FrameKind::Ping | FrameKind::Unknown => {}
         }
         Ok(())

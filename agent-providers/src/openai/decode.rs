@@ -12,9 +12,11 @@ use agent_core::{
     FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
 };
 
+use serde::de::DeserializeSeed;
+
+use super::chunk::ChunkSeed;
 use super::wire::{
-    Content, ContentPart, ErrorBody, ErrorCode, ErrorFrame, StreamChunk, Text, ToolCallDelta,
-    WireUsage,
+    Content, ContentPart, Delta, ErrorBody, ErrorCode, ErrorFrame, Text, ToolCallDelta, WireUsage,
 };
 use crate::drive::{Decoder, status_error};
 
@@ -56,62 +58,33 @@ impl Decoder for OpenAiDecoder {
         if event == Some("error") {
             return Err(stream_error(data));
         }
-        let chunk: StreamChunk<'_> =
-            serde_json::from_str(data).map_err(|error| malformed(&error, data))?;
-        if chunk.error.is_some() {
-            return Err(stream_error(data));
-        }
-        // Only the first choice is read (`n` is never asked for).
-        let choice = chunk
-            .choices
-            .into_iter()
-            .flatten()
-            .find(|choice| choice.index == 0);
-        if let Some(citations) = chunk.citations.filter(|c| !c.is_null())
-            && self.citations.as_ref() != Some(&citations)
+        // The chunk's first choice goes to `choice` as it is read; its events come after the
+        // citations' below, and none stay when the chunk is an error or malformed.
+        let start = out.len();
+        let mut json = serde_json::Deserializer::from_str(data);
+        let read = ChunkSeed { decoder: self, out }
+            .deserialize(&mut json)
+            .and_then(|rest| json.end().map(|()| rest));
+        let rest = match read {
+            Ok(rest) if !rest.error => rest,
+            Ok(_) => {
+                out.truncate(start);
+                return Err(stream_error(data));
+            }
+            Err(error) => {
+                out.truncate(start);
+                return Err(malformed(&error, data));
+            }
+        };
+        if let Some(citations) = rest.citations.filter(|c| !c.is_null())
+            && self.citations.as_ref() != Some(&*citations)
         {
             // Sent again with every chunk: kept once, and again only when it changes.
-            out.push(ModelEvent::ProviderMetadata(
-                serde_json::json!({ "citations": citations }),
-            ));
-            self.citations = Some(citations);
+            let kept = serde_json::json!({ "citations": citations });
+            out.insert(start, ModelEvent::ProviderMetadata(kept));
+            self.citations = Some(*citations);
         }
-        if let Some(choice) = choice {
-            if let Some(logprobs) = choice.logprobs.filter(|l| !l.is_null()) {
-                out.push(ModelEvent::ProviderMetadata(
-                    serde_json::json!({ "logprobs": logprobs }),
-                ));
-            }
-            if let Some(delta) = choice.delta {
-                // A server may send both reasoning fields; one is enough.
-                if let Some(reasoning) = delta
-                    .reasoning_content
-                    .or(delta.reasoning)
-                    .filter(non_empty)
-                {
-                    out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
-                }
-                match delta.content {
-                    Some(Content::Text(text)) if non_empty(&text) => {
-                        out.push(ModelEvent::TextDelta(text.into_string()));
-                    }
-                    Some(Content::Parts(parts)) => content_parts(parts, out),
-                    _ => {}
-                }
-                if let Some(refusal) = delta.refusal.filter(non_empty) {
-                    out.push(ModelEvent::TextDelta(refusal.into_string()));
-                }
-                for call in delta.tool_calls.into_iter().flatten() {
-                    self.tool_delta(call, out);
-                }
-            }
-            if let Some(reason) = choice.finish_reason.filter(non_empty) {
-                self.finish = Some(finish_reason(&reason.0));
-                // The calls are complete once the choice finished.
-                self.flush_calls(out);
-            }
-        }
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = rest.usage {
             out.push(ModelEvent::Usage(usage_of(&usage)));
         }
         Ok(())
@@ -123,6 +96,49 @@ impl Decoder for OpenAiDecoder {
 }
 
 impl OpenAiDecoder {
+    /// The first choice of a chunk: its deltas, and its finish reason.
+    pub(super) fn choice(
+        &mut self,
+        delta: Option<Delta<'_>>,
+        finish: Option<Text<'_>>,
+        logprobs: Option<Box<serde_json::Value>>,
+        out: &mut Vec<ModelEvent>,
+    ) {
+        if let Some(logprobs) = logprobs.filter(|l| !l.is_null()) {
+            out.push(ModelEvent::ProviderMetadata(
+                serde_json::json!({ "logprobs": logprobs }),
+            ));
+        }
+        if let Some(delta) = delta {
+            // A server may send both reasoning fields; one is enough.
+            if let Some(reasoning) = delta
+                .reasoning_content
+                .or(delta.reasoning)
+                .filter(non_empty)
+            {
+                out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
+            }
+            match delta.content {
+                Some(Content::Text(text)) if non_empty(&text) => {
+                    out.push(ModelEvent::TextDelta(text.into_string()));
+                }
+                Some(Content::Parts(parts)) => content_parts(parts, out),
+                _ => {}
+            }
+            if let Some(refusal) = delta.refusal.filter(non_empty) {
+                out.push(ModelEvent::TextDelta(refusal.into_string()));
+            }
+            for call in delta.tool_calls.into_iter().flatten() {
+                self.tool_delta(call, out);
+            }
+        }
+        if let Some(reason) = finish.filter(non_empty) {
+            self.finish = Some(finish_reason(&reason.0));
+            // The calls are complete once the choice finished.
+            self.flush_calls(out);
+        }
+    }
+
     /// A frame that is not a JSON object: `[DONE]`, nothing (a block with only an id or a retry
     /// field), or something malformed.
     fn marker(
@@ -586,6 +602,57 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(events, [ModelEvent::TextDelta("mine".to_owned())]);
+        // The index may follow the delta; a second choice with index 0 is not read.
+        let (events, _) = decode(&[
+            r#"{"choices":[{"delta":{"content":"first"},"index":0},{"index":0,"delta":{"content":"again"}}]}"#,
+        ])
+        .unwrap();
+        assert_eq!(events, [ModelEvent::TextDelta("first".to_owned())]);
+    }
+
+    #[test]
+    fn a_chunk_reads_the_same_whatever_its_field_order() {
+        let (events, _) = decode(&[
+            r#"{"usage":{"prompt_tokens":3,"completion_tokens":2},"choices":[{"finish_reason":"stop","delta":{"content":"hi"},"index":0}],"citations":["https://a.example"]}"#,
+        ])
+        .unwrap();
+        assert_eq!(
+            events,
+            [
+                ModelEvent::ProviderMetadata(
+                    serde_json::json!({"citations": ["https://a.example"]})
+                ),
+                ModelEvent::TextDelta("hi".to_owned()),
+                ModelEvent::Usage(Usage {
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    ..Usage::default()
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_chunk_that_errs_after_its_choices_leaves_no_events() {
+        let mut decoder = OpenAiDecoder::default();
+        let mut out = vec![ModelEvent::TextDelta("earlier".to_owned())];
+        let error = decoder
+            .decode(
+                None,
+                r#"{"choices":[{"index":0,"delta":{"content":"x"}}],"error":{"message":"boom","type":"server_error"}}"#,
+                &mut out,
+            )
+            .unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Server);
+        let malformed = decoder
+            .decode(
+                None,
+                r#"{"choices":[{"index":0,"delta":{"content":"y"}}],"#,
+                &mut out,
+            )
+            .unwrap_err();
+        assert_eq!(malformed.kind, ModelErrorKind::StreamMalformed);
+        assert_eq!(out, [ModelEvent::TextDelta("earlier".to_owned())]);
     }
 
     #[test]

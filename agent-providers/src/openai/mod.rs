@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions, and any OpenAI-compatible server through its base URL.
 
+mod chunk;
 mod decode;
 mod strict;
 mod wire;

@@ -406,35 +406,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     }
 }
 
-/// One `data:` frame of the stream (`chat.completion.chunk`). Fields this client does not use
-/// (`id`, `model`, `created`, ...) are skipped without being built.
-#[derive(Deserialize)]
-pub(super) struct StreamChunk<'a> {
-    #[serde(default, borrow)]
-    pub(super) choices: Option<Vec<Choice<'a>>>,
-    #[serde(default)]
-    pub(super) usage: Option<WireUsage>,
-    /// An error reported in the stream; only its presence is read here.
-    #[serde(default)]
-    pub(super) error: Option<IgnoredAny>,
-    /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
-    #[serde(default)]
-    pub(super) citations: Option<Value>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct Choice<'a> {
-    #[serde(default)]
-    pub(super) index: u32,
-    #[serde(default, borrow)]
-    pub(super) delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    pub(super) finish_reason: Option<Text<'a>>,
-    /// Token log probabilities, when asked for; kept as provider metadata.
-    #[serde(default)]
-    pub(super) logprobs: Option<Value>,
-}
-
 #[derive(Deserialize)]
 pub(super) struct Delta<'a> {
     #[serde(default, borrow)]

@@ -1,0 +1,319 @@
+//! The cost of one streamed chunk (issue 16, target 2): a text answer of N chunks over loopback
+//! HTTP, through a provider alone (its `Model::stream` read to the end), through the provider
+//! and the engine (an `Agent` turn with an on_chunk hook), and through the floor, a hand-written
+//! client (reqwest, the SSE parser, serde_json of each chunk into a minimal borrowed struct,
+//! appending the text), on the same bytes from the same in-process server. Each provider is
+//! measured against a floor reading its own wire format: OpenAI Chat Completions and Anthropic
+//! Messages.
+//!
+//! Per extra chunk is the slope between two chunk counts; divan's `AllocProfiler` (a counting
+//! global allocator) gives the allocations of each iteration, so the allocations per extra
+//! chunk are the slope of those: the provider alone (`*_model`), the provider and the engine
+//! (`*_agent`), the engine being their difference.
+//!
+//! Run with `cargo bench -p agent-providers --bench chunks`.
+
+use std::borrow::Cow;
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agent_core::{Agent, AgentBuilder, Hook, Model, ModelEvent, ModelRequest, TurnStatus, event};
+use agent_providers::{Anthropic, OpenAi};
+use divan::counter::ItemsCount;
+use divan::{AllocProfiler, Bencher};
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+
+#[global_allocator]
+static ALLOC: AllocProfiler = AllocProfiler::system();
+
+fn main() {
+    divan::main();
+}
+
+const CHUNKS: &[usize] = &[100, 1000, 10_000];
+
+/// An OpenAI Chat Completions stream of `n` text chunks, a finish chunk, usage and `[DONE]`,
+/// each chunk with every field OpenAI sends.
+fn openai_body(n: usize) -> Vec<u8> {
+    let head = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"bench","system_fingerprint":"fp_1","choices":"#;
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "data: {head}[{{\"index\":0,\"delta\":{{\"content\":\"tok{i} \"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+        ));
+    }
+    body.push_str(&format!("data: {head}[{{\"index\":0,\"delta\":{{}},\"logprobs\":null,\"finish_reason\":\"stop\"}}]}}\n\n"));
+    body.push_str(&format!("data: {head}[],\"usage\":{{\"prompt_tokens\":5,\"completion_tokens\":5,\"total_tokens\":10}}}}\n\n"));
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+/// An Anthropic Messages stream of `n` text deltas in one text block.
+fn anthropic_body(n: usize) -> Vec<u8> {
+    let mut body = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"bench\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n\
+         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+    );
+    for i in 0..n {
+        body.push_str(&format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"tok{i} \"}}}}\n\n"
+        ));
+    }
+    body.push_str(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+         event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n\
+         event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    body.into_bytes()
+}
+
+/// Serves `body` (one write, keep-alive) to every request; returns the base URL.
+fn serve(runtime: &Runtime, body: Vec<u8>) -> String {
+    let body = Arc::new(body);
+    runtime.block_on(async move {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut buffer = vec![0u8; 1 << 16];
+                    let mut pending = Vec::new();
+                    loop {
+                        // One request: its head, then `content-length` bytes of body.
+                        let end = loop {
+                            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break end;
+                            }
+                            match socket.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(read) => pending.extend_from_slice(&buffer[..read]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        while pending.len() < end + 4 + length {
+                            match socket.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(read) => pending.extend_from_slice(&buffer[..read]),
+                            }
+                        }
+                        pending.drain(..end + 4 + length);
+                        let mut response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                            body.len()
+                        )
+                        .into_bytes();
+                        response.extend_from_slice(&body);
+                        if socket.write_all(&response).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        url
+    })
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn openai(url: &str) -> OpenAi {
+    OpenAi::new("bench-key")
+        .base_url(format!("{url}/v1"))
+        .model("bench")
+}
+
+fn anthropic(url: &str) -> Anthropic {
+    Anthropic::new("bench-key").base_url(url).model("bench")
+}
+
+/// An agent on `model` with one sync on_chunk hook.
+fn agent(model: impl Model + 'static) -> Agent {
+    AgentBuilder::new("bench")
+        .model(model)
+        .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
+            black_box(&ctx.chunk);
+        }))
+        .build()
+        .expect("agent")
+}
+
+/// Reads a provider's stream to its end, appending the text as the engine would.
+async fn read_model(model: &dyn Model) -> String {
+    let mut stream = model.stream(ModelRequest::new("bench"));
+    let mut text = String::new();
+    while let Some(event) =
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut stream), cx)).await
+    {
+        match event.expect("event") {
+            ModelEvent::TextDelta(delta) => text.push_str(&delta),
+            other => {
+                black_box(other);
+            }
+        }
+    }
+    text
+}
+
+/// The floor's loop: POST `body` to `url`, parse the SSE stream and give each event's data to
+/// `chunk` until it says the stream ended.
+async fn floor(
+    client: &reqwest::Client,
+    url: String,
+    body: &'static [u8],
+    mut chunk: impl FnMut(&str) -> bool,
+) {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("response");
+    let mut events = sse_stream::SseByteStream::new(response.bytes_stream());
+    while let Some(event) =
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut events), cx)).await
+    {
+        let data = event.expect("event").data.unwrap_or_default();
+        if !chunk(&data) {
+            break;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct OpenAiChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<OpenAiChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiChoice<'a> {
+    #[serde(borrow)]
+    delta: OpenAiDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiDelta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicFrame<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    delta: Option<AnthropicDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicDelta<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// The OpenAI floor: only `choices[0].delta.content` is read.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_floor(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let url = format!("{}/v1/chat/completions", serve(&runtime, openai_body(n)));
+    let client = reqwest::Client::new();
+    let body = br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let mut text = String::new();
+        runtime.block_on(floor(&client, url.clone(), body, |data| {
+            if data == "[DONE]" {
+                return false;
+            }
+            let chunk: OpenAiChunk<'_> = serde_json::from_str(data).expect("chunk");
+            if let Some(content) = chunk
+                .choices
+                .first()
+                .and_then(|c| c.delta.content.as_deref())
+            {
+                text.push_str(content);
+            }
+            true
+        }));
+        black_box(text)
+    });
+}
+
+/// `OpenAi`'s stream read to its end, no engine.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_model(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = openai(&serve(&runtime, openai_body(n)));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+}
+
+/// An agent turn through `OpenAi` and the engine, with an on_chunk hook.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_agent(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let agent = agent(openai(&serve(&runtime, openai_body(n))));
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let result = runtime.block_on(agent.run("go"));
+        assert_eq!(result.status, TurnStatus::Completed);
+        black_box(result)
+    });
+}
+
+/// The Anthropic floor: the frame's `type` and its `delta.text` are read.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_floor(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let url = format!("{}/v1/messages", serve(&runtime, anthropic_body(n)));
+    let client = reqwest::Client::new();
+    let body = br#"{"model":"bench","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let mut text = String::new();
+        runtime.block_on(floor(&client, url.clone(), body, |data| {
+            let frame: AnthropicFrame<'_> = serde_json::from_str(data).expect("frame");
+            if let Some(delta) = frame.delta.as_ref().and_then(|d| d.text.as_deref()) {
+                text.push_str(delta);
+            }
+            frame.kind != "message_stop"
+        }));
+        black_box(text)
+    });
+}
+
+/// `Anthropic`'s stream read to its end, no engine.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_model(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = anthropic(&serve(&runtime, anthropic_body(n)));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+}
+
+/// An agent turn through `Anthropic` and the engine, with an on_chunk hook.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_agent(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let agent = agent(anthropic(&serve(&runtime, anthropic_body(n))));
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let result = runtime.block_on(agent.run("go"));
+        assert_eq!(result.status, TurnStatus::Completed);
+        black_box(result)
+    });
+}

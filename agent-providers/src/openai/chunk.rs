@@ -1,0 +1,163 @@
+//! Reading one stream chunk (`chat.completion.chunk`) straight into the decoder: the first
+//! choice with index 0 is handed to [`OpenAiDecoder::choice`] as soon as its object ends (`n`
+//! is never asked for), and only the chunk's other fields the decoder reads are kept. Building
+//! the whole chunk as one struct first moved its 200 bytes through every level of serde's
+//! return values, which cost about a fifth of a chunk's decoding (`benches/chunks.rs`).
+//! Fields this client does not use (`id`, `model`, `created`, ...) are skipped without being
+//! built.
+
+use std::fmt;
+
+use agent_core::ModelEvent;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::decode::OpenAiDecoder;
+use super::wire::{Delta, Text, WireUsage};
+
+/// What a chunk holds besides its choices.
+#[derive(Default)]
+pub(super) struct ChunkRest {
+    pub(super) usage: Option<Box<WireUsage>>,
+    /// An error reported in the stream; only its presence is read here.
+    pub(super) error: bool,
+    /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
+    pub(super) citations: Option<Box<Value>>,
+}
+
+/// Reads a chunk, giving its first choice to the decoder.
+pub(super) struct ChunkSeed<'d> {
+    pub(super) decoder: &'d mut OpenAiDecoder,
+    pub(super) out: &'d mut Vec<ModelEvent>,
+}
+
+impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
+    type Value = ChunkRest;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ChunkRest, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChunkSeed<'_> {
+    type Value = ChunkRest;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a chat.completion.chunk object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<ChunkRest, M::Error> {
+        let mut rest = ChunkRest::default();
+        let mut chosen = false;
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match &*key.0 {
+                "choices" => map.next_value_seed(ChoicesSeed {
+                    decoder: &mut *self.decoder,
+                    out: &mut *self.out,
+                    chosen: &mut chosen,
+                })?,
+                "usage" => rest.usage = map.next_value()?,
+                "error" => rest.error = map.next_value::<Option<IgnoredAny>>()?.is_some(),
+                "citations" => rest.citations = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(rest)
+    }
+}
+
+/// Reads `choices` (an array, or `null`).
+struct ChoicesSeed<'d> {
+    decoder: &'d mut OpenAiDecoder,
+    out: &'d mut Vec<ModelEvent>,
+    /// Whether a choice with index 0 was given to the decoder already.
+    chosen: &'d mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChoicesSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of choices")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+        while seq
+            .next_element_seed(ChoiceSeed {
+                decoder: &mut *self.decoder,
+                out: &mut *self.out,
+                chosen: &mut *self.chosen,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+}
+
+/// Reads one choice, and gives it to the decoder if it is the first with index 0.
+struct ChoiceSeed<'d> {
+    decoder: &'d mut OpenAiDecoder,
+    out: &'d mut Vec<ModelEvent>,
+    chosen: &'d mut bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChoiceSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a choice object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        let mut index = 0u32;
+        let mut delta: Option<Delta<'de>> = None;
+        let mut finish: Option<Text<'de>> = None;
+        let mut logprobs: Option<Box<Value>> = None;
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            match &*key.0 {
+                "index" => index = map.next_value()?,
+                "delta" => delta = map.next_value()?,
+                "finish_reason" => finish = map.next_value()?,
+                "logprobs" => logprobs = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if index == 0 && !*self.chosen {
+            *self.chosen = true;
+            self.decoder.choice(delta, finish, logprobs, self.out);
+        }
+        Ok(())
+    }
+}

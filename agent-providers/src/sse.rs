@@ -1,0 +1,268 @@
+//! Server-sent events framing over a response body, without an allocation per event: the bytes
+//! received are kept in one buffer (reused for the whole stream), and each event is handed to
+//! the decoder as its name and data borrowed from that buffer. Only an event whose data spans
+//! several `data:` lines is copied, joined, into a second reused buffer. (A framer that returns
+//! owned events costs one `String` per event for the data, and one more for an `event:` name:
+//! `benches/chunks.rs`.)
+//!
+//! Framing follows the WHATWG rules: lines end with `\n`, `\r` or `\r\n`; a blank line
+//! dispatches the event; `:` starts a comment; a field's value drops one leading space;
+//! several `data:` lines join with `\n`; `id` and `retry` count as fields but are not kept;
+//! unknown fields are ignored; a leading byte-order mark is skipped. An event with no field is
+//! not dispatched. Names and data must be UTF-8.
+//!
+//! At the end of the body, an event whose last line is complete is dispatched even without
+//! its blank line: real servers (Anthropic's OpenAI-compatible endpoint among them) close the
+//! connection right after `data: [DONE]\n`. An event cut inside a line is dropped, so the
+//! stream stays truncated.
+
+use std::ops::Range;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The SSE framer of one response body (see the module).
+#[derive(Default)]
+pub(crate) struct SseFrames {
+    /// Bytes received and not yet framed start at `start`.
+    buffer: Vec<u8>,
+    start: usize,
+    /// The data of the last event with several `data:` lines, joined.
+    joined: Vec<u8>,
+    /// Whether the body's start was checked for a byte-order mark.
+    bom_checked: bool,
+    /// Whether the body ended.
+    ended: bool,
+}
+
+/// One event, borrowed from the framer.
+#[derive(Debug, PartialEq)]
+pub(crate) struct SseEvent<'a> {
+    /// The `event:` name, if any.
+    pub(crate) name: Option<&'a str>,
+    /// The data (empty when the event had no `data:` line).
+    pub(crate) data: &'a str,
+}
+
+/// An event's name or data is not UTF-8.
+#[derive(Debug, PartialEq)]
+pub(crate) struct NotUtf8;
+
+/// Where an event's data is.
+enum Data {
+    None,
+    /// One `data:` line: its value in `buffer`.
+    Line(Range<usize>),
+    /// Several: joined in `joined`.
+    Joined,
+}
+
+impl SseFrames {
+    /// Adds bytes of the body.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        if self.start == self.buffer.len() {
+            self.buffer.clear();
+        } else if self.start > 0 {
+            // A partial event moves to the front (a network read's tail, not every event).
+            self.buffer.drain(..self.start);
+        }
+        self.start = 0;
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// Marks the end of the body: a complete last line now ends its event.
+    pub(crate) fn end(&mut self) {
+        self.ended = true;
+    }
+
+    /// The next complete event, if the bytes so far hold one.
+    pub(crate) fn next_event(&mut self) -> Option<Result<SseEvent<'_>, NotUtf8>> {
+        if !self.bom_checked {
+            let rest = &self.buffer[self.start..];
+            if rest.len() < BOM.len() && BOM.starts_with(rest) && !self.ended {
+                return None;
+            }
+            if rest.starts_with(BOM) {
+                self.start += BOM.len();
+            }
+            self.bom_checked = true;
+        }
+        let (name, data, end) = self.scan()?;
+        self.start = end;
+        Some(self.event(name, data))
+    }
+
+    /// Scans one event from `start` (skipping blank lines, comments and unknown fields before
+    /// it): its name, its data and where it ends; `None` when the bytes so far do not complete
+    /// it.
+    fn scan(&mut self) -> Option<(Option<Range<usize>>, Data, usize)> {
+        let buffer = &self.buffer;
+        let (mut name, mut data) = (None, Data::None);
+        let mut fields = false;
+        let mut at = self.start;
+        loop {
+            let rest = &buffer[at..];
+            let Some(length) = memchr::memchr2(b'\n', b'\r', rest) else {
+                // The bytes so far end inside the event: it waits for more, or, at the body's
+                // end, is dispatched if its last line is complete (dropped if that is cut).
+                return (self.ended && fields && rest.is_empty()).then_some((name, data, at));
+            };
+            let line = at..at + length;
+            at += length + 1;
+            // `\r\n` is one line end. A `\r` that ends the bytes so far may be followed by
+            // a `\n` in the next ones: the event is read again from its start then, and a `\n`
+            // left after a blank line's `\r` is one more blank line, which dispatches nothing.
+            if rest[length] == b'\r' && rest.get(length + 1) == Some(&b'\n') {
+                at += 1;
+            }
+            if line.is_empty() {
+                if fields {
+                    return Some((name, data, at));
+                }
+                // Blank lines before any field separate nothing.
+                self.start = at;
+                continue;
+            }
+            let text = &buffer[line.clone()];
+            let (field, value) = match memchr::memchr(b':', text) {
+                Some(0) => continue,
+                Some(colon) => {
+                    // The value starts after the colon and one space, if any.
+                    let mut value = line.start + colon + 1;
+                    if text.get(colon + 1) == Some(&b' ') {
+                        value += 1;
+                    }
+                    (&text[..colon], value..line.end)
+                }
+                None => (text, line.end..line.end),
+            };
+            match field {
+                b"data" => {
+                    data = match data {
+                        Data::None => Data::Line(value),
+                        Data::Line(first) => {
+                            self.joined.clear();
+                            self.joined.extend_from_slice(&buffer[first]);
+                            self.joined.push(b'\n');
+                            self.joined.extend_from_slice(&buffer[value]);
+                            Data::Joined
+                        }
+                        Data::Joined => {
+                            self.joined.push(b'\n');
+                            self.joined.extend_from_slice(&buffer[value]);
+                            Data::Joined
+                        }
+                    };
+                }
+                b"event" => name = Some(value),
+                b"id" | b"retry" => {}
+                _ => continue,
+            }
+            fields = true;
+        }
+    }
+
+    fn event(&self, name: Option<Range<usize>>, data: Data) -> Result<SseEvent<'_>, NotUtf8> {
+        let name = name.map(|name| text(&self.buffer[name])).transpose()?;
+        let data = match data {
+            Data::None => "",
+            Data::Line(line) => text(&self.buffer[line])?,
+            Data::Joined => text(&self.joined)?,
+        };
+        Ok(SseEvent { name, data })
+    }
+}
+
+fn text(bytes: &[u8]) -> Result<&str, NotUtf8> {
+    std::str::from_utf8(bytes).map_err(|_| NotUtf8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Framed = Vec<Result<(Option<String>, String), NotUtf8>>;
+
+    /// The events of a body sent in these pieces, until and at its end.
+    fn frames(pieces: &[&[u8]]) -> Framed {
+        fn drain(frames: &mut SseFrames, events: &mut Framed) {
+            while let Some(event) = frames.next_event() {
+                events.push(event.map(|e| (e.name.map(str::to_owned), e.data.to_owned())));
+            }
+        }
+        let mut frames = SseFrames::default();
+        let mut events = Vec::new();
+        for piece in pieces {
+            frames.push(piece);
+            drain(&mut frames, &mut events);
+        }
+        frames.end();
+        drain(&mut frames, &mut events);
+        events
+    }
+
+    fn event(name: Option<&str>, data: &str) -> Result<(Option<String>, String), NotUtf8> {
+        Ok((name.map(str::to_owned), data.to_owned()))
+    }
+
+    const MIXED: &[u8] =
+        b"\xEF\xBB\xBFdata: a\n\n: comment\n\ndata: b\r\n\r\nevent: e\ndata: c\rdata:d\r\r\
+        foo: ignored\n\nid: 7\n\ndata\n\n\n\nevent: only\r\n\r\ndata:  two spaces\n\n";
+
+    fn mixed() -> Framed {
+        vec![
+            event(None, "a"),
+            event(None, "b"),
+            event(Some("e"), "c\nd"),
+            event(None, ""),
+            event(None, ""),
+            event(Some("only"), ""),
+            event(None, " two spaces"),
+        ]
+    }
+
+    #[test]
+    fn lines_fields_and_events_follow_the_sse_rules() {
+        assert_eq!(frames(&[MIXED]), mixed());
+    }
+
+    #[test]
+    fn any_split_of_the_body_frames_the_same_events() {
+        for i in 0..=MIXED.len() {
+            for j in i..=MIXED.len() {
+                let pieces = [&MIXED[..i], &MIXED[i..j], &MIXED[j..]];
+                assert_eq!(frames(&pieces), mixed(), "split at {i} and {j}");
+            }
+        }
+        let bytes: Vec<&[u8]> = MIXED.chunks(1).collect();
+        assert_eq!(frames(&bytes), mixed());
+    }
+
+    #[test]
+    fn the_body_end_completes_an_event_whose_last_line_is_complete() {
+        assert_eq!(
+            frames(&[b"data: {}\n\n", b"data: [DONE]\n"]),
+            [event(None, "{}"), event(None, "[DONE]")]
+        );
+        assert_eq!(frames(&[b"data: [DONE]\r"]), [event(None, "[DONE]")]);
+        assert_eq!(
+            frames(&[b"event: message_stop\ndata: {}\r\n"]),
+            [event(Some("message_stop"), "{}")]
+        );
+    }
+
+    #[test]
+    fn a_cut_last_line_drops_its_event() {
+        assert_eq!(frames(&[b"data: [DO"]), []);
+        assert_eq!(frames(&[b"data: a\n\ndata: [DONE]"]), [event(None, "a")]);
+        assert_eq!(frames(&[b"data: a\nda"]), []);
+        assert_eq!(frames(&[b""]), []);
+        assert_eq!(frames(&[b"\xEF\xBB"]), []);
+    }
+
+    #[test]
+    fn names_and_data_must_be_utf8() {
+        assert_eq!(frames(&[b"data: \xFF\n\n"]), [Err(NotUtf8)]);
+        assert_eq!(frames(&[b"event: \xC3\ndata: x\n\n"]), [Err(NotUtf8)]);
+        assert_eq!(frames(&[b"data: \xC3", b"\xA9\n\n"]), [event(None, "é")]);
+    }
+}
