@@ -86,7 +86,7 @@ impl Conversation {
 
     /// The history a model reads: the session's completed, visible messages, oldest first.
     pub async fn history(&self) -> Result<Vec<Message>, StoreError> {
-        Ok(crate::store::history(&self.rows().await?))
+        Ok(crate::store::history(self.rows().await?))
     }
 
     /// Every stored row of the session (pending and failed ones too), oldest first.

@@ -453,7 +453,7 @@ impl<'a> Turn<'a> {
                     "Your answer was not accepted: {reason}\nAnswer again, correcting it."
                 ));
                 self.add(retry.clone()).await?;
-                plan.messages.push(retry);
+                plan.history_mut().push(retry);
                 Ok(None)
             }
         }
