@@ -52,7 +52,7 @@ fn rss_over_turns(agent: bool, turns: usize) {
         } else {
             black_box(runtime.block_on(floor.turn(Vec::new())));
         }
-        if turn % 1000 == 0 {
+        if turn.is_multiple_of(1000) {
             println!(
                 "{side}: turn {turn}: VmRSS {}, VmHWM {}",
                 status("VmRSS:"),
@@ -261,7 +261,7 @@ fn turn_bodies(calls: usize) -> (Vec<u8>, Vec<u8>) {
     };
     let mut first = String::new();
     for index in 0..calls {
-        let name = if index % 2 == 0 {
+        let name = if index.is_multiple_of(2) {
             "get_weather"
         } else {
             "get_time"
@@ -300,7 +300,7 @@ const INPUT: &str = "Weather and time in Oslo?";
 
 /// Message `i` of an earlier conversation: questions and answers in turn, about 60 bytes each.
 fn earlier(i: usize) -> (&'static str, String) {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         (
             "user",
             format!("Question {i}: what should I pack for a trip to Oslo?"),
