@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -95,9 +95,10 @@ pub(crate) trait Wire: Send + Sync + 'static {
     /// The provider's name, for error messages (`openai`).
     fn name(&self) -> &'static str;
 
-    /// Builds the HTTP request (a bad request, such as a schema strict mode cannot express, is
-    /// [`ModelErrorKind::BadRequest`]).
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError>;
+    /// Builds the HTTP request, writing its body into `body` (empty, with room for about as
+    /// much as the client's last request). A bad request, such as a schema strict mode cannot
+    /// express, is [`ModelErrorKind::BadRequest`].
+    fn request(&self, request: &ModelRequest, body: Vec<u8>) -> Result<HttpRequest, ModelError>;
 
     /// A fresh decoder for one attempt.
     fn decoder(&self) -> Self::Decoder;
@@ -108,6 +109,11 @@ pub(crate) trait Wire: Send + Sync + 'static {
 pub(crate) struct Transport {
     client: reqwest::Client,
     pub(crate) settings: HttpSettings,
+    /// The size of the last request body built for this client. The next body starts with
+    /// room for it: written into a buffer that started at 128 bytes, a body of a long
+    /// conversation grew about ten times, each growth a copy (`whole_turn_history_agent` in
+    /// benches/stream.rs).
+    body_size: AtomicUsize,
 }
 
 impl Transport {
@@ -116,7 +122,11 @@ impl Transport {
             .connect_timeout(settings.connect_timeout)
             .build()
             .map_err(|error| ConfigError(format!("cannot build the HTTP client: {error}")))?;
-        Ok(Transport { client, settings })
+        Ok(Transport {
+            client,
+            settings,
+            body_size: AtomicUsize::new(0),
+        })
     }
 }
 
@@ -127,8 +137,15 @@ pub(crate) fn stream<W: Wire>(
     request: ModelRequest,
 ) -> ModelStream {
     Box::pin(async_stream::stream! {
-        let http = match wire.request(&request) {
-            Ok(http) => http,
+        // Room for the last body and an eighth more: a conversation's next request is a
+        // little longer than its last.
+        let last = transport.body_size.load(Ordering::Relaxed);
+        let buffer = Vec::with_capacity(last + last / 8);
+        let http = match wire.request(&request, buffer) {
+            Ok(http) => {
+                transport.body_size.store(http.body.len(), Ordering::Relaxed);
+                http
+            }
             Err(error) => {
                 yield Err(error);
                 return;

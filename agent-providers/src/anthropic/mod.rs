@@ -208,10 +208,10 @@ impl Wire for Call {
         "anthropic"
     }
 
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError> {
+    fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let config = &self.config;
         let body = wire::body(request, &config.model, config.max_tokens)?;
-        let body = serde_json::to_vec(&body).map_err(|error| {
+        serde_json::to_writer(&mut out, &body).map_err(|error| {
             ModelError::new(
                 ModelErrorKind::BadRequest,
                 format!("anthropic: cannot encode the request: {error}"),
@@ -225,7 +225,7 @@ impl Wire for Call {
                 ("accept", "text/event-stream"),
             ],
             auth: Some(("x-api-key", "", config.key.clone())),
-            body: body.into(),
+            body: out.into(),
         })
     }
 

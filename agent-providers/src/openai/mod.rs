@@ -204,7 +204,7 @@ impl Wire for OpenAiWire {
         "openai"
     }
 
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError> {
+    fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let model = if request.model.is_empty() {
             &self.model
         } else {
@@ -250,7 +250,7 @@ impl Wire for OpenAiWire {
             output,
             strict_output: self.strict_output,
         };
-        let body = serde_json::to_vec(&body).map_err(|error| {
+        serde_json::to_writer(&mut out, &body).map_err(|error| {
             ModelError::new(
                 ModelErrorKind::Other,
                 format!("openai: cannot encode the request: {error}"),
@@ -266,7 +266,7 @@ impl Wire for OpenAiWire {
                 .key
                 .clone()
                 .map(|key| ("authorization", "Bearer ", key)),
-            body: body.into(),
+            body: out.into(),
         })
     }
 
