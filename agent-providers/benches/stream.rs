@@ -3,7 +3,8 @@
 //! JSON into a minimal struct, on the same bytes from the same in-process server, which writes
 //! each response in one large batch.
 //!
-//! Run with `cargo bench -p agent-providers`.
+//! Run with `cargo bench -p agent-providers`. `WHOLE_TURN_RSS=agent` (or `floor`) instead runs
+//! 10,000 whole turns in one process and prints its resident memory every 1,000 turns.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -21,7 +22,44 @@ use tokio::runtime::Runtime;
 static ALLOC: AllocProfiler = AllocProfiler::system();
 
 fn main() {
-    divan::main();
+    match std::env::var("WHOLE_TURN_RSS").as_deref() {
+        Ok(side) => rss_over_turns(side == "agent", 10_000),
+        Err(_) => divan::main(),
+    }
+}
+
+/// Runs `turns` whole turns (the agent's or the floor's) on one runtime and prints the
+/// process's resident and peak resident memory before the first and after every thousandth.
+fn rss_over_turns(agent: bool, turns: usize) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_pair(&runtime, first, second);
+    let side = if agent { "agent" } else { "floor" };
+    let (agent, floor) = (turn_agent(&url, None), Floor::new(url));
+    let status = |key: &str| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))
+            .map(|kb| kb.trim().to_owned())
+            .unwrap_or_default()
+    };
+    println!("{side}: turn 0: VmRSS {}", status("VmRSS:"));
+    for turn in 1..=turns {
+        if side == "agent" {
+            let result = runtime.block_on(agent.run(INPUT));
+            assert_eq!(result.status, TurnStatus::Completed);
+        } else {
+            black_box(runtime.block_on(floor.turn(Vec::new())));
+        }
+        if turn.is_multiple_of(1000) {
+            println!(
+                "{side}: turn {turn}: VmRSS {}, VmHWM {}",
+                status("VmRSS:"),
+                status("VmHWM:")
+            );
+        }
+    }
 }
 
 const CHUNKS: &[usize] = &[100, 1000, 10_000];
@@ -201,8 +239,16 @@ fn floor_reqwest_sse_json(bencher: Bencher, n: usize) {
 
 // ---- A whole turn (docs/design.md §9) -------------------------------------------------------------
 
-/// Step one: two tool calls. Step two (after the tool results): fifty text chunks.
-fn turn_bodies() -> (Vec<u8>, Vec<u8>) {
+/// The tool calls of the standard whole turn.
+const TWO_CALLS: usize = 2;
+/// Tool calls in step one, for the per-call cost (the slope between the rows).
+const CALLS: &[usize] = &[1, 2, 4, 8];
+/// Messages of history before the turn, for the growth curve.
+const HISTORY: &[usize] = &[10, 100, 1000];
+
+/// Step one: `calls` tool calls (weather and time in turn). Step two (after the tool results):
+/// fifty text chunks.
+fn turn_bodies(calls: usize) -> (Vec<u8>, Vec<u8>) {
     let chunk = |delta: String| {
         format!(
             "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n"
@@ -214,10 +260,13 @@ fn turn_bodies() -> (Vec<u8>, Vec<u8>) {
         )
     };
     let mut first = String::new();
-    for (index, (id, name)) in [("call_1", "get_weather"), ("call_2", "get_time")]
-        .iter()
-        .enumerate()
-    {
+    for index in 0..calls {
+        let name = if index.is_multiple_of(2) {
+            "get_weather"
+        } else {
+            "get_time"
+        };
+        let id = format!("call_{}", index + 1);
         first.push_str(&chunk(format!(
             "{{\"tool_calls\":[{{\"index\":{index},\"id\":\"{id}\",\"type\":\"function\",\"function\":{{\"name\":\"{name}\",\"arguments\":\"\"}}}}]}}"
         )));
@@ -246,18 +295,32 @@ fn get_time(city: String) -> String {
     format!("14:05 in {city}")
 }
 
-/// The whole stack: an agent turn through `OpenAi` with two tool calls, fifty streamed text
-/// chunks, a before/after tool hook pair and an on_chunk hook.
-#[divan::bench(sample_count = 200)]
-fn whole_turn_agent(bencher: Bencher) {
+/// The turn's user input.
+const INPUT: &str = "Weather and time in Oslo?";
+
+/// Message `i` of an earlier conversation: questions and answers in turn, about 60 bytes each.
+fn earlier(i: usize) -> (&'static str, String) {
+    if i.is_multiple_of(2) {
+        (
+            "user",
+            format!("Question {i}: what should I pack for a trip to Oslo?"),
+        )
+    } else {
+        (
+            "assistant",
+            format!("Answer {i}: a warm coat, good shoes and an umbrella."),
+        )
+    }
+}
+
+/// The agent of a whole turn: `OpenAi` against `url`, the two tools, a before/after tool hook
+/// pair and an on_chunk hook.
+fn turn_agent(url: &str, store: Option<Arc<dyn agent_core::SessionStore>>) -> agent_core::Agent {
     use agent_core::{Hook, Matcher, event};
-    let runtime = runtime();
-    let (first, second) = turn_bodies();
-    let url = serve_pair(&runtime, first, second);
     let model = OpenAi::new("bench-key")
         .base_url(format!("{url}/v1"))
         .model("bench");
-    let agent = AgentBuilder::new("bench")
+    let mut builder = AgentBuilder::new("bench")
         .model(model)
         .tool(get_weather_tool::GetWeather)
         .tool(get_time_tool::GetTime)
@@ -275,25 +338,160 @@ fn whole_turn_agent(bencher: Bencher) {
         )
         .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
             black_box(&ctx.chunk);
-        }))
-        .build()
-        .expect("agent");
+        }));
+    if let Some(store) = store {
+        builder = builder.store(store);
+    }
+    builder.build().expect("agent")
+}
+
+/// The whole stack: an agent turn through `OpenAi` with two tool calls, fifty streamed text
+/// chunks, a before/after tool hook pair and an on_chunk hook.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_agent(bencher: Bencher) {
+    whole_turn_calls_agent(bencher, TWO_CALLS);
+}
+
+/// The floor: a hand-written client doing the same two HTTP exchanges with reqwest and serde,
+/// calling the two tool functions directly; each request body is built as a JSON tree
+/// (`serde_json::json!`) and then written, as this benchmark's floor always did.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_floor(bencher: Bencher) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_pair(&runtime, first, second);
+    let floor = Floor::new(url).json_tree();
+    bencher.bench_local(|| black_box(runtime.block_on(floor.turn(Vec::new()))));
+}
+
+/// The tighter floor: [`whole_turn_floor`] with each request body serialized straight from
+/// typed structs, as the calls and history variants do.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_floor_typed(bencher: Bencher) {
+    whole_turn_calls_floor(bencher, TWO_CALLS);
+}
+
+/// [`whole_turn_agent`] with `calls` tool calls in step one: the slope is the cost of one more
+/// call with its before/after hooks.
+#[divan::bench(args = CALLS, sample_count = 200)]
+fn whole_turn_calls_agent(bencher: Bencher, calls: usize) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(calls);
+    let url = serve_pair(&runtime, first, second);
+    let agent = turn_agent(&url, None);
     bencher.bench_local(|| {
-        let result = runtime.block_on(agent.run("Weather and time in Oslo?"));
+        let result = runtime.block_on(agent.run(INPUT));
         assert_eq!(result.status, TurnStatus::Completed);
         black_box(result)
     });
 }
 
-#[derive(serde::Serialize)]
+/// [`whole_turn_floor`] with `calls` tool calls in step one.
+#[divan::bench(args = CALLS, sample_count = 200)]
+fn whole_turn_calls_floor(bencher: Bencher, calls: usize) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(calls);
+    let url = serve_pair(&runtime, first, second);
+    let floor = Floor::new(url);
+    bencher.bench_local(|| black_box(runtime.block_on(floor.turn(Vec::new()))));
+}
+
+/// [`whole_turn_agent`] in a session that already holds `history` messages (stored, untimed,
+/// in a fresh session of a `MemoryStore` for each turn): the engine loads them, and sends them
+/// in both requests.
+#[divan::bench(args = HISTORY, sample_count = 100)]
+fn whole_turn_history_agent(bencher: Bencher, history: usize) {
+    use agent_core::{MemoryStore, Message, NewMessage, SessionStore};
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_pair(&runtime, first, second);
+    let store = Arc::new(MemoryStore::new());
+    let agent = turn_agent(&url, Some(store.clone()));
+    let mut sessions = 0;
+    bencher
+        .with_inputs(|| {
+            sessions += 1;
+            let session = format!("s{sessions}");
+            runtime.block_on(async {
+                for i in 0..history {
+                    let message = match earlier(i) {
+                        ("user", text) => Message::user(text),
+                        (_, text) => Message::assistant(text),
+                    };
+                    let row = NewMessage::completed(message);
+                    store.insert(&session, row).await.expect("seed");
+                }
+            });
+            agent.session(session)
+        })
+        .bench_local_values(|conversation| {
+            let result = runtime.block_on(conversation.run(INPUT));
+            assert_eq!(result.status, TurnStatus::Completed);
+            black_box(result)
+        });
+}
+
+/// [`whole_turn_floor`] over a conversation of `history` messages (held in memory, handed over
+/// untimed), sent in both requests.
+#[divan::bench(args = HISTORY, sample_count = 100)]
+fn whole_turn_history_floor(bencher: Bencher, history: usize) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_pair(&runtime, first, second);
+    let floor = Floor::new(url);
+    let messages: Vec<FloorMessage> = (0..history)
+        .map(|i| {
+            let (role, text) = earlier(i);
+            FloorMessage::text(role, text)
+        })
+        .collect();
+    bencher
+        .with_inputs(|| messages.clone())
+        .bench_local_values(|history| black_box(runtime.block_on(floor.turn(history))));
+}
+
+#[derive(Clone, serde::Serialize)]
 struct FloorMessage {
     role: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tool_calls: Vec<serde_json::Value>,
+    tool_calls: Vec<FloorToolCall>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<String>,
+}
+
+#[derive(Clone, serde::Serialize)]
+struct FloorToolCall {
+    id: String,
+    r#type: &'static str,
+    function: FloorCalled,
+}
+
+#[derive(Clone, serde::Serialize)]
+struct FloorCalled {
+    name: String,
+    arguments: String,
+}
+
+/// The request body, serialized straight from the history (no JSON tree in between).
+#[derive(serde::Serialize)]
+struct FloorRequest<'a> {
+    model: &'a str,
+    stream: bool,
+    messages: &'a [FloorMessage],
+    tools: &'a [serde_json::Value],
+}
+
+impl FloorMessage {
+    fn text(role: &'static str, content: String) -> Self {
+        FloorMessage {
+            role,
+            content: Some(content),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -334,96 +532,130 @@ struct CityArgs {
     city: String,
 }
 
-/// One streamed call of the hand-written client: text and tool calls (id, name, arguments).
-async fn floor_call(
-    client: &reqwest::Client,
-    url: &str,
-    body: Vec<u8>,
-) -> (String, Vec<(String, String, String)>) {
-    let response = client
-        .post(format!("{url}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("response");
-    let mut events = sse_stream::SseByteStream::new(response.bytes_stream());
-    let (mut text, mut calls) = (String::new(), Vec::<(String, String, String)>::new());
-    while let Some(event) = std::future::poll_fn(|cx| {
-        futures_core::Stream::poll_next(std::pin::Pin::new(&mut events), cx)
-    })
-    .await
-    {
-        let data = event.expect("event").data.unwrap_or_default();
-        if data == "[DONE]" {
-            break;
-        }
-        let chunk: TurnChunk<'_> = serde_json::from_str(&data).expect("chunk");
-        for choice in chunk.choices {
-            if let Some(content) = choice.delta.content {
-                text.push_str(&content);
-            }
-            for delta in choice.delta.tool_calls {
-                if calls.len() <= delta.index {
-                    calls.resize(delta.index + 1, Default::default());
-                }
-                let call = &mut calls[delta.index];
-                if let Some(id) = delta.id {
-                    call.0 = id;
-                }
-                if let Some(function) = delta.function {
-                    if let Some(name) = function.name {
-                        call.1 = name;
-                    }
-                    if let Some(arguments) = function.arguments {
-                        call.2.push_str(&arguments);
-                    }
-                }
-            }
-        }
-    }
-    (text, calls)
+/// The hand-written client: reqwest, sse-stream and serde, the tool functions called directly.
+struct Floor {
+    client: reqwest::Client,
+    url: String,
+    tools: Vec<serde_json::Value>,
+    /// Builds each request body as a JSON tree first (`serde_json::json!`).
+    tree: bool,
 }
 
-/// The floor: a hand-written client doing the same two HTTP exchanges with reqwest and serde,
-/// calling the two tool functions directly.
-#[divan::bench(sample_count = 200)]
-fn whole_turn_floor(bencher: Bencher) {
-    let runtime = runtime();
-    let (first, second) = turn_bodies();
-    let url = serve_pair(&runtime, first, second);
-    let client = reqwest::Client::new();
-    let tools = vec![
-        serde_json::json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
-        serde_json::json!({"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
-    ];
-    bencher.bench_local(|| {
-        runtime.block_on(async {
-            let mut messages = vec![FloorMessage {
-                role: "user",
-                content: Some("Weather and time in Oslo?".to_owned()),
-                tool_calls: Vec::new(),
-                tool_call_id: None,
-            }];
-            let request = serde_json::json!({"model": "bench", "stream": true, "messages": &messages, "tools": &tools});
-            let (text, calls) = floor_call(&client, &url, serde_json::to_vec(&request).expect("json")).await;
+impl Floor {
+    fn new(url: String) -> Self {
+        let tools = vec![
+            serde_json::json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
+            serde_json::json!({"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
+        ];
+        Floor {
+            client: reqwest::Client::new(),
+            url,
+            tools,
+            tree: false,
+        }
+    }
+
+    /// Builds each request body as a JSON tree, then writes it.
+    fn json_tree(self) -> Self {
+        Floor { tree: true, ..self }
+    }
+
+    /// One turn after `messages`: the input, a call whose tool calls it runs, a second call
+    /// with the whole history; gives the answer's text.
+    async fn turn(&self, mut messages: Vec<FloorMessage>) -> String {
+        messages.push(FloorMessage::text("user", INPUT.to_owned()));
+        let (text, calls) = self.call(&messages).await;
+        messages.push(FloorMessage {
+            role: "assistant",
+            content: Some(text),
+            tool_calls: calls
+                .iter()
+                .map(|(id, name, arguments)| FloorToolCall {
+                    id: id.clone(),
+                    r#type: "function",
+                    function: FloorCalled {
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                    },
+                })
+                .collect(),
+            tool_call_id: None,
+        });
+        for (id, name, arguments) in &calls {
+            let args: CityArgs = serde_json::from_str(arguments).expect("arguments");
+            let output = if name == "get_weather" {
+                get_weather(args.city)
+            } else {
+                get_time(args.city)
+            };
             messages.push(FloorMessage {
-                role: "assistant",
-                content: Some(text),
-                tool_calls: calls
-                    .iter()
-                    .map(|(id, name, arguments)| serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}))
-                    .collect(),
-                tool_call_id: None,
+                role: "tool",
+                content: Some(output),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(id.clone()),
             });
-            for (id, name, arguments) in &calls {
-                let args: CityArgs = serde_json::from_str(arguments).expect("arguments");
-                let output = if name == "get_weather" { get_weather(args.city) } else { get_time(args.city) };
-                messages.push(FloorMessage { role: "tool", content: Some(output), tool_calls: Vec::new(), tool_call_id: Some(id.clone()) });
-            }
-            let request = serde_json::json!({"model": "bench", "stream": true, "messages": &messages, "tools": &tools});
-            let (text, _) = floor_call(&client, &url, serde_json::to_vec(&request).expect("json")).await;
-            black_box(text)
+        }
+        self.call(&messages).await.0
+    }
+
+    /// One streamed call: text and tool calls (id, name, arguments).
+    async fn call(&self, messages: &[FloorMessage]) -> (String, Vec<(String, String, String)>) {
+        let request = FloorRequest {
+            model: "bench",
+            stream: true,
+            messages,
+            tools: &self.tools,
+        };
+        let body = if self.tree {
+            let tree = serde_json::json!({"model": "bench", "stream": true, "messages": messages, "tools": &self.tools});
+            serde_json::to_vec(&tree)
+        } else {
+            serde_json::to_vec(&request)
+        };
+        let body = body.expect("json");
+        let response = self
+            .client
+            .post(format!("{}/v1/chat/completions", self.url))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("response");
+        let mut events = sse_stream::SseByteStream::new(response.bytes_stream());
+        let (mut text, mut calls) = (String::new(), Vec::<(String, String, String)>::new());
+        while let Some(event) = std::future::poll_fn(|cx| {
+            futures_core::Stream::poll_next(std::pin::Pin::new(&mut events), cx)
         })
-    });
+        .await
+        {
+            let data = event.expect("event").data.unwrap_or_default();
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: TurnChunk<'_> = serde_json::from_str(&data).expect("chunk");
+            for choice in chunk.choices {
+                if let Some(content) = choice.delta.content {
+                    text.push_str(&content);
+                }
+                for delta in choice.delta.tool_calls {
+                    if calls.len() <= delta.index {
+                        calls.resize(delta.index + 1, Default::default());
+                    }
+                    let call = &mut calls[delta.index];
+                    if let Some(id) = delta.id {
+                        call.0 = id;
+                    }
+                    if let Some(function) = delta.function {
+                        if let Some(name) = function.name {
+                            call.1 = name;
+                        }
+                        if let Some(arguments) = function.arguments {
+                            call.2.push_str(&arguments);
+                        }
+                    }
+                }
+            }
+        }
+        (text, calls)
+    }
 }

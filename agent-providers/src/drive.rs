@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -23,12 +24,48 @@ use crate::sse::{NotUtf8, SseFrames};
 
 /// One HTTP request a provider builds for a model call.
 pub(crate) struct HttpRequest {
-    pub(crate) url: String,
-    /// Headers other than the API key's.
-    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) url: reqwest::Url,
+    /// Headers other than the API key's (fixed per provider: written without an allocation).
+    pub(crate) headers: &'static [(&'static str, &'static str)],
     /// The API key's header name and value prefix (`("authorization", "Bearer ")`), if any.
     pub(crate) auth: Option<(&'static str, &'static str, ApiKey)>,
-    pub(crate) body: Vec<u8>,
+    /// Shared, not copied, by every attempt (a copy of the whole request per attempt, the
+    /// history included: `whole_turn_history_agent` in benches/stream.rs).
+    pub(crate) body: bytes::Bytes,
+}
+
+/// A provider's endpoint, parsed once when the client is configured rather than by reqwest on
+/// every request (a URL parse per model call, about 0.7 µs: `whole_turn_agent` in
+/// benches/stream.rs).
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    text: String,
+    parsed: Result<reqwest::Url, String>,
+}
+
+impl Endpoint {
+    pub(crate) fn new(text: String) -> Self {
+        let parsed = reqwest::Url::parse(&text).map_err(|error| error.to_string());
+        Endpoint { text, parsed }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The URL to send to; one that does not parse fails the call as a transport error.
+    pub(crate) fn url(&self, provider: &str) -> Result<reqwest::Url, ModelError> {
+        self.parsed.clone().map_err(|error| {
+            ModelError::new(
+                ModelErrorKind::Transport,
+                format!(
+                    "{provider}: request failed: invalid URL `{}`: {error}",
+                    self.text
+                ),
+            )
+        })
+    }
 }
 
 /// A provider's stream format: turns SSE events into model events.
@@ -57,9 +94,10 @@ pub(crate) trait Wire: Send + Sync + 'static {
     /// The provider's name, for error messages (`openai`).
     fn name(&self) -> &'static str;
 
-    /// Builds the HTTP request (a bad request, such as a schema strict mode cannot express, is
-    /// [`ModelErrorKind::BadRequest`]).
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError>;
+    /// Builds the HTTP request, writing its body into `body` (empty, with room for about as
+    /// much as the client's last request). A bad request, such as a schema strict mode cannot
+    /// express, is [`ModelErrorKind::BadRequest`].
+    fn request(&self, request: &ModelRequest, body: Vec<u8>) -> Result<HttpRequest, ModelError>;
 
     /// A fresh decoder for one attempt.
     fn decoder(&self) -> Self::Decoder;
@@ -70,6 +108,11 @@ pub(crate) trait Wire: Send + Sync + 'static {
 pub(crate) struct Transport {
     client: reqwest::Client,
     pub(crate) settings: HttpSettings,
+    /// The size of the last request body built for this client. The next body starts with
+    /// room for it: written into a buffer that started at 128 bytes, a body of a long
+    /// conversation grew about ten times, each growth a copy (`whole_turn_history_agent` in
+    /// benches/stream.rs).
+    body_size: AtomicUsize,
 }
 
 impl Transport {
@@ -78,7 +121,11 @@ impl Transport {
             .connect_timeout(settings.connect_timeout)
             .build()
             .map_err(|error| ConfigError(format!("cannot build the HTTP client: {error}")))?;
-        Ok(Transport { client, settings })
+        Ok(Transport {
+            client,
+            settings,
+            body_size: AtomicUsize::new(0),
+        })
     }
 }
 
@@ -89,8 +136,15 @@ pub(crate) fn stream<W: Wire>(
     request: ModelRequest,
 ) -> ModelStream {
     Box::pin(async_stream::stream! {
-        let http = match wire.request(&request) {
-            Ok(http) => http,
+        // Room for the last body and an eighth more: a conversation's next request is a
+        // little longer than its last.
+        let last = transport.body_size.load(Ordering::Relaxed);
+        let buffer = Vec::with_capacity(last + last / 8);
+        let http = match wire.request(&request, buffer) {
+            Ok(http) => {
+                transport.body_size.store(http.body.len(), Ordering::Relaxed);
+                http
+            }
             Err(error) => {
                 yield Err(error);
                 return;
@@ -183,9 +237,12 @@ async fn send(
     provider: &str,
     http: &HttpRequest,
 ) -> Result<reqwest::Response, ModelError> {
-    let mut builder = transport.client.post(&http.url).body(http.body.clone());
-    for (name, value) in &http.headers {
-        builder = builder.header(*name, value);
+    let mut builder = transport
+        .client
+        .post(http.url.clone())
+        .body(http.body.clone());
+    for &(name, value) in http.headers {
+        builder = builder.header(name, HeaderValue::from_static(value));
     }
     if let Some((name, prefix, key)) = &http.auth {
         let mut value =
@@ -216,15 +273,17 @@ async fn send(
     };
     let status = response.status();
     if status.is_success() {
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        if content_type.contains("text/event-stream") {
+        fn content_type(response: &reqwest::Response) -> &str {
+            let value = response.headers().get(reqwest::header::CONTENT_TYPE);
+            value
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+        }
+        // Read in place: only an error message needs the header as a `String`.
+        if content_type(&response).contains("text/event-stream") {
             return Ok(response);
         }
+        let content_type = content_type(&response).to_owned();
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
         // worth another try.
         let body = read_capped(response, limit, 200).await;

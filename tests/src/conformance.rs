@@ -564,7 +564,7 @@ pub async fn the_next_turn_repairs_a_turn_cut_off_mid_way(subject: Subject) {
         ]
     );
     assert_eq!(
-        model.requests()[0].messages,
+        *model.requests()[0].messages,
         [
             Message::user("Weather and time?"),
             calls,

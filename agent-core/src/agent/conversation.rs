@@ -87,7 +87,7 @@ impl Conversation {
 
     /// The history a model reads: the session's completed, visible messages, oldest first.
     pub async fn history(&self) -> Result<Vec<Message>, StoreError> {
-        Ok(crate::store::history(&self.rows().await?))
+        Ok(crate::store::history(self.rows().await?))
     }
 
     /// The session's last accepted typed answer, read back from its stored rows, so a

@@ -44,7 +44,7 @@ pub(crate) async fn filter_rows(
 /// What prefilter_llm_history left of a request's messages.
 pub(crate) enum Prefiltered {
     /// Send these.
-    Send(Vec<Message>),
+    Send(Arc<Vec<Message>>),
     /// Do not call the model: end the turn with this assistant message.
     Block(Message),
 }
@@ -54,7 +54,7 @@ pub(crate) async fn prefilter(
     hooks: &TurnHooks,
     agent: &Arc<RunAgent>,
     step: usize,
-    messages: Vec<Message>,
+    messages: Arc<Vec<Message>>,
 ) -> Result<Prefiltered, TurnError> {
     if hooks.prefilter_llm_history.is_empty() {
         return Ok(Prefiltered::Send(messages));
@@ -72,7 +72,7 @@ pub(crate) async fn prefilter(
         |ctx, out| match out {
             HistoryDecision::Keep => true,
             HistoryDecision::Replace(messages) => {
-                ctx.messages = messages;
+                ctx.messages = Arc::new(messages);
                 true
             }
             HistoryDecision::Block(message) => {

@@ -511,7 +511,7 @@ impl<'a> Turn<'a> {
                 }
                 let retry = Message::user(format!("{RETRY_LEAD}{reason}{RETRY_TAIL}"));
                 self.add(retry.clone()).await?;
-                plan.messages.push(retry);
+                plan.history_mut().push(retry);
                 Ok(None)
             }
         }

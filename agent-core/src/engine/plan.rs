@@ -19,7 +19,11 @@ use crate::model::{CallSettings, Model, ModelRequest, OutputSchema, ToolChoice};
 pub(super) struct TurnPlan<'a> {
     pub(super) model: Arc<dyn Model>,
     pub(super) system: Option<String>,
-    pub(super) messages: Vec<Message>,
+    /// The history the next step sends. Shared with each step's request and hook contexts
+    /// rather than copied into them (a copy of the whole history per step made a long
+    /// conversation's steps linear in its length: `whole_turn_history_*` in
+    /// agent-providers/benches/stream.rs); written through [`history_mut`](Self::history_mut).
+    pub(super) messages: Arc<Vec<Message>>,
     pub(super) tools: TurnTools<'a>,
     pub(super) tool_choice: ToolChoice,
     pub(super) max_steps: usize,
@@ -62,7 +66,7 @@ impl<'a> TurnPlan<'a> {
         TurnPlan {
             model: config.model.unwrap_or_else(|| agent.model.clone()),
             system: config.system.or(system),
-            messages: config.messages.unwrap_or(messages),
+            messages: Arc::new(config.messages.unwrap_or(messages)),
             tools: TurnTools {
                 agent,
                 extra,
@@ -82,12 +86,18 @@ impl<'a> TurnPlan<'a> {
         }
     }
 
+    /// The history, to change. Copied only when a request or hook context of an earlier step
+    /// still holds it (a model or hook that kept it); otherwise changed in place.
+    pub(super) fn history_mut(&mut self) -> &mut Vec<Message> {
+        Arc::make_mut(&mut self.messages)
+    }
+
     /// The model request of one step, with that step's overrides.
     pub(super) fn request(
         &mut self,
         model: &dyn Model,
         config: StepConfig,
-        messages: Vec<Message>,
+        messages: Arc<Vec<Message>>,
     ) -> ModelRequest {
         self.tools.step_active = config.active_tools;
         let tools = self
@@ -110,7 +120,7 @@ impl<'a> TurnPlan<'a> {
         let mut request = ModelRequest {
             model: model.id().to_owned(),
             system: config.system.or_else(|| self.system.clone()),
-            messages: config.messages.unwrap_or(messages),
+            messages: config.messages.map_or(messages, Arc::new),
             tools,
             tool_choice: config
                 .tool_choice

@@ -433,7 +433,7 @@ impl<'a> Turn<'a> {
             })
             .collect();
         // The assistant message is not among this turn's added messages.
-        self.drop_calls(row, (usize::MAX, at), &positions, &mut plan.messages)
+        self.drop_calls(row, (usize::MAX, at), &positions, plan.history_mut())
             .await
     }
 }

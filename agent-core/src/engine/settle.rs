@@ -4,7 +4,7 @@
 //! call answered with an error result. The stored session is whole the moment the turn ends.
 
 use super::persist::{Strictness, WriteError};
-use super::state::{End, OpenRows, Turn, store_error};
+use super::state::{End, OpenCall, OpenRows, Turn, store_error};
 use crate::hooks::ErrorStage;
 use crate::message::{Message, ToolCall};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
@@ -39,13 +39,18 @@ impl OpenRows {
     /// The reply's row is settled (stored completed with these calls, failed, or deleted).
     pub(super) fn reply_settled(&mut self, calls: &[ToolCall]) {
         self.pending = None;
-        self.calls = calls.iter().cloned().enumerate().collect();
+        let open = |(position, call): (usize, &ToolCall)| OpenCall {
+            position,
+            id: call.id.clone(),
+            tool: call.name.clone(),
+        };
+        self.calls = calls.iter().enumerate().map(open).collect();
     }
 
     /// The call at `position` has its result stored, was taken out of the reply, or waits for
     /// an answer (kept with the session).
     pub(super) fn answered(&mut self, position: usize) {
-        self.calls.retain(|(at, _)| *at != position);
+        self.calls.retain(|call| call.position != position);
     }
 }
 
@@ -74,7 +79,7 @@ impl Turn<'_> {
                 Err(error) => failed = failed.or(Some(error)),
             }
         }
-        for (_, call) in open.calls {
+        for call in open.calls {
             let result = unanswered(&call, &end);
             let row = NewMessage::completed(result.clone());
             match self.writer().insert_as(row, Strictness::Lenient).await {
@@ -96,20 +101,20 @@ impl Turn<'_> {
 }
 
 /// The error result of a call the turn ended without answering.
-fn unanswered(call: &ToolCall, end: &End) -> Message {
+fn unanswered(call: &OpenCall, end: &End) -> Message {
     let why = match end {
-        End::Aborted => format!("tool `{}` did not finish: the turn was aborted", call.name),
+        End::Aborted => format!("tool `{}` did not finish: the turn was aborted", call.tool),
         End::Failed(error, _) => format!(
             "tool `{}` has no result: the turn ended with an error: {}",
-            call.name, error.message
+            call.tool, error.message
         ),
         End::Completed(_) | End::Suspended => {
-            format!("tool `{}` has no result: the turn ended", call.name)
+            format!("tool `{}` has no result: the turn ended", call.tool)
         }
     };
     Message::Tool {
         call_id: call.id.clone(),
-        name: call.name.clone(),
+        name: call.tool.clone(),
         content: why,
         is_error: true,
     }

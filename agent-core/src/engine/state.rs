@@ -18,7 +18,7 @@ use crate::hooks::{
     ChatErrorClassification, Chunk, ErrorStage, RunAgent, StepRecord, StopReason, ToolResultRecord,
     TurnError, TurnErrorKind,
 };
-use crate::message::{Message, ToolCall};
+use crate::message::Message;
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
 use crate::store::{MessageUpdate, NewMessage, PendingCall, StoreError, SuspendedCall};
@@ -218,6 +218,14 @@ pub(super) fn store_error(error: StoreError) -> TurnError {
 pub(super) struct OpenRows {
     /// The reply's row while it is pending, with what the reply holds so far.
     pub(super) pending: Option<(i64, Message)>,
-    /// Calls of the stored reply without a stored result, with their positions in it.
-    pub(super) calls: Vec<(usize, ToolCall)>,
+    /// Calls of the stored reply without a stored result, by position in it: the call's id and
+    /// tool, all an error result for it needs (not its arguments, which may be long).
+    pub(super) calls: Vec<OpenCall>,
+}
+
+/// A call of the stored reply that has no stored result yet.
+pub(super) struct OpenCall {
+    pub(super) position: usize,
+    pub(super) id: String,
+    pub(super) tool: String,
 }

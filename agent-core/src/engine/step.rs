@@ -133,6 +133,7 @@ impl<'a> Turn<'a> {
             } else {
                 self.outcome.steps.clone()
             },
+            // The history shared, not copied (see `TurnPlan::messages`).
             messages: plan.messages.clone(),
         };
         let mut step_config = StepConfig::default();
@@ -261,7 +262,7 @@ impl<'a> Turn<'a> {
         }
         flow?;
         self.outcome.added.push(assistant.clone());
-        plan.messages.push(assistant);
+        plan.history_mut().push(assistant);
         Ok(())
     }
 

@@ -3,7 +3,6 @@
 //! calls that wait for an answer are kept with the session first (`resume` runs them later).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
@@ -52,7 +51,7 @@ impl Turn<'_> {
         self.suspend(reply.row, step, &results).await?;
         let dropped = self.store_results(plan, step, results, &mut done).await?;
         if !dropped.is_empty() {
-            self.drop_calls(reply.row, reply.at, &dropped, &mut plan.messages)
+            self.drop_calls(reply.row, reply.at, &dropped, plan.history_mut())
                 .await?;
         }
         Ok(done)
@@ -175,7 +174,7 @@ impl Turn<'_> {
                 self.outcome.added.push(message.clone());
             }
             flow?;
-            plan.messages.push(message);
+            plan.history_mut().push(message);
             done.results.push(record);
         }
         Ok(dropped)
@@ -197,21 +196,11 @@ impl Turn<'_> {
         resumes: Vec<Option<Resume>>,
     ) -> Option<(Vec<CallResult>, Option<TurnError>)> {
         let (progress, mut preliminaries) = mpsc::unbounded_channel();
-        // Only tool-call hooks read the history; skip the copy when no called tool has one.
-        let hooked = calls.iter().any(|call| {
-            plan.tools
-                .get(&call.name)
-                .is_some_and(|slot| !slot.before.is_empty() || !slot.after.is_empty())
-        });
-        let messages = Arc::new(if hooked {
-            plan.messages.clone()
-        } else {
-            Vec::new()
-        });
+        // The tool-call hooks read the history shared, not copied (see `TurnPlan::messages`).
         let scope = CallScope {
             request_id: &self.request_id,
             step,
-            messages: &messages,
+            messages: &plan.messages,
             cancel: &self.cancel,
             tools: &plan.tools,
             run: self.run.as_ref(),

@@ -347,8 +347,8 @@ impl<'a> Turn<'a> {
             .await
             .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
         let mut messages = match row {
-            Some(row) => store::history_resuming(&rows, row),
-            None => store::history(&rows),
+            Some(row) => store::history_resuming(rows, row),
+            None => store::history(rows),
         };
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self

@@ -244,8 +244,8 @@ pub struct StepContext {
     pub step: usize,
     /// The steps already finished in this turn.
     pub previous: Vec<StepRecord>,
-    /// The messages this step would send.
-    pub messages: Vec<Message>,
+    /// The messages this step would send (the turn's history, shared, not copied).
+    pub messages: Arc<Vec<Message>>,
 }
 
 /// What a before_step hook may change for that step only.

@@ -69,8 +69,8 @@ pub struct LlmHistoryContext {
     pub request_id: Arc<str>,
     /// The step about to call the model.
     pub step: usize,
-    /// The messages of the model request.
-    pub messages: Vec<Message>,
+    /// The messages of the model request (shared with the request, not copied).
+    pub messages: Arc<Vec<Message>>,
 }
 
 /// What a prefilter_llm_history hook decides.

@@ -55,8 +55,10 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt, if any.
     pub system: Option<String>,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far, shared with the turn that sends it: a step's request holds
+    /// the turn's history without copying it (`Arc::make_mut` gives a request of one's own to
+    /// change; `Vec::into` makes one).
+    pub messages: Arc<Vec<Message>>,
     /// The tools offered to the model.
     pub tools: Vec<Arc<ToolSpec>>,
     /// How the model may choose tools.

@@ -343,11 +343,14 @@ pub trait SessionStore: Send + Sync {
 /// assistant rows stay in the store (a person may want to see them) but not in the history.
 /// Calls are paired with their results within each step ([`crate::message::paired`]), so what
 /// the model reads is valid even where the stored rows are not.
-pub(crate) fn history(rows: &[StoredMessage]) -> Vec<Message> {
+/// The rows are taken, not borrowed: their messages move into the history rather than being
+/// copied (a copy of the whole history per turn: `whole_turn_history_*` in
+/// agent-providers/benches/stream.rs).
+pub(crate) fn history(rows: Vec<StoredMessage>) -> Vec<Message> {
     crate::message::paired(
-        rows.iter()
+        rows.into_iter()
             .filter(|row| row.status == MessageStatus::Completed && !row.silent)
-            .map(|row| row.message.clone())
+            .map(|row| row.message)
             .collect(),
     )
 }
@@ -356,14 +359,14 @@ pub(crate) fn history(rows: &[StoredMessage]) -> Vec<Message> {
 /// row `row`), as a resumed turn reads it: [`history`] up to that row, then the row with every
 /// call and the results stored so far. The resumed turn appends the waiting calls' results
 /// before any model reads it.
-pub(crate) fn history_resuming(rows: &[StoredMessage], row: i64) -> Vec<Message> {
+pub(crate) fn history_resuming(mut rows: Vec<StoredMessage>, row: i64) -> Vec<Message> {
     let at = rows.iter().position(|r| r.id == row).unwrap_or(rows.len());
-    let mut messages = history(&rows[..at]);
+    let rest = rows.split_off(at);
+    let mut messages = history(rows);
     messages.extend(
-        rows[at..]
-            .iter()
+        rest.into_iter()
             .filter(|row| row.status == MessageStatus::Completed && !row.silent)
-            .map(|row| row.message.clone()),
+            .map(|row| row.message),
     );
     messages
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, HttpRequest, Transport, Wire};
+use crate::drive::{self, Endpoint, HttpRequest, Transport, Wire};
 use decode::AnthropicDecoder;
 
 /// The API root used when none is given.
@@ -69,7 +69,7 @@ struct Config {
     /// The API root, without a trailing `/` or `/v1`.
     base_url: String,
     /// `{base_url}/v1/messages`.
-    endpoint: String,
+    endpoint: Endpoint,
     model: String,
     max_tokens: u32,
 }
@@ -82,7 +82,7 @@ impl Anthropic {
         Anthropic {
             config: Arc::new(Config {
                 key: ApiKey::new(api_key),
-                endpoint: format!("{base_url}/v1/messages"),
+                endpoint: Endpoint::new(format!("{base_url}/v1/messages")),
                 base_url,
                 model: DEFAULT_MODEL.to_owned(),
                 max_tokens: DEFAULT_MAX_TOKENS,
@@ -119,7 +119,7 @@ impl Anthropic {
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         let config = Arc::make_mut(&mut self.config);
         config.base_url = root(&base_url.into());
-        config.endpoint = format!("{}/v1/messages", config.base_url);
+        config.endpoint = Endpoint::new(format!("{}/v1/messages", config.base_url));
         self
     }
 
@@ -208,24 +208,24 @@ impl Wire for Call {
         "anthropic"
     }
 
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError> {
+    fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let config = &self.config;
         let body = wire::body(request, &config.model, config.max_tokens)?;
-        let body = serde_json::to_vec(&body).map_err(|error| {
+        serde_json::to_writer(&mut out, &body).map_err(|error| {
             ModelError::new(
                 ModelErrorKind::BadRequest,
                 format!("anthropic: cannot encode the request: {error}"),
             )
         })?;
         Ok(HttpRequest {
-            url: config.endpoint.clone(),
-            headers: vec![
-                ("anthropic-version", API_VERSION.to_owned()),
-                ("content-type", "application/json".to_owned()),
-                ("accept", "text/event-stream".to_owned()),
+            url: config.endpoint.url("anthropic")?,
+            headers: &[
+                ("anthropic-version", API_VERSION),
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
             ],
             auth: Some(("x-api-key", "", config.key.clone())),
-            body,
+            body: out.into(),
         })
     }
 
@@ -261,12 +261,13 @@ mod tests {
         ] {
             let client = Anthropic::new("k").base_url(base);
             assert_eq!(
-                client.config.endpoint, "https://gateway.example/anthropic/v1/messages",
+                client.config.endpoint.as_str(),
+                "https://gateway.example/anthropic/v1/messages",
                 "{base}"
             );
         }
         assert_eq!(
-            Anthropic::new("k").config.endpoint,
+            Anthropic::new("k").config.endpoint.as_str(),
             "https://api.anthropic.com/v1/messages"
         );
         // Only a whole trailing segment is taken off.
@@ -288,7 +289,7 @@ mod tests {
         let client =
             Anthropic::from_vars(vars(&[("ANTHROPIC_API_KEY", "sk-ant-env-secret")])).unwrap();
         assert_eq!(
-            client.config.endpoint,
+            client.config.endpoint.as_str(),
             "https://api.anthropic.com/v1/messages"
         );
         assert_eq!(client.config.key.expose(), "sk-ant-env-secret");
@@ -297,7 +298,10 @@ mod tests {
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1/"),
         ]))
         .unwrap();
-        assert_eq!(client.config.endpoint, "http://127.0.0.1:9/v1/messages");
+        assert_eq!(
+            client.config.endpoint.as_str(),
+            "http://127.0.0.1:9/v1/messages"
+        );
         assert!(!format!("{client:?}").contains("sk-ant-env-secret"));
     }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, HttpRequest, Transport, Wire};
+use crate::drive::{self, Endpoint, HttpRequest, Transport, Wire};
 use decode::OpenAiDecoder;
 use strict::strict_schema;
 use wire::Body;
@@ -64,7 +64,7 @@ pub struct OpenAi {
 #[derive(Clone)]
 pub(crate) struct OpenAiWire {
     base_url: String,
-    url: String,
+    url: Endpoint,
     model: String,
     key: Option<ApiKey>,
     strict_tools: bool,
@@ -93,7 +93,7 @@ impl OpenAi {
         OpenAi {
             wire: Arc::new(OpenAiWire {
                 base_url: OPENAI_BASE_URL.to_owned(),
-                url: chat_url(OPENAI_BASE_URL),
+                url: Endpoint::new(chat_url(OPENAI_BASE_URL)),
                 model: DEFAULT_MODEL.to_owned(),
                 key,
                 strict_tools: false,
@@ -134,7 +134,7 @@ impl OpenAi {
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         let base_url = base_url.into().trim().trim_end_matches('/').to_owned();
         let wire = Arc::make_mut(&mut self.wire);
-        wire.url = chat_url(&base_url);
+        wire.url = Endpoint::new(chat_url(&base_url));
         wire.base_url = base_url;
         self
     }
@@ -205,7 +205,7 @@ impl Wire for OpenAiWire {
         "openai"
     }
 
-    fn request(&self, request: &ModelRequest) -> Result<HttpRequest, ModelError> {
+    fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let model = if request.model.is_empty() {
             &self.model
         } else {
@@ -251,23 +251,23 @@ impl Wire for OpenAiWire {
             output,
             strict_output: self.strict_output,
         };
-        let body = serde_json::to_vec(&body).map_err(|error| {
+        serde_json::to_writer(&mut out, &body).map_err(|error| {
             ModelError::new(
                 ModelErrorKind::Other,
                 format!("openai: cannot encode the request: {error}"),
             )
         })?;
         Ok(HttpRequest {
-            url: self.url.clone(),
-            headers: vec![
-                ("content-type", "application/json".to_owned()),
-                ("accept", "text/event-stream".to_owned()),
+            url: self.url.url("openai")?,
+            headers: &[
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
             ],
             auth: self
                 .key
                 .clone()
                 .map(|key| ("authorization", "Bearer ", key)),
-            body,
+            body: out.into(),
         })
     }
 
@@ -299,13 +299,13 @@ mod tests {
         let ollama =
             OpenAi::from_vars(None, Some("http://localhost:11434/v1/".to_owned())).unwrap();
         assert_eq!(
-            ollama.wire.url,
+            ollama.wire.url.as_str(),
             "http://localhost:11434/v1/chat/completions"
         );
         assert!(ollama.wire.key.is_none());
         let openai = OpenAi::from_vars(Some("sk-test-123".to_owned()), None).unwrap();
         assert_eq!(
-            openai.wire.url,
+            openai.wire.url.as_str(),
             "https://api.openai.com/v1/chat/completions"
         );
         assert!(!format!("{openai:?}").contains("sk-test-123"));

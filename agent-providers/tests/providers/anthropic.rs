@@ -76,7 +76,7 @@ fn text_of(events: &[ModelEvent]) -> String {
 fn user(text: &str) -> ModelRequest {
     {
         let mut req = ModelRequest::default();
-        req.messages = vec![Message::user(text)];
+        req.messages = vec![Message::user(text)].into();
         req
     }
 }
@@ -334,7 +334,8 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 is_error: true,
             },
             Message::user("And tomorrow?"),
-        ];
+        ]
+        .into();
         req.tools = vec![Arc::new(weather), Arc::new(time)];
         req.tool_choice = ToolChoice::Required;
         req.settings = CallSettings {

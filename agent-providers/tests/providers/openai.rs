@@ -56,7 +56,7 @@ fn next(
 fn user(text: &str) -> ModelRequest {
     {
         let mut req = ModelRequest::default();
-        req.messages = vec![Message::user(text)];
+        req.messages = vec![Message::user(text)].into();
         req
     }
 }
@@ -250,7 +250,8 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
             },
             Message::assistant("Sunny."),
             Message::user("Thanks"),
-        ];
+        ]
+        .into();
         req.tools = vec![
             spec("get_weather", "Weather in a city.", city_schema()),
             spec("get_time", "", json!({"type": "object", "properties": {}})),
@@ -356,7 +357,8 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
                 provider_blocks: Vec::new(),
             },
             Message::user("again"),
-        ];
+        ]
+        .into();
         req.send_reasoning = true;
         req.provider_options = options;
         req.output_schema = Some(OutputSchema {

@@ -153,7 +153,7 @@ async fn killed_while_streaming(db: Db) {
         "the interrupted row is marked failed"
     );
     assert_eq!(
-        model.requests()[0].messages,
+        *model.requests()[0].messages,
         [
             Message::user("Please answer."),
             Message::user("Are you there?")

@@ -62,7 +62,8 @@ async fn a_cut_off_call_reusing_an_earlier_id_is_answered_by_the_repair() {
     let result = conversation.run("third").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
 
-    let sent = &model.requests()[0].messages;
+    let requests = model.requests();
+    let sent = &*requests[0].messages;
     assert_paired(sent);
     assert_eq!(
         sent[6],
@@ -103,10 +104,10 @@ async fn the_history_leaves_out_what_cannot_be_paired() {
         .unwrap();
     let result = agent.session("s").run("third").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    let sent = &model.requests()[0].messages;
+    let sent = model.requests()[0].messages.clone();
     assert_eq!(
-        sent,
-        &vec![
+        *sent,
+        vec![
             Message::user("first"),
             Message::user("second"),
             call("call_0"),

@@ -47,7 +47,7 @@ async fn continue_last_turn_runs_after_an_unanswered_message_and_after_an_answer
         .expect("a turn runs");
     assert_eq!(continued.status, TurnStatus::Completed);
     assert_eq!(continued.text, "Hello again.");
-    assert_eq!(model.requests()[1].messages, [Message::user("Hello")]);
+    assert_eq!(*model.requests()[1].messages, [Message::user("Hello")]);
 
     // The model has answered: continuing runs from the history as it is (Think's rule).
     let extended = conversation
@@ -57,7 +57,7 @@ async fn continue_last_turn_runs_after_an_unanswered_message_and_after_an_answer
         .expect("a turn runs after an answer too");
     assert_eq!(extended.text, " How can I help?");
     assert_eq!(
-        model.requests()[2].messages,
+        *model.requests()[2].messages,
         [Message::user("Hello"), Message::assistant("Hello again.")]
     );
     assert_eq!(
@@ -93,7 +93,7 @@ async fn hi_then_hello_can_be_continued_and_a_system_only_history_cannot() {
     assert_eq!(continued.status, TurnStatus::Completed);
     assert_eq!(continued.text, ", nice to meet you.");
     assert_eq!(
-        model.requests()[1].messages,
+        *model.requests()[1].messages,
         [Message::user("Hi"), Message::assistant("Hello")]
     );
 
@@ -123,7 +123,7 @@ async fn messages_are_appended_and_answered_in_one_call() {
         .await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     assert_eq!(
-        model.requests()[0].messages,
+        *model.requests()[0].messages,
         [
             Message::user("First point."),
             Message::user("Second point.")

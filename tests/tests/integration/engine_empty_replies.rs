@@ -86,7 +86,7 @@ async fn an_empty_reply_stores_no_assistant_row_and_is_not_sent_back() {
     let again = conversation.run("Are you there?").await;
     assert_eq!(again.text, "Hello");
     assert_eq!(
-        model.requests()[1].messages,
+        *model.requests()[1].messages,
         [Message::user("Hi"), Message::user("Are you there?")]
     );
 }
@@ -165,7 +165,7 @@ async fn on_sqlite_an_empty_reply_leaves_only_the_rows_with_content() {
         ]
     );
     assert_eq!(
-        model.requests()[2].messages,
+        *model.requests()[2].messages,
         [
             Message::user("one"),
             Message::user("two"),

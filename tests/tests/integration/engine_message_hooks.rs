@@ -300,11 +300,11 @@ async fn filter_and_prefilter_change_what_the_model_reads_but_never_the_store() 
     assert!(conversation.run("two").await.is_completed());
     let requests = model.requests();
     assert_eq!(
-        requests[0].messages,
+        *requests[0].messages,
         [Message::user("(note)"), Message::user("one")]
     );
     assert_eq!(
-        requests[1].messages,
+        *requests[1].messages,
         [
             Message::user("(note)"),
             Message::assistant("first"),
@@ -405,7 +405,7 @@ async fn dropping_a_call_keeps_every_other_call_paired_with_its_result() {
         assistant("Adding.", vec![call("c2", 1, 1)]),
         tool("c2", "sum=2", false),
     ];
-    assert_eq!(model.requests()[1].messages, paired);
+    assert_eq!(*model.requests()[1].messages, paired);
     let mut history = paired.to_vec();
     history.push(Message::assistant("2"));
     assert_eq!(conversation.history().await.unwrap(), history);
@@ -446,7 +446,7 @@ async fn dropping_the_only_call_of_a_textless_reply_hides_the_reply() {
             "store.update(3 completed \"done\")",
         ])
     );
-    assert_eq!(model.requests()[1].messages, [Message::user("add")]);
+    assert_eq!(*model.requests()[1].messages, [Message::user("add")]);
     let rows = conversation.rows().await.unwrap();
     assert!(rows[1].silent);
     assert_eq!(rows[1].message, assistant("", Vec::new()));
@@ -615,7 +615,7 @@ async fn inject_message_appends_rows_the_next_turn_reads() {
         ])
     );
     assert_eq!(
-        model.requests()[0].messages,
+        *model.requests()[0].messages,
         [Message::user("context"), Message::user("go")]
     );
 }

@@ -177,7 +177,7 @@ async fn compacted_and_retried(store: Arc<dyn agent_core::SessionStore>) {
     let requests = model.requests();
     assert_eq!(requests.len(), 4);
     assert_eq!(
-        requests[3].messages,
+        *requests[3].messages,
         vec![
             summary.clone(),
             Message::assistant("two"),

@@ -27,7 +27,7 @@ pub fn settings(max_retries: u32) -> HttpSettings {
 pub fn request() -> ModelRequest {
     {
         let mut req = ModelRequest::default();
-        req.messages = vec![Message::user("hi")];
+        req.messages = vec![Message::user("hi")].into();
         req
     }
 }
