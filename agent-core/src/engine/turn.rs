@@ -51,10 +51,13 @@ pub(crate) struct SessionRef<'a> {
 /// copy its body moves out of it, for as long as it runs; an `async move` block uses what it
 /// captured in place. A turn waiting on its model holds this future the whole time, so each
 /// byte counts once per session in flight (`cargo bench -p agent-core --bench sessions`).
+/// For the same reason the request comes boxed: each future that carries it on to the turn's
+/// start (the caller's, this one, [`Turn::run`], `drive`) keeps a slot for it while the turn
+/// runs, 8 bytes each instead of 248 (the box is freed once the turn has started).
 pub(crate) fn run_turn<'a>(
     agent: &'a AgentRuntime,
     session: SessionRef<'a>,
-    request: TurnRequest,
+    request: Box<TurnRequest>,
     sink: Option<mpsc::Sender<TurnEvent>>,
 ) -> impl Future<Output = TurnResult> + 'a {
     let request_id: Arc<str> = new_id("req").into();
@@ -87,7 +90,12 @@ pub(crate) fn run_turn<'a>(
             continuation: request.continuation,
             cancel: request.cancel.clone(),
             sink,
-            outcome: Outcome::default(),
+            // Room for two step records (432 bytes), a tool call's turn: a first push would
+            // make room for four.
+            outcome: Outcome {
+                steps: Vec::with_capacity(2),
+                ..Outcome::default()
+            },
             open: Default::default(),
             held: Default::default(),
             extensions: Arc::from(agent.extensions.as_slice()),
@@ -117,7 +125,7 @@ impl<'a> Turn<'a> {
     )]
     fn run(
         mut self,
-        request: TurnRequest,
+        request: Box<TurnRequest>,
         context: Option<RunContextValue>,
     ) -> impl Future<Output = TurnResult> + 'a {
         async move {
@@ -278,7 +286,7 @@ impl<'a> Turn<'a> {
     }
 
     /// before_run, before_turn, the calls a resumed turn runs, and the step loop.
-    async fn drive(&mut self, request: TurnRequest) -> End {
+    async fn drive(&mut self, request: Box<TurnRequest>) -> End {
         let mut plan = match self.begin(request).await {
             Ok(plan) => plan,
             Err(end) => return end,
@@ -291,7 +299,7 @@ impl<'a> Turn<'a> {
 
     /// on_session_start, before_run and the input guardrails, the history with the turn's
     /// input stored, then before_turn: the plan the steps run.
-    async fn begin(&mut self, request: TurnRequest) -> Flow<TurnPlan<'a>> {
+    async fn begin(&mut self, request: Box<TurnRequest>) -> Flow<TurnPlan<'a>> {
         let run_ctx = RunContext {
             agent: self.frame.clone(),
             request_id: self.request_id.clone(),
