@@ -14,10 +14,9 @@
 //!    time (two holds).
 //! 2. divan's `heap` group, on a current-thread runtime with a paused clock (the holds cost no
 //!    time), counting every allocation: `max alloc` is the most heap bytes live at once while
-//!    `n` turns run together, and `alloc - dealloc` what the `n` idle sessions keep after their
-//!    turn. Divided by `n`: one in-flight turn holds `(max alloc - (alloc - dealloc)) / n`, and
-//!    one idle session `(alloc - dealloc) / n` (its four rows, the conversation handle and the
-//!    store's entries).
+//!    `n` turns run together (each session with its turn in flight), and
+//!    `alloc + grow - dealloc` what the `n` idle sessions keep after their turn (its four rows,
+//!    the conversation handle and the store's entry). Divide both by `n`.
 
 use std::hint::black_box;
 use std::sync::{Arc, OnceLock};
@@ -261,7 +260,7 @@ mod heap {
 
     /// Opens `n` conversations, runs their turns at once and keeps the conversations (dropped
     /// after the timed region): `max alloc / n` is a session with its turn in flight,
-    /// `(alloc - dealloc) / n` an idle session after its turn.
+    /// `(alloc + grow - dealloc) / n` an idle session after its turn.
     #[divan::bench(args = [1_000], sample_count = 10, sample_size = 1)]
     fn sessions_with_one_turn(bencher: Bencher, n: usize) {
         let runtime = paused_runtime();
