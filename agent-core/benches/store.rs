@@ -1,23 +1,45 @@
 //! Session store costs (docs/design.md §7): the writes of one turn on the SQLite store (WAL mode, a file
-//! under the system temp dir), and opening a store and loading a session of 10,000 messages.
+//! under the system temp dir), whole agent turns on SQLite, on `MemoryStore` and on a store that
+//! keeps nothing, and opening a store and loading a session of 10,000 messages.
 //!
 //! Run with `cargo bench -p agent-core --bench store` (`TMPDIR=/some/disk` measures another
 //! disk). Every call goes through the public [`SessionStore`] API on a current-thread Tokio
 //! runtime, so the hand-off to the blocking pool is part of what is timed. The database files are
 //! removed when each benchmark ends.
+//!
+//! With `STORE_TURNS=N` set, the binary instead runs N agent turns (one tool call each: two
+//! steps) on a fresh SQLite file with the default durability, prints the time per turn and
+//! exits; under `strace -f -c -e trace=fsync,fdatasync` that counts the syncs of N turns
+//! (compare with `STORE_TURNS=0`, which only opens the file):
+//!
+//! ```sh
+//! cargo bench -p agent-core --bench store --no-run   # prints the binary's path
+//! STORE_TURNS=200 strace -f -c -e trace=fsync,fdatasync target/release/deps/store-<hash>
+//! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use agent_core::{
-    MemoryStore, Message, MessageStatus, MessageUpdate, NewMessage, SessionStore, SqliteOptions,
-    SqliteStore, SqliteSync, StoredMessage, ToolCall,
+    Agent, AgentBuilder, BoxFuture, FinishReason, FnTool, MemoryStore, Message, MessageStatus,
+    MessageUpdate, Model, ModelEvent, ModelRequest, ModelStream, NewMessage, SessionStore,
+    SqliteOptions, SqliteStore, SqliteSync, StoreError, StoredMessage, ToolCall, TurnLease,
+    TurnLocks, TurnStatus,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use tokio::runtime::Runtime;
 
 fn main() {
+    if let Some(turns) = std::env::var("STORE_TURNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        sqlite_turns(turns);
+        return;
+    }
     divan::main();
     if let Some(dir) = LONG_SESSION.get() {
         remove(dir);
@@ -27,9 +49,11 @@ fn main() {
 /// Messages in the long session that (b) opens and loads.
 const LONG: usize = 10_000;
 
-/// A current-thread runtime: store calls hop to its blocking pool and back, as in the engine.
+/// A current-thread runtime: store calls hop to its blocking pool and back, as in the engine
+/// (with timers: a SQLite turn lease renews itself on one).
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("tokio runtime")
 }
@@ -118,9 +142,15 @@ fn turn() -> Turn {
     }
 }
 
-/// The persistence of one turn, as the engine does it: insert the user row, insert the assistant
-/// row pending, update it to completed, insert the two tool rows.
+/// The persistence of one turn, as the engine does it: take the session's turn, insert the user
+/// row, insert the assistant row pending, update it to completed, insert the two tool rows, give
+/// the session back.
 async fn write_turn(store: &dyn SessionStore, session: &str, turn: Turn) {
+    let lease = store
+        .lock_turn(session, true)
+        .await
+        .expect("lock")
+        .expect("free");
     store
         .insert(session, NewMessage::completed(turn.user))
         .await
@@ -152,10 +182,12 @@ async fn write_turn(store: &dyn SessionStore, session: &str, turn: Turn) {
             .await
             .expect("insert tool");
     }
+    lease.release().await;
 }
 
-/// (a) One turn's writes on SQLite (WAL, `synchronous` FULL, the default, or NORMAL): the
-/// database grows by five rows per iteration in one session, as a long conversation does.
+/// (a) One turn's writes on SQLite (WAL, `synchronous` FULL, the default, or NORMAL), its
+/// lease included: the database grows by five rows per iteration in one session, as a long
+/// conversation does.
 #[divan::bench(args = ["full", "normal"], sample_count = 100, sample_size = 4)]
 fn turn_writes_sqlite(bencher: Bencher, synchronous: &str) {
     let dir = TempDir(temp_dir("turn"));
@@ -256,4 +288,160 @@ fn load_10k(bencher: Bencher) {
     bencher
         .counter(ItemsCount::new(LONG))
         .bench_local(|| runtime.block_on(store.load("long")).expect("load"));
+}
+
+/// A model that answers with one tool call when the conversation ends with the user's message,
+/// and with a short text once it ends with the tool's result: every turn is two steps. It keeps
+/// nothing (unlike `ScriptedModel`, which records every request), so one agent runs any number
+/// of turns.
+struct ToolThenText;
+
+impl Model for ToolThenText {
+    fn id(&self) -> &str {
+        "tool-then-text"
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let answered = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        let events = if answered {
+            vec![
+                Ok(ModelEvent::TextDelta("It is sunny.".into())),
+                Ok(ModelEvent::Finish(FinishReason::Stop)),
+            ]
+        } else {
+            let call = call("call_1", "weather", r#"{"city":"Paris"}"#);
+            vec![
+                Ok(ModelEvent::ToolCall(call)),
+                Ok(ModelEvent::Finish(FinishReason::ToolCalls)),
+            ]
+        };
+        Box::pin(async_stream::stream! {
+            for event in events {
+                yield event;
+            }
+        })
+    }
+}
+
+/// An agent with the weather tool on `store`.
+fn turn_agent(store: Arc<dyn SessionStore>) -> Agent {
+    let weather = FnTool::new(
+        "weather",
+        "The weather in a city.",
+        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        |_, _| async { Ok(serde_json::json!({"sky": "clear", "temp_c": 21})) },
+    );
+    AgentBuilder::new("store-bench")
+        .model(ToolThenText)
+        .dyn_tool(weather)
+        .store(store)
+        .build()
+        .expect("agent builds")
+}
+
+/// Runs one turn of `agent` in `session` and checks it took its two steps.
+async fn agent_turn(agent: &Agent, session: &str) {
+    let result = agent
+        .session(session)
+        .run("What's the weather in Paris?")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.steps.len(), 2);
+}
+
+/// `STORE_TURNS=N`: N agent turns on a fresh SQLite file (default durability), one session.
+fn sqlite_turns(turns: usize) {
+    let dir = TempDir(temp_dir("turns"));
+    let store = SqliteStore::open(dir.0.join("turns.db")).expect("open");
+    let agent = turn_agent(Arc::new(store));
+    let runtime = runtime();
+    let started = Instant::now();
+    runtime.block_on(async {
+        for _ in 0..turns {
+            agent_turn(&agent, "bench").await;
+        }
+    });
+    let per_turn = started.elapsed().as_secs_f64() * 1e6 / turns.max(1) as f64;
+    println!("{turns} turns (two steps each) on SQLite: {per_turn:.0} µs a turn");
+}
+
+/// (c) A whole agent turn (two steps: a tool call, then the answer) on SQLite with the default
+/// durability: the turn's writes, its lease and its reads, through the engine.
+#[divan::bench(sample_count = 100, sample_size = 4)]
+fn agent_turn_sqlite(bencher: Bencher) {
+    let dir = TempDir(temp_dir("agent"));
+    let store = SqliteStore::open(dir.0.join("turns.db")).expect("open");
+    let agent = turn_agent(Arc::new(store));
+    let runtime = runtime();
+    bencher.bench_local(|| runtime.block_on(agent_turn(&agent, "bench")));
+}
+
+/// (c) The same turn on a `MemoryStore`, each in a fresh session (freed when its turn ends).
+#[divan::bench(sample_count = 2000)]
+fn agent_turn_memory(bencher: Bencher) {
+    let agent = turn_agent(Arc::new(MemoryStore::new()));
+    let runtime = runtime();
+    bencher.bench_local(|| runtime.block_on(agent.run("What's the weather in Paris?")));
+}
+
+/// (c) The same turn on [`NoStore`]: the floor `agent_turn_memory` compares to.
+#[divan::bench(sample_count = 2000)]
+fn agent_turn_no_store(bencher: Bencher) {
+    let agent = turn_agent(Arc::new(NoStore::default()));
+    let runtime = runtime();
+    bencher.bench_local(|| runtime.block_on(agent.run("What's the weather in Paris?")));
+}
+
+/// A store that keeps nothing: every session reads empty, every write only numbers its row. The
+/// turn lock stays (a store must give one), from [`TurnLocks`].
+#[derive(Default)]
+struct NoStore {
+    next_id: AtomicI64,
+    locks: TurnLocks,
+}
+
+impl SessionStore for NoStore {
+    fn load<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
+    fn insert<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        let stored = StoredMessage {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+            session_id: session.to_owned(),
+            tool_status: None,
+            message: row.message,
+            created_at: 0,
+            request_sent_at: row.request_sent_at,
+            response_completed_at: None,
+            status: row.status,
+            silent: row.silent,
+        };
+        Box::pin(std::future::ready(Ok(stored)))
+    }
+
+    fn update<'a>(
+        &'a self,
+        _: &'a str,
+        _: i64,
+        _: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn delete<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        session: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
+        Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::local)) })
+    }
 }

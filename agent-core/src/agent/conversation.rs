@@ -178,6 +178,7 @@ impl Conversation {
         request.cancel = request.cancel.child();
         let cancel = request.cancel.clone();
         let conversation = self.clone();
+        let request = Box::new(request);
         let turn = Box::pin(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, None).await
@@ -205,6 +206,7 @@ impl Conversation {
         let mut request = request.into();
         request.cancel = request.cancel.child();
         let cancel = request.cancel.clone();
+        let request = Box::new(request);
         tokio::spawn(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, Some(sender)).await;

@@ -135,7 +135,7 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         opened: &opened,
     };
     // Boxed: a turn inside a tool call of a turn.
-    let result = Box::pin(run_turn(&agent, turn, request, None)).await;
+    let result = Box::pin(run_turn(&agent, turn, Box::new(request), None)).await;
     match result.status {
         // A typed answer goes back as its JSON.
         TurnStatus::Completed => Ok(result

@@ -8,9 +8,10 @@ use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
-    SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
+    MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
 };
+use crate::message::Message;
 use crate::util::BoxFuture;
 
 /// The answer of a session that keeps nothing of a kind (no waiting call, no standing
@@ -49,13 +50,50 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Inner {
     next_id: i64,
-    sessions: HashMap<String, Vec<StoredMessage>>,
-    /// The calls each suspended session waits on.
-    suspended: HashMap<String, Vec<SuspendedCall>>,
-    /// Each session's tools approved for good.
-    approved: HashMap<String, Vec<String>>,
-    /// How many handles hold each session (see [`SessionStore::retain`]).
-    holders: HashMap<String, usize>,
+    /// Every session in one map: one key per session, not one per kind of state it keeps.
+    sessions: HashMap<String, Session>,
+}
+
+/// What the store keeps of one session.
+#[derive(Debug, Default)]
+struct Session {
+    rows: Vec<Row>,
+    /// The calls the session waits on, when it is suspended.
+    suspended: Vec<SuspendedCall>,
+    /// The tools approved for good.
+    approved: Vec<String>,
+    /// How many handles hold it (see [`SessionStore::retain`]).
+    holders: usize,
+}
+
+/// A stored row without its session id (the map's key): each row of an idle session is that
+/// much smaller, and an insert makes one copy of the id (the row it returns) instead of two.
+#[derive(Debug)]
+struct Row {
+    id: i64,
+    message: Message,
+    created_at: i64,
+    request_sent_at: Option<i64>,
+    response_completed_at: Option<i64>,
+    status: MessageStatus,
+    silent: bool,
+}
+
+impl Row {
+    /// The row as stored in `session`.
+    fn stored(&self, session: &str) -> StoredMessage {
+        StoredMessage {
+            id: self.id,
+            session_id: session.to_owned(),
+            message: self.message.clone(),
+            created_at: self.created_at,
+            request_sent_at: self.request_sent_at,
+            response_completed_at: self.response_completed_at,
+            status: self.status,
+            silent: self.silent,
+            tool_status: ToolStatus::of(&self.message),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -66,11 +104,26 @@ impl MemoryStore {
 
     /// How many sessions the store holds rows for.
     pub fn session_count(&self) -> usize {
-        self.lock().sessions.len()
+        let inner = self.lock();
+        let with_rows = inner.sessions.values();
+        with_rows.filter(|session| !session.rows.is_empty()).count()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Inner {
+    /// The session, made empty if the store keeps nothing of it yet (only its first call
+    /// pays for its key).
+    fn session(&mut self, session: &str) -> &mut Session {
+        if !self.sessions.contains_key(session) {
+            self.sessions.insert(session.to_owned(), Session::default());
+        }
+        self.sessions
+            .get_mut(session)
+            .expect("the session was just inserted")
     }
 }
 
@@ -80,7 +133,10 @@ impl SessionStore for MemoryStore {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
         let inner = self.lock();
-        let rows = inner.sessions.get(session).cloned().unwrap_or_default();
+        let rows = match inner.sessions.get(session) {
+            Some(kept) => kept.rows.iter().map(|row| row.stored(session)).collect(),
+            None => Vec::new(),
+        };
         Box::pin(std::future::ready(Ok(rows)))
     }
 
@@ -102,15 +158,15 @@ impl SessionStore for MemoryStore {
             status: row.status,
             silent: row.silent,
         };
-        // Only a new session's first row pays for its key.
-        match inner.sessions.get_mut(session) {
-            Some(rows) => rows.push(stored.clone()),
-            None => {
-                inner
-                    .sessions
-                    .insert(session.to_owned(), vec![stored.clone()]);
-            }
-        }
+        inner.session(session).rows.push(Row {
+            id: stored.id,
+            message: stored.message.clone(),
+            created_at: stored.created_at,
+            request_sent_at: stored.request_sent_at,
+            response_completed_at: None,
+            status: stored.status,
+            silent: stored.silent,
+        });
         Box::pin(std::future::ready(Ok(stored)))
     }
 
@@ -124,7 +180,7 @@ impl SessionStore for MemoryStore {
         let row = inner
             .sessions
             .get_mut(session)
-            .and_then(|rows| rows.iter_mut().find(|row| row.id == id));
+            .and_then(|kept| kept.rows.iter_mut().find(|row| row.id == id));
         let result = match row {
             None => Err(StoreError::new(
                 StoreErrorKind::NotFound,
@@ -132,7 +188,6 @@ impl SessionStore for MemoryStore {
             )),
             Some(row) => {
                 if let Some(message) = update.message {
-                    row.tool_status = ToolStatus::of(&message);
                     row.message = message;
                 }
                 if let Some(status) = update.status {
@@ -152,7 +207,7 @@ impl SessionStore for MemoryStore {
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut inner = self.lock();
-        let rows = inner.sessions.get_mut(session);
+        let rows = inner.sessions.get_mut(session).map(|kept| &mut kept.rows);
         let at = rows
             .as_ref()
             .and_then(|rows| rows.iter().position(|row| row.id == id));
@@ -173,9 +228,11 @@ impl SessionStore for MemoryStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<SuspendedCall>, StoreError>> {
-        match self.lock().suspended.get(session) {
-            Some(calls) => Box::pin(std::future::ready(Ok(calls.clone()))),
-            None => Box::pin(Nothing::default()),
+        match self.lock().sessions.get(session) {
+            Some(kept) if !kept.suspended.is_empty() => {
+                Box::pin(std::future::ready(Ok(kept.suspended.clone())))
+            }
+            _ => Box::pin(Nothing::default()),
         }
     }
 
@@ -185,10 +242,8 @@ impl SessionStore for MemoryStore {
         calls: Vec<SuspendedCall>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut inner = self.lock();
-        if calls.is_empty() {
-            inner.suspended.remove(session);
-        } else {
-            inner.suspended.insert(session.to_owned(), calls);
+        if !calls.is_empty() || inner.sessions.contains_key(session) {
+            inner.session(session).suspended = calls;
         }
         Box::pin(std::future::ready(Ok(())))
     }
@@ -197,9 +252,11 @@ impl SessionStore for MemoryStore {
         &'a self,
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
-        match self.lock().approved.get(session) {
-            Some(tools) => Box::pin(std::future::ready(Ok(tools.clone()))),
-            None => Box::pin(Nothing::default()),
+        match self.lock().sessions.get(session) {
+            Some(kept) if !kept.approved.is_empty() => {
+                Box::pin(std::future::ready(Ok(kept.approved.clone())))
+            }
+            _ => Box::pin(Nothing::default()),
         }
     }
 
@@ -209,10 +266,8 @@ impl SessionStore for MemoryStore {
         tools: Vec<String>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut inner = self.lock();
-        if tools.is_empty() {
-            inner.approved.remove(session);
-        } else {
-            inner.approved.insert(session.to_owned(), tools);
+        if !tools.is_empty() || inner.sessions.contains_key(session) {
+            inner.session(session).approved = tools;
         }
         Box::pin(std::future::ready(Ok(())))
     }
@@ -226,26 +281,20 @@ impl SessionStore for MemoryStore {
     }
 
     fn retain(&self, session: &str) {
-        let mut inner = self.lock();
-        match inner.holders.get_mut(session) {
-            Some(count) => *count += 1,
-            None => {
-                inner.holders.insert(session.to_owned(), 1);
-            }
-        }
+        self.lock().session(session).holders += 1;
     }
 
     fn release(&self, session: &str) {
         let mut inner = self.lock();
-        let Some(count) = inner.holders.get_mut(session) else {
+        let Some(kept) = inner.sessions.get_mut(session) else {
             return;
         };
-        *count -= 1;
-        if *count == 0 {
-            inner.holders.remove(session);
+        if kept.holders == 0 {
+            return;
+        }
+        kept.holders -= 1;
+        if kept.holders == 0 {
             inner.sessions.remove(session);
-            inner.suspended.remove(session);
-            inner.approved.remove(session);
         }
     }
 }

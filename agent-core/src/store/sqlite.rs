@@ -4,6 +4,7 @@
 //! slow disk or another process's lock never stalls the async runtime. Every failure is a
 //! [`StoreError`] naming the file and, when it can, what to do.
 
+mod commit;
 mod error;
 mod lease;
 mod row;
@@ -11,11 +12,12 @@ mod schema;
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params};
 
+use self::commit::{Commit, Db, InTurn};
 use self::error::DbFile;
 use super::{
     MessageColumns, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
@@ -26,9 +28,11 @@ use crate::util::BoxFuture;
 /// How durable a commit is: SQLite's `synchronous` setting (the store always runs in WAL mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SqliteSync {
-    /// `FULL`, the default: each commit syncs the write-ahead log before it returns, so a row the
+    /// `FULL`, the default: a commit syncs the write-ahead log before it returns, so a row the
     /// store has reported as written survives a power loss or an OS crash, not only a crash of
-    /// the process. It costs one `fsync` per write.
+    /// the process. It costs one `fsync` per synced commit: each write made outside a turn, and
+    /// once per step of a turn (the write that settles its reply, which also syncs the turn's
+    /// writes before it; see [`SqliteStore`]).
     #[default]
     Full,
     /// `NORMAL`: commits survive a crash of the process, but the last ones before a power loss or
@@ -98,12 +102,23 @@ impl SqliteOptions {
 ///
 /// Turns of one session never overlap, whichever agent, store or process on this machine runs
 /// them: a turn holds a lease row in the file (see [`SqliteOptions::turn_lease`]).
+///
+/// With [`SqliteSync::Full`], a turn syncs the log once per step, not once per write: the write
+/// that settles a reply (completed or failed) is synced, and so is the turn's last write (giving
+/// its session back) when one before it was not; its other writes (its lease, the user's
+/// message, a pending reply, tool results) commit without waiting for the disk and become
+/// durable with the next synced commit. A crash of the process loses none of them; a power loss
+/// may lose what a running turn wrote since its last synced commit, and the session then reads
+/// as if the turn had been cut off there (the next turn repairs it as after any crash). Writes
+/// made outside a turn are each synced.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    conn: Arc<Mutex<Db>>,
     file: DbFile,
     /// The turn locks of this store and its clones, within the process.
     locks: Arc<TurnLocks>,
+    /// The sessions a turn of this store holds, whose writes are deferred.
+    turns: InTurn,
     /// How long a turn's lease lasts unless renewed.
     lease: Duration,
 }
@@ -163,9 +178,10 @@ impl SqliteStore {
             })?;
         schema::migrate(&mut conn).map_err(|e| file.migrate(&e))?;
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(Mutex::new(Db::new(conn, options.synchronous))),
             file,
             locks: Arc::default(),
+            turns: InTurn::default(),
             lease: options.turn_lease.max(Duration::from_millis(3)),
         })
     }
@@ -184,7 +200,28 @@ impl SqliteStore {
     {
         let conn = Arc::clone(&self.conn);
         let file = self.file.clone();
-        let job = move || work(&mut lock(&conn), &file);
+        let job = move || work(&mut commit::lock(&conn).conn, &file);
+        self.spawn(job).await
+    }
+
+    /// Runs `work`, a write, as [`run`](Self::run) does, committed as `commit` says.
+    async fn write<T, F>(&self, commit: Commit, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &DbFile) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        let file = self.file.clone();
+        let job =
+            move || commit::lock(&conn).write(commit, |conn| work(conn, &file), |e| file.sqlite(e));
+        self.spawn(job).await
+    }
+
+    /// Runs `job` on Tokio's blocking pool, or inline without a runtime.
+    async fn spawn<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => runtime.spawn_blocking(job).await.map_err(|e| {
                 self.file
@@ -202,20 +239,6 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> Result<String, rusql
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
     conn.pragma_update(None, "synchronous", options.synchronous.as_str())?;
     Ok(mode)
-}
-
-/// The connection, also after a panic on another thread poisoned the lock: a transaction that
-/// panic left open is rolled back (its caller got an error), and the connection serves on.
-fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
-    conn.lock().unwrap_or_else(|poisoned: PoisonError<_>| {
-        let guard = poisoned.into_inner();
-        if !guard.is_autocommit() {
-            // Nothing to report to: should the rollback fail, the next statement reports the state.
-            let _ = guard.execute_batch("ROLLBACK");
-        }
-        conn.clear_poison();
-        guard
-    })
 }
 
 /// Reads a session's rows, oldest first.
@@ -459,8 +482,11 @@ impl SessionStore for SqliteStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        let commit = self.turns.commit(session);
         let session = session.to_owned();
-        Box::pin(self.run(move |conn, file| insert_row(conn, file, session, row)))
+        Box::pin(self.write(commit, move |conn, file| {
+            insert_row(conn, file, session, row)
+        }))
     }
 
     fn update<'a>(
@@ -469,13 +495,23 @@ impl SessionStore for SqliteStore {
         id: i64,
         update: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // Settling a reply ends a step: its one synced commit.
+        let commit = match update.status {
+            Some(_) => Commit::Synced,
+            None => self.turns.commit(session),
+        };
         let session = session.to_owned();
-        Box::pin(self.run(move |conn, file| update_row(conn, file, &session, id, update)))
+        Box::pin(self.write(commit, move |conn, file| {
+            update_row(conn, file, &session, id, update)
+        }))
     }
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        let commit = self.turns.commit(session);
         let session = session.to_owned();
-        Box::pin(self.run(move |conn, file| delete_row(conn, file, &session, id)))
+        Box::pin(self.write(commit, move |conn, file| {
+            delete_row(conn, file, &session, id)
+        }))
     }
 
     fn suspended<'a>(
@@ -492,7 +528,9 @@ impl SessionStore for SqliteStore {
         calls: Vec<SuspendedCall>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
-        Box::pin(self.run(move |conn, file| store_suspended(conn, file, &session, &calls)))
+        Box::pin(self.write(Commit::Synced, move |conn, file| {
+            store_suspended(conn, file, &session, &calls)
+        }))
     }
 
     fn approved_tools<'a>(
@@ -509,7 +547,9 @@ impl SessionStore for SqliteStore {
         tools: Vec<String>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let session = session.to_owned();
-        Box::pin(self.run(move |conn, file| store_approved(conn, file, &session, &tools)))
+        Box::pin(self.write(Commit::Synced, move |conn, file| {
+            store_approved(conn, file, &session, &tools)
+        }))
     }
 
     fn lock_turn<'a>(
@@ -518,5 +558,140 @@ impl SessionStore for SqliteStore {
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
         Box::pin(lease::take(self, session, wait))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use crate::store::MessageStatus;
+
+    /// The connection's `synchronous` setting after a write, and whether a commit waits for a
+    /// synced one.
+    fn state(store: &SqliteStore) -> (SqliteSync, bool) {
+        let db = commit::lock(&store.conn);
+        (db.current(), db.unsynced())
+    }
+
+    /// The writes of a one-tool-call turn, as the engine makes them under the session's lease:
+    /// each step's settled reply is the one synced commit (it syncs the deferred ones before it),
+    /// the give-back is deferred when nothing waits, and writes outside a turn are each synced.
+    /// Every row, deferred or not, is in the file when it is opened again.
+    #[tokio::test]
+    async fn a_turn_syncs_once_per_step_and_writes_outside_a_turn_each_sync() {
+        let dir = std::env::temp_dir().join(format!(
+            "agent-sqlite-commit-{}-{}",
+            std::process::id(),
+            now_micros()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("turns.db");
+        let store = SqliteStore::open(&path).expect("open");
+        let (full, normal) = (SqliteSync::Full, SqliteSync::Normal);
+        let pending = || NewMessage {
+            message: Message::assistant(""),
+            status: MessageStatus::Pending,
+            request_sent_at: Some(now_micros()),
+            silent: false,
+        };
+        let completed = |text: &str| MessageUpdate {
+            message: Some(Message::assistant(text)),
+            status: Some(MessageStatus::Completed),
+            response_completed_at: Some(now_micros()),
+            silent: None,
+        };
+        let tool = Message::Tool {
+            call_id: "c1".into(),
+            name: "t".into(),
+            content: "42".into(),
+            is_error: false,
+        };
+        let mut trace = Vec::new();
+        let write = |label: &'static str, store: &SqliteStore, trace: &mut Vec<_>| {
+            trace.push((label, state(store)));
+        };
+        store
+            .insert("other", NewMessage::completed(Message::user("outside")))
+            .await
+            .expect("insert");
+        write("insert outside a turn", &store, &mut trace);
+        let lease = store
+            .lock_turn("s", true)
+            .await
+            .expect("lock")
+            .expect("free");
+        write("lease taken", &store, &mut trace);
+        store
+            .insert("s", NewMessage::completed(Message::user("hi")))
+            .await
+            .expect("user");
+        write("user row", &store, &mut trace);
+        let row = store.insert("s", pending()).await.expect("pending").id;
+        write("reply pending", &store, &mut trace);
+        store.update("s", row, completed("")).await.expect("done");
+        write("reply completed", &store, &mut trace);
+        store
+            .insert("s", NewMessage::completed(tool))
+            .await
+            .expect("tool");
+        write("tool result", &store, &mut trace);
+        let row = store.insert("s", pending()).await.expect("pending").id;
+        write("reply pending", &store, &mut trace);
+        store
+            .update("s", row, completed("done"))
+            .await
+            .expect("done");
+        write("reply completed", &store, &mut trace);
+        lease.release().await;
+        write("lease given back", &store, &mut trace);
+        let lease = store
+            .lock_turn("s", true)
+            .await
+            .expect("lock")
+            .expect("free");
+        lease.release().await;
+        write("empty turn given back", &store, &mut trace);
+        store
+            .insert("s", NewMessage::completed(Message::user("after")))
+            .await
+            .expect("insert");
+        write("insert after the turn", &store, &mut trace);
+        assert_eq!(
+            trace,
+            [
+                ("insert outside a turn", (full, false)),
+                ("lease taken", (normal, true)),
+                ("user row", (normal, true)),
+                ("reply pending", (normal, true)),
+                ("reply completed", (full, false)),
+                ("tool result", (normal, true)),
+                ("reply pending", (normal, true)),
+                ("reply completed", (full, false)),
+                ("lease given back", (normal, true)),
+                ("empty turn given back", (full, false)),
+                ("insert after the turn", (full, false)),
+            ]
+        );
+        drop(store);
+        let reopened = SqliteStore::open(&path).expect("reopen");
+        let rows = reopened.load("s").await.expect("load");
+        let texts: Vec<(&str, MessageStatus)> = rows
+            .iter()
+            .map(|row| (row.message.text(), row.status))
+            .collect();
+        let done = MessageStatus::Completed;
+        assert_eq!(
+            texts,
+            [
+                ("hi", done),
+                ("", done),
+                ("42", done),
+                ("done", done),
+                ("after", done)
+            ]
+        );
+        drop(reopened);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

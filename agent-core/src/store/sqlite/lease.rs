@@ -10,6 +10,7 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::task::AbortHandle;
 
 use super::SqliteStore;
+use super::commit::{Commit, TurnMark};
 use super::error::DbFile;
 use crate::store::{ReleaseTurn, StoreError, TurnLease, now_micros};
 use crate::util::{BoxFuture, new_id};
@@ -48,15 +49,20 @@ pub(super) async fn take(
             holder: holder.clone(),
         }));
         let (key, who) = (session.to_owned(), holder.clone());
+        // Not synced: a lease lives no longer than its process (a power loss ends both).
         let taken = store
-            .run(move |conn, file| try_take(conn, file, &key, &who, length))
+            .write(Commit::Deferred, move |conn, file| {
+                try_take(conn, file, &key, &who, length)
+            })
             .await?;
         let held = attempt.settle();
         if taken {
             let heartbeat = Heartbeat(tokio::spawn(renew(held.clone())).abort_handle());
+            let turn = store.turns.enter(session);
             return Ok(Some(TurnLease::new(SqliteLease {
                 held,
                 heartbeat,
+                turn,
                 local,
             })));
         }
@@ -98,7 +104,7 @@ async fn renew(held: Held) {
         let (session, holder) = (held.session.clone(), held.holder.clone());
         let renewed = held
             .store
-            .run(move |conn, file| {
+            .write(Commit::Deferred, move |conn, file| {
                 let expires = now_micros().saturating_add(length);
                 conn.prepare_cached(RENEW)
                     .and_then(|mut statement| statement.execute(params![session, holder, expires]))
@@ -131,12 +137,13 @@ struct Held {
 }
 
 impl Held {
-    /// Deletes the row, if it is still this holder's.
+    /// Deletes the row, if it is still this holder's: the turn's last write, synced when one of
+    /// its writes before it was not.
     async fn give_back(&self) {
         let (session, holder) = (self.session.clone(), self.holder.clone());
         let deleted = self
             .store
-            .run(move |conn, file| {
+            .write(Commit::Flush, move |conn, file| {
                 conn.prepare_cached(GIVE_BACK)
                     .and_then(|mut statement| statement.execute(params![session, holder]))
                     .map_err(|e| file.sqlite(&e))
@@ -183,6 +190,8 @@ impl Drop for Heartbeat {
 struct SqliteLease {
     held: Held,
     heartbeat: Heartbeat,
+    /// The session's writes are deferred while this lives.
+    turn: TurnMark,
     local: OwnedMutexGuard<()>,
 }
 
@@ -191,11 +200,13 @@ impl ReleaseTurn for SqliteLease {
         let SqliteLease {
             held,
             heartbeat,
+            turn,
             local,
         } = *self;
         Box::pin(async move {
             drop(heartbeat);
             held.give_back().await;
+            drop(turn);
             // The row is gone before a turn of this process waiting on the session goes on.
             drop(local);
         })
