@@ -29,8 +29,10 @@ pub(crate) struct OutputSpec {
     pub(crate) mode: OutputMode,
     /// How many failed answers are sent back to be fixed before the turn fails.
     pub(crate) retries: usize,
-    /// The schema the native mode sends.
+    /// The schema the native mode sends (shared by each request, not copied).
     pub(crate) schema: OutputSchema,
+    /// What the prompted mode appends to the system prompt: the schema, written once.
+    prompt: String,
     /// The final-answer tool.
     pub(crate) tool: Arc<ToolSpec>,
     /// The tool's arguments hold the answer under `response` (a type whose schema is not an
@@ -91,11 +93,14 @@ impl OutputSpec {
             true => variants(&kind.schema, &tool).unwrap_or_default(),
             false => Vec::new(),
         };
+        let prompt = format!(
+            "Give your final answer as one JSON value matching this JSON Schema, and nothing \
+             else:\n{}",
+            kind.schema
+        );
         OutputSpec {
-            schema: OutputSchema {
-                name: schema_name,
-                schema: kind.schema.clone(),
-            },
+            schema: OutputSchema::new(schema_name, kind.schema.clone()),
+            prompt,
             kind,
             mode,
             retries,
@@ -156,14 +161,10 @@ impl OutputSpec {
                 }
             }
             Asked::Prompted => {
-                let schema = serde_json::to_string(&self.kind.schema).unwrap_or_default();
-                let prompt = format!(
-                    "Give your final answer as one JSON value matching this JSON Schema, and \
-                     nothing else:\n{schema}"
-                );
+                let prompt = &self.prompt;
                 request.system = Some(match request.system.take() {
                     Some(system) => format!("{system}\n\n{prompt}"),
-                    None => prompt,
+                    None => prompt.clone(),
                 });
             }
         }
@@ -386,7 +387,7 @@ impl<'a> Turn<'a> {
             }
             (false, false) => return Ok(Verdict::None),
         };
-        let parsed = answered.and_then(spec.kind.parse_text);
+        let parsed = answered.and_then(|text| (spec.kind.parse_text)(text, "the answer is"));
         Ok(match self.validate(spec, step, parsed).await? {
             Ok(output) => Verdict::Accepted(output),
             Err(reason) => Verdict::Failed {
@@ -440,7 +441,7 @@ impl<'a> Turn<'a> {
             Verdict::None => next,
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
-                self.outcome.text = output.json.to_string();
+                self.outcome.text = output.text.clone();
                 if let Some(last) = &mut self.outcome.attempts.last {
                     last.validated = true;
                 }
@@ -555,18 +556,22 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
 }
 
 /// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).
+/// Arguments that are the answer itself are parsed straight from their text; those holding it
+/// under `response`, or lacking a variant's tag, go through a JSON value.
 pub(super) fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
     if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
         return (spec.kind.parse)(&variant.rebuild(&call.arguments)?);
     }
+    if !spec.wrapped {
+        return (spec.kind.parse_text)(&call.arguments, "the arguments are");
+    }
     let args: Value = serde_json::from_str(&call.arguments)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
-    let json = match (spec.wrapped, args) {
-        (true, Value::Object(mut map)) => map
+    let json = match args {
+        Value::Object(mut map) => map
             .remove("response")
             .ok_or_else(|| "the arguments lack `response`".to_owned())?,
-        (true, _) => return Err("the arguments are not an object with `response`".to_owned()),
-        (false, args) => args,
+        _ => return Err("the arguments are not an object with `response`".to_owned()),
     };
     (spec.kind.parse)(&json)
 }

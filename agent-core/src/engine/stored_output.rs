@@ -61,7 +61,8 @@ impl OutputSpec {
                     if kept.get(at + 1).is_some_and(|next| is_retry(next)) {
                         continue;
                     }
-                    let parsed = from_text(content).and_then(self.kind.parse_text);
+                    let parsed = from_text(content)
+                        .and_then(|text| (self.kind.parse_text)(text, "the answer is"));
                     return Some(StoredAnswer {
                         raw: content.clone(),
                         parsed,

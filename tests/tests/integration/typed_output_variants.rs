@@ -263,7 +263,7 @@ async fn an_adjacently_tagged_enum_is_one_tool_per_variant_and_a_wrong_one_is_se
         result.output::<Adjacent>().unwrap(),
         &Adjacent::Note("ask again".into())
     );
-    assert_eq!(result.text, r#"{"c":"ask again","t":"note"}"#);
+    assert_eq!(result.text, r#"{"t":"note","c":"ask again"}"#);
     assert_eq!(
         trace_of(&trace),
         retried(
