@@ -41,8 +41,9 @@ pub(crate) struct OutputSpec {
     /// validate_output hooks, in run order.
     pub(crate) validators: Vec<Arc<dyn Validator>>,
     /// One final-answer tool per variant of an enum, offered instead of `tool`
-    /// (`AgentBuilder::output_tool_per_variant`); empty otherwise.
-    pub(crate) variants: Vec<Variant>,
+    /// (`AgentBuilder::output_tool_per_variant`); empty otherwise. Shared with a step's
+    /// partial answer.
+    pub(crate) variants: Arc<[Variant]>,
 }
 
 impl OutputSpec {
@@ -90,8 +91,8 @@ impl OutputSpec {
             parameters,
         };
         let variants = match per_variant {
-            true => variants(&kind.schema, &tool).unwrap_or_default(),
-            false => Vec::new(),
+            true => variants(&kind.schema, &tool).unwrap_or_default().into(),
+            false => Arc::default(),
         };
         let prompt = format!(
             "Give your final answer as one JSON value matching this JSON Schema, and nothing \
@@ -113,7 +114,7 @@ impl OutputSpec {
 
     /// Whether a call of this tool gives the answer.
     pub(super) fn answers(&self, name: &str) -> bool {
-        match self.variants.as_slice() {
+        match &*self.variants {
             [] => self.tool.name == name,
             variants => variants.iter().any(|variant| variant.tool.name == name),
         }
@@ -121,7 +122,7 @@ impl OutputSpec {
 
     /// The final-answer tools, as a failure names them.
     fn tool_names(&self) -> String {
-        match self.variants.as_slice() {
+        match &*self.variants {
             [] => format!("the `{}` tool", self.tool.name),
             variants => {
                 let names: Vec<String> = variants
@@ -150,7 +151,7 @@ impl OutputSpec {
         match asked {
             Asked::Native => request.output_schema = Some(self.schema.clone()),
             Asked::Tool => {
-                match self.variants.as_slice() {
+                match &*self.variants {
                     [] => request.tools.push(self.tool.clone()),
                     variants => request
                         .tools
@@ -179,16 +180,29 @@ pub(super) struct PartialAnswer {
     /// Where the answer streams: the final-answer call's arguments (`Some(wrapped)`: under
     /// `response` when wrapped), or the text.
     tool: Option<bool>,
-    /// The final-answer call read: the step's first call when the final-answer tool is the
-    /// only one offered, else the first call started under the final-answer tool's name.
+    /// The final-answer call read: see [`Named`].
     call: Option<String>,
-    /// The final-answer tool's name, when the step offers other tools too: which call is the
-    /// answer is known only from a call's start ([`ModelEvent::ToolCallStart`]).
-    ///
-    /// [`ModelEvent::ToolCallStart`]: crate::ModelEvent::ToolCallStart
-    named: Option<Arc<ToolSpec>>,
+    /// Which call is the answer.
+    named: Named,
+    /// With one tool per variant: the variant whose tool the call read calls.
+    variant: Option<usize>,
     /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
     lead: Lead,
+}
+
+/// Which of a step's calls gives the answer, as its partials are read.
+enum Named {
+    /// The step's first call (the final-answer tool is the only one offered).
+    First,
+    /// The first call started under this tool's name, the step offering other tools too:
+    /// which call is the answer is known only from a call's start
+    /// ([`ModelEvent::ToolCallStart`]).
+    ///
+    /// [`ModelEvent::ToolCallStart`]: crate::ModelEvent::ToolCallStart
+    Tool(Arc<ToolSpec>),
+    /// The first call started under one of these variants' tools (one tool per variant): its
+    /// arguments are given back as the enum's own JSON.
+    Variants(Arc<[Variant]>),
 }
 
 /// Where the text answer's JSON starts.
@@ -200,15 +214,21 @@ enum Lead {
 }
 
 impl OutputSpec {
-    /// Reading the answer from a step's stream, when the request asks for it as text or by
-    /// the final-answer tool: the only tool offered, or beside others (then the answer is the
-    /// step's first call started under its name). Not with one final-answer tool per variant.
+    /// Reading the answer from a step's stream, when the request asks for it as text, by the
+    /// final-answer tool (the only tool offered, or beside others: then the answer is the
+    /// step's first call started under its name), or by one tool per variant (the step's first
+    /// call started under a variant's tool).
     pub(super) fn partials(&self, request: &ModelRequest) -> Option<PartialAnswer> {
+        let single = self.variants.is_empty();
+        let variant = |name: &str| self.variants.iter().any(|v| v.tool.name == name);
         let (tool, named) = match request.tools.as_slice() {
-            [] => (None, None),
-            [only] if only.name == self.tool.name => (Some(self.wrapped), None),
-            tools if self.variants.is_empty() && tools.iter().any(|t| t.name == self.tool.name) => {
-                (Some(self.wrapped), Some(self.tool.clone()))
+            [] => (None, Named::First),
+            [only] if single && only.name == self.tool.name => (Some(self.wrapped), Named::First),
+            tools if single && tools.iter().any(|t| t.name == self.tool.name) => {
+                (Some(self.wrapped), Named::Tool(self.tool.clone()))
+            }
+            tools if tools.iter().any(|t| variant(&t.name)) => {
+                (Some(false), Named::Variants(self.variants.clone()))
             }
             _ => return None,
         };
@@ -217,17 +237,32 @@ impl OutputSpec {
             tool,
             call: None,
             named,
+            variant: None,
             lead: Lead::Start,
         })
     }
 }
 
 impl PartialAnswer {
-    /// A tool call of the step began: with other tools offered, the first one calling the
-    /// final-answer tool is the one read.
+    /// A tool call of the step began: with other tools offered, or one per variant, the first
+    /// one calling a final-answer tool is the one read.
     pub(super) fn start(&mut self, id: &str, name: &str) {
-        if self.call.is_none() && self.named.as_ref().is_some_and(|tool| tool.name == name) {
-            self.call = Some(id.to_owned());
+        if self.call.is_some() {
+            return;
+        }
+        match &self.named {
+            Named::First => {}
+            Named::Tool(tool) => {
+                if tool.name == name {
+                    self.call = Some(id.to_owned());
+                }
+            }
+            Named::Variants(variants) => {
+                if let Some(at) = variants.iter().position(|v| v.tool.name == name) {
+                    self.call = Some(id.to_owned());
+                    self.variant = Some(at);
+                }
+            }
         }
     }
 
@@ -239,7 +274,7 @@ impl PartialAnswer {
                 if self
                     .call
                     .as_ref()
-                    .map_or(self.named.is_none(), |call| call == id) =>
+                    .map_or(matches!(self.named, Named::First), |call| call == id) =>
             {
                 self.call.get_or_insert_with(|| id.clone());
                 self.json.push(delta);
@@ -247,6 +282,7 @@ impl PartialAnswer {
             (Chunk::Discarded { .. }, _) => {
                 self.json = PartialJson::new();
                 self.call = None;
+                self.variant = None;
                 self.lead = Lead::Start;
             }
             _ => {}
@@ -255,7 +291,15 @@ impl PartialAnswer {
         match (self.tool, value) {
             (Some(true), Value::Object(mut args)) => args.remove("response"),
             (Some(true), _) => None,
-            (_, value) => Some(value),
+            (Some(false), value) => match (&self.named, self.variant) {
+                // A variant's content is given once the enum's JSON can be made of it (a
+                // content under `response` once that member started).
+                (Named::Variants(variants), Some(at)) => {
+                    variants.get(at)?.rebuild_value(value).ok()
+                }
+                _ => Some(value),
+            },
+            (None, value) => Some(value),
         }
     }
 
