@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::events::TurnEvent;
 use super::output_variants::{Variant, variants};
 use super::plan::TurnPlan;
-use super::state::{End, Flow, Turn};
+use super::state::{AnswerRow, End, Flow, Turn};
 use super::step::Reply;
 use super::tool_call::CallResult;
 use crate::hooks::output::{OutputKind, ValidateScope, Validator};
@@ -433,7 +433,10 @@ impl<'a> Turn<'a> {
         };
         let parsed = answered.and_then(|text| (spec.kind.parse_text)(text, "the answer is"));
         Ok(match self.validate(spec, step, parsed).await? {
-            Ok(output) => Verdict::Accepted(output),
+            Ok(output) => {
+                self.open.answer = Some(AnswerRow::Text(reply.row));
+                Verdict::Accepted(output)
+            }
             Err(reason) => Verdict::Failed {
                 reason,
                 by_tool: false,
@@ -597,6 +600,13 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
         pending: Vec::new(),
         via: None,
     })
+}
+
+/// Whether the step's call at `position` is the final-answer call that validated.
+pub(super) fn accepted(plan: &TurnPlan<'_>, position: usize) -> bool {
+    plan.output_answers
+        .iter()
+        .any(|(at, record)| *at == position && !record.is_error)
 }
 
 /// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).

@@ -220,4 +220,15 @@ pub(super) struct OpenRows {
     pub(super) pending: Option<(i64, Message)>,
     /// Calls of the stored reply without a stored result, with their positions in it.
     pub(super) calls: Vec<(usize, ToolCall)>,
+    /// The typed answer the step validated, as stored before the turn returned it: if the
+    /// turn ends without returning it, it is marked not accepted (`settle.rs`).
+    pub(super) answer: Option<AnswerRow>,
+}
+
+/// Where a validated typed answer is stored.
+pub(super) enum AnswerRow {
+    /// The reply's row (native and prompted modes).
+    Text(i64),
+    /// The final-answer call's result row, and that result.
+    Call(i64, Message),
 }
