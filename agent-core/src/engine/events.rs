@@ -23,8 +23,9 @@ pub enum TurnEvent {
     /// answer fails starts over at the next step's. In a step that offers other tools beside
     /// the final-answer tool, they are the step's first final-answer call's, known by its
     /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart) (none for a call whose
-    /// start the model does not send). Not given while output guardrails hold the reply back,
-    /// nor with one final-answer tool per variant.
+    /// start the model does not send); with one final-answer tool per variant, the first call
+    /// started under a variant's tool, given as the enum's own JSON. Not given while output
+    /// guardrails hold the reply back.
     PartialOutput {
         /// The step streaming the answer.
         step: usize,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::events::TurnEvent;
 use super::output_variants::{Variant, variants};
 use super::plan::TurnPlan;
-use super::state::{End, Flow, Turn};
+use super::state::{AnswerRow, End, Flow, Turn};
 use super::step::Reply;
 use super::tool_call::CallResult;
 use crate::hooks::output::{OutputKind, ValidateScope, Validator};
@@ -29,8 +29,10 @@ pub(crate) struct OutputSpec {
     pub(crate) mode: OutputMode,
     /// How many failed answers are sent back to be fixed before the turn fails.
     pub(crate) retries: usize,
-    /// The schema the native mode sends.
+    /// The schema the native mode sends (shared by each request, not copied).
     pub(crate) schema: OutputSchema,
+    /// What the prompted mode appends to the system prompt: the schema, written once.
+    prompt: String,
     /// The final-answer tool.
     pub(crate) tool: Arc<ToolSpec>,
     /// The tool's arguments hold the answer under `response` (a type whose schema is not an
@@ -39,8 +41,9 @@ pub(crate) struct OutputSpec {
     /// validate_output hooks, in run order.
     pub(crate) validators: Vec<Arc<dyn Validator>>,
     /// One final-answer tool per variant of an enum, offered instead of `tool`
-    /// (`AgentBuilder::output_tool_per_variant`); empty otherwise.
-    pub(crate) variants: Vec<Variant>,
+    /// (`AgentBuilder::output_tool_per_variant`); empty otherwise. Shared with a step's
+    /// partial answer.
+    pub(crate) variants: Arc<[Variant]>,
 }
 
 impl OutputSpec {
@@ -88,14 +91,17 @@ impl OutputSpec {
             parameters,
         };
         let variants = match per_variant {
-            true => variants(&kind.schema, &tool).unwrap_or_default(),
-            false => Vec::new(),
+            true => variants(&kind.schema, &tool).unwrap_or_default().into(),
+            false => Arc::default(),
         };
+        let prompt = format!(
+            "Give your final answer as one JSON value matching this JSON Schema, and nothing \
+             else:\n{}",
+            kind.schema
+        );
         OutputSpec {
-            schema: OutputSchema {
-                name: schema_name,
-                schema: kind.schema.clone(),
-            },
+            schema: OutputSchema::new(schema_name, kind.schema.clone()),
+            prompt,
             kind,
             mode,
             retries,
@@ -108,7 +114,7 @@ impl OutputSpec {
 
     /// Whether a call of this tool gives the answer.
     pub(super) fn answers(&self, name: &str) -> bool {
-        match self.variants.as_slice() {
+        match &*self.variants {
             [] => self.tool.name == name,
             variants => variants.iter().any(|variant| variant.tool.name == name),
         }
@@ -116,7 +122,7 @@ impl OutputSpec {
 
     /// The final-answer tools, as a failure names them.
     fn tool_names(&self) -> String {
-        match self.variants.as_slice() {
+        match &*self.variants {
             [] => format!("the `{}` tool", self.tool.name),
             variants => {
                 let names: Vec<String> = variants
@@ -145,7 +151,7 @@ impl OutputSpec {
         match asked {
             Asked::Native => request.output_schema = Some(self.schema.clone()),
             Asked::Tool => {
-                match self.variants.as_slice() {
+                match &*self.variants {
                     [] => request.tools.push(self.tool.clone()),
                     variants => request
                         .tools
@@ -156,14 +162,10 @@ impl OutputSpec {
                 }
             }
             Asked::Prompted => {
-                let schema = serde_json::to_string(&self.kind.schema).unwrap_or_default();
-                let prompt = format!(
-                    "Give your final answer as one JSON value matching this JSON Schema, and \
-                     nothing else:\n{schema}"
-                );
+                let prompt = &self.prompt;
                 request.system = Some(match request.system.take() {
                     Some(system) => format!("{system}\n\n{prompt}"),
-                    None => prompt,
+                    None => prompt.clone(),
                 });
             }
         }
@@ -178,16 +180,29 @@ pub(super) struct PartialAnswer {
     /// Where the answer streams: the final-answer call's arguments (`Some(wrapped)`: under
     /// `response` when wrapped), or the text.
     tool: Option<bool>,
-    /// The final-answer call read: the step's first call when the final-answer tool is the
-    /// only one offered, else the first call started under the final-answer tool's name.
+    /// The final-answer call read: see [`Named`].
     call: Option<String>,
-    /// The final-answer tool's name, when the step offers other tools too: which call is the
-    /// answer is known only from a call's start ([`ModelEvent::ToolCallStart`]).
-    ///
-    /// [`ModelEvent::ToolCallStart`]: crate::ModelEvent::ToolCallStart
-    named: Option<Arc<ToolSpec>>,
+    /// Which call is the answer.
+    named: Named,
+    /// With one tool per variant: the variant whose tool the call read calls.
+    variant: Option<usize>,
     /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
     lead: Lead,
+}
+
+/// Which of a step's calls gives the answer, as its partials are read.
+enum Named {
+    /// The step's first call (the final-answer tool is the only one offered).
+    First,
+    /// The first call started under this tool's name, the step offering other tools too:
+    /// which call is the answer is known only from a call's start
+    /// ([`ModelEvent::ToolCallStart`]).
+    ///
+    /// [`ModelEvent::ToolCallStart`]: crate::ModelEvent::ToolCallStart
+    Tool(Arc<ToolSpec>),
+    /// The first call started under one of these variants' tools (one tool per variant): its
+    /// arguments are given back as the enum's own JSON.
+    Variants(Arc<[Variant]>),
 }
 
 /// Where the text answer's JSON starts.
@@ -199,15 +214,21 @@ enum Lead {
 }
 
 impl OutputSpec {
-    /// Reading the answer from a step's stream, when the request asks for it as text or by
-    /// the final-answer tool: the only tool offered, or beside others (then the answer is the
-    /// step's first call started under its name). Not with one final-answer tool per variant.
+    /// Reading the answer from a step's stream, when the request asks for it as text, by the
+    /// final-answer tool (the only tool offered, or beside others: then the answer is the
+    /// step's first call started under its name), or by one tool per variant (the step's first
+    /// call started under a variant's tool).
     pub(super) fn partials(&self, request: &ModelRequest) -> Option<PartialAnswer> {
+        let single = self.variants.is_empty();
+        let variant = |name: &str| self.variants.iter().any(|v| v.tool.name == name);
         let (tool, named) = match request.tools.as_slice() {
-            [] => (None, None),
-            [only] if only.name == self.tool.name => (Some(self.wrapped), None),
-            tools if self.variants.is_empty() && tools.iter().any(|t| t.name == self.tool.name) => {
-                (Some(self.wrapped), Some(self.tool.clone()))
+            [] => (None, Named::First),
+            [only] if single && only.name == self.tool.name => (Some(self.wrapped), Named::First),
+            tools if single && tools.iter().any(|t| t.name == self.tool.name) => {
+                (Some(self.wrapped), Named::Tool(self.tool.clone()))
+            }
+            tools if tools.iter().any(|t| variant(&t.name)) => {
+                (Some(false), Named::Variants(self.variants.clone()))
             }
             _ => return None,
         };
@@ -216,17 +237,32 @@ impl OutputSpec {
             tool,
             call: None,
             named,
+            variant: None,
             lead: Lead::Start,
         })
     }
 }
 
 impl PartialAnswer {
-    /// A tool call of the step began: with other tools offered, the first one calling the
-    /// final-answer tool is the one read.
+    /// A tool call of the step began: with other tools offered, or one per variant, the first
+    /// one calling a final-answer tool is the one read.
     pub(super) fn start(&mut self, id: &str, name: &str) {
-        if self.call.is_none() && self.named.as_ref().is_some_and(|tool| tool.name == name) {
-            self.call = Some(id.to_owned());
+        if self.call.is_some() {
+            return;
+        }
+        match &self.named {
+            Named::First => {}
+            Named::Tool(tool) => {
+                if tool.name == name {
+                    self.call = Some(id.to_owned());
+                }
+            }
+            Named::Variants(variants) => {
+                if let Some(at) = variants.iter().position(|v| v.tool.name == name) {
+                    self.call = Some(id.to_owned());
+                    self.variant = Some(at);
+                }
+            }
         }
     }
 
@@ -238,7 +274,7 @@ impl PartialAnswer {
                 if self
                     .call
                     .as_ref()
-                    .map_or(self.named.is_none(), |call| call == id) =>
+                    .map_or(matches!(self.named, Named::First), |call| call == id) =>
             {
                 self.call.get_or_insert_with(|| id.clone());
                 self.json.push(delta);
@@ -246,6 +282,7 @@ impl PartialAnswer {
             (Chunk::Discarded { .. }, _) => {
                 self.json = PartialJson::new();
                 self.call = None;
+                self.variant = None;
                 self.lead = Lead::Start;
             }
             _ => {}
@@ -254,7 +291,15 @@ impl PartialAnswer {
         match (self.tool, value) {
             (Some(true), Value::Object(mut args)) => args.remove("response"),
             (Some(true), _) => None,
-            (_, value) => Some(value),
+            (Some(false), value) => match (&self.named, self.variant) {
+                // A variant's content is given once the enum's JSON can be made of it (a
+                // content under `response` once that member started).
+                (Named::Variants(variants), Some(at)) => {
+                    variants.get(at)?.rebuild_value(value).ok()
+                }
+                _ => Some(value),
+            },
+            (None, value) => Some(value),
         }
     }
 
@@ -386,9 +431,12 @@ impl<'a> Turn<'a> {
             }
             (false, false) => return Ok(Verdict::None),
         };
-        let parsed = answered.and_then(spec.kind.parse_text);
+        let parsed = answered.and_then(|text| (spec.kind.parse_text)(text, "the answer is"));
         Ok(match self.validate(spec, step, parsed).await? {
-            Ok(output) => Verdict::Accepted(output),
+            Ok(output) => {
+                self.open.answer = Some(AnswerRow::Text(reply.row));
+                Verdict::Accepted(output)
+            }
             Err(reason) => Verdict::Failed {
                 reason,
                 by_tool: false,
@@ -440,7 +488,7 @@ impl<'a> Turn<'a> {
             Verdict::None => next,
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
-                self.outcome.text = output.json.to_string();
+                self.outcome.text = output.text.clone();
                 if let Some(last) = &mut self.outcome.attempts.last {
                     last.validated = true;
                 }
@@ -554,19 +602,30 @@ pub(super) fn answered(plan: &TurnPlan<'_>, position: usize) -> Option<CallResul
     })
 }
 
+/// Whether the step's call at `position` is the final-answer call that validated.
+pub(super) fn accepted(plan: &TurnPlan<'_>, position: usize) -> bool {
+    plan.output_answers
+        .iter()
+        .any(|(at, record)| *at == position && !record.is_error)
+}
+
 /// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).
+/// Arguments that are the answer itself are parsed straight from their text; those holding it
+/// under `response`, or lacking a variant's tag, go through a JSON value.
 pub(super) fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
     if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
         return (spec.kind.parse)(&variant.rebuild(&call.arguments)?);
     }
+    if !spec.wrapped {
+        return (spec.kind.parse_text)(&call.arguments, "the arguments are");
+    }
     let args: Value = serde_json::from_str(&call.arguments)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
-    let json = match (spec.wrapped, args) {
-        (true, Value::Object(mut map)) => map
+    let json = match args {
+        Value::Object(mut map) => map
             .remove("response")
             .ok_or_else(|| "the arguments lack `response`".to_owned())?,
-        (true, _) => return Err("the arguments are not an object with `response`".to_owned()),
-        (false, args) => args,
+        _ => return Err("the arguments are not an object with `response`".to_owned()),
     };
     (spec.kind.parse)(&json)
 }

@@ -50,6 +50,12 @@ impl Variant {
             text => serde_json::from_str(text)
                 .map_err(|error| format!("the arguments are not JSON: {error}"))?,
         };
+        self.rebuild_value(args)
+    }
+
+    /// [`rebuild`](Self::rebuild) from the arguments read as JSON: a whole call's, or the
+    /// part of one streamed so far (a partial value).
+    pub(crate) fn rebuild_value(&self, args: Value) -> Result<Value, String> {
         let Value::Object(mut fields) = args else {
             return Err("the arguments are not an object".to_owned());
         };

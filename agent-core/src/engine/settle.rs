@@ -4,7 +4,7 @@
 //! call answered with an error result. The stored session is whole the moment the turn ends.
 
 use super::persist::{Strictness, WriteError};
-use super::state::{End, OpenCall, OpenRows, Turn, store_error};
+use super::state::{AnswerRow, End, OpenCall, OpenRows, Turn, store_error};
 use crate::hooks::ErrorStage;
 use crate::message::{Message, ToolCall};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
@@ -87,6 +87,11 @@ impl Turn<'_> {
                 Err(error) => failed = failed.or(Some(error)),
             }
         }
+        if let Some(answer) = open.answer.filter(|_| self.outcome.output.is_none())
+            && let Err(error) = self.not_taken(answer, &end).await
+        {
+            failed = failed.or(Some(error));
+        }
         match (failed, end) {
             (Some(WriteError::Store(error)), End::Completed(_)) => {
                 End::Failed(store_error(error), ErrorStage::Persist)
@@ -97,6 +102,61 @@ impl Turn<'_> {
             }
             (None, end) => end,
         }
+    }
+}
+
+impl Turn<'_> {
+    /// A typed answer that validated in a step whose turn then ended otherwise (another call's
+    /// fail-closed hook, a cancel, a call waiting for approval) is not the turn's: its rows
+    /// say so, as those of an answer that failed do, so it is not read back as accepted
+    /// (`stored_output.rs`). A text answer is stored failed; the final-answer call's result
+    /// becomes an error result saying why (the call keeps a result: the history stays valid).
+    async fn not_taken(&mut self, answer: AnswerRow, end: &End) -> Result<(), WriteError> {
+        let (row, update) = match answer {
+            AnswerRow::Text(row) => {
+                let failed = MessageUpdate {
+                    message: None,
+                    status: Some(MessageStatus::Failed),
+                    response_completed_at: None,
+                    silent: None,
+                };
+                (row, failed)
+            }
+            AnswerRow::Call(row, accepted) => {
+                let Message::Tool { call_id, name, .. } = &accepted else {
+                    return Ok(());
+                };
+                let why = match end {
+                    End::Aborted => "the turn was aborted".to_owned(),
+                    End::Failed(error, _) => {
+                        format!("the turn ended with an error: {}", error.message)
+                    }
+                    End::Suspended => {
+                        "the turn was suspended: other calls wait for an answer".to_owned()
+                    }
+                    End::Completed(_) => "the turn ended".to_owned(),
+                };
+                let result = Message::Tool {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content: format!("The final answer was not taken: {why}."),
+                    is_error: true,
+                };
+                if let Some(added) = self.outcome.added.iter_mut().find(|m| **m == accepted) {
+                    *added = result.clone();
+                }
+                let rewritten = MessageUpdate {
+                    message: Some(result),
+                    status: None,
+                    response_completed_at: None,
+                    silent: None,
+                };
+                (row, rewritten)
+            }
+        };
+        self.writer()
+            .update_as(row, update, Strictness::Lenient)
+            .await
     }
 }
 

@@ -221,6 +221,9 @@ pub(super) struct OpenRows {
     /// Calls of the stored reply without a stored result, by position in it: the call's id and
     /// tool, all an error result for it needs (not its arguments, which may be long).
     pub(super) calls: Vec<OpenCall>,
+    /// The typed answer the step validated, as stored before the turn returned it: if the
+    /// turn ends without returning it, it is marked not accepted (`settle.rs`).
+    pub(super) answer: Option<AnswerRow>,
 }
 
 /// A call of the stored reply that has no stored result yet.
@@ -228,4 +231,12 @@ pub(super) struct OpenCall {
     pub(super) position: usize,
     pub(super) id: String,
     pub(super) tool: String,
+}
+
+/// Where a validated typed answer is stored.
+pub(super) enum AnswerRow {
+    /// The reply's row (native and prompted modes).
+    Text(i64),
+    /// The final-answer call's result row, and that result.
+    Call(i64, Message),
 }

@@ -7,6 +7,9 @@
 //! - as text (native and prompted modes): a completed reply without tool calls that the
 //!   engine's retry message does not follow. A failed answer that ends the turn (no retries
 //!   left) is stored failed, and failed rows are never answers.
+//!
+//! An answer that validated in a step whose turn then ended otherwise is marked the same way
+//! when the turn ends (`settle.rs`): its result made an error result, or its text row failed.
 
 use super::output::{OutputSpec, RETRY_LEAD, RETRY_TAIL, from_text, from_tool};
 use crate::hooks::{Output, OutputMode};
@@ -61,7 +64,8 @@ impl OutputSpec {
                     if kept.get(at + 1).is_some_and(|next| is_retry(next)) {
                         continue;
                     }
-                    let parsed = from_text(content).and_then(self.kind.parse_text);
+                    let parsed = from_text(content)
+                        .and_then(|text| (self.kind.parse_text)(text, "the answer is"));
                     return Some(StoredAnswer {
                         raw: content.clone(),
                         parsed,

@@ -15,7 +15,7 @@ use super::plan::CallScope;
 use super::plan::TurnPlan;
 use super::preliminary;
 use super::run_scope;
-use super::state::{End, Flow, Turn, store_error};
+use super::state::{AnswerRow, End, Flow, Turn, store_error};
 use super::step::{CallsDone, Reply};
 use super::subagent::Resume;
 use super::tool_call::{CallResult, execute};
@@ -169,9 +169,12 @@ impl Turn<'_> {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
                 .await;
-            if written.is_some() {
+            if let Some(row) = written {
                 self.open.answered(position);
                 self.outcome.added.push(message.clone());
+                if output::accepted(plan, position) {
+                    self.open.answer = Some(AnswerRow::Call(row, message.clone()));
+                }
             }
             flow?;
             plan.history_mut().push(message);

@@ -6,7 +6,7 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tracing::Instrument;
@@ -69,15 +69,27 @@ pub enum OutputMode {
 /// A validated final answer: its JSON, and the Rust value it parsed into.
 #[derive(Clone)]
 pub struct Output {
-    pub(crate) json: Value,
+    /// The value serialized, once, when it was parsed: the turn's text.
+    pub(crate) text: String,
+    /// `text` read as a JSON value, when first asked for.
+    pub(crate) json: OnceLock<Value>,
     pub(crate) value: Arc<dyn Any + Send + Sync>,
     pub(crate) type_name: &'static str,
 }
 
 impl Output {
-    /// The answer as JSON (as the output type serializes it).
+    /// The answer as JSON (as the output type serializes it). The value is made from
+    /// [`text`](Self::text) when first read: a turn whose answer nobody reads as a JSON value
+    /// does not pay for one.
     pub fn json(&self) -> &Value {
-        &self.json
+        self.json
+            .get_or_init(|| serde_json::from_str(&self.text).unwrap_or(Value::Null))
+    }
+
+    /// The answer as JSON text, as the output type serializes it (its fields in their
+    /// declared order); a completed turn's [`TurnResult::text`](crate::TurnResult::text).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The answer as the agent's output type; `None` when `T` is another type.
@@ -95,14 +107,14 @@ impl fmt::Debug for Output {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Output")
             .field("type", &self.type_name)
-            .field("json", &self.json)
+            .field("text", &self.text)
             .finish()
     }
 }
 
 impl PartialEq for Output {
     fn eq(&self, other: &Self) -> bool {
-        self.type_name == other.type_name && self.json == other.json
+        self.type_name == other.type_name && self.text == other.text
     }
 }
 
@@ -293,8 +305,9 @@ pub(crate) struct OutputKind {
     pub(crate) schema: Value,
     /// Parses an answer's JSON into the type, naming the JSON path of what does not fit.
     pub(crate) parse: fn(&Value) -> Result<Output, String>,
-    /// The same from the answer's JSON text, in one pass (no JSON value in between).
-    pub(crate) parse_text: fn(&str) -> Result<Output, String>,
+    /// The same from JSON text, in one pass (no JSON value in between); the second argument
+    /// says what the text is in a reason (`the answer is`, `the arguments are`).
+    pub(crate) parse_text: fn(&str, &str) -> Result<Output, String>,
 }
 
 impl OutputKind {
@@ -310,20 +323,29 @@ impl OutputKind {
     }
 }
 
+/// Parses with serde alone; only an answer that fails is parsed again, with
+/// `serde_path_to_error`, to name the path (tracking it costs more than the parse itself).
 fn parse<T: OutputType>(json: &Value) -> Result<Output, String> {
+    if let Ok(value) = <T as serde::Deserialize>::deserialize(json) {
+        return output(value);
+    }
     let value: T = serde_path_to_error::deserialize(json)
         .map_err(|error| invalid(&error.path().to_string(), error.inner()))?;
     output(value)
 }
 
-/// [`parse`] from JSON text. Text that is not JSON is reported as such; a value that does not
-/// fit reads as from [`parse`] (its position in the text left out: the path names it).
-fn parse_text<T: OutputType>(text: &str) -> Result<Output, String> {
+/// [`parse`] from JSON text, in one pass. Text that is not JSON is reported as such; a value
+/// that does not fit reads as from [`parse`] (its position in the text left out: the path
+/// names it).
+fn parse_text<T: OutputType>(text: &str, what: &str) -> Result<Output, String> {
+    if let Ok(value) = serde_json::from_str::<T>(text) {
+        return output(value);
+    }
     let mut json = serde_json::Deserializer::from_str(text);
     let value: T = serde_path_to_error::deserialize(&mut json).map_err(|error| {
         let inner = error.inner();
         if !inner.is_data() {
-            return format!("the answer is not JSON: {inner}");
+            return format!("{what} not JSON: {inner}");
         }
         let message = inner.to_string();
         let at = format!(" at line {} column {}", inner.line(), inner.column());
@@ -331,7 +353,7 @@ fn parse_text<T: OutputType>(text: &str) -> Result<Output, String> {
         invalid(&error.path().to_string(), message)
     })?;
     json.end()
-        .map_err(|error| format!("the answer is not JSON: {error}"))?;
+        .map_err(|error| format!("{what} not JSON: {error}"))?;
     output(value)
 }
 
@@ -343,12 +365,14 @@ fn invalid(path: &str, why: impl fmt::Display) -> String {
     }
 }
 
-/// A parsed answer with its JSON (as the type serializes it).
+/// A parsed answer with its JSON text (as the type serializes it); its JSON value is made
+/// when read.
 fn output<T: OutputType>(value: T) -> Result<Output, String> {
-    let json = serde_json::to_value(&value)
+    let text = serde_json::to_string(&value)
         .map_err(|error| format!("the answer does not serialize back to JSON: {error}"))?;
     Ok(Output {
-        json,
+        text,
+        json: OnceLock::new(),
         value: Arc::new(value),
         type_name: std::any::type_name::<T>(),
     })
@@ -402,7 +426,7 @@ impl<T: OutputType> Validator for Hook<ValidateOutput<T>> {
             step: scope.step,
             attempt: scope.attempt,
             output: output_value,
-            json: output.json.clone(),
+            json: output.json().clone(),
         });
         Box::pin(async move {
             // The agent checks at build that its validators are typed on its output type.
@@ -435,10 +459,11 @@ mod tests {
 
     /// What `parse_text` says of an answer, against `parse` on the same text read as JSON.
     fn both(text: &str) -> (Result<Value, String>, Option<Result<Value, String>>) {
-        let from_text = parse_text::<Invoice>(text).map(|output| output.json);
+        let from_text =
+            parse_text::<Invoice>(text, "the answer is").map(|output| output.json().clone());
         let from_value = serde_json::from_str::<Value>(text)
             .ok()
-            .map(|json| parse::<Invoice>(&json).map(|output| output.json));
+            .map(|json| parse::<Invoice>(&json).map(|output| output.json().clone()));
         (from_text, from_value)
     }
 
@@ -486,7 +511,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                parse_text::<Invoice>(text).map(|output| output.json),
+                parse_text::<Invoice>(text, "the answer is").map(|output| output.json().clone()),
                 Err(format!("the answer is not JSON: {why}")),
                 "{text}"
             );

@@ -91,16 +91,39 @@ impl ModelRequest {
 pub struct OutputSchema {
     /// A name for the schema (1 to 64 of `[A-Za-z0-9_-]`).
     pub name: String,
-    /// The JSON Schema.
-    pub schema: Value,
+    /// The JSON Schema, shared: an agent with an output type puts the same one in each
+    /// step's request without copying it (as [`ModelRequest::tools`] shares tool specs).
+    #[serde(with = "shared_value")]
+    pub schema: Arc<Value>,
+}
+
+/// Serde for a shared JSON value, written and read as the value itself.
+mod shared_value {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub(super) fn serialize<S: Serializer>(value: &Arc<Value>, to: S) -> Result<S::Ok, S::Error> {
+        value.serialize(to)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Arc<Value>, D::Error> {
+        Value::deserialize(from).map(Arc::new)
+    }
 }
 
 impl OutputSchema {
     /// The schema of a Rust type.
     pub fn of<T: schemars::JsonSchema>(name: impl Into<String>) -> Self {
+        OutputSchema::new(name, schema_for::<T>())
+    }
+
+    /// A schema named `name`.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
         OutputSchema {
             name: name.into(),
-            schema: schema_for::<T>(),
+            schema: Arc::new(schema),
         }
     }
 }

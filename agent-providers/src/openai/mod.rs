@@ -231,7 +231,7 @@ impl Wire for OpenAiWire {
         let output = match &request.output_schema {
             None => None,
             Some(output) if !self.strict_output => {
-                Some((output.name.as_str(), Cow::Borrowed(&output.schema)))
+                Some((output.name.as_str(), Cow::Borrowed(&*output.schema)))
             }
             Some(output) => {
                 let schema = strict_schema(&output.schema).map_err(|error| {

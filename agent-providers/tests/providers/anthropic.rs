@@ -529,7 +529,8 @@ fn report_schema() -> OutputSchema {
             "type": "object",
             "properties": {"city": {"type": "string"}, "temp_c": {"type": "integer"}},
             "required": ["city", "temp_c"]
-        }),
+        })
+        .into(),
     }
 }
 
@@ -694,7 +695,7 @@ async fn structured_output_tool_choice_follows_the_request() {
         let mut req = structured(ToolChoice::Auto, json!({}));
         req.output_schema = Some(OutputSchema {
             name: "get_weather".to_owned(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
         });
         req
     };

@@ -269,7 +269,7 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
         req.stall_timeout = None;
         req.output_schema = Some(OutputSchema {
             name: "answer".to_owned(),
-            schema: city_schema(),
+            schema: city_schema().into(),
         });
         req
     };
@@ -363,7 +363,7 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
         req.provider_options = options;
         req.output_schema = Some(OutputSchema {
             name: "loose".to_owned(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
         });
         req
     };

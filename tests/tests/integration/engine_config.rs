@@ -163,10 +163,7 @@ async fn turn_config_and_step_config_reach_the_requests() {
             };
             cfg.provider_options = Some(options(json!({"shared": "turn", "turn_opt": true})));
             cfg.stall_timeout = Some(Duration::from_millis(1500));
-            cfg.output_schema = Some(OutputSchema {
-                name: "answer".to_owned(),
-                schema: json!({"type": "object"}),
-            });
+            cfg.output_schema = Some(OutputSchema::new("answer", json!({"type": "object"})));
             cfg
         }))
         .hook(Hook::<event::BeforeStep>::sync(

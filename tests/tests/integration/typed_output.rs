@@ -1390,3 +1390,169 @@ async fn an_enum_may_be_offered_as_one_final_tool_per_variant() {
         error.problems
     );
 }
+
+/// The stored history of a conversation, each message as `role: content`.
+async fn history_of(conversation: &agent_core::Conversation) -> Vec<String> {
+    conversation
+        .history()
+        .await
+        .unwrap()
+        .iter()
+        .map(|message| match message {
+            Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => format!("tool {call_id} error={is_error}: {content}"),
+            Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+                let ids: Vec<&str> = tool_calls.iter().map(|call| call.id.as_str()).collect();
+                format!("assistant: calls {}", ids.join(", "))
+            }
+            other => format!("{}: {}", other.role(), other.text()),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_final_answer_that_validated_in_a_step_ended_otherwise_is_not_read_back() {
+    use agent_core::{FailurePolicy, Matcher};
+    use tests::{Failure, failing};
+    // The final-answer call validates, but the other call's fail-closed hook fails the turn.
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "final_result", GOOD),
+        ScriptedStep::new().tool_call("c3", "final_result", OTHER),
+    ]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .tool(Add::traced(&Trace::new()))
+        .after_tool_call(
+            Matcher::tool("add"),
+            failing::<event::AfterToolCall<serde_json::Value>>("strict", Failure::Error)
+                .on_error(FailurePolicy::FailClosed),
+        )
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+
+    let result = conversation.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Error, "{result:?}");
+    assert!(result.output.is_none());
+    let not_taken = "The final answer was not taken: the turn ended with an error: \
+                     after_tool_call hook `strict` returned an error: it broke.";
+    // The answer's result says it was not taken, in the rows and in the turn's messages.
+    let expected = [
+        "user: Extract the invoice.".to_owned(),
+        "assistant: calls c1, c2".to_owned(),
+        "tool c1 error=false: 5".to_owned(),
+        format!("tool c2 error=true: {not_taken}"),
+    ];
+    assert_eq!(history_of(&conversation).await, expected);
+    let answer = Message::Tool {
+        call_id: "c2".into(),
+        name: "final_result".into(),
+        content: not_taken.into(),
+        is_error: true,
+    };
+    assert_eq!(result.messages.last(), Some(&answer));
+    assert_eq!(conversation.last_output::<Invoice>().await.unwrap(), None);
+
+    // The next turn's answer is the one read back; its model read that the earlier was not taken.
+    let result = conversation.run("Again.").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        conversation.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-8", 800))
+    );
+    let requests = model.requests();
+    assert_eq!(tool_result(&requests[1].messages[3]), (not_taken, true));
+}
+
+#[tokio::test]
+async fn a_text_answer_that_validated_in_a_step_ended_otherwise_is_stored_failed() {
+    use agent_core::FailurePolicy;
+    use tests::{Failure, failing};
+    // Prompted mode: the answer validates, then a fail-closed on_step_finish hook fails the
+    // turn.
+    let model = ScriptedModel::new([ScriptedStep::new().text(GOOD)]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .hook(
+            failing::<event::OnStepFinish>("strict", Failure::Error)
+                .on_error(FailurePolicy::FailClosed),
+        )
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+
+    let result = conversation.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Error, "{result:?}");
+    assert!(result.output.is_none());
+    // Stored failed, as an answer that failed the turn is: out of the history a model reads.
+    assert_eq!(
+        history_of(&conversation).await,
+        ["user: Extract the invoice."]
+    );
+    assert_eq!(conversation.last_output::<Invoice>().await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_final_answer_beside_a_call_waiting_for_approval_is_not_taken_and_asked_again() {
+    use agent_core::{FnTool, ToolError};
+    let delete = FnTool::new(
+        "delete",
+        "Delete a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        |_, _| async { Ok::<serde_json::Value, ToolError>(json!("deleted")) },
+    )
+    .needs_approval(|_| true);
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"a.txt"}"#)
+            .tool_call("c2", "final_result", GOOD),
+        ScriptedStep::new().tool_call("c3", "final_result", OTHER),
+    ]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .dyn_tool(delete)
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("Extract the invoice.").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert!(suspended.output.is_none());
+    let not_taken =
+        "The final answer was not taken: the turn was suspended: other calls wait for an answer.";
+    // The history leaves the waiting call out until it has its result.
+    assert_eq!(
+        history_of(&conversation).await,
+        [
+            "user: Extract the invoice.".to_owned(),
+            "assistant: calls c2".to_owned(),
+            format!("tool c2 error=true: {not_taken}"),
+        ]
+    );
+    assert_eq!(conversation.last_output::<Invoice>().await.unwrap(), None);
+
+    // Approved, the turn resumes: the model reads that its answer was not taken, and answers.
+    conversation.approve("c1").await.unwrap();
+    let resumed = conversation.resume().await.unwrap();
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.output::<Invoice>().unwrap(), &invoice("INV-8", 800));
+    assert_eq!(
+        conversation.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-8", 800))
+    );
+    let requests = model.requests();
+    assert_eq!(tool_result(&requests[1].messages[2]), (not_taken, true));
+}

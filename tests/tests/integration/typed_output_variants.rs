@@ -210,6 +210,97 @@ async fn an_externally_tagged_enum_is_one_tool_per_variant_and_a_wrong_one_is_se
     );
 }
 
+/// Every event of a streamed turn, in order, as text.
+async fn stream_trace(agent: &agent_core::Agent) -> (Vec<String>, agent_core::TurnResult) {
+    use agent_core::TurnEvent;
+    let mut stream = agent.conversation().stream("Decide.");
+    let mut events = Vec::new();
+    let mut result = None;
+    while let Some(event) = stream.next().await {
+        events.push(match event {
+            TurnEvent::Chunk { step, chunk } => {
+                format!("chunk({step} {})", tests::describe_chunk(&chunk))
+            }
+            TurnEvent::PartialOutput { step, value } => format!("partial({step} {value})"),
+            TurnEvent::StepFinished(record) => match record.output_failure {
+                Some(why) => format!("step_finished({} output_failure: {why})", record.step),
+                None => format!("step_finished({})", record.step),
+            },
+            TurnEvent::OutputRetry { step, attempt, .. } => {
+                format!("output_retry({step} {attempt})")
+            }
+            TurnEvent::Output { step, output } => format!("output({step} {})", output.json()),
+            TurnEvent::Finished(finished) => {
+                let line = format!("finished({})", finished.status);
+                result = Some(finished);
+                line
+            }
+            other => format!("{other:?}"),
+        });
+    }
+    (events, result.expect("the stream ends with the result"))
+}
+
+#[tokio::test]
+async fn a_variants_tool_streams_partial_values_as_the_enums_json() {
+    // A variant's fields (a wrong answer), then a newtype's content under `response`: each
+    // call's start names the variant, and its arguments so far are given as the enum's JSON.
+    let model = ScriptedModel::new([
+        ScriptedStep::new().streamed_tool_call(
+            "c1",
+            "final_result_approve",
+            [r#"{"amount_"#, r#"cents":"5"#, r#""}"#],
+        ),
+        ScriptedStep::new().streamed_tool_call(
+            "c2",
+            "final_result_note",
+            [r#"{"resp"#, r#"onse":"ask"#, r#" again"}"#],
+        ),
+    ]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<External>()
+        .output_tool_per_variant()
+        .build()
+        .unwrap();
+
+    let (events, result) = stream_trace(&agent).await;
+
+    let reason =
+        "invalid answer at `Approve.amount_cents`: invalid type: string \"5\", expected u64";
+    assert_eq!(
+        events,
+        lines(&[
+            "chunk(0 tool_input:c1)",
+            r#"partial(0 {"Approve":{}})"#,
+            "chunk(0 tool_input:c1)",
+            r#"partial(0 {"Approve":{"amount_cents":"5"}})"#,
+            "chunk(0 tool_input:c1)",
+            // The string closed: the same value, now whole.
+            r#"partial(0 {"Approve":{"amount_cents":"5"}})"#,
+            "chunk(0 tool_call:c1 final_result_approve)",
+            "chunk(0 tool_result:c1 final_result_approve error)",
+            &format!("step_finished(0 output_failure: {reason})"),
+            "output_retry(0 1)",
+            // No partial until `response` starts: the enum's JSON needs the content.
+            "chunk(1 tool_input:c2)",
+            "chunk(1 tool_input:c2)",
+            r#"partial(1 {"Note":"ask"})"#,
+            "chunk(1 tool_input:c2)",
+            r#"partial(1 {"Note":"ask again"})"#,
+            "chunk(1 tool_call:c2 final_result_note)",
+            "chunk(1 tool_result:c2 final_result_note ok)",
+            "step_finished(1)",
+            r#"output(1 {"Note":"ask again"})"#,
+            "finished(completed)",
+        ])
+    );
+    assert_eq!(
+        result.output::<External>().unwrap(),
+        &External::Note("ask again".into())
+    );
+}
+
 #[tokio::test]
 async fn an_externally_tagged_unit_variant_takes_no_arguments_and_a_newtype_one_a_response() {
     for (name, arguments, expected) in [
@@ -263,7 +354,7 @@ async fn an_adjacently_tagged_enum_is_one_tool_per_variant_and_a_wrong_one_is_se
         result.output::<Adjacent>().unwrap(),
         &Adjacent::Note("ask again".into())
     );
-    assert_eq!(result.text, r#"{"c":"ask again","t":"note"}"#);
+    assert_eq!(result.text, r#"{"t":"note","c":"ask again"}"#);
     assert_eq!(
         trace_of(&trace),
         retried(
