@@ -71,7 +71,7 @@ impl Model for HeldModel {
             tokio::time::sleep(hold).await;
             if answered {
                 for _ in 0..CHUNKS {
-                    yield Ok(ModelEvent::TextDelta("tok ".to_owned()));
+                    yield Ok(ModelEvent::TextDelta("tok ".into()));
                 }
                 yield Ok(ModelEvent::Finish(FinishReason::Stop));
             } else {

@@ -71,8 +71,8 @@ pub use hooks::{
 };
 pub use message::{Message, ToolCall};
 pub use model::{
-    CallSettings, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
-    ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,
+    CallSettings, DeltaText, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent,
+    ModelRequest, ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,
 };
 pub use partial_json::PartialJson;
 pub use session::{

@@ -84,7 +84,7 @@ impl Model for Janitor {
                     })
                     .collect();
                 let reply = format!("Done: {}.", results.join("; "));
-                events.push(Ok(ModelEvent::TextDelta(reply)));
+                events.push(Ok(ModelEvent::TextDelta(reply.into())));
                 events.push(Ok(ModelEvent::Finish(FinishReason::Stop)));
             }
         }

@@ -51,7 +51,7 @@ impl Model for Recollection {
             None => "Say something.".to_owned(),
         };
         let events = vec![
-            Ok(ModelEvent::TextDelta(reply)),
+            Ok(ModelEvent::TextDelta(reply.into())),
             Ok(ModelEvent::Usage(Usage {
                 input_tokens: request.messages.len() as u64,
                 ..Usage::default()

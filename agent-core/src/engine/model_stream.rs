@@ -9,7 +9,9 @@ use super::events::TurnEvent;
 use super::output::PartialAnswer;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::ToolCall;
-use crate::model::{FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage};
+use crate::model::{
+    DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage,
+};
 use crate::util::catch_panic;
 
 use super::state::Turn;
@@ -194,7 +196,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
 }
 
 /// What the reused chunk context holds between chunks (an empty string does not allocate).
-const EMPTY: Chunk = Chunk::TextDelta(String::new());
+const EMPTY: Chunk = Chunk::TextDelta(DeltaText::new());
 
 /// What one model event did to the step.
 enum Absorbed {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::outcome::{StepRecord, TurnError};
 use crate::message::{Message, ToolCall};
 use crate::model::{
-    CallSettings, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
+    CallSettings, DeltaText, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
 };
 use crate::run_agent::RunAgent;
 use crate::tool::{DynTool, ToolSpec};
@@ -392,8 +392,8 @@ pub struct ChunkContext {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Chunk {
-    /// Visible text.
-    TextDelta(String),
+    /// Visible text (short text held inline, see [`DeltaText`]).
+    TextDelta(DeltaText),
     /// Reasoning.
     ReasoningDelta(String),
     /// A broken stream is being retried from the start of its step: drop (or mark as void)

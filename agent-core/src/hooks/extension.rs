@@ -287,6 +287,10 @@ pub(crate) fn step_snapshot(record: &StepRecord) -> Value {
 /// Delivers `chunk`'s snapshot to the extensions that want chunks of its type; builds it (and
 /// allocates) only when one does.
 pub(crate) async fn dispatch_chunk(extensions: &[Extension], chunk: &Chunk) {
+    // Most agents have no extension: no chunk is read for them.
+    if extensions.is_empty() {
+        return;
+    }
     let kind = chunk_parts(chunk).0;
     if !extensions.iter().any(|e| e.wants_chunk(kind)) {
         return;

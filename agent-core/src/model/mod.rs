@@ -3,6 +3,7 @@
 //! Providers (HTTP clients) and the [`ScriptedModel`] implement [`Model`]; the turn loop in
 //! `engine/` is the only caller.
 
+mod delta_text;
 mod scripted;
 
 use std::fmt;
@@ -17,6 +18,7 @@ use serde_json::{Map, Value};
 use crate::message::{Message, ToolCall};
 use crate::tool::{ToolSpec, schema_for};
 
+pub use delta_text::DeltaText;
 pub use scripted::{ScriptedModel, ScriptedStep};
 
 /// The stream of events a model call yields.
@@ -175,8 +177,8 @@ impl CallSettings {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ModelEvent {
-    /// A piece of visible text.
-    TextDelta(String),
+    /// A piece of visible text (short text held inline: make it with `"text".into()`).
+    TextDelta(DeltaText),
     /// A piece of reasoning.
     ReasoningDelta(String),
     /// The provider's signature over this call's reasoning, kept on the assistant message so

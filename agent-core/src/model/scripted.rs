@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use super::{
-    FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest, ModelStream, Usage,
+    DeltaText, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent, ModelRequest,
+    ModelStream, Usage,
 };
 use crate::message::ToolCall;
 
@@ -152,7 +153,7 @@ impl ScriptedStep {
 
     /// Streams a piece of text.
     pub fn text(self, text: impl Into<String>) -> Self {
-        self.event(ModelEvent::TextDelta(text.into()))
+        self.event(ModelEvent::TextDelta(DeltaText::from(text.into())))
     }
 
     /// Streams a piece of reasoning.

@@ -19,7 +19,8 @@
 //! | `ping`, unknown events | nothing |
 
 use agent_core::{
-    FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
+    DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage,
+    is_context_overflow,
 };
 use serde::Deserialize;
 
@@ -89,7 +90,7 @@ struct BlockHead {
     kind: BlockKind,
     id: Option<String>,
     name: Option<String>,
-    text: Option<String>,
+    text: Option<DeltaText>,
     thinking: Option<String>,
     signature: Option<String>,
     /// A `tool_use` block's whole input, when the block arrives complete rather than streamed.
@@ -112,7 +113,8 @@ enum BlockKind {
 struct Delta {
     #[serde(rename = "type")]
     kind: Option<DeltaKind>,
-    text: Option<String>,
+    /// Read inline when short (no allocation for a typical text delta).
+    text: Option<DeltaText>,
     thinking: Option<String>,
     signature: Option<String>,
     partial_json: Option<String>,
@@ -243,7 +245,7 @@ impl AnthropicDecoder {
     ) -> OpenBlock {
         match head.kind {
             BlockKind::Text => {
-                push_text(out, head.text, ModelEvent::TextDelta);
+                push_delta(out, head.text);
                 OpenBlock::Passive
             }
             BlockKind::Thinking => {
@@ -260,7 +262,7 @@ impl AnthropicDecoder {
                     .map(|input| input.to_string());
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
                     if let Some(given) = given {
-                        out.push(ModelEvent::TextDelta(given));
+                        out.push(ModelEvent::TextDelta(given.into()));
                         OpenBlock::Answer { streamed: true }
                     } else {
                         OpenBlock::Answer { streamed: false }
@@ -299,7 +301,7 @@ impl AnthropicDecoder {
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         match delta.kind {
-            Some(DeltaKind::TextDelta) => push_text(out, delta.text, ModelEvent::TextDelta),
+            Some(DeltaKind::TextDelta) => push_delta(out, delta.text),
             Some(DeltaKind::ThinkingDelta) => {
                 push_text(out, delta.thinking, ModelEvent::ReasoningDelta)
             }
@@ -326,7 +328,7 @@ impl AnthropicDecoder {
                     }
                     OpenBlock::Answer { streamed } => {
                         *streamed = true;
-                        out.push(ModelEvent::TextDelta(piece));
+                        out.push(ModelEvent::TextDelta(piece.into()));
                     }
                     OpenBlock::Server { input, .. } => input.push_str(&piece),
                     OpenBlock::Passive => {}
@@ -370,9 +372,7 @@ impl AnthropicDecoder {
                 out.push(ModelEvent::ToolCall(call));
             }
             // A tool input that streamed no delta is the empty object.
-            OpenBlock::Answer { streamed: false } => {
-                out.push(ModelEvent::TextDelta("{}".to_owned()))
-            }
+            OpenBlock::Answer { streamed: false } => out.push(ModelEvent::TextDelta("{}".into())),
             OpenBlock::Server { mut block, input } => {
                 if !input.trim().is_empty()
                     && let Some(fields) = block.as_object_mut()
@@ -535,6 +535,13 @@ fn raw_field(data: &str, path: &[&str]) -> Option<serde_json::Value> {
 fn push_text(out: &mut Vec<ModelEvent>, text: Option<String>, event: fn(String) -> ModelEvent) {
     if let Some(text) = text.filter(|text| !text.is_empty()) {
         out.push(event(text));
+    }
+}
+
+/// Pushes a piece of visible text, unless it is empty.
+fn push_delta(out: &mut Vec<ModelEvent>, text: Option<DeltaText>) {
+    if let Some(text) = text.filter(|text| !text.is_empty()) {
+        out.push(ModelEvent::TextDelta(text));
     }
 }
 

@@ -120,13 +120,13 @@ impl OpenAiDecoder {
             }
             match delta.content {
                 Some(Content::Text(text)) if non_empty(&text) => {
-                    out.push(ModelEvent::TextDelta(text.into_string()));
+                    out.push(ModelEvent::TextDelta(text.into_delta()));
                 }
                 Some(Content::Parts(parts)) => content_parts(parts, out),
                 _ => {}
             }
             if let Some(refusal) = delta.refusal.filter(non_empty) {
-                out.push(ModelEvent::TextDelta(refusal.into_string()));
+                out.push(ModelEvent::TextDelta(refusal.into_delta()));
             }
             for call in delta.tool_calls.into_iter().flatten() {
                 self.tool_delta(call, out);
@@ -283,7 +283,7 @@ fn content_parts(parts: Vec<ContentPart>, out: &mut Vec<ModelEvent>) {
         match part.kind.as_str() {
             "text" => {
                 if let Some(text) = part.text.filter(|text| !text.is_empty()) {
-                    out.push(ModelEvent::TextDelta(text));
+                    out.push(ModelEvent::TextDelta(text.into()));
                 }
             }
             "thinking" => {
@@ -449,8 +449,8 @@ mod tests {
         assert_eq!(
             events,
             [
-                ModelEvent::TextDelta("a \"quoted\"\nline".to_owned()),
-                ModelEvent::TextDelta("plain".to_owned()),
+                ModelEvent::TextDelta("a \"quoted\"\nline".into()),
+                ModelEvent::TextDelta("plain".into()),
                 ModelEvent::Finish(FinishReason::Stop),
             ]
         );
@@ -498,7 +498,7 @@ mod tests {
             [
                 ModelEvent::ReasoningDelta("Two and two.".to_owned()),
                 ModelEvent::ReasoningDelta("Four.".to_owned()),
-                ModelEvent::TextDelta("2 + 2 = 4".to_owned()),
+                ModelEvent::TextDelta("2 + 2 = 4".into()),
                 ModelEvent::Finish(FinishReason::Stop),
             ]
         );
@@ -578,7 +578,7 @@ mod tests {
         );
         let (events, _) =
             decode(&["  {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}"]).unwrap();
-        assert_eq!(events, [ModelEvent::TextDelta("x".to_owned())]);
+        assert_eq!(events, [ModelEvent::TextDelta("x".into())]);
         for frame in ["42", "[1]", "\"text\"", "nope"] {
             assert_eq!(
                 decode(&[frame]).unwrap_err().kind,
@@ -601,13 +601,13 @@ mod tests {
             r#"{"choices":null,"usage":null}"#,
         ])
         .unwrap();
-        assert_eq!(events, [ModelEvent::TextDelta("mine".to_owned())]);
+        assert_eq!(events, [ModelEvent::TextDelta("mine".into())]);
         // The index may follow the delta; a second choice with index 0 is not read.
         let (events, _) = decode(&[
             r#"{"choices":[{"delta":{"content":"first"},"index":0},{"index":0,"delta":{"content":"again"}}]}"#,
         ])
         .unwrap();
-        assert_eq!(events, [ModelEvent::TextDelta("first".to_owned())]);
+        assert_eq!(events, [ModelEvent::TextDelta("first".into())]);
     }
 
     #[test]
@@ -622,7 +622,7 @@ mod tests {
                 ModelEvent::ProviderMetadata(
                     serde_json::json!({"citations": ["https://a.example"]})
                 ),
-                ModelEvent::TextDelta("hi".to_owned()),
+                ModelEvent::TextDelta("hi".into()),
                 ModelEvent::Usage(Usage {
                     input_tokens: 3,
                     output_tokens: 2,
@@ -635,7 +635,7 @@ mod tests {
     #[test]
     fn a_chunk_that_errs_after_its_choices_leaves_no_events() {
         let mut decoder = OpenAiDecoder::default();
-        let mut out = vec![ModelEvent::TextDelta("earlier".to_owned())];
+        let mut out = vec![ModelEvent::TextDelta("earlier".into())];
         let error = decoder
             .decode(
                 None,
@@ -652,7 +652,7 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(malformed.kind, ModelErrorKind::StreamMalformed);
-        assert_eq!(out, [ModelEvent::TextDelta("earlier".to_owned())]);
+        assert_eq!(out, [ModelEvent::TextDelta("earlier".into())]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use agent_core::{Message, ModelRequest, ToolCall, ToolChoice, ToolSpec};
+use agent_core::{DeltaText, Message, ModelRequest, ToolCall, ToolChoice, ToolSpec};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -352,6 +352,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 impl Text<'_> {
     pub(super) fn into_string(self) -> String {
         self.0.into_owned()
+    }
+
+    /// The text as a delta's: short text copied inline from the borrowed input, no `String`
+    /// made (`benches/chunks.rs`: one allocation less per streamed text chunk).
+    pub(super) fn into_delta(self) -> DeltaText {
+        match self.0 {
+            Cow::Borrowed(text) => text.into(),
+            Cow::Owned(text) => text.into(),
+        }
     }
 }
 

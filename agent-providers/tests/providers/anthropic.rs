@@ -228,8 +228,8 @@ fn full_stream_events() -> Vec<ModelEvent> {
         ModelEvent::ReasoningSignature(
             "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".to_owned(),
         ),
-        ModelEvent::TextDelta("Let me check 🦀".to_owned()),
-        ModelEvent::TextDelta(" — café \"au lait\".\n".to_owned()),
+        ModelEvent::TextDelta("Let me check 🦀".into()),
+        ModelEvent::TextDelta(" — café \"au lait\".\n".into()),
         start("toolu_01", "get_weather"),
         input("toolu_01", "{\"city\": \"Zü"),
         input("toolu_01", "rich\"}"),
@@ -784,13 +784,13 @@ async fn an_overload_inside_the_stream_is_retried_and_observers_see_the_discard(
     assert_eq!(server.requests().len(), 2);
     let chunks = chunks.lock().expect("not poisoned").clone();
     assert_eq!(chunks.len(), 3, "{chunks:?}");
-    assert_eq!(chunks[0], Chunk::TextDelta("Partial".to_owned()));
+    assert_eq!(chunks[0], Chunk::TextDelta("Partial".into()));
     assert!(
         matches!(&chunks[1], Chunk::Discarded { reason } if reason.contains("overloaded_error")),
         "{:?}",
         chunks[1]
     );
-    assert_eq!(chunks[2], Chunk::TextDelta("Whole answer.".to_owned()));
+    assert_eq!(chunks[2], Chunk::TextDelta("Whole answer.".into()));
 }
 
 #[tokio::test]

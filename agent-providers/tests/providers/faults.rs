@@ -377,7 +377,7 @@ async fn a_malformed_chunk_is_retried() {
         panic!("a discard after the partial text: {events:?}")
     };
     assert!(reason.contains("malformed"), "{reason}");
-    assert_eq!(events[0], ModelEvent::TextDelta("Partial ".to_owned()));
+    assert_eq!(events[0], ModelEvent::TextDelta("Partial ".into()));
     // Without a retry left, the kind shows.
     let server = TestServer::start([Reply::sse_split(&corrupt, 16)]).await;
     let (_, error) = collect(client(&server, 0).stream(request())).await;

@@ -106,8 +106,8 @@ fn recorded_events() -> Vec<ModelEvent> {
     };
     vec![
         ModelEvent::ReasoningDelta("Le café? 🦀 needs weather".to_owned()),
-        ModelEvent::TextDelta("Checking Paris ".to_owned()),
-        ModelEvent::TextDelta("and Zürich 🦀 \"now\"\n".to_owned()),
+        ModelEvent::TextDelta("Checking Paris ".into()),
+        ModelEvent::TextDelta("and Zürich 🦀 \"now\"\n".into()),
         start(paris),
         input(paris, "{\"city\""),
         start(zurich),
@@ -177,7 +177,7 @@ async fn text_only_stream_finishes_with_stop_and_length() {
     assert_eq!(
         events,
         [
-            ModelEvent::TextDelta("Hi".to_owned()),
+            ModelEvent::TextDelta("Hi".into()),
             ModelEvent::Finish(FinishReason::Stop)
         ]
     );

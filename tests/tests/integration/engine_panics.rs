@@ -34,7 +34,7 @@ impl Stream for PanickyStream {
             panic!("decoder bug");
         }
         self.sent = true;
-        Poll::Ready(Some(Ok(ModelEvent::TextDelta("par".to_owned()))))
+        Poll::Ready(Some(Ok(ModelEvent::TextDelta("par".into()))))
     }
 }
 
