@@ -56,11 +56,27 @@ async fn start(allowed: &Path) -> McpServer {
         .expect("the filesystem server starts")
 }
 
-fn folder(name: &str) -> PathBuf {
+/// A test's sandbox folder (its canonical path), removed when the test ends.
+struct Folder(PathBuf);
+
+impl std::ops::Deref for Folder {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn folder(name: &str) -> Folder {
     let dir = std::env::temp_dir().join(format!("mcp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
+    Folder(dir.canonicalize().unwrap())
 }
 
 #[tokio::test]

@@ -75,6 +75,8 @@ fn start(config: &str) -> Aimock {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // AIMock read its config at start: the file is not needed any more.
+    let _ = std::fs::remove_file(&path);
     server
 }
 

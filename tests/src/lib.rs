@@ -817,3 +817,30 @@ pub async fn open_store(
     }
     Ok(Arc::new(agent_core::SqliteStore::open_with(db, options)?))
 }
+
+/// A fresh folder under the system's temp dir for one test, removed when dropped (also when
+/// the test panics), so test runs leave nothing behind.
+pub struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    /// Creates `{temp}/{name}-{pid}`, emptied first.
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the test's temp folder");
+        Scratch(dir)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

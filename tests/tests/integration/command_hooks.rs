@@ -3,7 +3,7 @@
 //! crash and hang (killed with the processes they started), an audit hook with a minimal
 //! environment, and hooks read from a JSON file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use agent_core::{
@@ -11,14 +11,11 @@ use agent_core::{
     ToolError, TurnResult, TurnStatus,
 };
 use serde_json::{Value, json};
-use tests::Trace;
+use tests::{Scratch, Trace};
 
-/// A fresh folder for one test's scripts and files.
-fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("command-hooks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh folder for one test's scripts and files, removed when the test ends.
+fn folder(name: &str) -> Scratch {
+    Scratch::new(&format!("command-hooks-{name}"))
 }
 
 /// Writes an executable `sh` script.

@@ -57,7 +57,9 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         if let Db::Sqlite(path) = self {
-            let _ = std::fs::remove_file(path);
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
         }
     }
 }
