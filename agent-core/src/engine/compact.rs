@@ -116,45 +116,56 @@ impl<'a> Turn<'a> {
     pub(super) async fn steps_recovering(&mut self, plan: &mut TurnPlan<'a>) -> End {
         loop {
             let end = self.steps(plan).await;
-            let Some(open) = self.session.open.clone() else {
-                return end;
-            };
-            if let Some(step) = self.outcome.steps.last() {
-                open.last_input_tokens
-                    .store(step.usage.input_tokens, Ordering::Relaxed);
-            }
-            let End::Failed(error, stage) = &end else {
-                return end;
-            };
-            if !open.config.reactive || open.config.summarizer.is_none() {
+            // A future of its own: the steps' end (80 bytes) is not kept beside theirs while
+            // they run.
+            if let Err(end) = self.recover(plan, end).await {
                 return end;
             }
-            let classification = classify(&self.agent.hooks, &self.frame, error, *stage).await;
-            self.session.classification = Some(classification);
-            if classification != ChatErrorClassification::ContextOverflow || self.session.retried {
-                return end;
-            }
-            self.session.retried = true;
-            match self.compact(&open, plan).await {
-                Ok(Compaction::Done { .. }) => {}
-                Ok(Compaction::Skipped(reason)) => {
-                    tracing::warn!(session = %self.session_id, "context overflow not recovered: {reason}");
-                    return end;
-                }
-                Err(_) => {
-                    tracing::warn!(session = %self.session_id, "context overflow not recovered: compaction failed");
-                    return end;
-                }
-            }
-            // The partial answer of the failed call is dropped; the turn starts over.
-            if *stage == ErrorStage::Stream
-                && matches!(self.outcome.added.last(), Some(Message::Assistant { tool_calls, .. }) if tool_calls.is_empty())
-            {
-                self.outcome.added.pop();
-            }
-            self.outcome.text.clear();
-            self.session.classification = None;
-            tracing::info!(session = %self.session_id, "retrying the turn after compacting its history");
         }
+    }
+
+    /// After the steps ended: `Ok` when they ended in a context overflow the history was
+    /// compacted for (the steps run again), else `Err` with how the turn ends.
+    async fn recover(&mut self, plan: &mut TurnPlan<'a>, end: End) -> Result<(), End> {
+        let Some(open) = self.session.open.clone() else {
+            return Err(end);
+        };
+        if let Some(step) = self.outcome.steps.last() {
+            open.last_input_tokens
+                .store(step.usage.input_tokens, Ordering::Relaxed);
+        }
+        let End::Failed(error, stage) = &end else {
+            return Err(end);
+        };
+        if !open.config.reactive || open.config.summarizer.is_none() {
+            return Err(end);
+        }
+        let classification = classify(&self.agent.hooks, &self.frame, error, *stage).await;
+        self.session.classification = Some(classification);
+        if classification != ChatErrorClassification::ContextOverflow || self.session.retried {
+            return Err(end);
+        }
+        self.session.retried = true;
+        match self.compact(&open, plan).await {
+            Ok(Compaction::Done { .. }) => {}
+            Ok(Compaction::Skipped(reason)) => {
+                tracing::warn!(session = %self.session_id, "context overflow not recovered: {reason}");
+                return Err(end);
+            }
+            Err(_) => {
+                tracing::warn!(session = %self.session_id, "context overflow not recovered: compaction failed");
+                return Err(end);
+            }
+        }
+        // The partial answer of the failed call is dropped; the turn starts over.
+        if *stage == ErrorStage::Stream
+            && matches!(self.outcome.added.last(), Some(Message::Assistant { tool_calls, .. }) if tool_calls.is_empty())
+        {
+            self.outcome.added.pop();
+        }
+        self.outcome.text.clear();
+        self.session.classification = None;
+        tracing::info!(session = %self.session_id, "retrying the turn after compacting its history");
+        Ok(())
     }
 }

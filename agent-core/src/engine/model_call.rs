@@ -2,14 +2,16 @@
 //! (`model_stream`), on_llm_end, and what a broken stream leaves behind.
 
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::model_stream::StepStream;
+use super::model_stream::{StepStream, Streamed};
+use super::output::PartialAnswer;
 use super::state::{End, Flow, Turn};
 use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};
 use crate::message::{Message, ToolCall};
-use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, Usage};
+use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, ModelStream, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
 use crate::util::catch_panic;
 
@@ -29,11 +31,16 @@ pub(super) struct Answer {
 impl Turn<'_> {
     /// Calls the model for one step. A stream that broke ends the turn (its partial reply kept
     /// as a failed row); so does a fail-closed on_llm_start or on_llm_end hook.
+    ///
+    /// The request comes boxed and is handed on before the stream is read (`open_stream`):
+    /// this future waits on the model for as long as the model takes, and an argument (or a
+    /// local something borrowed) would keep its 264 bytes reserved in it all that time, per
+    /// turn in flight (`cargo bench -p agent-core --bench sessions`).
     pub(super) async fn call_model(
         &mut self,
         step: usize,
         model: &Arc<dyn Model>,
-        request: ModelRequest,
+        request: Box<ModelRequest>,
     ) -> Flow<Answer> {
         let request = self.llm_start(step, request).await?;
         let span = chat_span(&**model);
@@ -42,27 +49,32 @@ impl Turn<'_> {
         }
         let row = self.open_reply_row().await?;
         let started = std::time::Instant::now();
-        // Partial answers go to the stream API, unless guardrails hold the reply back.
-        let partial = match (&self.sink, &self.current.output) {
-            (Some(_), Some(spec)) if self.current.output_guardrails.is_empty() => {
-                spec.partials(&request)
-            }
-            _ => None,
-        };
-        let stream = catch_panic(|| model.stream(request)).map_err(|message| {
-            TurnError::new(
-                TurnErrorKind::Model(ModelErrorKind::Other),
-                format!("the model panicked: {message}"),
-            )
-        });
-        let mut streamed = StepStream::new(self, step)
+        let (stream, partial) = self.open_stream(&**model, request);
+        let streamed = StepStream::new(self, step)
             .partials(partial)
             .read(stream)
             .instrument(span.clone())
             .await;
         span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
+        let latency = started.elapsed();
+        // What the stream gave is handled in a future of its own, not kept beside the
+        // reader's in this one while the model answers.
+        self.answer(step, &**model, row, &span, latency, streamed)
+            .await
+    }
 
+    /// What the model streamed, through on_llm_end: the step's answer, or the end of the turn
+    /// (a broken stream, a fail-closed on_llm_end hook).
+    async fn answer(
+        &mut self,
+        step: usize,
+        model: &dyn Model,
+        row: i64,
+        span: &tracing::Span,
+        latency: Duration,
+        mut streamed: Streamed,
+    ) -> Flow<Answer> {
         let end_ctx = LlmEndContext {
             agent: self.me.clone(),
             request_id: self.request_id.clone(),
@@ -72,7 +84,7 @@ impl Turn<'_> {
             tool_calls: std::mem::take(&mut streamed.tool_calls),
             finish_reason: streamed.finish.as_ref().ok().cloned(),
             usage: streamed.usage,
-            latency: started.elapsed(),
+            latency,
             error: streamed.error(),
         };
         let (llm_end, text, tool_calls) = self.llm_end(end_ctx).await;
@@ -84,7 +96,9 @@ impl Turn<'_> {
                     reasoning: streamed.reasoning,
                     reasoning_signature: streamed.reasoning_signature,
                 };
-                return Err(self.broken(row, partial, error).await);
+                // Boxed: a broken stream is rare, and its future (1.5 KB) need not be
+                // reserved in every model call's.
+                return Err(Box::pin(self.broken(row, partial, error)).await);
             }
         };
         if let Err(error) = llm_end {
@@ -111,14 +125,36 @@ impl Turn<'_> {
         })
     }
 
+    /// Asks the model for its stream of `request`, with the typed answer's partial reader when
+    /// partial answers go to the stream API (not while guardrails hold the reply back).
+    fn open_stream(
+        &self,
+        model: &dyn Model,
+        request: ModelRequest,
+    ) -> (Result<ModelStream, TurnError>, Option<PartialAnswer>) {
+        let partial = match (&self.sink, &self.current.output) {
+            (Some(_), Some(spec)) if self.current.output_guardrails.is_empty() => {
+                spec.partials(&request)
+            }
+            _ => None,
+        };
+        let stream = catch_panic(|| model.stream(request)).map_err(|message| {
+            TurnError::new(
+                TurnErrorKind::Model(ModelErrorKind::Other),
+                format!("the model panicked: {message}"),
+            )
+        });
+        (stream, partial)
+    }
+
     /// on_llm_start (which may fail the turn) and the run hooks' on_llm_start; gives back the
     /// request to send.
-    async fn llm_start(&mut self, step: usize, request: ModelRequest) -> Flow<ModelRequest> {
+    async fn llm_start(&mut self, step: usize, request: Box<ModelRequest>) -> Flow<ModelRequest> {
         let start = LlmStartContext {
             agent: self.me.clone(),
             request_id: self.request_id.clone(),
             step,
-            request,
+            request: *request,
         };
         observe(&self.current.hooks.on_llm_start, &start)
             .await

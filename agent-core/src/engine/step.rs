@@ -68,15 +68,17 @@ impl<'a> Turn<'a> {
                 gen_ai.agent.name = %self.current.name,
                 gen_ai.agent.step = step,
             );
-            match self.step(plan, step).instrument(span).await {
+            // Not a `match` around the handoff: the step's result (80 bytes) would be kept
+            // beside the step's future the whole time.
+            let handoff = match self.step(plan, step).instrument(span).await {
                 Err(end) => return end,
-                Ok(Some(handoff)) => {
-                    let from = self.current;
-                    if let Some(to) = self.hand_off(plan, handoff).await {
-                        limit = allowance.hand_off(from, to, plan.max_steps, step);
-                    }
+                Ok(handoff) => handoff,
+            };
+            if let Some(handoff) = handoff {
+                let from = self.current;
+                if let Some(to) = self.hand_off(plan, handoff).await {
+                    limit = allowance.hand_off(from, to, plan.max_steps, step);
                 }
-                Ok(None) => {}
             }
             step += 1;
         }
@@ -93,6 +95,22 @@ impl<'a> Turn<'a> {
         self.compact_before_step(plan).await?;
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;
+        // Boxed when the model has answered: this future is then sized for the model call
+        // alone, which a turn waits on for as long as its model takes (the calls' future, 3.5
+        // KB, is no longer reserved in it meanwhile, per turn in flight: `cargo bench -p
+        // agent-core --bench sessions`). One allocation per step.
+        Box::pin(self.answered(plan, step, &*model, answer)).await
+    }
+
+    /// The rest of a step once its model answered: the reply settled, its typed answer
+    /// checked, its tool calls run and its record made.
+    async fn answered(
+        &mut self,
+        plan: &mut TurnPlan<'a>,
+        step: usize,
+        model: &dyn Model,
+        answer: Answer,
+    ) -> Flow<Option<usize>> {
         let reply = self.settle_answer(plan, step, answer).await?;
         // Without an output type there is no answer to check nor settle: neither future (2 KB
         // together) is made and moved on every step. The last step's final-answer results go.
@@ -108,7 +126,7 @@ impl<'a> Turn<'a> {
             Verdict::Failed { reason, .. } => Some(reason.clone()),
             _ => None,
         };
-        let next = self.record(step, &*model, reply, calls, failure).await;
+        let next = self.record(step, model, reply, calls, failure).await;
         match verdict {
             Verdict::None => next,
             verdict => self.settle_output(plan, step, verdict, next).await,
@@ -120,7 +138,7 @@ impl<'a> Turn<'a> {
         &mut self,
         plan: &mut TurnPlan<'_>,
         step: usize,
-    ) -> Flow<(Arc<dyn Model>, ModelRequest)> {
+    ) -> Flow<(Arc<dyn Model>, Box<ModelRequest>)> {
         let hooks = &self.current.hooks;
         let step_ctx = StepContext {
             agent: self.me.clone(),
@@ -157,7 +175,7 @@ impl<'a> Turn<'a> {
             history::Prefiltered::Send(messages) => request.messages = messages,
             history::Prefiltered::Block(message) => return Err(self.blocked(message).await),
         }
-        Ok((model, request))
+        Ok((model, Box::new(request)))
     }
 
     /// Sends the step's held chunks (an agent with output guardrails), in order.

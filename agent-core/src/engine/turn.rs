@@ -90,10 +90,12 @@ pub(crate) fn run_turn<'a>(
             continuation: request.continuation,
             cancel: request.cancel.clone(),
             sink,
-            // Room for two step records (432 bytes), a tool call's turn: a first push would
-            // make room for four.
+            // Room for a tool call's turn: two step records (480 bytes) and three added
+            // messages (the call, its result, the answer: 360 bytes); a first push would make
+            // room for four of each.
             outcome: Outcome {
                 steps: Vec::with_capacity(2),
+                added: Vec::with_capacity(3),
                 ..Outcome::default()
             },
             open: Default::default(),
@@ -116,9 +118,10 @@ pub(crate) fn run_turn<'a>(
 impl<'a> Turn<'a> {
     /// The whole turn: its session taken, its steps (boxed), its rows settled and its result.
     /// While the steps run, this future holds the turn's state and little else: the end of
-    /// the turn (settling and the result hooks, 5 KB of future) and the turn rejected before it
-    /// starts (3 KB) are boxed when they happen instead of being reserved in it for the whole
-    /// turn (this future was 5.8 KB, of which a turn waiting on its model used 2.2 KB).
+    /// the turn (settling and the result hooks, 5 KB of future), the turn rejected before it
+    /// starts (3 KB) and the taking of its session are boxed when they happen instead of being
+    /// reserved in it for the whole turn (this future was 5.8 KB, of which a turn waiting on
+    /// its model used 2.2 KB).
     #[expect(
         clippy::manual_async_fn,
         reason = "an async fn would keep `self` and `request` twice for the whole turn"
@@ -132,7 +135,8 @@ impl<'a> Turn<'a> {
             if let Some(error) = self.agent.missing_context(context.as_ref()) {
                 return Box::pin(self.unstarted(TurnStatus::Error, Some(error))).await;
             }
-            let lease = match self.take_session().await {
+            // Boxed too (460 bytes): it waits only while another turn holds the session.
+            let lease = match Box::pin(self.take_session()).await {
                 Ok(lease) => lease,
                 Err((status, error)) => return Box::pin(self.unstarted(status, error)).await,
             };
@@ -291,10 +295,12 @@ impl<'a> Turn<'a> {
             Ok(plan) => plan,
             Err(end) => return end,
         };
-        match self.resume(&mut plan).await {
-            Ok(()) => self.steps_recovering(&mut plan).await,
-            Err(end) => end,
+        // Not a `match` on the resume's result: its 80 bytes would be kept beside the steps'
+        // future for the whole turn.
+        if let Err(end) = self.resume(&mut plan).await {
+            return end;
         }
+        self.steps_recovering(&mut plan).await
     }
 
     /// on_session_start, before_run and the input guardrails, the history with the turn's
@@ -388,6 +394,10 @@ impl<'a> Turn<'a> {
             Some(row) => store::history_resuming(rows, row),
             None => store::history(rows),
         };
+        // Room for the turn's input and a tool call's step (the call, its result, the answer)
+        // and no more: a push onto a full history would double it.
+        let input_len = request_messages.len() + usize::from(input.is_some());
+        messages.reserve_exact(input_len + 3);
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
