@@ -427,7 +427,7 @@ mod tool_call {
 
 /// A typed turn against a text turn on the same scripted model (one step answering the same
 /// JSON, no stream API, so no partial values): the typed turn should cost about one parse of
-/// the answer more (`floor_parse`: what the engine does with it).
+/// the answer more (`floor_from_str`: what the engine does with it).
 mod typed_output {
     use super::*;
     use agent_core::OutputMode;
@@ -447,8 +447,8 @@ mod typed_output {
         unit_cents: u64,
     }
 
-    /// A typical answer (383 bytes), its keys in the order `Invoice` declares them, so the typed
-    /// turn's text (the validated value written back) is the same text.
+    /// A typical answer (383 bytes), its keys in the order `Invoice` declares them (the typed
+    /// turn's text is the model's own, this text, in every mode here).
     const ANSWER: &str = r#"{"number":"INV-2024-0117","customer":"Acme Logistics GmbH","lines":[{"description":"Freight, Lisbon to Hamburg","quantity":2,"unit_cents":48500},{"description":"Customs clearance","quantity":1,"unit_cents":12000},{"description":"Insurance (cargo value 18,000 EUR)","quantity":1,"unit_cents":5400},{"description":"Fuel surcharge","quantity":2,"unit_cents":3150}],"total_cents":120700}"#;
 
     /// The answer streamed in 8 pieces, as text or as a final-answer call's arguments.
@@ -498,9 +498,8 @@ mod typed_output {
         builder.build().expect("agent builds")
     }
 
-    /// The floor: what the engine does with the answer's text once: parsed into the type
-    /// (`serde_path_to_error` runs only on an answer that fails), and the value written back
-    /// as text (the turn's `text`; the output's JSON value is made when read).
+    /// What the engine did with the answer's text before it kept the model's own JSON as the
+    /// turn's `text`: parsed into the type, and the value written back as text.
     #[divan::bench(sample_count = 5000)]
     fn floor_parse(bencher: Bencher) {
         bencher.bench_local(|| {
@@ -510,7 +509,8 @@ mod typed_output {
         });
     }
 
-    /// The least a typed answer could cost: serde_json straight from the text into the type.
+    /// The least a typed answer could cost, and what the engine does with an answer that is
+    /// the model's own JSON: serde_json straight from the text into the type (the text kept).
     #[divan::bench(sample_count = 5000)]
     fn floor_from_str(bencher: Bencher) {
         bencher.bench_local(|| serde_json::from_str::<Invoice>(black_box(ANSWER)).expect("json"));

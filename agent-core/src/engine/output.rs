@@ -359,12 +359,15 @@ pub(super) struct Attempts {
 }
 
 impl Attempts {
-    /// Reads an answer as the model sent it (not validated yet).
-    fn read(&mut self, raw: &str) {
+    /// Reads an answer as the model sent it (not validated yet): kept once, shared with the
+    /// output's text when that is the same text.
+    fn read(&mut self, raw: &str) -> Arc<str> {
+        let raw: Arc<str> = Arc::from(raw);
         self.last = Some(OutputReport {
-            raw: raw.to_owned(),
+            raw: raw.clone(),
             validated: false,
         });
+        raw
     }
 }
 
@@ -401,8 +404,8 @@ impl<'a> Turn<'a> {
                     let why = format!("only one `{}` call per step is read", call.name);
                     plan.output_answers.push((other, answer(call, why, false)));
                 }
-                self.outcome.attempts.read(&call.arguments);
-                let parsed = from_tool(spec, call);
+                let raw = self.outcome.attempts.read(&call.arguments);
+                let parsed = from_tool(spec, call, raw);
                 let verdict = self.validate(spec, step, parsed).await?;
                 let (content, accepted) = match &verdict {
                     Ok(_) => ("The final answer was accepted.".to_owned(), true),
@@ -426,8 +429,8 @@ impl<'a> Turn<'a> {
                 });
             }
             (false, true) => {
-                self.outcome.attempts.read(&reply.text);
-                from_text(&reply.text)
+                let raw = self.outcome.attempts.read(&reply.text);
+                from_text(&raw).map(|body| within(&raw, body))
             }
             (false, false) => return Ok(Verdict::None),
         };
@@ -488,7 +491,10 @@ impl<'a> Turn<'a> {
             Verdict::None => next,
             _ if ended(&next) => next,
             Verdict::Accepted(output) => {
-                self.outcome.text = output.text.clone();
+                // A text answer that was the reply's whole text is the turn's text already.
+                if self.outcome.text != *output.text {
+                    self.outcome.text = output.text.to_string();
+                }
                 if let Some(last) = &mut self.outcome.attempts.last {
                     last.validated = true;
                 }
@@ -519,7 +525,7 @@ impl<'a> Turn<'a> {
                         raw: attempts
                             .last
                             .as_ref()
-                            .map(|last| last.raw.clone())
+                            .map(|last| last.raw.to_string())
                             .unwrap_or_default(),
                         reasons: attempts.reasons.clone(),
                     };
@@ -609,17 +615,23 @@ pub(super) fn accepted(plan: &TurnPlan<'_>, position: usize) -> bool {
         .any(|(at, record)| *at == position && !record.is_error)
 }
 
-/// The answer in a final-answer call's arguments (a variant's put back in the enum's JSON).
-/// Arguments that are the answer itself are parsed straight from their text; those holding it
-/// under `response`, or lacking a variant's tag, go through a JSON value.
-pub(super) fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, String> {
+/// The answer in a final-answer call's arguments (`raw`, their text; a variant's put back in
+/// the enum's JSON). Arguments that are the answer itself are parsed straight from their text,
+/// which the output keeps; those holding it under `response`, or lacking a variant's tag, go
+/// through a JSON value, and the output's text is the value written.
+pub(super) fn from_tool(
+    spec: &OutputSpec,
+    call: &ToolCall,
+    raw: Arc<str>,
+) -> Result<Output, String> {
     if let Some(variant) = spec.variants.iter().find(|v| v.tool.name == call.name) {
-        return (spec.kind.parse)(&variant.rebuild(&call.arguments)?);
+        return (spec.kind.parse)(&variant.rebuild(&raw)?);
     }
     if !spec.wrapped {
-        return (spec.kind.parse_text)(&call.arguments, "the arguments are");
+        let answer = within(&raw, raw.trim());
+        return (spec.kind.parse_text)(answer, "the arguments are");
     }
-    let args: Value = serde_json::from_str(&call.arguments)
+    let args: Value = serde_json::from_str(&raw)
         .map_err(|error| format!("the arguments are not JSON: {error}"))?;
     let json = match args {
         Value::Object(mut map) => map
@@ -630,15 +642,24 @@ pub(super) fn from_tool(spec: &OutputSpec, call: &ToolCall) -> Result<Output, St
     (spec.kind.parse)(&json)
 }
 
+/// `part`, a slice of `whole`, as a string of its own: `whole` itself, shared, when it is all
+/// of it.
+fn within(whole: &Arc<str>, part: &str) -> Arc<str> {
+    match part.len() == whole.len() {
+        true => whole.clone(),
+        false => Arc::from(part),
+    }
+}
+
 /// The JSON answer's text in a reply's text: the whole text, or its fenced ```` ```json ````
-/// block (for `OutputKind::parse_text`).
+/// block's body, trimmed (for `OutputKind::parse_text`, which keeps it as the turn's text).
 pub(super) fn from_text(text: &str) -> Result<&str, String> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_prefix("```json")
         .or_else(|| trimmed.strip_prefix("```"))
         .and_then(|rest| rest.strip_suffix("```"))
-        .unwrap_or(trimmed);
+        .map_or(trimmed, str::trim);
     if body.is_empty() {
         return Err("the answer was empty: answer with JSON".to_owned());
     }

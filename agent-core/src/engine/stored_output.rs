@@ -11,6 +11,8 @@
 //! An answer that validated in a step whose turn then ended otherwise is marked the same way
 //! when the turn ends (`settle.rs`): its result made an error result, or its text row failed.
 
+use std::sync::Arc;
+
 use super::output::{OutputSpec, RETRY_LEAD, RETRY_TAIL, from_text, from_tool};
 use crate::hooks::{Output, OutputMode};
 use crate::message::Message;
@@ -53,7 +55,7 @@ impl OutputSpec {
                     };
                     return Some(StoredAnswer {
                         raw: call.arguments.clone(),
-                        parsed: from_tool(self, call),
+                        parsed: from_tool(self, call, Arc::from(call.arguments.as_str())),
                     });
                 }
                 Message::Assistant {
@@ -65,7 +67,7 @@ impl OutputSpec {
                         continue;
                     }
                     let parsed = from_text(content)
-                        .and_then(|text| (self.kind.parse_text)(text, "the answer is"));
+                        .and_then(|text| (self.kind.parse_text)(Arc::from(text), "the answer is"));
                     return Some(StoredAnswer {
                         raw: content.clone(),
                         parsed,

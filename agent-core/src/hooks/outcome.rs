@@ -414,6 +414,9 @@ pub struct TurnResult {
     /// How the turn ended.
     pub status: TurnStatus,
     /// The final answer (the last step's text, or what on_stop supplied; partial on error/abort).
+    /// With a typed answer, its JSON text ([`Output::text`]): the model's own JSON when it
+    /// answered with the value itself, which in the native and prompted modes is the last
+    /// step's text (trimmed, a fenced block unwrapped).
     pub text: String,
     /// Why it stopped, when it completed.
     pub stop_reason: Option<StopReason>,

@@ -66,28 +66,37 @@ pub enum OutputMode {
     Prompted,
 }
 
-/// A validated final answer: its JSON, and the Rust value it parsed into.
+/// A validated final answer: its JSON text, and the Rust value it parsed into.
 #[derive(Clone)]
 pub struct Output {
-    /// The value serialized, once, when it was parsed: the turn's text.
-    pub(crate) text: String,
-    /// `text` read as a JSON value, when first asked for.
+    /// The answer's JSON text: the model's own when the value parsed from it, else the value
+    /// serialized (see [`text`](Self::text)). Shared with the turn's [`OutputReport::raw`].
+    pub(crate) text: Arc<str>,
+    /// The value as the output type serializes it, when first asked for.
     pub(crate) json: OnceLock<Value>,
+    /// The value, shared with the validators' [`OutputContext::output`] and each clone.
     pub(crate) value: Arc<dyn Any + Send + Sync>,
+    /// Writes `value` as a JSON value (the output type's serialization).
+    pub(crate) to_json: fn(&(dyn Any + Send + Sync)) -> Value,
     pub(crate) type_name: &'static str,
 }
 
 impl Output {
-    /// The answer as JSON (as the output type serializes it). The value is made from
-    /// [`text`](Self::text) when first read: a turn whose answer nobody reads as a JSON value
-    /// does not pay for one.
+    /// The answer as JSON, as the output type serializes it (its fields in their declared
+    /// order, a member the model left out and the type defaults written, one the type does not
+    /// know left out). Made from the value when first read: a turn whose answer nobody reads
+    /// as a JSON value does not pay for one.
     pub fn json(&self) -> &Value {
-        self.json
-            .get_or_init(|| serde_json::from_str(&self.text).unwrap_or(Value::Null))
+        self.json.get_or_init(|| (self.to_json)(&*self.value))
     }
 
-    /// The answer as JSON text, as the output type serializes it (its fields in their
-    /// declared order); a completed turn's [`TurnResult::text`](crate::TurnResult::text).
+    /// The answer as JSON text; a completed turn's [`TurnResult::text`](crate::TurnResult::text).
+    /// When the answer was the model's own JSON (a native or prompted reply's text, trimmed,
+    /// a fenced block unwrapped; a final-answer call's arguments) it is that text, as sent:
+    /// the value parsed from it, so it reads back as the same value, but its spacing, the
+    /// order of its members and members the type ignores are the model's (compare
+    /// [`json`](Self::json)). An answer the engine rebuilt first (under `response`, or one
+    /// tool per variant) is the value as the output type serializes it.
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -123,8 +132,9 @@ impl PartialEq for Output {
 /// ([`RunHooks::on_agent_output`](crate::RunHooks::on_agent_output)) read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputReport {
-    /// The last answer as the model sent it: the final-answer call's arguments, or the text.
-    pub raw: String,
+    /// The last answer as the model sent it: the final-answer call's arguments, or the text
+    /// (one string with the validated [`Output::text`] when that is the same text).
+    pub raw: Arc<str>,
     /// Whether it parsed and passed the validators (it is then the turn's
     /// [`TurnResult::output`](crate::TurnResult::output)).
     pub validated: bool,
@@ -303,11 +313,13 @@ pub(crate) struct OutputKind {
     pub(crate) type_id: TypeId,
     pub(crate) type_name: &'static str,
     pub(crate) schema: Value,
-    /// Parses an answer's JSON into the type, naming the JSON path of what does not fit.
+    /// Parses an answer's JSON into the type, naming the JSON path of what does not fit; the
+    /// output's text is the value serialized.
     pub(crate) parse: fn(&Value) -> Result<Output, String>,
-    /// The same from JSON text, in one pass (no JSON value in between); the second argument
-    /// says what the text is in a reason (`the answer is`, `the arguments are`).
-    pub(crate) parse_text: fn(&str, &str) -> Result<Output, String>,
+    /// The same from JSON text, in one pass (no JSON value in between), keeping that text as
+    /// the output's; the second argument says what the text is in a reason (`the answer is`,
+    /// `the arguments are`).
+    pub(crate) parse_text: fn(Arc<str>, &str) -> Result<Output, String>,
 }
 
 impl OutputKind {
@@ -326,22 +338,24 @@ impl OutputKind {
 /// Parses with serde alone; only an answer that fails is parsed again, with
 /// `serde_path_to_error`, to name the path (tracking it costs more than the parse itself).
 fn parse<T: OutputType>(json: &Value) -> Result<Output, String> {
-    if let Ok(value) = <T as serde::Deserialize>::deserialize(json) {
-        return output(value);
-    }
-    let value: T = serde_path_to_error::deserialize(json)
-        .map_err(|error| invalid(&error.path().to_string(), error.inner()))?;
-    output(value)
+    let value = match <T as serde::Deserialize>::deserialize(json) {
+        Ok(value) => value,
+        Err(_) => serde_path_to_error::deserialize(json)
+            .map_err(|error| invalid(&error.path().to_string(), error.inner()))?,
+    };
+    let text = serde_json::to_string(&value)
+        .map_err(|error| format!("the answer does not serialize back to JSON: {error}"))?;
+    Ok(output(value, text.into()))
 }
 
-/// [`parse`] from JSON text, in one pass. Text that is not JSON is reported as such; a value
-/// that does not fit reads as from [`parse`] (its position in the text left out: the path
-/// names it).
-fn parse_text<T: OutputType>(text: &str, what: &str) -> Result<Output, String> {
-    if let Ok(value) = serde_json::from_str::<T>(text) {
-        return output(value);
+/// [`parse`] from JSON text, in one pass, the text kept as the output's (not written again
+/// from the value). Text that is not JSON is reported as such; a value that does not fit
+/// reads as from [`parse`] (its position in the text left out: the path names it).
+fn parse_text<T: OutputType>(text: Arc<str>, what: &str) -> Result<Output, String> {
+    if let Ok(value) = serde_json::from_str::<T>(&text) {
+        return Ok(output(value, text));
     }
-    let mut json = serde_json::Deserializer::from_str(text);
+    let mut json = serde_json::Deserializer::from_str(&text);
     let value: T = serde_path_to_error::deserialize(&mut json).map_err(|error| {
         let inner = error.inner();
         if !inner.is_data() {
@@ -354,7 +368,7 @@ fn parse_text<T: OutputType>(text: &str, what: &str) -> Result<Output, String> {
     })?;
     json.end()
         .map_err(|error| format!("{what} not JSON: {error}"))?;
-    output(value)
+    Ok(output(value, text))
 }
 
 /// Why an answer does not fit the type, at this JSON path.
@@ -365,17 +379,24 @@ fn invalid(path: &str, why: impl fmt::Display) -> String {
     }
 }
 
-/// A parsed answer with its JSON text (as the type serializes it); its JSON value is made
-/// when read.
-fn output<T: OutputType>(value: T) -> Result<Output, String> {
-    let text = serde_json::to_string(&value)
-        .map_err(|error| format!("the answer does not serialize back to JSON: {error}"))?;
-    Ok(Output {
+/// A parsed answer with its JSON text; its JSON value is made when read.
+fn output<T: OutputType>(value: T, text: Arc<str>) -> Output {
+    Output {
         text,
         json: OnceLock::new(),
         value: Arc::new(value),
+        to_json: to_json::<T>,
         type_name: std::any::type_name::<T>(),
-    })
+    }
+}
+
+/// An output's value as the output type serializes it (`Null` if it cannot: a map with
+/// non-string keys, or a failing `Serialize`).
+fn to_json<T: OutputType>(value: &(dyn Any + Send + Sync)) -> Value {
+    value
+        .downcast_ref::<T>()
+        .and_then(|value| serde_json::to_value(value).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// Where an answer is validated: the turn, the agent and the step.
@@ -460,7 +481,7 @@ mod tests {
     /// What `parse_text` says of an answer, against `parse` on the same text read as JSON.
     fn both(text: &str) -> (Result<Value, String>, Option<Result<Value, String>>) {
         let from_text =
-            parse_text::<Invoice>(text, "the answer is").map(|output| output.json().clone());
+            parse_text::<Invoice>(text.into(), "the answer is").map(|output| output.json().clone());
         let from_value = serde_json::from_str::<Value>(text)
             .ok()
             .map(|json| parse::<Invoice>(&json).map(|output| output.json().clone()));
@@ -511,7 +532,8 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                parse_text::<Invoice>(text, "the answer is").map(|output| output.json().clone()),
+                parse_text::<Invoice>(text.into(), "the answer is")
+                    .map(|output| output.json().clone()),
                 Err(format!("the answer is not JSON: {why}")),
                 "{text}"
             );

@@ -367,6 +367,54 @@ async fn the_prompted_mode_puts_the_schema_in_the_instructions_and_reads_a_fence
     assert!(request.tools.is_empty() && request.output_schema.is_none());
 }
 
+/// The answer as a model may write it: spaced, its members in another order, one the type
+/// does not know.
+const LOOSE: &str = r#"{ "total_cents": 1250, "number": "INV-7", "note": "paid" }"#;
+
+#[tokio::test]
+async fn a_typed_turns_text_is_the_models_own_json_and_its_value_the_types() {
+    // Native: the reply's text, trimmed; the report's raw answer is the reply as sent.
+    let trace = Trace::new();
+    let model = ScriptedModel::new([ScriptedStep::new().text(format!("\n{LOOSE}\n"))])
+        .supporting_output_schema();
+    let result = reporting_agent(&model, &trace, 0).run("go").await;
+    assert!(model.requests()[0].output_schema.is_some());
+    assert_eq!(result.text, LOOSE);
+    let output = result.output.as_ref().unwrap();
+    assert_eq!(output.text(), LOOSE);
+    assert_eq!(
+        output.json(),
+        &json!({"number": "INV-7", "total_cents": 1250})
+    );
+    assert_eq!(result.output::<Invoice>().unwrap(), &invoice("INV-7", 1250));
+    assert_eq!(trace.take(), [format!("chat true \n{LOOSE}\n")]);
+
+    // Prompted: a fenced block's body.
+    let model = ScriptedModel::new([ScriptedStep::new().text(format!("```json\n{LOOSE}\n```"))]);
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(result.text, LOOSE);
+    assert_eq!(
+        result.output.unwrap().json(),
+        &json!({"number": "INV-7", "total_cents": 1250})
+    );
+
+    // The final-answer tool: the call's arguments.
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", LOOSE)]);
+    let result = invoice_agent(&model, &trace)
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(result.text, LOOSE);
+    assert_eq!(result.output.unwrap().text(), LOOSE);
+}
+
 #[tokio::test]
 async fn a_validator_sends_an_answer_back_and_sees_the_next_one() {
     let trace = Trace::new();
