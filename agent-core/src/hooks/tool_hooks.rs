@@ -1,9 +1,9 @@
 //! Tool-call hooks with their input types erased, so one list per tool holds hooks typed for
 //! different views (one tool's args, an enum of several, JSON) of the same call.
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::event::{AfterToolCall, BeforeToolCall};
@@ -279,11 +279,6 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         Some(copy) => copy,
         None => I::from_args(&call.tool_name, &call.model_input)?,
     };
-    let output_json = if TypeId::of::<O>() == TypeId::of::<Value>() {
-        outcome.value().and_then(|v| v.to_json().ok())
-    } else {
-        None
-    };
     Some(ToolCallResultContext {
         agent: call.agent.clone(),
         request_id: call.request_id.clone(),
@@ -298,7 +293,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         preliminary: call.preliminary.load(std::sync::atomic::Ordering::Relaxed),
         messages: call.messages.clone(),
         approval: call.approval.clone(),
-        output_json,
+        output_json: OnceLock::new(),
         _output: PhantomData,
     })
 }
