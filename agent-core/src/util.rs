@@ -84,21 +84,22 @@ pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{micros:x}_{count}")
 }
 
-/// Wraps a boxed future so a panic while polling it becomes an `Err` with the panic message.
-pub(crate) fn catch_unwind<T>(future: BoxFuture<'_, T>) -> CatchUnwind<'_, T> {
+/// Wraps a pinned future (boxed, or pinned on the stack with `std::pin::pin!`) so a panic while
+/// polling it becomes an `Err` with the panic message.
+pub(crate) fn catch_unwind<F: Future + Unpin>(future: F) -> CatchUnwind<F> {
     CatchUnwind { future }
 }
 
-pub(crate) struct CatchUnwind<'a, T> {
-    future: BoxFuture<'a, T>,
+pub(crate) struct CatchUnwind<F> {
+    future: F,
 }
 
-impl<T> Future for CatchUnwind<'_, T> {
-    type Output = Result<T, String>;
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, String>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let future = &mut self.future;
-        match catch_sync(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        match catch_sync(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(panic_message(&*payload))),

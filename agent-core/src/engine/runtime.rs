@@ -86,6 +86,10 @@ pub(crate) struct SubagentMark {
 #[derive(Clone)]
 pub(crate) struct ToolSlot {
     pub(crate) tool: Arc<dyn DynTool>,
+    /// The tool's name, shared with each call's hook and tool contexts rather than copied per
+    /// call (one allocation fewer per call: `whole_turn_calls_agent` in
+    /// agent-providers/benches/stream.rs).
+    pub(crate) name: Arc<str>,
     pub(crate) dynamic: bool,
     pub(crate) before: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after: Vec<Arc<dyn AfterHook>>,
@@ -120,6 +124,7 @@ impl ToolSlot {
             .cloned()
             .collect();
         ToolSlot {
+            name: name.into(),
             timeout: tool.timeout().or(default_timeout),
             subagent: None,
             tool,

@@ -40,7 +40,7 @@ pub(crate) async fn run_hook<E: Event>(
 }
 
 /// A sync hook's body, panics caught.
-fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::Out, HookFailure> {
+pub(super) fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::Out, HookFailure> {
     match catch_panic(|| body(ctx)) {
         Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),
         Err(panic) => Err(HookFailure::Panic(panic)),

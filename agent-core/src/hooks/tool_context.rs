@@ -4,7 +4,7 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -199,7 +199,10 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub messages: Arc<Vec<Message>>,
     /// The answer that approved the call, when it waited for approval.
     pub approval: Option<CallAnswer>,
-    pub(crate) output_json: Option<Value>,
+    /// The output as JSON for `O = Value`, made on the first [`output`](Self::output) call: a
+    /// hook that never reads it costs no serialization of the output (one allocation per call
+    /// and hook fewer in `whole_turn_calls_agent`, agent-providers/benches/stream.rs).
+    pub(crate) output_json: OnceLock<Option<Value>>,
     pub(crate) _output: PhantomData<fn() -> O>,
 }
 
@@ -227,7 +230,10 @@ impl<I, O: 'static> ToolCallResultContext<I, O> {
     /// call failed or was blocked, or when a hook substituted an output of another type.
     pub fn output(&self) -> Option<&O> {
         if TypeId::of::<O>() == TypeId::of::<Value>() {
-            return (self.output_json.as_ref()? as &dyn Any).downcast_ref::<O>();
+            let json = self
+                .output_json
+                .get_or_init(|| self.outcome.value()?.to_json().ok());
+            return (json.as_ref()? as &dyn Any).downcast_ref::<O>();
         }
         self.outcome.value()?.downcast_ref::<O>()
     }

@@ -1,20 +1,20 @@
 //! Tool-call hooks with their input types erased, so one list per tool holds hooks typed for
 //! different views (one tool's args, an enum of several, JSON) of the same call.
 
-use std::any::TypeId;
+use std::any::Any;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::event::{AfterToolCall, BeforeToolCall};
 use super::matcher::CompiledMatcher;
-use super::run::run_hook;
+use super::run::{run_hook, run_sync};
 use super::tool_context::{ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome};
-use super::{FailurePolicy, Hook, HookFailure, RunAgent};
+use super::{FailurePolicy, Hook, HookBody, HookFailure, RunAgent};
 use crate::cancel::CancelToken;
 use crate::message::Message;
 use crate::store::CallAnswer;
-use crate::util::BoxFuture;
+use crate::util::{BoxFuture, catch_panic};
 use serde_json::Value;
 
 use crate::tool::{AnyValue, DynTool, ToolInput};
@@ -36,6 +36,47 @@ pub(crate) struct CallState {
     pub(crate) preliminary: Arc<std::sync::atomic::AtomicUsize>,
     /// The answer that approved the call, when it waited for approval.
     pub(crate) approval: Option<CallAnswer>,
+    /// `effective_input` as JSON, handed back by the last untyped (`Value`) hook that read it
+    /// so the next one takes it instead of serializing the arguments again: one serialization
+    /// per call, not one per hook (3 allocations fewer per call with a `Value` before/after
+    /// pair; the slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    /// Cleared when a hook modifies the input.
+    pub(crate) input_json: Mutex<Option<Value>>,
+}
+
+impl CallState {
+    /// The effective input as `I`: the kept JSON when `I` is `Value` and one is kept, else
+    /// read from the arguments (`None` when `I` cannot carry them).
+    fn input<I: ToolInput>(&self) -> Option<I> {
+        let mut input: Option<I> = None;
+        if let Some(json) = (&mut input as &mut dyn Any).downcast_mut::<Option<Value>>() {
+            *json = self.json().take();
+        }
+        input.or_else(|| I::from_args(&self.tool_name, &self.effective_input))
+    }
+
+    /// Keeps `input` (the effective input a hook read) for the next hook, when it is JSON.
+    fn keep_input<I: ToolInput>(&self, input: &mut I) {
+        if let Some(json) = (input as &mut dyn Any).downcast_mut::<Value>() {
+            *self.json() = Some(std::mem::take(json));
+        }
+    }
+
+    /// Forgets the kept JSON: the effective input changed.
+    pub(crate) fn input_changed(&mut self, input: AnyValue) {
+        self.effective_input = Arc::new(input);
+        *self
+            .input_json
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn json(&self) -> MutexGuard<'_, Option<Value>> {
+        // Never held across user code: a poisoned lock still holds a valid value.
+        self.input_json
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A before_tool_call decision with its input erased.
@@ -62,18 +103,35 @@ pub(crate) struct ToolHookMeta {
 
 pub(crate) trait BeforeHook: Send + Sync {
     fn meta(&self) -> &ToolHookMeta;
+    /// A sync hook's run on the spot, panics caught; `None` for an async hook, which
+    /// [`run`](Self::run) then runs. Saves a boxed future per sync hook per call (the slope of
+    /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    fn run_now(&self, call: &CallState) -> Option<Result<ErasedDecision, HookFailure>>;
     fn run<'a>(&'a self, call: &'a CallState)
     -> BoxFuture<'a, Result<ErasedDecision, HookFailure>>;
 }
 
 pub(crate) trait AfterHook: Send + Sync {
     fn meta(&self) -> &ToolHookMeta;
+    /// A sync hook's run on the spot, as [`BeforeHook::run_now`].
+    fn run_now(
+        &self,
+        call: &CallState,
+        outcome: &Arc<ToolOutcome>,
+        duration: Duration,
+    ) -> Option<Result<(), HookFailure>>;
     fn run<'a>(
         &'a self,
         call: &'a CallState,
         outcome: &'a Arc<ToolOutcome>,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>>;
+}
+
+/// Runs a sync hook's whole call (context, body, decision) with panics caught, as the boxed
+/// future of an async hook is.
+fn guarded<T>(run: impl FnOnce() -> Result<T, HookFailure>) -> Result<T, HookFailure> {
+    catch_panic(run).unwrap_or_else(|panic| Err(HookFailure::Panic(panic)))
 }
 
 fn misfit(hook: &str, tool: &str) -> HookFailure {
@@ -87,9 +145,59 @@ pub(crate) struct TypedBefore<I: ToolInput> {
     pub(crate) hook: Hook<BeforeToolCall<I>>,
 }
 
+impl<I: ToolInput> TypedBefore<I> {
+    /// The hook's context for `call`, its arguments read as `I`.
+    fn context(&self, call: &CallState) -> Result<ToolCallContext<I>, HookFailure> {
+        let input = call
+            .input::<I>()
+            .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
+        Ok(ToolCallContext {
+            agent: call.agent.clone(),
+            request_id: call.request_id.clone(),
+            call_id: call.call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            input,
+            step: call.step,
+            dynamic: call.dynamic,
+            messages: call.messages.clone(),
+            cancel: call.cancel.clone(),
+            approval: call.approval.clone(),
+        })
+    }
+}
+
+/// The hook's decision with its input erased.
+fn erase<I: ToolInput>(
+    decision: ToolCallDecision<I>,
+    call: &CallState,
+) -> Result<ErasedDecision, HookFailure> {
+    Ok(match decision {
+        ToolCallDecision::Allow => ErasedDecision::Allow,
+        ToolCallDecision::Modify(input) => {
+            ErasedDecision::Modify(input.into_args(&*call.tool).map_err(HookFailure::Error)?)
+        }
+        ToolCallDecision::Block(reason) => ErasedDecision::Block(reason),
+        ToolCallDecision::Substitute(output) => ErasedDecision::Substitute(AnyValue::new(output)),
+        ToolCallDecision::Ask(reason) => ErasedDecision::Ask(reason),
+        ToolCallDecision::Defer(reason) => ErasedDecision::Defer(reason),
+    })
+}
+
 impl<I: ToolInput> BeforeHook for TypedBefore<I> {
     fn meta(&self) -> &ToolHookMeta {
         &self.meta
+    }
+
+    fn run_now(&self, call: &CallState) -> Option<Result<ErasedDecision, HookFailure>> {
+        let HookBody::Sync(body) = &self.hook.body else {
+            return None;
+        };
+        Some(guarded(|| {
+            let mut ctx = self.context(call)?;
+            let decision = run_sync::<BeforeToolCall<I>>(body, &ctx);
+            call.keep_input(&mut ctx.input);
+            erase(decision?, call)
+        }))
     }
 
     fn run<'a>(
@@ -97,32 +205,10 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
         call: &'a CallState,
     ) -> BoxFuture<'a, Result<ErasedDecision, HookFailure>> {
         Box::pin(async move {
-            let input = I::from_args(&call.tool_name, &call.effective_input)
-                .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
-            let ctx = ToolCallContext {
-                agent: call.agent.clone(),
-                request_id: call.request_id.clone(),
-                call_id: call.call_id.clone(),
-                tool_name: call.tool_name.clone(),
-                input,
-                step: call.step,
-                dynamic: call.dynamic,
-                messages: call.messages.clone(),
-                cancel: call.cancel.clone(),
-                approval: call.approval.clone(),
-            };
-            Ok(match run_hook(&self.hook, &ctx).await? {
-                ToolCallDecision::Allow => ErasedDecision::Allow,
-                ToolCallDecision::Modify(input) => ErasedDecision::Modify(
-                    input.into_args(&*call.tool).map_err(HookFailure::Error)?,
-                ),
-                ToolCallDecision::Block(reason) => ErasedDecision::Block(reason),
-                ToolCallDecision::Substitute(output) => {
-                    ErasedDecision::Substitute(AnyValue::new(output))
-                }
-                ToolCallDecision::Ask(reason) => ErasedDecision::Ask(reason),
-                ToolCallDecision::Defer(reason) => ErasedDecision::Defer(reason),
-            })
+            let mut ctx = self.context(call)?;
+            let decision = run_hook(&self.hook, &ctx).await;
+            call.keep_input(&mut ctx.input);
+            erase(decision?, call)
         })
     }
 }
@@ -137,6 +223,24 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
         &self.meta
     }
 
+    fn run_now(
+        &self,
+        call: &CallState,
+        outcome: &Arc<ToolOutcome>,
+        duration: Duration,
+    ) -> Option<Result<(), HookFailure>> {
+        let HookBody::Sync(body) = &self.hook.body else {
+            return None;
+        };
+        Some(guarded(|| {
+            let mut ctx = result_view::<I, O>(call, outcome, duration)
+                .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
+            let run = run_sync::<AfterToolCall<I, O>>(body, &ctx);
+            call.keep_input(&mut ctx.effective_input);
+            run
+        }))
+    }
+
     fn run<'a>(
         &'a self,
         call: &'a CallState,
@@ -144,11 +248,21 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>> {
         Box::pin(async move {
-            let ctx = result_view::<I, O>(call, outcome, duration)
+            let mut ctx = result_view::<I, O>(call, outcome, duration)
                 .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
-            run_hook(&self.hook, &ctx).await
+            let run = run_hook(&self.hook, &ctx).await;
+            call.keep_input(&mut ctx.effective_input);
+            run
         })
     }
+}
+
+/// A copy of `input` when it is JSON (`None` otherwise).
+fn json_copy<I: 'static>(input: &I) -> Option<I> {
+    let json = (input as &dyn Any).downcast_ref::<Value>()?;
+    let mut copy: Option<I> = None;
+    *(&mut copy as &mut dyn Any).downcast_mut::<Option<Value>>()? = Some(json.clone());
+    copy
 }
 
 /// Builds a result context from a call's state. `I::from_args` may fail when a hook is registered
@@ -158,12 +272,12 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
     outcome: &Arc<ToolOutcome>,
     duration: Duration,
 ) -> Option<ToolCallResultContext<I, O>> {
-    let model_input = I::from_args(&call.tool_name, &call.model_input)?;
-    let effective_input = I::from_args(&call.tool_name, &call.effective_input)?;
-    let output_json = if TypeId::of::<O>() == TypeId::of::<Value>() {
-        outcome.value().and_then(|v| v.to_json().ok())
-    } else {
-        None
+    let effective_input = call.input::<I>()?;
+    // Unmodified, the model's input is the effective one: cloned, not read again.
+    let same = Arc::ptr_eq(&call.model_input, &call.effective_input);
+    let model_input = match same.then(|| json_copy(&effective_input)).flatten() {
+        Some(copy) => copy,
+        None => I::from_args(&call.tool_name, &call.model_input)?,
     };
     Some(ToolCallResultContext {
         agent: call.agent.clone(),
@@ -179,7 +293,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         preliminary: call.preliminary.load(std::sync::atomic::Ordering::Relaxed),
         messages: call.messages.clone(),
         approval: call.approval.clone(),
-        output_json,
+        output_json: OnceLock::new(),
         _output: PhantomData,
     })
 }

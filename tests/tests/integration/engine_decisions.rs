@@ -459,6 +459,90 @@ async fn an_untyped_modify_that_fits_the_args_runs_the_tool() {
     assert_eq!(tool_result_sent(&model), ("43".to_owned(), false));
 }
 
+/// An untyped after_tool_call hook recording what it sees as `NAME(model=JSON effective=JSON)`.
+fn json_after(trace: &Trace, name: &'static str) -> Hook<event::AfterToolCall<Value>> {
+    let trace = trace.clone();
+    Hook::<event::AfterToolCall<Value>>::sync(name, move |ctx| {
+        let (model, effective) = (&ctx.model_input, &ctx.effective_input);
+        trace.push(format!("{name}(model={model} effective={effective})"));
+    })
+}
+
+/// The untyped hooks of one call hand its JSON from one to the next (serialized once): each
+/// still sees the input the previous hook left, before and after a modification.
+#[tokio::test]
+async fn untyped_hooks_each_see_the_input_the_previous_one_left() {
+    let trace = Trace::new();
+    let model = add_once();
+    let json_before = |name: &'static str, edit: Option<i64>| {
+        let trace = trace.clone();
+        Hook::<event::BeforeToolCall<Value>>::sync(name, move |ctx| {
+            trace.push(format!("{name}({})", ctx.input));
+            match edit {
+                Some(a) => {
+                    let mut input = ctx.input.clone();
+                    input["a"] = json!(a);
+                    ToolCallDecision::Modify(input)
+                }
+                None => ToolCallDecision::Allow,
+            }
+        })
+    };
+    let agent = AgentBuilder::new("decide")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .before_tool_call(Matcher::tool("add"), json_before("first", None))
+        .before_tool_call(Matcher::tool("add"), json_before("second", Some(40)))
+        .before_tool_call(Matcher::tool("add"), json_before("third", None))
+        .after_tool_call(Matcher::tool("add"), json_after(&trace, "after_one"))
+        .after_tool_call(Matcher::tool("add"), json_after(&trace, "after_two"))
+        .build()
+        .unwrap();
+
+    let result = agent.run("2+3").await;
+
+    assert_completed(&result);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            r#"first({"a":2,"b":3})"#,
+            r#"second({"a":2,"b":3})"#,
+            r#"third({"a":40,"b":3})"#,
+            "add(40,3)",
+            r#"after_one(model={"a":2,"b":3} effective={"a":40,"b":3})"#,
+            r#"after_two(model={"a":2,"b":3} effective={"a":40,"b":3})"#,
+        ])
+    );
+    assert_eq!(tool_result_sent(&model), ("43".to_owned(), false));
+}
+
+/// Unmodified, an untyped after_tool_call hook sees the model's input as both inputs, each
+/// hook of the pair the same.
+#[tokio::test]
+async fn untyped_after_hooks_see_the_models_input_twice_when_unmodified() {
+    let trace = Trace::new();
+    let model = add_once();
+    let agent = AgentBuilder::new("decide")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .after_tool_call(Matcher::tool("add"), json_after(&trace, "after_one"))
+        .after_tool_call(Matcher::tool("add"), json_after(&trace, "after_two"))
+        .build()
+        .unwrap();
+
+    let result = agent.run("2+3").await;
+
+    assert_completed(&result);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "add(2,3)",
+            r#"after_one(model={"a":2,"b":3} effective={"a":2,"b":3})"#,
+            r#"after_two(model={"a":2,"b":3} effective={"a":2,"b":3})"#,
+        ])
+    );
+}
+
 #[tokio::test]
 async fn an_untyped_modify_that_does_not_fit_fails_closed() {
     let trace = Trace::new();
