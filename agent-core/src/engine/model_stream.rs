@@ -2,8 +2,12 @@
 //! re-copied), cancellation, and the rule that a stream without its end marker is an error.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::PoisonError;
 use std::task::Poll;
+
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::events::TurnEvent;
 use super::output::PartialAnswer;
@@ -16,7 +20,7 @@ use crate::util::catch_panic;
 
 use super::state::Turn;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
-use crate::hooks::observe;
+use crate::hooks::{observe, observe_now};
 
 /// What one model call streamed.
 pub(super) struct Streamed {
@@ -81,8 +85,19 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
     pub(super) async fn chunk(&mut self, chunk: Chunk) -> Result<(), TurnError> {
+        if let Some(rest) = self.chunk_now(chunk)? {
+            rest.await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::chunk`] on the spot when nothing in it awaits (sync on_chunk hooks, no extension
+    /// asking for chunks, room in the stream API's channel), so a chunk costs no future and no
+    /// allocation; otherwise what is left, boxed. A reader waiting for its next chunk so keeps
+    /// no room for one chunk's hooks and event (1.25 KB of the reader's future).
+    fn chunk_now(&mut self, chunk: Chunk) -> Result<Option<ChunkRest<'_>>, TurnError> {
         if !self.listening() {
-            return Ok(());
+            return Ok(None);
         }
         let (turn, step) = (self.turn, self.step);
         // Held back until the step's reply passed the output guardrails (`Turn::release`).
@@ -91,7 +106,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             && let Some(held) = held().as_mut()
         {
             held.push(chunk);
-            return Ok(());
+            return Ok(None);
         }
         let hooks = &turn.current.hooks.on_chunk;
         let ctx = self.ctx.get_or_insert_with(|| ChunkContext {
@@ -101,10 +116,45 @@ impl<'t, 'a> StepStream<'t, 'a> {
             chunk: EMPTY,
         });
         ctx.chunk = chunk;
-        observe(hooks, ctx).await?;
-        extensions::dispatch_chunk(&turn.extensions, &ctx.chunk).await;
+        let extension = turn
+            .extensions
+            .iter()
+            .any(|e| e.wants(ExtensionEvent::OnChunk));
+        // `None`: an on_chunk hook is async (none has run).
+        let ran = if extension {
+            None
+        } else {
+            observe_now(hooks, ctx)
+        };
+        let Some(ran) = ran else {
+            return Ok(Some(Box::pin(self.chunk_rest(None))));
+        };
+        ran?;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
+        let Some(sink) = &turn.sink else {
+            return Ok(None);
+        };
+        let event = TurnEvent::Chunk {
+            step,
+            chunk: std::mem::replace(&mut ctx.chunk, EMPTY),
+        };
+        Ok(emit_now(sink, event).map(|event| Box::pin(self.chunk_rest(Some(event))) as _))
+    }
+
+    /// What is left of a chunk that awaits: its hooks, its extensions and its event, all
+    /// (`None`), or only the event, when the stream API's channel was full.
+    async fn chunk_rest(&mut self, event: Option<TurnEvent>) -> Result<(), TurnError> {
+        let (turn, step) = (self.turn, self.step);
+        if let Some(event) = event {
+            turn.emit(event).await;
+            return Ok(());
+        }
+        let Some(ctx) = self.ctx.as_mut() else {
+            return Ok(());
+        };
+        observe(&turn.current.hooks.on_chunk, ctx).await?;
+        extensions::dispatch_chunk(&turn.extensions, &ctx.chunk).await;
         if turn.sink.is_some() {
             turn.emit(TurnEvent::Chunk {
                 step,
@@ -172,14 +222,23 @@ impl<'t, 'a> StepStream<'t, 'a> {
             match out.absorb(event, listening) {
                 Absorbed::Chunk(chunk) => {
                     let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
-                    if let Err(error) = self.chunk(chunk).await {
-                        break Err(Some(error));
+                    match self.chunk_now(chunk) {
+                        Ok(None) => {}
+                        Ok(Some(rest)) => {
+                            if let Err(error) = rest.await {
+                                break Err(Some(error));
+                            }
+                        }
+                        Err(error) => break Err(Some(error)),
                     }
-                    if let Some(value) = partial {
-                        let step = self.step;
-                        self.turn
-                            .emit(TurnEvent::PartialOutput { step, value })
-                            .await;
+                    if let (Some(value), Some(sink)) = (partial, &self.turn.sink) {
+                        let event = TurnEvent::PartialOutput {
+                            step: self.step,
+                            value,
+                        };
+                        if let Some(event) = emit_now(sink, event) {
+                            Box::pin(self.turn.emit(event)).await;
+                        }
                     }
                 }
                 Absorbed::Quiet => {}
@@ -192,6 +251,19 @@ impl<'t, 'a> StepStream<'t, 'a> {
             }
         };
         out
+    }
+}
+
+/// What is left of a chunk that awaits, boxed (see [`StepStream::chunk_now`]).
+type ChunkRest<'s> = Pin<Box<dyn Future<Output = Result<(), TurnError>> + Send + 's>>;
+
+/// Sends `event` to the stream API if its channel has room now; gives it back when the
+/// channel is full (the caller then awaits room). A closed channel drops it: a dropped stream
+/// only stops the events, as in [`Turn::emit`].
+fn emit_now(sink: &mpsc::Sender<TurnEvent>, event: TurnEvent) -> Option<TurnEvent> {
+    match sink.try_send(event) {
+        Err(TrySendError::Full(event)) => Some(event),
+        Ok(()) | Err(TrySendError::Closed(_)) => None,
     }
 }
 

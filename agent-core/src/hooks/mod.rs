@@ -35,7 +35,9 @@ pub use output::{
     OutputType, StoredOutputError,
 };
 pub use returns::HookReturn;
-pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
+pub(crate) use run::{
+    chain, each, every, observe, observe_every, observe_now, settle, span, stopped_on_cancel,
+};
 pub use run_hooks::RunHooks;
 pub use subagent::*;
 pub use tool_context::*;
