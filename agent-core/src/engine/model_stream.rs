@@ -167,90 +167,100 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Reads the model's stream (or the error its creation ended in) to its end. A panic
     /// while the stream is polled ends the step as that model's error.
-    pub(super) async fn read(mut self, stream: Result<ModelStream, TurnError>) -> Streamed {
-        let mut out = Streamed {
-            text: String::new(),
-            reasoning: String::new(),
-            reasoning_signature: None,
-            tool_calls: Vec::new(),
-            usage: Usage::default(),
-            provider_metadata: Vec::new(),
-            provider_blocks: Vec::new(),
-            finish: Err(None),
-        };
-        let mut stream = match stream {
-            Ok(stream) => stream,
-            Err(error) => {
-                out.finish = Err(Some(error));
-                return out;
-            }
-        };
-        let cancel = &self.turn.cancel;
-        let cancelled = cancel.cancelled();
-        tokio::pin!(cancelled);
-        let listening = self.listening();
-        out.finish = loop {
-            // Cancellation wins over a ready event. The flag is an atomic load per event; the
-            // token's waiter (a lock and a waker clone per poll) is only polled when the stream
-            // is pending, so a burst of ready chunks does not pay for it on each one.
-            let polled = std::future::poll_fn(|cx| {
-                if cancel.is_cancelled() {
-                    return Poll::Ready(None);
+    pub(super) fn read(
+        mut self,
+        stream: Result<ModelStream, TurnError>,
+    ) -> impl Future<Output = Streamed> + Send {
+        // An `async move` block, not an `async fn`: the reader and the stream are used in
+        // place rather than kept beside a copy of them (448 bytes).
+        async move {
+            let mut out = Streamed {
+                text: String::new(),
+                reasoning: String::new(),
+                reasoning_signature: None,
+                tool_calls: Vec::new(),
+                usage: Usage::default(),
+                provider_metadata: Vec::new(),
+                provider_blocks: Vec::new(),
+                finish: Err(None),
+            };
+            let mut stream = match stream {
+                Ok(stream) => stream,
+                Err(error) => {
+                    out.finish = Err(Some(error));
+                    return out;
                 }
-                match catch_panic(|| stream.as_mut().poll_next(cx)) {
-                    Ok(Poll::Ready(event)) => return Poll::Ready(Some(event)),
-                    Ok(Poll::Pending) => {}
-                    Err(message) => {
-                        let panicked = ModelError::new(
-                            ModelErrorKind::Other,
-                            format!("the model's stream panicked: {message}"),
-                        );
-                        return Poll::Ready(Some(Some(Err(panicked))));
+            };
+            let cancel = &self.turn.cancel;
+            let cancelled = cancel.cancelled();
+            tokio::pin!(cancelled);
+            let listening = self.listening();
+            out.finish = loop {
+                // Cancellation wins over a ready event. The flag is an atomic load per event; the
+                // token's waiter (a lock and a waker clone per poll) is only polled when the stream
+                // is pending, so a burst of ready chunks does not pay for it on each one.
+                let polled = std::future::poll_fn(|cx| {
+                    if cancel.is_cancelled() {
+                        return Poll::Ready(None);
                     }
-                }
-                cancelled.as_mut().poll(cx).map(|()| None)
-            })
-            .await;
-            // `None`: the turn was cancelled.
-            let Some(polled) = polled else {
-                break Err(None);
-            };
-            let event = match event_of(polled) {
-                Ok(event) => event,
-                Err(error) => break Err(Some(error)),
-            };
-            match out.absorb(event, listening) {
-                Absorbed::Chunk(chunk) => {
-                    let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
-                    match self.chunk_now(chunk) {
-                        Ok(None) => {}
-                        Ok(Some(rest)) => {
-                            if let Err(error) = rest.await {
-                                break Err(Some(error));
+                    match catch_panic(|| stream.as_mut().poll_next(cx)) {
+                        Ok(Poll::Ready(event)) => return Poll::Ready(Some(event)),
+                        Ok(Poll::Pending) => {}
+                        Err(message) => {
+                            let panicked = ModelError::new(
+                                ModelErrorKind::Other,
+                                format!("the model's stream panicked: {message}"),
+                            );
+                            return Poll::Ready(Some(Some(Err(panicked))));
+                        }
+                    }
+                    cancelled.as_mut().poll(cx).map(|()| None)
+                })
+                .await;
+                // `None`: the turn was cancelled.
+                let Some(polled) = polled else {
+                    break Err(None);
+                };
+                let event = match event_of(polled) {
+                    Ok(event) => event,
+                    Err(error) => break Err(Some(error)),
+                };
+                match out.absorb(event, listening) {
+                    Absorbed::Chunk(chunk) => {
+                        let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
+                        match self.chunk_now(chunk) {
+                            Ok(None) => {}
+                            Ok(Some(rest)) => {
+                                if let Err(error) = rest.await {
+                                    break Err(Some(error));
+                                }
+                            }
+                            Err(error) => break Err(Some(error)),
+                        }
+                        if let (Some(value), Some(sink)) = (partial, &self.turn.sink) {
+                            let event = TurnEvent::PartialOutput {
+                                step: self.step,
+                                value,
+                            };
+                            // Boxed as it is made: the event is not kept beside the box.
+                            let full =
+                                emit_now(sink, event).map(|event| Box::pin(self.turn.emit(event)));
+                            if let Some(send) = full {
+                                send.await;
                             }
                         }
-                        Err(error) => break Err(Some(error)),
                     }
-                    if let (Some(value), Some(sink)) = (partial, &self.turn.sink) {
-                        let event = TurnEvent::PartialOutput {
-                            step: self.step,
-                            value,
-                        };
-                        if let Some(event) = emit_now(sink, event) {
-                            Box::pin(self.turn.emit(event)).await;
+                    Absorbed::Quiet => {}
+                    Absorbed::CallStart { id, name } => {
+                        if let Some(partial) = self.partial.as_mut() {
+                            partial.start(&id, &name);
                         }
                     }
+                    Absorbed::End(end) => break end,
                 }
-                Absorbed::Quiet => {}
-                Absorbed::CallStart { id, name } => {
-                    if let Some(partial) = self.partial.as_mut() {
-                        partial.start(&id, &name);
-                    }
-                }
-                Absorbed::End(end) => break end,
-            }
-        };
-        out
+            };
+            out
+        }
     }
 }
 
