@@ -435,7 +435,7 @@ pub mod event {
         OnLlmEnd = "on_llm_end" / on_llm_end, LlmEndContext => (), FailOpen;
         /// Each streamed chunk.
         ///
-        /// Fired by `StepStream::chunk` in `engine/model_stream.rs`.
+        /// Fired by `StepStream::chunk_now` in `engine/model_stream.rs`.
         OnChunk = "on_chunk" / on_chunk, ChunkContext => (), FailOpen;
         /// After each step, with the full step record.
         ///
