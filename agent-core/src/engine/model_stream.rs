@@ -167,6 +167,10 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Reads the model's stream (or the error its creation ended in) to its end. A panic
     /// while the stream is polled ends the step as that model's error.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep the reader and the stream twice while it reads"
+    )]
     pub(super) fn read(
         mut self,
         stream: Result<ModelStream, TurnError>,

@@ -291,7 +291,9 @@ impl<'a> Turn<'a> {
 
     /// before_run, before_turn, the calls a resumed turn runs, and the step loop.
     async fn drive(&mut self, request: Box<TurnRequest>) -> End {
-        let mut plan = match self.begin(request).await {
+        // Boxed: the turn's start (2 KB) would otherwise size the steps' future while they
+        // run; the box is gone before the first model call.
+        let mut plan = match Box::pin(self.begin(request)).await {
             Ok(plan) => plan,
             Err(end) => return end,
         };
