@@ -2,8 +2,12 @@
 //! re-copied), cancellation, and the rule that a stream without its end marker is an error.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::PoisonError;
 use std::task::Poll;
+
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::events::TurnEvent;
 use super::output::PartialAnswer;
@@ -16,7 +20,7 @@ use crate::util::catch_panic;
 
 use super::state::Turn;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
-use crate::hooks::observe;
+use crate::hooks::{observe, observe_now};
 
 /// What one model call streamed.
 pub(super) struct Streamed {
@@ -81,8 +85,19 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
     pub(super) async fn chunk(&mut self, chunk: Chunk) -> Result<(), TurnError> {
+        if let Some(rest) = self.chunk_now(chunk)? {
+            rest.await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::chunk`] on the spot when nothing in it awaits (sync on_chunk hooks, no extension
+    /// asking for chunks, room in the stream API's channel), so a chunk costs no future and no
+    /// allocation; otherwise what is left, boxed. A reader waiting for its next chunk so keeps
+    /// no room for one chunk's hooks and event (1.25 KB of the reader's future).
+    fn chunk_now(&mut self, chunk: Chunk) -> Result<Option<ChunkRest<'_>>, TurnError> {
         if !self.listening() {
-            return Ok(());
+            return Ok(None);
         }
         let (turn, step) = (self.turn, self.step);
         // Held back until the step's reply passed the output guardrails (`Turn::release`).
@@ -91,7 +106,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             && let Some(held) = held().as_mut()
         {
             held.push(chunk);
-            return Ok(());
+            return Ok(None);
         }
         let hooks = &turn.current.hooks.on_chunk;
         let ctx = self.ctx.get_or_insert_with(|| ChunkContext {
@@ -101,10 +116,45 @@ impl<'t, 'a> StepStream<'t, 'a> {
             chunk: EMPTY,
         });
         ctx.chunk = chunk;
-        observe(hooks, ctx).await?;
-        extensions::dispatch_chunk(&turn.extensions, &ctx.chunk).await;
+        let extension = turn
+            .extensions
+            .iter()
+            .any(|e| e.wants(ExtensionEvent::OnChunk));
+        // `None`: an on_chunk hook is async (none has run).
+        let ran = if extension {
+            None
+        } else {
+            observe_now(hooks, ctx)
+        };
+        let Some(ran) = ran else {
+            return Ok(Some(Box::pin(self.chunk_rest(None))));
+        };
+        ran?;
         // Only build the event when someone streams: `TurnEvent` is large, and moving it into
         // `emit` costs more per chunk than the hooks do.
+        let Some(sink) = &turn.sink else {
+            return Ok(None);
+        };
+        let event = TurnEvent::Chunk {
+            step,
+            chunk: std::mem::replace(&mut ctx.chunk, EMPTY),
+        };
+        Ok(emit_now(sink, event).map(|event| Box::pin(self.chunk_rest(Some(event))) as _))
+    }
+
+    /// What is left of a chunk that awaits: its hooks, its extensions and its event, all
+    /// (`None`), or only the event, when the stream API's channel was full.
+    async fn chunk_rest(&mut self, event: Option<TurnEvent>) -> Result<(), TurnError> {
+        let (turn, step) = (self.turn, self.step);
+        if let Some(event) = event {
+            turn.emit(event).await;
+            return Ok(());
+        }
+        let Some(ctx) = self.ctx.as_mut() else {
+            return Ok(());
+        };
+        observe(&turn.current.hooks.on_chunk, ctx).await?;
+        extensions::dispatch_chunk(&turn.extensions, &ctx.chunk).await;
         if turn.sink.is_some() {
             turn.emit(TurnEvent::Chunk {
                 step,
@@ -117,81 +167,117 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Reads the model's stream (or the error its creation ended in) to its end. A panic
     /// while the stream is polled ends the step as that model's error.
-    pub(super) async fn read(mut self, stream: Result<ModelStream, TurnError>) -> Streamed {
-        let mut out = Streamed {
-            text: String::new(),
-            reasoning: String::new(),
-            reasoning_signature: None,
-            tool_calls: Vec::new(),
-            usage: Usage::default(),
-            provider_metadata: Vec::new(),
-            provider_blocks: Vec::new(),
-            finish: Err(None),
-        };
-        let mut stream = match stream {
-            Ok(stream) => stream,
-            Err(error) => {
-                out.finish = Err(Some(error));
-                return out;
-            }
-        };
-        let cancel = &self.turn.cancel;
-        let cancelled = cancel.cancelled();
-        tokio::pin!(cancelled);
-        let listening = self.listening();
-        out.finish = loop {
-            // Cancellation wins over a ready event. The flag is an atomic load per event; the
-            // token's waiter (a lock and a waker clone per poll) is only polled when the stream
-            // is pending, so a burst of ready chunks does not pay for it on each one.
-            let polled = std::future::poll_fn(|cx| {
-                if cancel.is_cancelled() {
-                    return Poll::Ready(None);
-                }
-                match catch_panic(|| stream.as_mut().poll_next(cx)) {
-                    Ok(Poll::Ready(event)) => return Poll::Ready(Some(event)),
-                    Ok(Poll::Pending) => {}
-                    Err(message) => {
-                        let panicked = ModelError::new(
-                            ModelErrorKind::Other,
-                            format!("the model's stream panicked: {message}"),
-                        );
-                        return Poll::Ready(Some(Some(Err(panicked))));
-                    }
-                }
-                cancelled.as_mut().poll(cx).map(|()| None)
-            })
-            .await;
-            // `None`: the turn was cancelled.
-            let Some(polled) = polled else {
-                break Err(None);
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep the reader and the stream twice while it reads"
+    )]
+    pub(super) fn read(
+        mut self,
+        stream: Result<ModelStream, TurnError>,
+    ) -> impl Future<Output = Streamed> + Send {
+        // An `async move` block, not an `async fn`: the reader and the stream are used in
+        // place rather than kept beside a copy of them (448 bytes).
+        async move {
+            let mut out = Streamed {
+                text: String::new(),
+                reasoning: String::new(),
+                reasoning_signature: None,
+                tool_calls: Vec::new(),
+                usage: Usage::default(),
+                provider_metadata: Vec::new(),
+                provider_blocks: Vec::new(),
+                finish: Err(None),
             };
-            let event = match event_of(polled) {
-                Ok(event) => event,
-                Err(error) => break Err(Some(error)),
+            let mut stream = match stream {
+                Ok(stream) => stream,
+                Err(error) => {
+                    out.finish = Err(Some(error));
+                    return out;
+                }
             };
-            match out.absorb(event, listening) {
-                Absorbed::Chunk(chunk) => {
-                    let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
-                    if let Err(error) = self.chunk(chunk).await {
-                        break Err(Some(error));
+            let cancel = &self.turn.cancel;
+            let cancelled = cancel.cancelled();
+            tokio::pin!(cancelled);
+            let listening = self.listening();
+            out.finish = loop {
+                // Cancellation wins over a ready event. The flag is an atomic load per event; the
+                // token's waiter (a lock and a waker clone per poll) is only polled when the stream
+                // is pending, so a burst of ready chunks does not pay for it on each one.
+                let polled = std::future::poll_fn(|cx| {
+                    if cancel.is_cancelled() {
+                        return Poll::Ready(None);
                     }
-                    if let Some(value) = partial {
-                        let step = self.step;
-                        self.turn
-                            .emit(TurnEvent::PartialOutput { step, value })
-                            .await;
+                    match catch_panic(|| stream.as_mut().poll_next(cx)) {
+                        Ok(Poll::Ready(event)) => return Poll::Ready(Some(event)),
+                        Ok(Poll::Pending) => {}
+                        Err(message) => {
+                            let panicked = ModelError::new(
+                                ModelErrorKind::Other,
+                                format!("the model's stream panicked: {message}"),
+                            );
+                            return Poll::Ready(Some(Some(Err(panicked))));
+                        }
                     }
+                    cancelled.as_mut().poll(cx).map(|()| None)
+                })
+                .await;
+                // `None`: the turn was cancelled.
+                let Some(polled) = polled else {
+                    break Err(None);
+                };
+                let event = match event_of(polled) {
+                    Ok(event) => event,
+                    Err(error) => break Err(Some(error)),
+                };
+                match out.absorb(event, listening) {
+                    Absorbed::Chunk(chunk) => {
+                        let partial = self.partial.as_mut().and_then(|p| p.read(&chunk));
+                        match self.chunk_now(chunk) {
+                            Ok(None) => {}
+                            Ok(Some(rest)) => {
+                                if let Err(error) = rest.await {
+                                    break Err(Some(error));
+                                }
+                            }
+                            Err(error) => break Err(Some(error)),
+                        }
+                        if let (Some(value), Some(sink)) = (partial, &self.turn.sink) {
+                            let event = TurnEvent::PartialOutput {
+                                step: self.step,
+                                value,
+                            };
+                            // Boxed as it is made: the event is not kept beside the box.
+                            let full =
+                                emit_now(sink, event).map(|event| Box::pin(self.turn.emit(event)));
+                            if let Some(send) = full {
+                                send.await;
+                            }
+                        }
+                    }
+                    Absorbed::Quiet => {}
+                    Absorbed::CallStart { id, name } => {
+                        if let Some(partial) = self.partial.as_mut() {
+                            partial.start(&id, &name);
+                        }
+                    }
+                    Absorbed::End(end) => break end,
                 }
-                Absorbed::Quiet => {}
-                Absorbed::CallStart { id, name } => {
-                    if let Some(partial) = self.partial.as_mut() {
-                        partial.start(&id, &name);
-                    }
-                }
-                Absorbed::End(end) => break end,
-            }
-        };
-        out
+            };
+            out
+        }
+    }
+}
+
+/// What is left of a chunk that awaits, boxed (see [`StepStream::chunk_now`]).
+type ChunkRest<'s> = Pin<Box<dyn Future<Output = Result<(), TurnError>> + Send + 's>>;
+
+/// Sends `event` to the stream API if its channel has room now; gives it back when the
+/// channel is full (the caller then awaits room). A closed channel drops it: a dropped stream
+/// only stops the events, as in [`Turn::emit`].
+fn emit_now(sink: &mpsc::Sender<TurnEvent>, event: TurnEvent) -> Option<TurnEvent> {
+    match sink.try_send(event) {
+        Err(TrySendError::Full(event)) => Some(event),
+        Ok(()) | Err(TrySendError::Closed(_)) => None,
     }
 }
 

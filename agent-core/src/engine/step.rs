@@ -173,7 +173,11 @@ impl<'a> Turn<'a> {
             .map_err(End::turn)?
         {
             history::Prefiltered::Send(messages) => request.messages = messages,
-            history::Prefiltered::Block(message) => return Err(self.blocked(message).await),
+            // Boxed when it happens: a blocked step's settling (1.5 KB) would otherwise size
+            // every step's future.
+            history::Prefiltered::Block(message) => {
+                return Err(Box::pin(self.blocked(message)).await);
+            }
         }
         Ok((model, Box::new(request)))
     }

@@ -291,13 +291,18 @@ impl<'a> Turn<'a> {
 
     /// before_run, before_turn, the calls a resumed turn runs, and the step loop.
     async fn drive(&mut self, request: Box<TurnRequest>) -> End {
-        let mut plan = match self.begin(request).await {
+        // Boxed: the turn's start (2 KB) would otherwise size the steps' future while they
+        // run; the box is gone before the first model call.
+        let mut plan = match Box::pin(self.begin(request)).await {
             Ok(plan) => plan,
             Err(end) => return end,
         };
         // Not a `match` on the resume's result: its 80 bytes would be kept beside the steps'
-        // future for the whole turn.
-        if let Err(end) = self.resume(&mut plan).await {
+        // future for the whole turn. Boxed, and only for a turn that resumes waiting calls:
+        // its 2.7 KB would otherwise size every turn's steps.
+        if self.session.resume.is_some()
+            && let Err(end) = Box::pin(self.resume(&mut plan)).await
+        {
             return end;
         }
         self.steps_recovering(&mut plan).await

@@ -35,7 +35,9 @@ pub use output::{
     OutputType, StoredOutputError,
 };
 pub use returns::HookReturn;
-pub(crate) use run::{chain, each, every, observe, observe_every, settle, span, stopped_on_cancel};
+pub(crate) use run::{
+    chain, each, every, observe, observe_every, observe_now, settle, span, stopped_on_cancel,
+};
 pub use run_hooks::RunHooks;
 pub use subagent::*;
 pub use tool_context::*;
@@ -433,7 +435,7 @@ pub mod event {
         OnLlmEnd = "on_llm_end" / on_llm_end, LlmEndContext => (), FailOpen;
         /// Each streamed chunk.
         ///
-        /// Fired by `StepStream::chunk` in `engine/model_stream.rs`.
+        /// Fired by `StepStream::chunk_now` in `engine/model_stream.rs`.
         OnChunk = "on_chunk" / on_chunk, ChunkContext => (), FailOpen;
         /// After each step, with the full step record.
         ///

@@ -213,3 +213,25 @@ pub(crate) async fn observe<E: TurnWideEvent<Out = ()>>(
 ) -> Result<(), TurnError> {
     each(hooks, ctx, |()| {}).await
 }
+
+/// [`observe`] on the spot, when every hook is sync: a chunk's sync on_chunk hooks so cost no
+/// future. `None` when a hook is async (then none has run).
+pub(crate) fn observe_now<E: TurnWideEvent<Out = ()>>(
+    hooks: &[Hook<E>],
+    ctx: &E::Ctx,
+) -> Option<Result<(), TurnError>> {
+    if hooks
+        .iter()
+        .any(|hook| matches!(hook.body, HookBody::Async(_)))
+    {
+        return None;
+    }
+    for hook in hooks {
+        if let Some(Err(failure)) = run_now(hook, ctx)
+            && let Err(error) = settle(E::NAME, &hook.name, hook.policy(), &failure)
+        {
+            return Some(Err(error));
+        }
+    }
+    Some(Ok(()))
+}

@@ -6,6 +6,7 @@ mod command_hooks;
 mod durability;
 mod engine_call_ids;
 mod engine_cancel;
+mod engine_chunks;
 mod engine_config;
 mod engine_continue;
 mod engine_decisions;
