@@ -81,10 +81,21 @@ fn waiting(
         token: None,
         path: Vec::new(),
     };
+    suspended(call, reason, vec![pending], None)
+}
+
+/// A call left waiting: its suspended result, the calls it waits on and, for a subagent, the
+/// turn its resume resumes.
+fn suspended(
+    call: &ToolCall,
+    content: String,
+    pending: Vec<PendingCall>,
+    via: Option<SubagentTurn>,
+) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: reason,
+        content,
         is_error: false,
         outcome: ToolOutcomeKind::Suspended,
         duration: Duration::ZERO,
@@ -94,8 +105,8 @@ fn waiting(
         error: None,
         dropped: false,
         handoff: None,
-        pending: vec![pending],
-        via: None,
+        pending,
+        via,
     }
 }
 
@@ -118,22 +129,8 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
         arguments,
         session: suspension.session,
     };
-    let record = ToolResultRecord {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: format!("agent `{subagent}` suspended: its tool calls wait for an answer"),
-        is_error: false,
-        outcome: ToolOutcomeKind::Suspended,
-        duration: Duration::ZERO,
-    };
-    CallResult {
-        record,
-        error: None,
-        dropped: false,
-        handoff: None,
-        pending,
-        via: Some(via),
-    }
+    let content = format!("agent `{subagent}` suspended: its tool calls wait for an answer");
+    suspended(call, content, pending, Some(via))
 }
 
 /// Runs one call; `approval` is the answer that approved a call which waited for one, and
