@@ -42,6 +42,7 @@ macro_rules! store_conformance {
             $subject;
             rows_of_every_kind_round_trip_exactly,
             sessions_are_separate_and_ids_follow_insertion_order,
+            insert_id_keeps_the_row_insert_would,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
             delete_removes_only_its_row,
@@ -223,6 +224,46 @@ pub async fn sessions_are_separate_and_ids_follow_insertion_order(subject: Subje
     assert_eq!(store.load("a").await.expect("load a"), [a1, a2]);
     assert_eq!(store.load("b").await.expect("load b"), [b1]);
     assert_eq!(store.load("nobody").await.expect("load"), []);
+}
+
+/// `insert_id` (what the engine calls when no hook reads the stored row) keeps the same row as
+/// `insert`, numbered in the same sequence, and gives its id.
+pub async fn insert_id_keeps_the_row_insert_would(subject: Subject) {
+    let store = subject.store;
+    let first = store
+        .insert("s", NewMessage::completed(Message::user("first")))
+        .await
+        .expect("insert");
+    let pending = NewMessage {
+        message: assistant_with_calls(),
+        status: MessageStatus::Pending,
+        request_sent_at: Some(100),
+        silent: true,
+    };
+    let id = store
+        .insert_id("s", pending.clone())
+        .await
+        .expect("insert_id");
+    let last = store
+        .insert("s", NewMessage::completed(Message::user("last")))
+        .await
+        .expect("insert");
+    assert!(
+        first.id < id && id < last.id,
+        "{} {id} {}",
+        first.id,
+        last.id
+    );
+    let rows = store.load("s").await.expect("load");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let kept = &rows[1];
+    assert_eq!(kept.id, id);
+    assert_eq!(kept.session_id, "s");
+    assert_eq!(kept.message, pending.message);
+    assert_eq!(kept.status, MessageStatus::Pending);
+    assert_eq!(kept.request_sent_at, Some(100));
+    assert!(kept.silent);
+    assert_eq!((&rows[0], &rows[2]), (&first, &last));
 }
 
 /// An update sets what it names and keeps every field left `None`; a tool row's status follows

@@ -102,6 +102,23 @@ impl Writer<'_> {
         }
     }
 
+    /// [`insert_as`](Self::insert_as) giving the row's id. Without message hooks to read
+    /// the row, the store is not asked to build the row it stored
+    /// ([`SessionStore::insert_id`](crate::SessionStore::insert_id): `MemoryStore` then keeps
+    /// the message without copying it).
+    pub(crate) async fn insert_id(
+        &self,
+        row: NewMessage,
+        strictness: Strictness,
+    ) -> Result<i64, WriteError> {
+        let hooks = &self.agent.hooks;
+        if hooks.before_create_message.is_empty() && hooks.after_create_message.is_empty() {
+            let inserted = self.agent.store.insert_id(self.session, row).await;
+            return inserted.map_err(WriteError::Store);
+        }
+        Ok(self.insert_as(row, strictness).await?.id)
+    }
+
     /// before_update_message, the update, after_update_message.
     pub(crate) async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), WriteError> {
         self.update_as(id, update, Strictness::Policy).await

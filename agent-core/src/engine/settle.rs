@@ -82,7 +82,7 @@ impl Turn<'_> {
         for call in open.calls {
             let result = unanswered(&call, &end);
             let row = NewMessage::completed(result.clone());
-            match self.writer().insert_as(row, Strictness::Lenient).await {
+            match self.writer().insert_id(row, Strictness::Lenient).await {
                 Ok(_) => self.outcome.added.push(result),
                 Err(error) => failed = failed.or(Some(error)),
             }

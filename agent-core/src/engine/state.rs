@@ -9,7 +9,7 @@ use super::events::TurnEvent;
 use super::handoff::Reach;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
-use super::persist::{WriteError, Writer};
+use super::persist::{Strictness, WriteError, Writer};
 use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use crate::cancel::CancelToken;
@@ -138,17 +138,15 @@ impl Turn<'_> {
 
     /// Stores a row of this session; a failure ends the turn at stage `persist`.
     pub(super) async fn insert(&self, row: NewMessage) -> Flow<i64> {
-        match self.writer().insert(row).await {
-            Ok(stored) => Ok(stored.id),
-            Err(error) => Err(write_failed(error)),
-        }
+        let written = self.writer().insert_id(row, Strictness::Policy).await;
+        written.map_err(write_failed)
     }
 
     /// Stores a row; when the turn must end, also says whether the row was written (a
     /// fail-closed after_create_message hook fails after the insert).
     pub(super) async fn insert_tracked(&self, row: NewMessage) -> (Option<i64>, Flow) {
-        match self.writer().insert(row).await {
-            Ok(stored) => (Some(stored.id), Ok(())),
+        match self.writer().insert_id(row, Strictness::Policy).await {
+            Ok(id) => (Some(id), Ok(())),
             Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
             Err(error) => (None, Err(write_failed(error))),
         }

@@ -46,6 +46,14 @@ impl SessionStore for PanicSafe {
         guarded("insert", || self.0.insert(session, row))
     }
 
+    fn insert_id<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        guarded("insert", || self.0.insert_id(session, row))
+    }
+
     fn update<'a>(
         &'a self,
         session: &'a str,

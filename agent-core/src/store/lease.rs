@@ -1,7 +1,6 @@
 //! One turn at a time per session: the lease a store gives a turn ([`TurnLease`]), and the
 //! in-process turn locks every store keeps ([`TurnLocks`]).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -89,7 +88,9 @@ pub struct TurnLocks {
 
 #[derive(Default)]
 struct LockTable {
-    locks: HashMap<Arc<str>, Weak<tokio::sync::Mutex<()>>>,
+    /// hashbrown's map with its default hasher (foldhash, seeded at random per map): every
+    /// turn looks its session up here, and SipHash over the id cost more than the lookup.
+    locks: hashbrown::HashMap<Arc<str>, Weak<tokio::sync::Mutex<()>>>,
     /// Sessions nobody waits on or holds are forgotten when the table grows to this size.
     prune_at: usize,
 }

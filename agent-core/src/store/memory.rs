@@ -1,7 +1,6 @@
 //! A store in process memory: for tests, one-shot runs, and agents that need no history after
 //! they exit.
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
@@ -51,7 +50,11 @@ pub struct MemoryStore {
 struct Inner {
     next_id: i64,
     /// Every session in one map: one key per session, not one per kind of state it keeps.
-    sessions: HashMap<String, Session>,
+    /// hashbrown's map with its default hasher (foldhash, seeded at random per map): a turn
+    /// looks its session up about fifteen times, and SipHash over the id was half of what this
+    /// store added to a turn (`agent_turn_memory` against `agent_turn_no_store` in
+    /// agent-core/benches/store.rs).
+    sessions: hashbrown::HashMap<String, Session>,
 }
 
 /// What the store keeps of one session.
@@ -115,15 +118,26 @@ impl MemoryStore {
 }
 
 impl Inner {
-    /// The session, made empty if the store keeps nothing of it yet (only its first call
-    /// pays for its key).
+    /// The session, made empty if the store keeps nothing of it yet (one lookup; only its
+    /// first call pays for its key).
     fn session(&mut self, session: &str) -> &mut Session {
-        if !self.sessions.contains_key(session) {
-            self.sessions.insert(session.to_owned(), Session::default());
-        }
-        self.sessions
-            .get_mut(session)
-            .expect("the session was just inserted")
+        self.sessions.entry_ref(session).or_default()
+    }
+
+    /// Numbers a new row of `session` and keeps it; gives the row's id and time.
+    fn push(&mut self, session: &str, row: NewMessage) -> (i64, i64) {
+        self.next_id += 1;
+        let (id, created_at) = (self.next_id, now_micros());
+        self.session(session).rows.push(Row {
+            id,
+            message: row.message,
+            created_at,
+            request_sent_at: row.request_sent_at,
+            response_completed_at: None,
+            status: row.status,
+            silent: row.silent,
+        });
+        (id, created_at)
     }
 }
 
@@ -145,29 +159,30 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        let mut inner = self.lock();
-        inner.next_id += 1;
-        let stored = StoredMessage {
-            id: inner.next_id,
+        let mut stored = StoredMessage {
+            id: 0,
             session_id: session.to_owned(),
             tool_status: ToolStatus::of(&row.message),
-            message: row.message,
-            created_at: now_micros(),
+            message: row.message.clone(),
+            created_at: 0,
             request_sent_at: row.request_sent_at,
             response_completed_at: None,
             status: row.status,
             silent: row.silent,
         };
-        inner.session(session).rows.push(Row {
-            id: stored.id,
-            message: stored.message.clone(),
-            created_at: stored.created_at,
-            request_sent_at: stored.request_sent_at,
-            response_completed_at: None,
-            status: stored.status,
-            silent: stored.silent,
-        });
+        (stored.id, stored.created_at) = self.lock().push(session, row);
         Box::pin(std::future::ready(Ok(stored)))
+    }
+
+    /// Keeps the row's message itself: no copy of it, nor of the session id, for a row nobody
+    /// reads back (`agent_turn_memory` in agent-core/benches/store.rs).
+    fn insert_id<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        let (id, _) = self.lock().push(session, row);
+        Box::pin(std::future::ready(Ok(id)))
     }
 
     fn update<'a>(

@@ -236,6 +236,20 @@ pub trait SessionStore: Send + Sync {
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>>;
 
+    /// Inserts a row and returns its id alone: what the engine calls when no
+    /// after_create_message hook reads the stored row. By default [`insert`](Self::insert)
+    /// with the row dropped; a store whose returned row is a copy of what it keeps overrides it
+    /// to skip that copy ([`MemoryStore`] copies the message: `agent_turn_memory` in
+    /// agent-core/benches/store.rs).
+    fn insert_id<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<i64, StoreError>> {
+        let inserted = self.insert(session, row);
+        Box::pin(async move { inserted.await.map(|stored| stored.id) })
+    }
+
     /// Updates a row of the session.
     fn update<'a>(
         &'a self,
