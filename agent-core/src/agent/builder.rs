@@ -1,7 +1,7 @@
 //! The builder every agent is made with, by hand or by `#[agent]`.
 
+use hashbrown::HashMap;
 use std::any::TypeId;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

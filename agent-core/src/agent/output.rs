@@ -1,7 +1,7 @@
 //! Typed output on the builder: the agent's output type, how its answer is asked for, the
 //! retries a failed answer gets, and the validators it passes.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Arc;
 
 use super::AgentBuilder;

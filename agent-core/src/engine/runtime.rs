@@ -2,8 +2,8 @@
 //! the hook lists, its store and the state of its open sessions (turn locks, session
 //! configurations). The facade's `Agent` is a shared handle on one [`AgentRuntime`].
 
+use hashbrown::HashMap;
 use std::any::TypeId;
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
@@ -37,6 +37,9 @@ pub(crate) struct AgentRuntime {
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,
     pub(crate) tools: Vec<ToolSlot>,
+    /// Each tool's slot by name. hashbrown's map (foldhash, seeded per map), as every map a
+    /// turn looks up: two lookups per tool call, where SipHash cost more than the lookup
+    /// (`whole_turn_agent` in agent-providers/benches/stream.rs).
     pub(crate) tool_index: HashMap<String, usize>,
     pub(crate) specs: Vec<Arc<ToolSpec>>,
     pub(crate) hooks: TurnHooks,

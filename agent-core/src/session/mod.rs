@@ -8,7 +8,7 @@ mod compaction;
 mod config;
 mod prompt;
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, PoisonError, Weak};
 

@@ -17,7 +17,7 @@
 //! lost give-back leaves a lease that runs out on its own. Writes outside a turn (through the
 //! [`SessionStore`](crate::SessionStore) API directly) are each synced, as before.
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::Connection;
