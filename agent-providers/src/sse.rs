@@ -162,7 +162,12 @@ fn scan(
     let mut next = *at;
     loop {
         let rest = &bytes[next..];
-        let Some(length) = memchr::memchr2(b'\n', b'\r', rest) else {
+        // A blank line, which ends an event, is seen without a search.
+        let length = match rest.first() {
+            Some(b'\n' | b'\r') => Some(0),
+            _ => memchr::memchr2(b'\n', b'\r', rest),
+        };
+        let Some(length) = length else {
             // The bytes so far end inside the event: it waits for more, or, at the body's
             // end, is dispatched if its last line is complete (dropped if that is cut).
             return (ended && fields && rest.is_empty()).then_some((name, data, next));
