@@ -443,8 +443,9 @@ impl Decoder for AnthropicDecoder {
         data: &str,
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
-        // A frame without data (a keep-alive) says nothing.
-        if data.trim().is_empty() {
+        // A frame without data (a keep-alive) says nothing. (An object is seen without
+        // trimming it: `anthropic_model` in `benches/chunks.rs`, 50 instructions per chunk.)
+        if !data.starts_with('{') && data.trim().is_empty() {
             return Ok(());
         }
         let frame: Frame = serde_json::from_str(data).map_err(|error| {
