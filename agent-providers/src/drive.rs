@@ -272,49 +272,6 @@ where
         }))
     }
 
-    /// The next event of the attempt reading its response; `Err` when the attempt failed.
-    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<ModelEvent>, ModelError>> {
-        let State::Reading(reading) = &mut self.state else {
-            unreachable!("polled to read while not reading");
-        };
-        let provider = self.wire.name();
-        loop {
-            if let Some(event) = reading.decoded.pop() {
-                reading.streamed = true;
-                return Poll::Ready(Ok(Some(event)));
-            }
-            if reading.decoder.finished() {
-                return Poll::Ready(Ok(None));
-            }
-            // Every event the bytes so far complete is decoded before more are read.
-            match reading.frames.next_event() {
-                Some(Ok(event)) => {
-                    let decoded = &mut reading.decoded;
-                    reading.decoder.decode(event.name, event.data, decoded)?;
-                    decoded.reverse();
-                    continue;
-                }
-                Some(Err(NotUtf8)) => return Poll::Ready(Err(not_utf8(provider))),
-                None if reading.ended => return Poll::Ready(Err(truncated(provider))),
-                None => {}
-            }
-            let next = ready!(self.timer.poll_next(cx, &mut reading.body, reading.limit));
-            let Some(next) = next else {
-                let limit = reading.limit.unwrap_or_default();
-                return Poll::Ready(Err(stalled(provider, limit)));
-            };
-            reading.limit = self.idle;
-            match next {
-                None => {
-                    reading.frames.end();
-                    reading.ended = true;
-                }
-                Some(Err(error)) => return Poll::Ready(Err(broken(provider, &error))),
-                Some(Ok(bytes)) => reading.frames.push(bytes),
-            }
-        }
-    }
-
     /// What follows a failed attempt: a retry, or the failure as the call's last item.
     fn fail(&mut self, failure: ModelError) -> Failure {
         let key = self.http.auth.as_ref().map(|(_, _, key)| key);
@@ -345,6 +302,56 @@ where
     }
 }
 
+impl<D: Decoder, B> Reading<D, B>
+where
+    B: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+{
+    /// The attempt's next event; `None` once the decoder saw the end marker, `Err` when the
+    /// attempt failed.
+    fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+        timer: &mut Timer,
+        idle: Option<Duration>,
+        provider: &str,
+    ) -> Poll<Result<Option<ModelEvent>, ModelError>> {
+        loop {
+            if let Some(event) = self.decoded.pop() {
+                self.streamed = true;
+                return Poll::Ready(Ok(Some(event)));
+            }
+            if self.decoder.finished() {
+                return Poll::Ready(Ok(None));
+            }
+            // Every event the bytes so far complete is decoded before more are read.
+            match self.frames.next_event() {
+                Some(Ok(event)) => {
+                    self.decoder
+                        .decode(event.name, event.data, &mut self.decoded)?;
+                    self.decoded.reverse();
+                    continue;
+                }
+                Some(Err(NotUtf8)) => return Poll::Ready(Err(not_utf8(provider))),
+                None if self.ended => return Poll::Ready(Err(truncated(provider))),
+                None => {}
+            }
+            let Some(next) = ready!(timer.poll_next(cx, &mut self.body, self.limit)) else {
+                let limit = self.limit.unwrap_or_default();
+                return Poll::Ready(Err(stalled(provider, limit)));
+            };
+            self.limit = idle;
+            match next {
+                None => {
+                    self.frames.end();
+                    self.ended = true;
+                }
+                Some(Err(error)) => return Poll::Ready(Err(broken(provider, &error))),
+                Some(Ok(bytes)) => self.frames.push(bytes),
+            }
+        }
+    }
+}
+
 impl<W: Wire, B> Stream for Call<W, B>
 where
     B: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin + Send + 'static,
@@ -355,14 +362,17 @@ where
         let call = self.get_mut();
         loop {
             let failure = match &mut call.state {
-                State::Reading(_) => match ready!(call.poll_read(cx)) {
-                    Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
-                    Ok(None) => {
-                        call.state = State::Done;
-                        return Poll::Ready(None);
+                State::Reading(reading) => {
+                    let provider = call.wire.name();
+                    match ready!(reading.poll_event(cx, &mut call.timer, call.idle, provider)) {
+                        Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                        Ok(None) => {
+                            call.state = State::Done;
+                            return Poll::Ready(None);
+                        }
+                        Err(failure) => failure,
                     }
-                    Err(failure) => failure,
-                },
+                }
                 State::Sending(send) => match ready!(send.as_mut().poll(cx)) {
                     Ok(response) => {
                         call.state = State::Reading(Reading {
