@@ -189,7 +189,14 @@ fn scan(
             continue;
         }
         let text = &bytes[line.clone()];
-        let (field, value) = match memchr::memchr(b':', text) {
+        // The usual line, `data:`, is seen without a search for its colon (`benches/chunks.rs`:
+        // about 45 instructions per chunk).
+        let colon = if text.starts_with(b"data:") {
+            Some(4)
+        } else {
+            memchr::memchr(b':', text)
+        };
+        let (field, value) = match colon {
             Some(0) => continue,
             Some(colon) => {
                 // The value starts after the colon and one space, if any.
