@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use agent_core::{
@@ -69,7 +69,7 @@ impl Endpoint {
 }
 
 /// A provider's stream format: turns SSE events into model events.
-pub(crate) trait Decoder: Send + 'static {
+pub(crate) trait Decoder: Send + Unpin + 'static {
     /// Feeds one SSE event (its `event:` name, if any, and its `data:`). Pushes the model events
     /// it completes. An event that cannot be parsed is [`ModelErrorKind::StreamMalformed`]; an
     /// error the provider reports in the stream is returned with the kind it deserves (so an
@@ -135,112 +135,279 @@ pub(crate) fn stream<W: Wire>(
     wire: Arc<W>,
     request: ModelRequest,
 ) -> ModelStream {
-    Box::pin(async_stream::stream! {
-        // Room for the last body and an eighth more: a conversation's next request is a
-        // little longer than its last.
-        let last = transport.body_size.load(Ordering::Relaxed);
-        let buffer = Vec::with_capacity(last + last / 8);
-        let http = match wire.request(&request, buffer) {
-            Ok(http) => {
-                transport.body_size.store(http.body.len(), Ordering::Relaxed);
-                http
-            }
-            Err(error) => {
-                yield Err(error);
-                return;
-            }
-        };
-        let settings = &transport.settings;
-        let idle = request.stall_timeout.unwrap_or(settings.idle_timeout);
-        let idle = (!idle.is_zero()).then_some(idle);
-        let mut attempt = 0;
-        loop {
-            let failure = match send(&transport, wire.name(), &http).await {
-                Err(error) => error,
-                Ok(response) => {
-                    let mut body = response.bytes_stream();
-                    let mut frames = SseFrames::default();
-                    let mut ended = false;
-                    let mut decoder = wire.decoder();
-                    let mut decoded = Vec::new();
-                    let mut streamed = false;
-                    let mut limit = Some(settings.first_byte_timeout);
-                    let timer = tokio::time::sleep(Duration::ZERO);
-                    tokio::pin!(timer);
-                    let failure = loop {
-                        // Every event the bytes so far complete is decoded before more are read.
-                        let decoding = match frames.next_event() {
-                            Some(Ok(event)) => decoder.decode(event.name, event.data, &mut decoded).map(|()| true),
-                            Some(Err(NotUtf8)) => Err(not_utf8(wire.name())),
-                            None => Ok(false),
-                        };
-                        match decoding {
-                            Err(error) => break error,
-                            Ok(true) => {
-                                for event in decoded.drain(..) {
-                                    streamed = true;
-                                    yield Ok(event);
-                                }
-                                if decoder.finished() {
-                                    return;
-                                }
-                                continue;
-                            }
-                            Ok(false) if ended => break truncated(wire.name()),
-                            Ok(false) => {}
-                        }
-                        let Some(next) = next_within(&mut body, timer.as_mut(), limit).await else {
-                            break stalled(wire.name(), limit.unwrap_or_default());
-                        };
-                        limit = idle;
-                        match next {
-                            None => {
-                                frames.end();
-                                ended = true;
-                            }
-                            Some(Err(error)) => break broken(wire.name(), &error),
-                            Some(Ok(bytes)) => frames.push(&bytes),
-                        }
-                    };
-                    // Redacted before the discard event carries its message to observers.
-                    let failure = redact(failure, http.auth.as_ref().map(|(_, _, key)| key));
-                    // Only a stream that broke partway is discarded: an attempt that failed
-                    // before its response streamed anything has nothing to take back.
-                    if streamed && attempt < settings.max_retries && retryable(&failure) {
-                        yield Ok(ModelEvent::Discard { reason: failure.message.clone() });
-                    }
-                    failure
-                }
-            };
-            let failure = redact(failure, http.auth.as_ref().map(|(_, _, key)| key));
-            if attempt >= settings.max_retries || !retryable(&failure) {
-                yield Err(failure);
-                return;
-            }
-            attempt += 1;
-            let delay = backoff(settings, attempt, failure.retry_after);
-            tracing::warn!(
-                provider = wire.name(),
-                attempt,
-                delay_ms = delay.as_millis() as u64,
-                "retrying a failed model call: {failure}"
-            );
-            tokio::time::sleep(delay).await;
-        }
-    })
+    // Room for the last body and an eighth more: a conversation's next request is a little
+    // longer than its last.
+    let last = transport.body_size.load(Ordering::Relaxed);
+    let buffer = Vec::with_capacity(last + last / 8);
+    let http = match wire.request(&request, buffer) {
+        Ok(http) => http,
+        Err(error) => return failed(error),
+    };
+    transport
+        .body_size
+        .store(http.body.len(), Ordering::Relaxed);
+    let idle = request
+        .stall_timeout
+        .unwrap_or(transport.settings.idle_timeout);
+    Box::pin(Call::new(
+        transport,
+        wire,
+        http,
+        (!idle.is_zero()).then_some(idle),
+        reqwest::Response::bytes_stream,
+    ))
 }
 
-/// Sends the request and waits for the response headers; a non-success status is an error
-/// carrying the provider's body.
-async fn send(
-    transport: &Transport,
+/// A call that fails before sending anything: its error is its only item.
+pub(crate) fn failed(error: ModelError) -> ModelStream {
+    struct Failed(Option<ModelError>);
+
+    impl Stream for Failed {
+        type Item = Result<ModelEvent, ModelError>;
+
+        fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+            Poll::Ready(self.get_mut().0.take().map(Err))
+        }
+    }
+
+    Box::pin(Failed(Some(error)))
+}
+
+/// One model call's stream: a state machine rather than an `async` generator, so that each
+/// event is handed out straight from the decoder's queue (a generator's yield moved every event
+/// through its slot: about 250 instructions per streamed chunk, `openai_model` in
+/// `benches/chunks.rs`). Sending and backing off are futures it polls; reading the response is
+/// polled in place.
+///
+/// Generic over the response body's stream only because reqwest's type for it cannot be
+/// named: boxing it instead would cost an allocation per attempt.
+struct Call<W: Wire, B> {
+    transport: Arc<Transport>,
+    wire: Arc<W>,
+    /// The request, for every attempt.
+    http: HttpRequest,
+    /// The idle timeout between reads (`None`: none).
+    idle: Option<Duration>,
+    /// How a response becomes the stream of its body's reads.
+    body: fn(reqwest::Response) -> B,
+    /// Retries made so far.
+    attempt: u32,
+    /// The first-byte and idle timer, kept for the whole call.
+    timer: Timer,
+    state: State<W::Decoder, B>,
+}
+
+/// Where a call is.
+enum State<D, B> {
+    /// Waiting out the backoff (on a retry), then sending the request and waiting for its
+    /// response's headers.
+    Sending(Pin<Box<dyn Future<Output = Result<reqwest::Response, ModelError>> + Send>>),
+    /// Reading the response's event stream.
+    Reading(Reading<D, B>),
+    /// The stream ended.
+    Done,
+}
+
+/// An attempt reading its response's event stream.
+struct Reading<D, B> {
+    body: B,
+    frames: SseFrames,
+    /// Whether the body ended.
+    ended: bool,
+    decoder: D,
+    /// The events decoded and not handed out yet, last first (popped off the end).
+    decoded: Vec<ModelEvent>,
+    /// Whether this attempt handed out an event, which a failure then takes back.
+    streamed: bool,
+    /// The time the next read may take: the first-byte timeout, then the idle one.
+    limit: Option<Duration>,
+}
+
+/// A failed attempt whose stream yields an item on its way to a retry or an end.
+enum Failure {
+    /// The call failed for good: its last item.
+    Final(ModelError),
+    /// A retry begins after the stream of this attempt broke partway: the engine is told the
+    /// attempt's output is void.
+    Discard(String),
+    /// A retry begins; the attempt handed nothing out.
+    Retry,
+}
+
+impl<W: Wire, B> Call<W, B>
+where
+    B: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin + Send + 'static,
+{
+    fn new(
+        transport: Arc<Transport>,
+        wire: Arc<W>,
+        http: HttpRequest,
+        idle: Option<Duration>,
+        body: fn(reqwest::Response) -> B,
+    ) -> Self {
+        let mut call = Call {
+            transport,
+            wire,
+            http,
+            idle,
+            body,
+            attempt: 0,
+            timer: Timer::default(),
+            state: State::Done,
+        };
+        call.state = call.send(None);
+        call
+    }
+
+    /// An attempt: after `delay`, if any, the request sent and its response's headers.
+    fn send(&self, delay: Option<Duration>) -> State<W::Decoder, B> {
+        let provider = self.wire.name();
+        let limit = self.transport.settings.first_byte_timeout;
+        let request = request(&self.transport.client, provider, &self.http);
+        State::Sending(Box::pin(async move {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            send(request?, provider, limit).await
+        }))
+    }
+
+    /// What follows a failed attempt: a retry, or the failure as the call's last item.
+    fn fail(&mut self, failure: ModelError) -> Failure {
+        let key = self.http.auth.as_ref().map(|(_, _, key)| key);
+        // Redacted before the discard event carries its message to observers.
+        let failure = redact(failure, key);
+        let settings = &self.transport.settings;
+        if self.attempt >= settings.max_retries || !retryable(&failure) {
+            self.state = State::Done;
+            return Failure::Final(failure);
+        }
+        // Only a stream that broke partway is discarded: an attempt that failed before its
+        // response streamed anything has nothing to take back.
+        let streamed = matches!(&self.state, State::Reading(reading) if reading.streamed);
+        self.attempt += 1;
+        let delay = backoff(settings, self.attempt, failure.retry_after);
+        tracing::warn!(
+            provider = self.wire.name(),
+            attempt = self.attempt,
+            delay_ms = delay.as_millis() as u64,
+            "retrying a failed model call: {failure}"
+        );
+        self.state = self.send(Some(delay));
+        if streamed {
+            Failure::Discard(failure.message)
+        } else {
+            Failure::Retry
+        }
+    }
+}
+
+impl<D: Decoder, B> Reading<D, B>
+where
+    B: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+{
+    /// The attempt's next event; `None` once the decoder saw the end marker, `Err` when the
+    /// attempt failed.
+    fn poll_event(
+        &mut self,
+        cx: &mut Context<'_>,
+        timer: &mut Timer,
+        idle: Option<Duration>,
+        provider: &str,
+    ) -> Poll<Result<Option<ModelEvent>, ModelError>> {
+        loop {
+            if let Some(event) = self.decoded.pop() {
+                self.streamed = true;
+                return Poll::Ready(Ok(Some(event)));
+            }
+            if self.decoder.finished() {
+                return Poll::Ready(Ok(None));
+            }
+            // Every event the bytes so far complete is decoded before more are read.
+            match self.frames.next_event() {
+                Some(Ok(event)) => {
+                    self.decoder
+                        .decode(event.name, event.data, &mut self.decoded)?;
+                    self.decoded.reverse();
+                    continue;
+                }
+                Some(Err(NotUtf8)) => return Poll::Ready(Err(not_utf8(provider))),
+                None if self.ended => return Poll::Ready(Err(truncated(provider))),
+                None => {}
+            }
+            let Some(next) = ready!(timer.poll_next(cx, &mut self.body, self.limit)) else {
+                let limit = self.limit.unwrap_or_default();
+                return Poll::Ready(Err(stalled(provider, limit)));
+            };
+            self.limit = idle;
+            match next {
+                None => {
+                    self.frames.end();
+                    self.ended = true;
+                }
+                Some(Err(error)) => return Poll::Ready(Err(broken(provider, &error))),
+                Some(Ok(bytes)) => self.frames.push(bytes),
+            }
+        }
+    }
+}
+
+impl<W: Wire, B> Stream for Call<W, B>
+where
+    B: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin + Send + 'static,
+{
+    type Item = Result<ModelEvent, ModelError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let call = self.get_mut();
+        loop {
+            let failure = match &mut call.state {
+                State::Reading(reading) => {
+                    let provider = call.wire.name();
+                    match ready!(reading.poll_event(cx, &mut call.timer, call.idle, provider)) {
+                        Ok(Some(event)) => return Poll::Ready(Some(Ok(event))),
+                        Ok(None) => {
+                            call.state = State::Done;
+                            return Poll::Ready(None);
+                        }
+                        Err(failure) => failure,
+                    }
+                }
+                State::Sending(send) => match ready!(send.as_mut().poll(cx)) {
+                    Ok(response) => {
+                        call.state = State::Reading(Reading {
+                            body: (call.body)(response),
+                            frames: SseFrames::default(),
+                            ended: false,
+                            decoder: call.wire.decoder(),
+                            decoded: Vec::new(),
+                            streamed: false,
+                            limit: Some(call.transport.settings.first_byte_timeout),
+                        });
+                        continue;
+                    }
+                    Err(failure) => failure,
+                },
+                State::Done => return Poll::Ready(None),
+            };
+            match call.fail(failure) {
+                Failure::Final(failure) => return Poll::Ready(Some(Err(failure))),
+                Failure::Discard(reason) => {
+                    return Poll::Ready(Some(Ok(ModelEvent::Discard { reason })));
+                }
+                Failure::Retry => {}
+            }
+        }
+    }
+}
+
+/// The HTTP request of one attempt; an API key a header cannot hold fails it.
+fn request(
+    client: &reqwest::Client,
     provider: &str,
     http: &HttpRequest,
-) -> Result<reqwest::Response, ModelError> {
-    let mut builder = transport
-        .client
-        .post(http.url.clone())
-        .body(http.body.clone());
+) -> Result<reqwest::RequestBuilder, ModelError> {
+    let mut builder = client.post(http.url.clone()).body(http.body.clone());
     for &(name, value) in http.headers {
         builder = builder.header(name, HeaderValue::from_static(value));
     }
@@ -255,7 +422,16 @@ async fn send(
         value.set_sensitive(true);
         builder = builder.header(HeaderName::from_static(name), value);
     }
-    let limit = transport.settings.first_byte_timeout;
+    Ok(builder)
+}
+
+/// Sends the request and waits for the response headers, within `limit`; a non-success status
+/// is an error carrying the provider's body.
+async fn send(
+    builder: reqwest::RequestBuilder,
+    provider: &str,
+    limit: Duration,
+) -> Result<reqwest::Response, ModelError> {
     let response = match tokio::time::timeout(limit, builder.send()).await {
         Err(_) => return Err(stalled(provider, limit)),
         Ok(Err(error)) => {
@@ -411,30 +587,48 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
     error
 }
 
-/// The stream's next item, or `None` when `limit` passes with no bytes arriving. The timer is
-/// armed only when the stream has nothing ready, so a burst of buffered bytes costs no timer
-/// operations; each read returns (even one that completes no event, such as an SSE comment
-/// used as a keep-alive), so the next wait re-arms it.
-async fn next_within<S: Stream + Unpin>(
-    stream: &mut S,
-    mut timer: Pin<&mut tokio::time::Sleep>,
-    limit: Option<Duration>,
-) -> Option<Option<S::Item>> {
-    let mut armed = false;
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(item) = Pin::new(&mut *stream).poll_next(cx) {
+/// The first-byte and idle timer of a call's reads. It is armed only when the body has nothing
+/// ready, so a burst of buffered bytes costs no timer operations; each read returns (even one
+/// that completes no event, such as an SSE comment used as a keep-alive), so the next wait
+/// re-arms it. Its `Sleep` is made on the call's first wait and reused by the call's later
+/// ones.
+#[derive(Default)]
+struct Timer {
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    armed: bool,
+}
+
+impl Timer {
+    /// The stream's next item, or `None` when `limit` passes with no item arriving.
+    fn poll_next<S: Stream + Unpin>(
+        &mut self,
+        cx: &mut Context<'_>,
+        stream: &mut S,
+        limit: Option<Duration>,
+    ) -> Poll<Option<Option<S::Item>>> {
+        if let Poll::Ready(item) = Pin::new(stream).poll_next(cx) {
+            self.armed = false;
             return Poll::Ready(Some(item));
         }
         let Some(limit) = limit else {
             return Poll::Pending;
         };
-        if !armed {
-            timer.as_mut().reset(tokio::time::Instant::now() + limit);
-            armed = true;
-        }
-        timer.as_mut().poll(cx).map(|()| None)
-    })
-    .await
+        let deadline = tokio::time::Instant::now() + limit;
+        let sleep = match &mut self.sleep {
+            Some(sleep) if self.armed => sleep,
+            Some(sleep) => {
+                sleep.as_mut().reset(deadline);
+                sleep
+            }
+            None => self
+                .sleep
+                .insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
+        self.armed = true;
+        ready!(sleep.as_mut().poll(cx));
+        self.armed = false;
+        Poll::Ready(None)
+    }
 }
 
 #[cfg(test)]
@@ -463,14 +657,14 @@ mod tests {
         let limit = HttpSettings::default().idle_timeout;
         assert_eq!(limit, Duration::from_secs(30));
         let mut stream = TwoThenSilence(0);
-        let timer = tokio::time::sleep(Duration::ZERO);
-        tokio::pin!(timer);
+        let mut timer = Timer::default();
         for expected in [1, 2] {
-            let item = next_within(&mut stream, timer.as_mut(), Some(limit)).await;
+            let item =
+                std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, Some(limit))).await;
             assert_eq!(item, Some(Some(expected)));
         }
         let last_byte = tokio::time::Instant::now();
-        let item = next_within(&mut stream, timer.as_mut(), Some(limit)).await;
+        let item = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, Some(limit))).await;
         assert_eq!(item, None, "the idle timer fired");
         assert_eq!(last_byte.elapsed(), limit);
     }

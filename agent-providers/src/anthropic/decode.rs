@@ -109,6 +109,10 @@ enum BlockKind {
     Other,
 }
 
+/// A delta. Its rare strings are `Box<str>` (16 bytes, not 24), which keeps the delta within
+/// the 128 bytes a move copies inline: larger, each of its three moves while serde builds it
+/// was a `memcpy` call (`anthropic_model` in `benches/chunks.rs`: 4,309 -> 4,243 instructions
+/// per chunk).
 #[derive(Deserialize)]
 struct Delta {
     #[serde(rename = "type")]
@@ -116,9 +120,9 @@ struct Delta {
     /// Read inline when short (no allocation for a typical text delta).
     text: Option<DeltaText>,
     thinking: Option<String>,
-    signature: Option<String>,
+    signature: Option<Box<str>>,
     partial_json: Option<String>,
-    stop_reason: Option<String>,
+    stop_reason: Option<Box<str>>,
     /// `message_delta`: the code-execution container the server tools ran in.
     container: Option<Box<serde_json::Value>>,
     /// `citations_delta`: a source the text being streamed cites.
@@ -305,9 +309,11 @@ impl AnthropicDecoder {
             Some(DeltaKind::ThinkingDelta) => {
                 push_text(out, delta.thinking, ModelEvent::ReasoningDelta)
             }
-            Some(DeltaKind::SignatureDelta) => {
-                push_text(out, delta.signature, ModelEvent::ReasoningSignature)
-            }
+            Some(DeltaKind::SignatureDelta) => push_text(
+                out,
+                delta.signature.map(String::from),
+                ModelEvent::ReasoningSignature,
+            ),
             Some(DeltaKind::InputJsonDelta) => {
                 let Some(open) = self.open.iter_mut().find(|open| open.index == index) else {
                     return Err(malformed(format!(
@@ -437,8 +443,9 @@ impl Decoder for AnthropicDecoder {
         data: &str,
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
-        // A frame without data (a keep-alive) says nothing.
-        if data.trim().is_empty() {
+        // A frame without data (a keep-alive) says nothing. (An object is seen without
+        // trimming it: `anthropic_model` in `benches/chunks.rs`, 50 instructions per chunk.)
+        if !data.starts_with('{') && data.trim().is_empty() {
             return Ok(());
         }
         let frame: Frame = serde_json::from_str(data).map_err(|error| {
@@ -489,7 +496,7 @@ impl Decoder for AnthropicDecoder {
             FrameKind::MessageDelta => {
                 if let Some(delta) = frame.delta {
                     if let Some(reason) = delta.stop_reason {
-                        self.stop_reason = Some(reason);
+                        self.stop_reason = Some(reason.into());
                     }
                     if let Some(container) = delta.container {
                         out.push(ModelEvent::ProviderMetadata(

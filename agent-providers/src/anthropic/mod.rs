@@ -182,7 +182,7 @@ impl Model for Anthropic {
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let transport = match self.transport() {
             Ok(transport) => transport,
-            Err(error) => return Box::pin(async_stream::stream! { yield Err(error); }),
+            Err(error) => return drive::failed(error),
         };
         let call = Call {
             config: self.config.clone(),

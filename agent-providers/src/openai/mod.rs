@@ -191,9 +191,10 @@ impl Model for OpenAi {
     fn stream(&self, request: ModelRequest) -> ModelStream {
         match self.transport() {
             Ok(transport) => drive::stream(transport, self.wire.clone(), request),
-            Err(error) => Box::pin(async_stream::stream! {
-                yield Err(ModelError::new(ModelErrorKind::Transport, format!("openai: {error}")));
-            }),
+            Err(error) => drive::failed(ModelError::new(
+                ModelErrorKind::Transport,
+                format!("openai: {error}"),
+            )),
         }
     }
 }
