@@ -221,6 +221,10 @@ async fn connection_refused_is_a_transport_error_and_retried() {
     drop(listener);
     let retries = Arc::new(AtomicUsize::new(0));
     let _guard = tracing::subscriber::set_default(RetryCounter(retries.clone()));
+    // tracing caches each callsite's interest process-wide: a test on another thread that
+    // reaches the retry warning first, with no subscriber, may cache it as off while this
+    // subscriber registers. Recomputed here, the warning reaches this subscriber.
+    tracing::callsite::rebuild_interest_cache();
     let (events, error) = collect(client_at(&url, settings(2)).stream(request())).await;
     assert!(events.is_empty());
     let error = error.expect("nothing listens there");
