@@ -50,11 +50,16 @@ pub(super) fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::
 /// A sync hook's run in its span, on the spot; `None` for an async hook, which the loops below
 /// then await through [`run_hook`]. A sync hook so costs no future made, moved and polled
 /// through `Instrumented` (on_chunk runs its hooks on every streamed chunk).
+#[inline]
 fn run_now<E: TurnWideEvent>(hook: &Hook<E>, ctx: &E::Ctx) -> Option<Result<E::Out, HookFailure>> {
     match &hook.body {
-        HookBody::Sync(body) => {
+        // The span only when debug spans can be recorded at all: making and entering a
+        // disabled one still cost about 30 instructions per on_chunk hook and chunk
+        // (`agent-providers/benches/chunks.rs`).
+        HookBody::Sync(body) if tracing::level_enabled!(tracing::Level::DEBUG) => {
             Some(span(E::NAME, &hook.name).in_scope(|| run_sync::<E>(body, ctx)))
         }
+        HookBody::Sync(body) => Some(run_sync::<E>(body, ctx)),
         HookBody::Async(_) => None,
     }
 }
