@@ -45,9 +45,17 @@ impl CancelToken {
     }
 
     /// Whether [`cancel`](Self::cancel) was called, on this token or a parent.
+    #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.tokens()
-            .any(|inner| inner.cancelled.load(Ordering::SeqCst))
+        // Not through `tokens()`: the model's stream reader asks before each event, and the
+        // chained iterator cost about 15 instructions more per chunk
+        // (`agent-providers/benches/chunks.rs`).
+        self.inner.cancelled.load(Ordering::SeqCst)
+            || self
+                .inner
+                .ancestors
+                .iter()
+                .any(|inner| inner.cancelled.load(Ordering::SeqCst))
     }
 
     /// Completes once the token (or a parent) is cancelled.

@@ -108,11 +108,13 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 }
 
 /// Runs `body`, turning a panic into an `Err` with the panic message.
+#[inline]
 pub(crate) fn catch_panic<T>(body: impl FnOnce() -> T) -> Result<T, String> {
     catch_sync(AssertUnwindSafe(body)).map_err(|payload| panic_message(&*payload))
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The message a panic's payload carries.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {

@@ -55,6 +55,7 @@ impl DeltaText {
     }
 
     /// The text as a `&str`.
+    #[inline]
     pub fn as_str(&self) -> &str {
         match &self.0 {
             // Cannot fail: the bytes were copied from a `str`, whole. Checking them again is a
@@ -168,6 +169,7 @@ impl Serialize for DeltaText {
 impl Deref for DeltaText {
     type Target = str;
 
+    #[inline]
     fn deref(&self) -> &str {
         self.as_str()
     }
