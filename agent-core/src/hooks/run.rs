@@ -50,6 +50,8 @@ pub(super) fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::
 /// A sync hook's run in its span, on the spot; `None` for an async hook, which the loops below
 /// then await through [`run_hook`]. A sync hook so costs no future made, moved and polled
 /// through `Instrumented` (on_chunk runs its hooks on every streamed chunk).
+// Inlined into `observe_now`: its call and result cost about 25 instructions per on_chunk hook
+// and chunk (`agent-providers/benches/chunks.rs`).
 #[inline]
 fn run_now<E: TurnWideEvent>(hook: &Hook<E>, ctx: &E::Ctx) -> Option<Result<E::Out, HookFailure>> {
     match &hook.body {
