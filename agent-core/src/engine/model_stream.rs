@@ -196,7 +196,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
     ///
     /// A panic while the model's stream is polled ends the step as that model's error. The
     /// guard is set once per burst, not once per poll (which moved each polled event through
-    /// the guard's return value, about 40 instructions per chunk,
+    /// the guard's return value, about 27 instructions per chunk,
     /// `agent-providers/benches/chunks.rs`); a panic elsewhere in the burst (the engine's own
     /// code: hooks catch their own) goes on unwinding, as it did outside the guard.
     fn ready(
@@ -247,8 +247,9 @@ impl<'t, 'a> StepStream<'t, 'a> {
             let polled = stream.as_mut().poll_next(cx);
             *polling = false;
             // The chunk is made in the context, where the hooks read it, from the event where
-            // the stream left it: not moved there through the calls between (three 104-byte
-            // copies per chunk, `agent-providers/benches/chunks.rs`).
+            // the stream left it: not moved there through the calls between (two 104-byte
+            // copies and a call, about 50 instructions per chunk,
+            // `agent-providers/benches/chunks.rs`).
             let absorbed = match polled {
                 Poll::Ready(Some(Ok(event))) => {
                     out.absorb(event, listening.then(|| &mut self.context().chunk))
