@@ -372,15 +372,6 @@ impl SessionStore for PostgresStore {
         Box::pin(self.insert_row(session, row))
     }
 
-    fn insert_id<'a>(
-        &'a self,
-        session: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        // The one boxed insert of `insert`, not a second box around it.
-        Box::pin(async move { self.insert_row(session, row).await.map(|stored| stored.id) })
-    }
-
     fn update<'a>(
         &'a self,
         session: &'a str,

@@ -159,18 +159,21 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        let mut stored = StoredMessage {
-            id: 0,
+        // The row handed back is a copy: the store keeps the message.
+        let message = row.message.clone();
+        let (request_sent_at, status, silent) = (row.request_sent_at, row.status, row.silent);
+        let (id, created_at) = self.lock().push(session, row);
+        let stored = StoredMessage {
+            id,
             session_id: session.to_owned(),
-            tool_status: ToolStatus::of(&row.message),
-            message: row.message.clone(),
-            created_at: 0,
-            request_sent_at: row.request_sent_at,
+            tool_status: ToolStatus::of(&message),
+            message,
+            created_at,
+            request_sent_at,
             response_completed_at: None,
-            status: row.status,
-            silent: row.silent,
+            status,
+            silent,
         };
-        (stored.id, stored.created_at) = self.lock().push(session, row);
         Box::pin(std::future::ready(Ok(stored)))
     }
 

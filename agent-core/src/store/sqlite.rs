@@ -489,19 +489,6 @@ impl SessionStore for SqliteStore {
         }))
     }
 
-    fn insert_id<'a>(
-        &'a self,
-        session: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        // The one boxed write of `insert`, not a second box around it.
-        let commit = self.turns.commit(session);
-        let session = session.to_owned();
-        Box::pin(self.write(commit, move |conn, file| {
-            insert_row(conn, file, session, row).map(|stored| stored.id)
-        }))
-    }
-
     fn update<'a>(
         &'a self,
         session: &'a str,
