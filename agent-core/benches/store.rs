@@ -235,8 +235,11 @@ fn long_session() -> PathBuf {
                     "how does this work? ".repeat(5)
                 )),
                 Message::Assistant {
-                    content: format!("Looking up item {i}. {}", "Some visible text. ".repeat(8)),
-                    reasoning: "The user asks about an item; search for it first. ".repeat(3),
+                    content: format!("Looking up item {i}. {}", "Some visible text. ".repeat(8))
+                        .into(),
+                    reasoning: "The user asks about an item; search for it first. "
+                        .repeat(3)
+                        .into(),
                     tool_calls: vec![call(
                         &format!("call_{i}"),
                         "search",
@@ -246,9 +249,9 @@ fn long_session() -> PathBuf {
                     provider_blocks: Vec::new(),
                 },
                 Message::Tool {
-                    call_id: format!("call_{i}"),
+                    call_id: format!("call_{i}").into(),
                     name: "search".into(),
-                    content: format!(r#"{{"hits":["{}"]}}"#, "a result line ".repeat(20)),
+                    content: format!(r#"{{"hits":["{}"]}}"#, "a result line ".repeat(20)).into(),
                     is_error: false,
                 },
                 Message::assistant(format!("Item {i}: {}", "the answer, in prose. ".repeat(18))),
@@ -412,7 +415,7 @@ impl SessionStore for NoStore {
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
         let stored = StoredMessage {
             id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
-            session_id: session.to_owned(),
+            session_id: session.into(),
             tool_status: None,
             message: row.message,
             created_at: 0,

@@ -39,6 +39,7 @@ mod partial_json;
 mod run_agent;
 mod session;
 mod store;
+mod text;
 mod tool;
 mod util;
 
@@ -85,6 +86,7 @@ pub use store::{
     StoreError, StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease,
     TurnLocks,
 };
+pub use text::Text;
 pub use tool::{
     AnyValue, ArgsError, ClientTool, DynTool, FnTool, Tool, ToolContext, ToolError, ToolInput,
     ToolSpec, ToolStream, ToolUpdate, TypedTool, is_valid_tool_name, schema_for, tool_progress,

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::Text;
+
 /// One message of a conversation, in the provider-neutral form the engine keeps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -9,20 +11,20 @@ pub enum Message {
     /// A system instruction.
     System {
         /// The instruction text.
-        content: String,
+        content: Text,
     },
     /// A user's input.
     User {
         /// The input text.
-        content: String,
+        content: Text,
     },
     /// A model reply: text, reasoning and the tool calls it asked for.
     Assistant {
         /// The visible text.
-        content: String,
+        content: Text,
         /// Reasoning the model streamed, if any.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        reasoning: String,
+        #[serde(default, skip_serializing_if = "str::is_empty")]
+        reasoning: Text,
         /// The tool calls of this reply, in the model's order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
@@ -39,11 +41,11 @@ pub enum Message {
     /// The result of one tool call, as the model reads it.
     Tool {
         /// The id of the call this answers.
-        call_id: String,
+        call_id: Text,
         /// The tool's name.
-        name: String,
+        name: Text,
         /// The result (JSON text for structured outputs, or an error message).
-        content: String,
+        content: Text,
         /// Whether the call failed.
         is_error: bool,
     },
@@ -51,24 +53,24 @@ pub enum Message {
 
 impl Message {
     /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
+    pub fn user(content: impl Into<Text>) -> Self {
         Message::User {
             content: content.into(),
         }
     }
 
     /// A system message.
-    pub fn system(content: impl Into<String>) -> Self {
+    pub fn system(content: impl Into<Text>) -> Self {
         Message::System {
             content: content.into(),
         }
     }
 
     /// An assistant message holding only text.
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub fn assistant(content: impl Into<Text>) -> Self {
         Message::Assistant {
             content: content.into(),
-            reasoning: String::new(),
+            reasoning: Text::new(),
             tool_calls: Vec::new(),
             reasoning_signature: None,
             provider_blocks: Vec::new(),
@@ -100,11 +102,11 @@ impl Message {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's id for this call.
-    pub id: String,
+    pub id: Text,
     /// The name of the tool the model asked for.
-    pub name: String,
+    pub name: Text,
     /// The arguments as the model sent them (JSON text, possibly invalid).
-    pub arguments: String,
+    pub arguments: Text,
     /// What the provider said about the call beyond its name and arguments, for hooks to read
     /// (for example Anthropic's `caller`, `{"caller": {"type": "code_execution_20250825", ...}}`,
     /// when a server tool called this client tool). `None` for most calls.
@@ -114,11 +116,7 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call with no provider metadata.
-    pub fn new(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
+    pub fn new(id: impl Into<Text>, name: impl Into<Text>, arguments: impl Into<Text>) -> Self {
         ToolCall {
             id: id.into(),
             name: name.into(),

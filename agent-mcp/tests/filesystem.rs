@@ -118,7 +118,7 @@ async fn the_filesystem_servers_tools_run_under_a_dynamic_sandbox_hook() {
     let read: Vec<(String, bool)> = result.steps[0]
         .tool_results
         .iter()
-        .map(|r| (r.content.clone(), r.is_error))
+        .map(|r| (r.content.to_string(), r.is_error))
         .collect();
     assert_eq!(
         read,

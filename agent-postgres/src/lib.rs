@@ -286,7 +286,7 @@ impl PostgresStore {
             .ok_or_else(|| self.server.at("the insert returned no row"))?;
         Ok(StoredMessage {
             id: id.map_err(|e| self.server.postgres(&e))?,
-            session_id: session.to_owned(),
+            session_id: session.into(),
             tool_status: ToolStatus::of(&new.message),
             message: new.message,
             created_at: created_at.map_err(|e| self.server.postgres(&e))?,

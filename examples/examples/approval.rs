@@ -64,12 +64,8 @@ impl Model for Janitor {
                     ("disk_usage", "{}".to_owned()),
                 ] {
                     let short = name.split('_').next().unwrap_or(name);
-                    events.push(Ok(ModelEvent::ToolCall(ToolCall {
-                        id: format!("call_{turn}_{short}"),
-                        name: name.to_owned(),
-                        arguments,
-                        metadata: None,
-                    })));
+                    let id = format!("call_{turn}_{short}");
+                    events.push(Ok(ModelEvent::ToolCall(ToolCall::new(id, name, arguments))));
                 }
                 events.push(Ok(ModelEvent::Finish(FinishReason::ToolCalls)));
             }

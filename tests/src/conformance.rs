@@ -133,8 +133,8 @@ pub fn every_kind() -> Vec<NewMessage> {
             silent: false,
         },
         NewMessage::completed(Message::Assistant {
-            content: String::new(),
-            reasoning: String::new(),
+            content: Default::default(),
+            reasoning: Default::default(),
             tool_calls: Vec::new(),
             reasoning_signature: Some(String::new()),
             provider_blocks: Vec::new(),
@@ -151,7 +151,7 @@ fn expected(session: &str, new: NewMessage, id: i64, created_at: i64) -> StoredM
     };
     StoredMessage {
         id,
-        session_id: session.to_owned(),
+        session_id: session.into(),
         message: new.message,
         created_at,
         request_sent_at: new.request_sent_at,
@@ -541,7 +541,7 @@ pub async fn the_next_turn_repairs_a_turn_cut_off_mid_way(subject: Subject) {
     let store = subject.store;
     let calls = Message::Assistant {
         content: "Checking both.".into(),
-        reasoning: String::new(),
+        reasoning: Default::default(),
         tool_calls: vec![
             tool_call("call_1", "weather", "{}"),
             tool_call("call_2", "clock", "{}"),

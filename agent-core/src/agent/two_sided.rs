@@ -205,7 +205,7 @@ impl TwoSided {
                 return (end, results);
             }
             let (result, end) = self.turn(side, &input).await;
-            input = result.text.clone();
+            input = result.text.to_string();
             results.push(result);
             if let Some(end) = end {
                 return (end, results);

@@ -11,6 +11,7 @@ use crate::hooks::{ChatErrorClassification, ErrorStage};
 use crate::message::Message;
 use crate::session::{self, Compaction, OpenSession, SessionInfo};
 use crate::store::MessageUpdate;
+use crate::text::Text;
 
 impl<'a> Turn<'a> {
     /// The turn's system prompt: the session's (built when it opens) or the instructions.
@@ -163,7 +164,7 @@ impl<'a> Turn<'a> {
         {
             self.outcome.added.pop();
         }
-        self.outcome.text.clear();
+        self.outcome.text = Text::new();
         self.session.classification = None;
         tracing::info!(session = %self.session_id, "retrying the turn after compacting its history");
         Ok(())

@@ -279,8 +279,8 @@ pub(super) async fn decide(
             agent: scope.me.clone(),
             request_id: scope.request_id.clone(),
             step: scope.step,
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
+            call_id: call.id.to_string(),
+            tool: call.name.to_string(),
             from: from.name.clone(),
             to: to.clone(),
         };
@@ -323,7 +323,7 @@ pub(super) async fn decide(
         record: ToolResultRecord {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            content,
+            content: content.into(),
             is_error: false,
             outcome,
             duration: Duration::ZERO,

@@ -14,6 +14,7 @@ use crate::hooks::{
 };
 use crate::message::{Message, ToolCall};
 use crate::store::{MessageUpdate, StoredMessage};
+use crate::text::Text;
 
 /// filter_messages: the rows the turn reads its history from (never written back).
 pub(crate) async fn filter_rows(
@@ -93,7 +94,7 @@ pub(crate) async fn prefilter(
 /// A model reply: the assistant message, with its text and tool calls at hand.
 pub(crate) struct Reply {
     pub(crate) message: Message,
-    pub(crate) text: String,
+    pub(crate) text: Text,
     pub(crate) tool_calls: Vec<ToolCall>,
 }
 
@@ -233,7 +234,10 @@ impl Turn<'_> {
     /// prefilter_llm_history blocked the model call: the turn ends, completed, with this
     /// assistant message stored as its answer.
     pub(super) async fn blocked(&mut self, message: Message) -> End {
-        self.outcome.text = message.text().to_owned();
+        self.outcome.text = match &message {
+            Message::Assistant { content, .. } => content.clone(),
+            other => other.text().into(),
+        };
         match self.add(message).await {
             Ok(()) => End::Completed(StopReason::Finished),
             Err(end) => end,

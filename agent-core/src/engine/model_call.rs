@@ -13,13 +13,14 @@ use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnEr
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, ModelStream, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
+use crate::text::Text;
 use crate::util::catch_panic;
 
 /// What the model answered in one step, its reply stored pending in row `row`.
 pub(super) struct Answer {
     pub(super) row: i64,
-    pub(super) text: String,
-    pub(super) reasoning: String,
+    pub(super) text: Text,
+    pub(super) reasoning: Text,
     pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) provider_blocks: Vec<serde_json::Value>,
@@ -88,12 +89,16 @@ impl Turn<'_> {
             error: streamed.error(),
         };
         let (llm_end, text, tool_calls) = self.llm_end(end_ctx).await;
+        // Made shared once here: the reply's message, its stored row, the history, the
+        // turn's added messages, the step's record and the turn's text hold it, not copies
+        // (`whole_turn_agent` in `agent-providers/benches/stream.rs`).
+        let (text, reasoning) = (Text::from(text), Text::from(streamed.reasoning));
         let finish_reason = match streamed.finish {
             Ok(reason) => reason,
             Err(error) => {
                 let partial = Partial {
                     text,
-                    reasoning: streamed.reasoning,
+                    reasoning,
                     reasoning_signature: streamed.reasoning_signature,
                 };
                 // Boxed: a broken stream is rare, and its future (1.5 KB) need not be
@@ -104,7 +109,7 @@ impl Turn<'_> {
         if let Err(error) = llm_end {
             self.open.partial(&Message::Assistant {
                 content: text,
-                reasoning: streamed.reasoning,
+                reasoning,
                 tool_calls: Vec::new(),
                 reasoning_signature: streamed.reasoning_signature,
                 provider_blocks: Vec::new(),
@@ -115,7 +120,7 @@ impl Turn<'_> {
         Ok(Answer {
             row,
             text,
-            reasoning: streamed.reasoning,
+            reasoning,
             reasoning_signature: streamed.reasoning_signature,
             tool_calls,
             provider_blocks: streamed.provider_blocks,
@@ -267,7 +272,7 @@ fn chat_span(model: &dyn Model) -> tracing::Span {
 
 /// What a broken stream produced before it broke.
 struct Partial {
-    text: String,
-    reasoning: String,
+    text: Text,
+    reasoning: Text,
     reasoning_signature: Option<String>,
 }

@@ -21,6 +21,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest, OutputSchema, ToolChoice};
 use crate::partial_json::PartialJson;
 use crate::store::{MessageStatus, MessageUpdate};
+use crate::text::Text;
 use crate::tool::ToolSpec;
 
 /// An agent's output type and how its answers are asked for and checked.
@@ -402,18 +403,20 @@ impl<'a> Turn<'a> {
                 };
                 for (other, call) in finals {
                     let why = format!("only one `{}` call per step is read", call.name);
-                    plan.output_answers.push((other, answer(call, why, false)));
+                    plan.output_answers
+                        .push((other, answer(call, why.into(), false)));
                 }
                 let raw = self.outcome.attempts.read(&call.arguments);
                 let parsed = from_tool(spec, call, raw);
                 let verdict = self.validate(spec, step, parsed).await?;
                 let (content, accepted) = match &verdict {
-                    Ok(_) => ("The final answer was accepted.".to_owned(), true),
+                    Ok(_) => (Text::from_static("The final answer was accepted."), true),
                     Err(reason) => (
                         format!(
                             "{reason}\nCall `{}` again with a corrected answer.",
                             call.name
-                        ),
+                        )
+                        .into(),
                         false,
                     ),
                 };
@@ -493,7 +496,7 @@ impl<'a> Turn<'a> {
             Verdict::Accepted(output) => {
                 // A text answer that was the reply's whole text is the turn's text already.
                 if self.outcome.text != *output.text {
-                    self.outcome.text = output.text.to_string();
+                    self.outcome.text = Text::from(&*output.text);
                 }
                 if let Some(last) = &mut self.outcome.attempts.last {
                     last.validated = true;
@@ -579,7 +582,7 @@ pub(super) const RETRY_LEAD: &str = "Your answer was not accepted: ";
 pub(super) const RETRY_TAIL: &str = "\nAnswer again, correcting it.";
 
 /// The final-answer call's result, as the model reads it.
-fn answer(call: &ToolCall, content: String, accepted: bool) -> ToolResultRecord {
+fn answer(call: &ToolCall, content: Text, accepted: bool) -> ToolResultRecord {
     ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),

@@ -74,9 +74,9 @@ fn approved_call(waiting: &SuspendedCall, answer: &CallAnswer) -> ToolCall {
         _ => &waiting.call.arguments,
     };
     ToolCall {
-        id: waiting.call.id.clone(),
-        name: waiting.call.tool.clone(),
-        arguments: arguments.to_string(),
+        id: waiting.call.id.as_str().into(),
+        name: waiting.call.tool.as_str().into(),
+        arguments: arguments.to_string().into(),
         metadata: None,
     }
 }
@@ -128,9 +128,9 @@ fn unrun(waiting: &SuspendedCall, answer: &Answer<'_>) -> CallResult {
         ),
     };
     let record = ToolResultRecord {
-        call_id: waiting.call.id.clone(),
-        name: tool.clone(),
-        content,
+        call_id: waiting.call.id.as_str().into(),
+        name: tool.as_str().into(),
+        content: content.into(),
         is_error,
         outcome,
         duration: Duration::ZERO,
@@ -349,9 +349,9 @@ impl<'a> Turn<'a> {
                 }
                 Answer::Subagent(via, answers) => {
                     calls.push(ToolCall {
-                        id: via.call_id.clone(),
-                        name: via.tool.clone(),
-                        arguments: via.arguments.to_string(),
+                        id: via.call_id.as_str().into(),
+                        name: via.tool.as_str().into(),
+                        arguments: via.arguments.to_string().into(),
                         metadata: None,
                     });
                     approvals.push(None);

@@ -139,7 +139,7 @@ impl Turn<'_> {
                 let result = Message::Tool {
                     call_id: call_id.clone(),
                     name: name.clone(),
-                    content: format!("The final answer was not taken: {why}."),
+                    content: format!("The final answer was not taken: {why}.").into(),
                     is_error: true,
                 };
                 if let Some(added) = self.outcome.added.iter_mut().find(|m| **m == accepted) {
@@ -175,7 +175,7 @@ fn unanswered(call: &OpenCall, end: &End) -> Message {
     Message::Tool {
         call_id: call.id.clone(),
         name: call.tool.clone(),
-        content: why,
+        content: why.into(),
         is_error: true,
     }
 }

@@ -22,6 +22,7 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
 use crate::store::{MessageUpdate, NewMessage, PendingCall, StoreError, SuspendedCall};
+use crate::text::Text;
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
@@ -72,7 +73,7 @@ pub(super) struct Outcome {
     pub(super) added: Vec<Message>,
     pub(super) usage: Usage,
     /// The last step's text (the answer), or partial text when a stream broke.
-    pub(super) text: String,
+    pub(super) text: Text,
     pub(super) user_persisted: bool,
     /// The calls left waiting for an answer, when a step suspended the turn.
     pub(super) pending: Vec<PendingCall>,
@@ -227,8 +228,8 @@ pub(super) struct OpenRows {
 /// A call of the stored reply that has no stored result yet.
 pub(super) struct OpenCall {
     pub(super) position: usize,
-    pub(super) id: String,
-    pub(super) tool: String,
+    pub(super) id: Text,
+    pub(super) tool: Text,
 }
 
 /// Where a validated typed answer is stored.

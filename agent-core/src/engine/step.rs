@@ -21,6 +21,7 @@ use crate::hooks::{
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelRequest, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate};
+use crate::text::Text;
 
 /// A step's reply once post-processed and stored.
 pub(super) struct Reply {
@@ -29,8 +30,8 @@ pub(super) struct Reply {
     /// Where the reply sits in the turn's added messages and in the plan's messages, should a
     /// hook drop one of its calls.
     pub(super) at: (usize, usize),
-    pub(super) text: String,
-    pub(super) reasoning: String,
+    pub(super) text: Text,
+    pub(super) reasoning: Text,
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) finish_reason: FinishReason,
     pub(super) usage: Usage,
@@ -234,7 +235,7 @@ impl<'a> Turn<'a> {
                     .take();
                 self.discard(answer.row).await?;
                 self.open.reply_settled(&[]);
-                self.outcome.text.clear();
+                self.outcome.text = Text::new();
                 return Err(End::Failed(error, ErrorStage::Turn));
             }
         }
@@ -371,6 +372,7 @@ impl<'a> Turn<'a> {
             ),
             StopDecision::Complete => End::Completed(reason),
             StopDecision::Output(text) => {
+                let text = Text::from(text);
                 if let Err(end) = self.add(Message::assistant(text.clone())).await {
                     return end;
                 }

@@ -54,7 +54,7 @@ impl OutputSpec {
                         continue;
                     };
                     return Some(StoredAnswer {
-                        raw: call.arguments.clone(),
+                        raw: call.arguments.to_string(),
                         parsed: from_tool(self, call, Arc::from(call.arguments.as_str())),
                     });
                 }
@@ -69,7 +69,7 @@ impl OutputSpec {
                     let parsed = from_text(content)
                         .and_then(|text| (self.kind.parse_text)(Arc::from(text), "the answer is"));
                     return Some(StoredAnswer {
-                        raw: content.clone(),
+                        raw: content.to_string(),
                         parsed,
                     });
                 }

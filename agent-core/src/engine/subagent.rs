@@ -140,7 +140,9 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         // A typed answer goes back as its JSON.
         TurnStatus::Completed => Ok(result
             .output
-            .map_or(Value::String(result.text), |output| output.json().clone())),
+            .map_or(Value::String(result.text.into()), |output| {
+                output.json().clone()
+            })),
         TurnStatus::Suspended => {
             let ids: Vec<&str> = result.pending.iter().map(|p| p.id.as_str()).collect();
             let why = format!(

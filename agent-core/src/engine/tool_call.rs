@@ -41,7 +41,7 @@ pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content,
+        content: content.into(),
         is_error: true,
         outcome: ToolOutcomeKind::Rejected,
         duration: Duration::ZERO,
@@ -71,8 +71,8 @@ fn waiting(
     });
     let arguments = state.model_input.to_json().unwrap_or_default();
     let pending = PendingCall {
-        id: call.id.clone(),
-        tool: call.name.clone(),
+        id: call.id.to_string(),
+        tool: call.name.to_string(),
         fingerprint: store::fingerprint(&call.name, &arguments),
         arguments,
         reason: reason.clone(),
@@ -95,7 +95,7 @@ fn suspended(
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content,
+        content: content.into(),
         is_error: false,
         outcome: ToolOutcomeKind::Suspended,
         duration: Duration::ZERO,
@@ -122,10 +122,10 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
         })
         .collect();
     let arguments = serde_json::from_str(&call.arguments)
-        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.to_string()));
     let via = SubagentTurn {
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
+        call_id: call.id.to_string(),
+        tool: call.name.to_string(),
         arguments,
         session: suspension.session,
     };
@@ -256,7 +256,7 @@ async fn execute_inner(
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: checked.content,
+        content: checked.content.into(),
         is_error: checked.is_error,
         outcome: kind,
         duration,

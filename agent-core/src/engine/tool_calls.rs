@@ -217,7 +217,7 @@ impl Turn<'_> {
         let standing = CallAnswer::ApproveAlways;
         let approval = |position: usize, call: &ToolCall| {
             let approved = self.session.approved_tools.as_deref().unwrap_or_default();
-            let granted = approved.contains(&call.name);
+            let granted = approved.iter().any(|tool| *tool == call.name);
             approvals
                 .get(position)
                 .and_then(Option::as_ref)

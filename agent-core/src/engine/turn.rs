@@ -35,6 +35,7 @@ use crate::session::Opened;
 use crate::store::{
     self, MessageStatus, MessageUpdate, NewMessage, StoredMessage, SuspendedCall, TurnLease,
 };
+use crate::text::Text;
 use crate::util::{catch_unwind, new_id};
 
 /// The session a turn runs in: its id and its open mark.
@@ -228,7 +229,7 @@ impl<'a> Turn<'a> {
             request_id: self.request_id.clone(),
             agent: self.frame.clone(),
             status,
-            text: String::new(),
+            text: Text::new(),
             stop_reason: None,
             steps: Vec::new(),
             messages: Vec::new(),
@@ -590,7 +591,7 @@ async fn fail(hooks: &TurnHooks, frame: &Arc<RunAgent>, failure: Failure, result
         stage,
         messages_persisted,
         classification,
-        partial_text: result.text.clone(),
+        partial_text: result.text.to_string(),
     };
     let mut surfaced = None;
     let _ = every(&hooks.on_chat_error, &ctx, |e| {

@@ -13,6 +13,7 @@ use crate::model::{
     CallSettings, DeltaText, FinishReason, Model, ModelRequest, OutputSchema, ToolChoice, Usage,
 };
 use crate::run_agent::RunAgent;
+use crate::text::Text;
 use crate::tool::{DynTool, ToolSpec};
 
 /// before_run: the agent and the raw input of a turn.
@@ -417,11 +418,11 @@ pub enum Chunk {
     /// A tool's result as the model will read it.
     ToolResult {
         /// The call id.
-        id: String,
+        id: Text,
         /// The tool's name.
-        name: String,
+        name: Text,
         /// The result text.
-        content: String,
+        content: Text,
         /// Whether the call failed.
         is_error: bool,
     },

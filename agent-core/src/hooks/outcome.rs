@@ -11,6 +11,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
 use crate::run_agent::RunAgent;
 use crate::store::PendingCall;
+use crate::text::Text;
 
 /// One finished step: on_step_finish receives it, and turn results keep them all.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,9 +25,9 @@ pub struct StepRecord {
     /// The model's id.
     pub model: String,
     /// The text streamed.
-    pub text: String,
+    pub text: Text,
     /// The reasoning streamed.
-    pub reasoning: String,
+    pub reasoning: Text,
     /// The tool calls asked for, in the model's order.
     pub tool_calls: Vec<ToolCall>,
     /// Their results, in the same order (none for a call an after_tool_call_success/failure
@@ -51,11 +52,11 @@ pub struct StepRecord {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolResultRecord {
     /// The call id.
-    pub call_id: String,
+    pub call_id: Text,
     /// The tool's name.
-    pub name: String,
+    pub name: Text,
     /// What the model received.
-    pub content: String,
+    pub content: Text,
     /// Whether the model received an error.
     pub is_error: bool,
     /// How the call ended (`Rejected` when the tool was unknown or its arguments invalid, and
@@ -113,7 +114,7 @@ pub struct StopContext {
     /// Steps run in this turn.
     pub steps: usize,
     /// The last step's text.
-    pub text: String,
+    pub text: Text,
     /// Tokens used so far: by the whole run (subagents' turns included) when it has a limit
     /// or budget, else by this turn.
     pub usage: Usage,
@@ -417,7 +418,7 @@ pub struct TurnResult {
     /// With a typed answer, its JSON text ([`Output::text`]): the model's own JSON when it
     /// answered with the value itself, which in the native and prompted modes is the last
     /// step's text (trimmed, a fenced block unwrapped).
-    pub text: String,
+    pub text: Text,
     /// Why it stopped, when it completed.
     pub stop_reason: Option<StopReason>,
     /// Every step, in order.

@@ -4,6 +4,7 @@
 
 use super::{MessageStatus, StoredMessage, ToolStatus};
 use crate::message::{Message, ToolCall};
+use crate::text::Text;
 
 /// The columns a [`Message`] fills when it is written: role, content, tool calls as JSON,
 /// tool call id, name, reasoning, reasoning signature, the tool status derived from it, and
@@ -119,13 +120,13 @@ impl MessageRow {
             Some("error") => Some(ToolStatus::Error),
             Some(other) => return Err(format!("unknown tool_status `{other}`")),
         };
-        let content = self.content;
+        let content = self.content.into();
         let message = match self.role.as_str() {
             "system" => Message::System { content },
             "user" => Message::User { content },
             "assistant" => Message::Assistant {
                 content,
-                reasoning: self.reasoning.unwrap_or_default(),
+                reasoning: self.reasoning.map(Text::from).unwrap_or_default(),
                 tool_calls: json_list::<ToolCall>(self.tool_calls, "a JSON list of tool calls")
                     .map_err(|error| format!("tool_calls is not {error}"))?,
                 reasoning_signature: self.reasoning_signature,
@@ -133,8 +134,11 @@ impl MessageRow {
                     .map_err(|error| format!("provider_blocks is not {error}"))?,
             },
             "tool" => Message::Tool {
-                call_id: self.tool_call_id.ok_or("a tool row without tool_call_id")?,
-                name: self.name.ok_or("a tool row without name")?,
+                call_id: self
+                    .tool_call_id
+                    .ok_or("a tool row without tool_call_id")?
+                    .into(),
+                name: self.name.ok_or("a tool row without name")?.into(),
                 content,
                 is_error: tool_status.ok_or("a tool row without tool_status")? == ToolStatus::Error,
             },
@@ -142,7 +146,7 @@ impl MessageRow {
         };
         Ok(StoredMessage {
             id: self.id,
-            session_id: self.session_id,
+            session_id: self.session_id.into(),
             message,
             created_at: self.created_at,
             request_sent_at: self.request_sent_at,

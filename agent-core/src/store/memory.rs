@@ -11,6 +11,7 @@ use super::{
     StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
 };
 use crate::message::Message;
+use crate::text::Text;
 use crate::util::BoxFuture;
 
 /// The answer of a session that keeps nothing of a kind (no waiting call, no standing
@@ -60,6 +61,8 @@ struct Inner {
 /// What the store keeps of one session.
 #[derive(Debug, Default)]
 struct Session {
+    /// The session's id, which every loaded row's `session_id` shares.
+    id: Text,
     rows: Vec<Row>,
     /// The calls the session waits on, when it is suspended.
     suspended: Vec<SuspendedCall>,
@@ -84,10 +87,10 @@ struct Row {
 
 impl Row {
     /// The row as stored in `session`.
-    fn stored(&self, session: &str) -> StoredMessage {
+    fn stored(&self, session: &Text) -> StoredMessage {
         StoredMessage {
             id: self.id,
-            session_id: session.to_owned(),
+            session_id: session.clone(),
             message: self.message.clone(),
             created_at: self.created_at,
             request_sent_at: self.request_sent_at,
@@ -121,7 +124,11 @@ impl Inner {
     /// The session, made empty if the store keeps nothing of it yet (one lookup; only its
     /// first call pays for its key).
     fn session(&mut self, session: &str) -> &mut Session {
-        self.sessions.entry_ref(session).or_default()
+        let new = || Session {
+            id: Text::from(session),
+            ..Session::default()
+        };
+        self.sessions.entry_ref(session).or_insert_with(new)
     }
 
     /// Numbers a new row of `session` and keeps it; gives the row's id and time.
@@ -147,8 +154,10 @@ impl SessionStore for MemoryStore {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
         let inner = self.lock();
+        // Each row's message and session id are shared with the store's, not copied
+        // (`whole_turn_history_agent` in agent-providers/benches/stream.rs).
         let rows = match inner.sessions.get(session) {
-            Some(kept) => kept.rows.iter().map(|row| row.stored(session)).collect(),
+            Some(kept) => kept.rows.iter().map(|row| row.stored(&kept.id)).collect(),
             None => Vec::new(),
         };
         Box::pin(std::future::ready(Ok(rows)))
@@ -159,13 +168,13 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        // The row handed back is a copy: the store keeps the message.
+        // The row handed back shares the message's text with the store's.
         let message = row.message.clone();
         let (request_sent_at, status, silent) = (row.request_sent_at, row.status, row.silent);
         let (id, created_at) = self.lock().push(session, row);
         let stored = StoredMessage {
             id,
-            session_id: session.to_owned(),
+            session_id: session.into(),
             tool_status: ToolStatus::of(&message),
             message,
             created_at,

@@ -17,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
+use crate::text::Text;
 use crate::util::BoxFuture;
 
 pub use columns::{MessageColumns, MessageRow};
@@ -165,7 +166,7 @@ pub struct StoredMessage {
     /// The row's id, increasing in insertion order within a store.
     pub id: i64,
     /// The session it belongs to.
-    pub session_id: String,
+    pub session_id: Text,
     /// The message.
     pub message: Message,
     /// When the row was inserted (µs since the Unix epoch).
@@ -463,7 +464,8 @@ fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Messag
             content: format!(
                 "tool `{}` did not finish: its turn was interrupted",
                 call.name
-            ),
+            )
+            .into(),
             is_error: true,
         })
         .collect()

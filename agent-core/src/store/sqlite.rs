@@ -293,7 +293,7 @@ fn insert_row(
     }
     Ok(StoredMessage {
         id: conn.last_insert_rowid(),
-        session_id: session,
+        session_id: session.into(),
         tool_status: ToolStatus::of(&new.message),
         message: new.message,
         created_at,

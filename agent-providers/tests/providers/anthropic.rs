@@ -234,9 +234,9 @@ fn full_stream_events() -> Vec<ModelEvent> {
         input("toolu_01", "{\"city\": \"Zü"),
         input("toolu_01", "rich\"}"),
         ModelEvent::ToolCall(ToolCall {
-            id: "toolu_01".to_owned(),
-            name: "get_weather".to_owned(),
-            arguments: "{\"city\": \"Zürich\"}".to_owned(),
+            id: "toolu_01".into(),
+            name: "get_weather".into(),
+            arguments: "{\"city\": \"Zürich\"}".into(),
             metadata: None,
         }),
         start("toolu_02", "get_time"),
@@ -244,9 +244,9 @@ fn full_stream_events() -> Vec<ModelEvent> {
         input("toolu_02", ": \"Europe/"),
         input("toolu_02", "Zurich\"}"),
         ModelEvent::ToolCall(ToolCall {
-            id: "toolu_02".to_owned(),
-            name: "get_time".to_owned(),
-            arguments: "{\"tz\": \"Europe/Zurich\"}".to_owned(),
+            id: "toolu_02".into(),
+            name: "get_time".into(),
+            arguments: "{\"tz\": \"Europe/Zurich\"}".into(),
             metadata: None,
         }),
         ModelEvent::Usage(usage(89)),
@@ -301,19 +301,19 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
             Message::system("Answer in French."),
             Message::user("Weather and time in Paris?"),
             Message::Assistant {
-                content: "Checking.".to_owned(),
-                reasoning: "Two tools.".to_owned(),
+                content: "Checking.".into(),
+                reasoning: "Two tools.".into(),
                 tool_calls: vec![
                     ToolCall {
-                        id: "toolu_1".to_owned(),
-                        name: "get_weather".to_owned(),
-                        arguments: r#"{"city":"Paris"}"#.to_owned(),
+                        id: "toolu_1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"city":"Paris"}"#.into(),
                         metadata: None,
                     },
                     ToolCall {
-                        id: "toolu_2".to_owned(),
-                        name: "get_time".to_owned(),
-                        arguments: "{not json".to_owned(),
+                        id: "toolu_2".into(),
+                        name: "get_time".into(),
+                        arguments: "{not json".into(),
                         metadata: None,
                     },
                 ],
@@ -322,15 +322,15 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                 provider_blocks: Vec::new(),
             },
             Message::Tool {
-                call_id: "toolu_1".to_owned(),
-                name: "get_weather".to_owned(),
-                content: "sunny".to_owned(),
+                call_id: "toolu_1".into(),
+                name: "get_weather".into(),
+                content: "sunny".into(),
                 is_error: false,
             },
             Message::Tool {
-                call_id: "toolu_2".to_owned(),
-                name: "get_time".to_owned(),
-                content: "invalid arguments".to_owned(),
+                call_id: "toolu_2".into(),
+                name: "get_time".into(),
+                content: "invalid arguments".into(),
                 is_error: true,
             },
             Message::user("And tomorrow?"),
@@ -612,9 +612,9 @@ async fn structured_output_with_other_tools_lets_the_model_call_them_first() {
     };
     let first = events(&model, request.clone()).await;
     assert!(first.contains(&ModelEvent::ToolCall(ToolCall {
-        id: "toolu_w".to_owned(),
-        name: "get_weather".to_owned(),
-        arguments: "{\"city\": \"Paris\"}".to_owned(),
+        id: "toolu_w".into(),
+        name: "get_weather".into(),
+        arguments: "{\"city\": \"Paris\"}".into(),
         metadata: None,
     })));
     assert_eq!(

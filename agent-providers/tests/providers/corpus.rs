@@ -144,7 +144,7 @@ fn summary(events: &[ModelEvent], error: Option<&ModelError>) -> Value {
             ModelEvent::ReasoningDelta(delta) => reasoning.push_str(delta),
             ModelEvent::ToolCall(call) => {
                 let arguments: Value = serde_json::from_str(&call.arguments)
-                    .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+                    .unwrap_or_else(|_| Value::String(call.arguments.to_string()));
                 calls.push(json!({"id": call.id, "name": call.name, "arguments": arguments}));
             }
             ModelEvent::Usage(u) => {

@@ -114,15 +114,15 @@ fn recorded_events() -> Vec<ModelEvent> {
         input(zurich, "{\"city\": \"Zürich\"}"),
         input(paris, ": \"Paris\"}"),
         ModelEvent::ToolCall(ToolCall {
-            id: paris.to_owned(),
-            name: "get_weather".to_owned(),
-            arguments: "{\"city\": \"Paris\"}".to_owned(),
+            id: paris.into(),
+            name: "get_weather".into(),
+            arguments: "{\"city\": \"Paris\"}".into(),
             metadata: None,
         }),
         ModelEvent::ToolCall(ToolCall {
-            id: zurich.to_owned(),
-            name: "get_weather".to_owned(),
-            arguments: "{\"city\": \"Zürich\"}".to_owned(),
+            id: zurich.into(),
+            name: "get_weather".into(),
+            arguments: "{\"city\": \"Zürich\"}".into(),
             metadata: None,
         }),
         ModelEvent::Usage(Usage {
@@ -217,19 +217,19 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
         req.messages = vec![
             Message::user("Weather in Paris and Oslo?"),
             Message::Assistant {
-                content: String::new(),
-                reasoning: "Two cities.".to_owned(),
+                content: Default::default(),
+                reasoning: "Two cities.".into(),
                 tool_calls: vec![
                     ToolCall {
-                        id: "c1".to_owned(),
-                        name: "get_weather".to_owned(),
-                        arguments: r#"{"city":"Paris"}"#.to_owned(),
+                        id: "c1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"city":"Paris"}"#.into(),
                         metadata: None,
                     },
                     ToolCall {
-                        id: "c2".to_owned(),
-                        name: "get_time".to_owned(),
-                        arguments: String::new(),
+                        id: "c2".into(),
+                        name: "get_time".into(),
+                        arguments: Default::default(),
                         metadata: None,
                     },
                 ],
@@ -237,15 +237,15 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
                 provider_blocks: Vec::new(),
             },
             Message::Tool {
-                call_id: "c1".to_owned(),
-                name: "get_weather".to_owned(),
-                content: r#"{"sky":"sunny"}"#.to_owned(),
+                call_id: "c1".into(),
+                name: "get_weather".into(),
+                content: r#"{"sky":"sunny"}"#.into(),
                 is_error: false,
             },
             Message::Tool {
-                call_id: "c2".to_owned(),
-                name: "get_time".to_owned(),
-                content: "no clock".to_owned(),
+                call_id: "c2".into(),
+                name: "get_time".into(),
+                content: "no clock".into(),
                 is_error: true,
             },
             Message::assistant("Sunny."),
@@ -350,8 +350,8 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
         req.messages = vec![
             Message::user("hi"),
             Message::Assistant {
-                content: "Hello".to_owned(),
-                reasoning: "greet".to_owned(),
+                content: "Hello".into(),
+                reasoning: "greet".into(),
                 tool_calls: Vec::new(),
                 reasoning_signature: None,
                 provider_blocks: Vec::new(),

@@ -941,9 +941,9 @@ async fn a_client_tool_s_call_waits_for_the_result_the_client_submits() {
     assert_eq!(
         requests[1].messages.last(),
         Some(&Message::Tool {
-            call_id: "c1".to_owned(),
-            name: "get_location".to_owned(),
-            content: r#"{"city":"Oslo"}"#.to_owned(),
+            call_id: "c1".into(),
+            name: "get_location".into(),
+            content: r#"{"city":"Oslo"}"#.into(),
             is_error: false,
         })
     );

@@ -14,8 +14,8 @@ use tests::{Add, Trace, assert_paired, assert_whole};
 
 fn call(id: &str) -> Message {
     Message::Assistant {
-        content: String::new(),
-        reasoning: String::new(),
+        content: Default::default(),
+        reasoning: Default::default(),
         tool_calls: vec![ToolCall::new(
             id,
             "add",
@@ -28,9 +28,9 @@ fn call(id: &str) -> Message {
 
 fn answer(id: &str) -> Message {
     Message::Tool {
-        call_id: id.to_owned(),
-        name: "add".to_owned(),
-        content: "3".to_owned(),
+        call_id: id.into(),
+        name: "add".into(),
+        content: "3".into(),
         is_error: false,
     }
 }
@@ -68,9 +68,9 @@ async fn a_cut_off_call_reusing_an_earlier_id_is_answered_by_the_repair() {
     assert_eq!(
         sent[6],
         Message::Tool {
-            call_id: "call_0".to_owned(),
-            name: "add".to_owned(),
-            content: "tool `add` did not finish: its turn was interrupted".to_owned(),
+            call_id: "call_0".into(),
+            name: "add".into(),
+            content: "tool `add` did not finish: its turn was interrupted".into(),
             is_error: true,
         }
     );

@@ -57,7 +57,7 @@ fn tool_result_sent(model: &ScriptedModel) -> (String, bool) {
                 content,
                 is_error,
                 ..
-            } if call_id == "c1" => Some((content.clone(), *is_error)),
+            } if call_id == "c1" => Some((content.to_string(), *is_error)),
             _ => None,
         })
         .expect("the second request holds the result of c1")

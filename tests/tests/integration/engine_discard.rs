@@ -87,8 +87,8 @@ async fn a_reasoning_signature_is_kept_on_the_assistant_message_and_dropped_with
     assert_eq!(
         result.messages,
         [agent_core::Message::Assistant {
-            content: "Answer.".to_owned(),
-            reasoning: "Think.".to_owned(),
+            content: "Answer.".into(),
+            reasoning: "Think.".into(),
             tool_calls: Vec::new(),
             reasoning_signature: Some("sig-1".to_owned()),
             provider_blocks: Vec::new(),

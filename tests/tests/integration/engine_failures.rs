@@ -55,7 +55,7 @@ fn result_of_c1(model: &ScriptedModel) -> (String, bool) {
                     content,
                     is_error,
                     ..
-                } if call_id == "c1" => Some((content.clone(), *is_error)),
+                } if call_id == "c1" => Some((content.to_string(), *is_error)),
                 _ => None,
             })
         })

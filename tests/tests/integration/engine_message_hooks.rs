@@ -183,7 +183,7 @@ async fn transform_hooks_chain_and_a_failing_one_keeps_the_last_good_value() {
                 Hook::<event::BeforeCreateMessage>::sync("upper", |ctx| {
                     let mut row = ctx.row.clone();
                     if let Message::User { content } = &mut row.message {
-                        *content = content.to_uppercase();
+                        *content = content.to_uppercase().into();
                     }
                     row
                 })
@@ -193,7 +193,7 @@ async fn transform_hooks_chain_and_a_failing_one_keeps_the_last_good_value() {
             .hook(Hook::<event::BeforeCreateMessage>::sync("mark", |ctx| {
                 let mut row = ctx.row.clone();
                 if let Message::User { content } = &mut row.message {
-                    content.push('!');
+                    *content = format!("{content}!").into();
                 }
                 row
             }))
@@ -324,26 +324,26 @@ async fn filter_and_prefilter_change_what_the_model_reads_but_never_the_store() 
 
 fn call(id: &str, a: i64, b: i64) -> ToolCall {
     ToolCall {
-        id: id.to_owned(),
-        name: "add".to_owned(),
-        arguments: format!(r#"{{"a":{a},"b":{b}}}"#),
+        id: id.into(),
+        name: "add".into(),
+        arguments: format!(r#"{{"a":{a},"b":{b}}}"#).into(),
         metadata: None,
     }
 }
 
 fn tool(id: &str, content: &str, is_error: bool) -> Message {
     Message::Tool {
-        call_id: id.to_owned(),
-        name: "add".to_owned(),
-        content: content.to_owned(),
+        call_id: id.into(),
+        name: "add".into(),
+        content: content.into(),
         is_error,
     }
 }
 
 fn assistant(text: &str, calls: Vec<ToolCall>) -> Message {
     Message::Assistant {
-        content: text.to_owned(),
-        reasoning: String::new(),
+        content: text.into(),
+        reasoning: Default::default(),
         tool_calls: calls,
         reasoning_signature: None,
         provider_blocks: Vec::new(),

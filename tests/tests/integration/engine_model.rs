@@ -122,7 +122,7 @@ async fn unknown_tools_and_bad_arguments_are_error_results_without_hooks() {
                 content,
                 is_error,
                 ..
-            } => Some((call_id.clone(), content.clone(), *is_error)),
+            } => Some((call_id.to_string(), content.to_string(), *is_error)),
             _ => None,
         })
         .collect();

@@ -79,7 +79,7 @@ fn result_read(model: &ScriptedModel) -> (String, bool) {
         .find_map(|m| match m {
             Message::Tool {
                 content, is_error, ..
-            } => Some((content.clone(), *is_error)),
+            } => Some((content.to_string(), *is_error)),
             _ => None,
         })
         .expect("a tool result")

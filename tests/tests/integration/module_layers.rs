@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The layers from the top; a module may use only modules of lower layers, never one of its
-/// own layer (the leaves too are layered: `model` reads tool specs, `tool` the cancel token).
+/// own layer (the leaves too are layered: `model` reads tool specs, `tool` the cancel token,
+/// `message` the shared `Text`).
 const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["engine"],
@@ -17,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["model", "store"],
     &["tool"],
     &["message", "cancel", "run_agent", "util", "partial_json"],
+    &["text"],
 ];
 
 fn src() -> PathBuf {

@@ -12,12 +12,12 @@ use agent_core::{cut_point, is_boundary};
 
 fn call(id: &str) -> Message {
     Message::Assistant {
-        content: String::new(),
-        reasoning: String::new(),
+        content: Default::default(),
+        reasoning: Default::default(),
         tool_calls: vec![ToolCall {
-            id: id.to_owned(),
-            name: "t".to_owned(),
-            arguments: "{}".to_owned(),
+            id: id.into(),
+            name: "t".into(),
+            arguments: "{}".into(),
             metadata: None,
         }],
         reasoning_signature: None,
@@ -27,9 +27,9 @@ fn call(id: &str) -> Message {
 
 fn result(id: &str) -> Message {
     Message::Tool {
-        call_id: id.to_owned(),
-        name: "t".to_owned(),
-        content: "ok".to_owned(),
+        call_id: id.into(),
+        name: "t".into(),
+        content: "ok".into(),
         is_error: false,
     }
 }

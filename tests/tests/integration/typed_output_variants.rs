@@ -78,7 +78,7 @@ fn last_result(messages: &[Message]) -> (String, bool) {
     match messages.last() {
         Some(Message::Tool {
             content, is_error, ..
-        }) => (content.clone(), *is_error),
+        }) => (content.to_string(), *is_error),
         other => panic!("expected a tool result, got {other:?}"),
     }
 }

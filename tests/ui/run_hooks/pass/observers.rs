@@ -24,11 +24,11 @@ impl Timeline {
     }
 
     fn on_tool_start(&self, _: &RunAgent, call: &ToolCall) {
-        self.lines.lock().unwrap().push(call.name.clone());
+        self.lines.lock().unwrap().push(call.name.to_string());
     }
 
     fn on_tool_end(&self, _agent: &RunAgent, result: &ToolResultRecord) {
-        self.lines.lock().unwrap().push(result.content.clone());
+        self.lines.lock().unwrap().push(result.content.to_string());
     }
 
     fn on_llm_start(&self, _agent: &RunAgent, request: &ModelRequest) {
