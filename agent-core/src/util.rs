@@ -81,7 +81,33 @@ pub(crate) fn new_id(prefix: &str) -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros())
         .unwrap_or_default();
-    format!("{prefix}_{micros:x}_{count}")
+    // Written digit by digit, not with `format!`: the formatting machinery was about 1,700
+    // instructions per id, two ids a turn (`whole_turn_agent` in
+    // agent-providers/benches/stream.rs).
+    let mut id = String::with_capacity(prefix.len() + 2 + 32 + 20);
+    id.push_str(prefix);
+    id.push('_');
+    push_digits(&mut id, micros, 16);
+    id.push('_');
+    push_digits(&mut id, u128::from(count), 10);
+    id
+}
+
+/// Appends `n` in base `radix` (10 or 16, lowercase), most significant digit first.
+fn push_digits(out: &mut String, mut n: u128, radix: u32) {
+    let mut digits = [0u8; 39];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % radix < radix <= 16`: a digit.
+        let digit = (n % u128::from(radix)) as u32;
+        digits[at] = char::from_digit(digit, radix).map_or(b'0', |c| c as u8);
+        n /= u128::from(radix);
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&b| char::from(b)));
 }
 
 /// Wraps a pinned future (boxed, or pinned on the stack with `std::pin::pin!`) so a panic while
@@ -156,5 +182,35 @@ mod clip_tests {
             clipped,
             format!("{}… ({} bytes in all)", &long[..kept], long.len())
         );
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn digits_read_back_as_the_number_in_their_base() {
+        for n in [0, 1, 9, 10, 15, 16, 255, 1_700_000_000_123_456, u128::MAX] {
+            let (mut hex, mut dec) = (String::new(), String::new());
+            push_digits(&mut hex, n, 16);
+            push_digits(&mut dec, n, 10);
+            assert_eq!(hex, format!("{n:x}"));
+            assert_eq!(dec, n.to_string());
+        }
+    }
+
+    #[test]
+    fn ids_are_the_prefix_the_time_in_hex_and_a_count() {
+        let (a, b) = (new_id("req"), new_id("req"));
+        assert_ne!(a, b);
+        let parts: Vec<&str> = a.split('_').collect();
+        assert_eq!(parts.len(), 3, "{a}");
+        assert_eq!(parts[0], "req");
+        assert!(
+            u128::from_str_radix(parts[1], 16).is_ok_and(|micros| micros > 0),
+            "{a}"
+        );
+        assert!(parts[2].parse::<u64>().is_ok(), "{a}");
     }
 }
