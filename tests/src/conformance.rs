@@ -43,6 +43,7 @@ macro_rules! store_conformance {
             rows_of_every_kind_round_trip_exactly,
             sessions_are_separate_and_ids_follow_insertion_order,
             insert_id_keeps_the_row_insert_would,
+            load_history_is_what_a_model_reads_or_nothing,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
             delete_removes_only_its_row,
@@ -264,6 +265,76 @@ pub async fn insert_id_keeps_the_row_insert_would(subject: Subject) {
     assert_eq!(kept.request_sent_at, Some(100));
     assert!(kept.silent);
     assert_eq!((&rows[0], &rows[2]), (&first, &last));
+}
+
+/// `load_history` (what the engine asks first when nothing reads the rows) gives the messages
+/// of the completed rows that are not silent, in order, or nothing; nothing for a session
+/// that needs a repair (a pending row, a call of the last step without a result).
+pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
+    let store = subject.store;
+    let rows = [
+        (
+            Message::user("What is the weather?"),
+            MessageStatus::Completed,
+            false,
+        ),
+        (assistant_with_calls(), MessageStatus::Completed, false),
+        (
+            tool_result("call_1", "weather", "sunny", false),
+            MessageStatus::Completed,
+            false,
+        ),
+        (
+            tool_result("call_2", "clock", "bad json", true),
+            MessageStatus::Completed,
+            false,
+        ),
+        (
+            Message::user("a note nobody reads"),
+            MessageStatus::Completed,
+            true,
+        ),
+        (Message::assistant("cut off"), MessageStatus::Failed, false),
+        (
+            Message::assistant("Sunny in Paris."),
+            MessageStatus::Completed,
+            false,
+        ),
+    ];
+    for (message, status, silent) in rows.iter().cloned() {
+        let row = NewMessage {
+            message,
+            status,
+            request_sent_at: None,
+            silent,
+        };
+        store.insert("clean", row).await.expect("insert");
+    }
+    let read: Vec<Message> = rows
+        .iter()
+        .filter(|(_, status, silent)| *status == MessageStatus::Completed && !silent)
+        .map(|(message, ..)| message.clone())
+        .collect();
+    if let Some(history) = store.load_history("clean").await.expect("load_history") {
+        assert_eq!(history, read);
+    }
+    // Needs a repair: a call of the last step without its result, then a pending row.
+    for message in [Message::user("q"), assistant_with_calls()] {
+        let row = NewMessage::completed(message);
+        store.insert("cut", row).await.expect("insert");
+    }
+    let answer = NewMessage::completed(tool_result("call_1", "weather", "sunny", false));
+    store.insert("cut", answer).await.expect("insert");
+    assert_eq!(store.load_history("cut").await.expect("load_history"), None);
+    let pending = NewMessage {
+        status: MessageStatus::Pending,
+        ..NewMessage::completed(Message::assistant(""))
+    };
+    store.insert("clean", pending).await.expect("insert");
+    assert_eq!(
+        store.load_history("clean").await.expect("load_history"),
+        None
+    );
 }
 
 /// An update sets what it names and keeps every field left `None`; a tool row's status follows

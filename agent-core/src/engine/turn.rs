@@ -29,7 +29,7 @@ use crate::hooks::{
     OutputReport, RunAgent, RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind,
     TurnHooks, TurnResult, TurnStatus, each, every, observe, observe_every, stopped_on_cancel,
 };
-use crate::message::Message;
+use crate::message::{self, Message};
 use crate::model::Usage;
 use crate::session::Opened;
 use crate::store::{
@@ -385,25 +385,27 @@ impl<'a> Turn<'a> {
             .await
             .map_err(persist)?;
         self.check_suspension(&suspended, resume)?;
-        let rows = agent.store.load(self.session_id).await.map_err(persist)?;
-        let rows = self.repair(rows, &suspended).await?;
-        let row = suspended.first().map(|waiting| waiting.row);
-        if resume {
-            // From the stored rows, whatever filter_messages shows the model.
-            self.session.resume = Some(resume::still_to_run(suspended, &rows));
-        }
-        let session = self.session_id;
-        let rows = history::filter_rows(&agent.hooks, &self.frame, session, rows)
-            .await
-            .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
-        let mut messages = match row {
-            Some(row) => store::history_resuming(rows, row),
-            None => store::history(rows),
+        // Nothing reads the rows (no filter_messages hook, no waiting call, no resume): the
+        // store may hand over the messages alone, without building each row.
+        let direct = if !resume && suspended.is_empty() && agent.hooks.filter_messages.is_empty() {
+            let loaded = agent.store.load_history(self.session_id).await;
+            loaded.map_err(persist)?
+        } else {
+            None
         };
-        // Room for the turn's input and a tool call's step (the call, its result, the answer)
-        // and no more: a push onto a full history would double it.
+        let mut messages = match direct {
+            Some(messages) => message::paired(messages),
+            None => self.history_rows(suspended, resume).await?,
+        };
+        // Room for the turn's input and a tool call's step (the call, its result, the answer),
+        // and an eighth more of a long history for the turn's further steps: a push onto a
+        // full history doubles it (a copy of it all, and for a long one an allocation large
+        // enough that the allocator maps fresh pages for it each turn:
+        // `whole_turn_history_agent` in agent-providers/benches/stream.rs), while a short
+        // session's turn in flight keeps no spare room (`cargo bench -p agent-core --bench
+        // sessions`).
         let input_len = request_messages.len() + usize::from(input.is_some());
-        messages.reserve_exact(input_len + 3);
+        messages.reserve_exact(input_len + 3 + messages.len() / 8);
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
@@ -415,6 +417,32 @@ impl<'a> Turn<'a> {
         }
         self.outcome.user_persisted = true;
         Ok(messages)
+    }
+
+    /// The session's history from its rows: loaded, repaired, filtered by filter_messages;
+    /// up to the waiting calls' row for a session with calls waiting.
+    async fn history_rows(
+        &mut self,
+        suspended: Vec<SuspendedCall>,
+        resume: bool,
+    ) -> Flow<Vec<Message>> {
+        let agent = self.agent;
+        let persist = |error| End::Failed(store_error(error), ErrorStage::Persist);
+        let rows = agent.store.load(self.session_id).await.map_err(persist)?;
+        let rows = self.repair(rows, &suspended).await?;
+        let row = suspended.first().map(|waiting| waiting.row);
+        if resume {
+            // From the stored rows, whatever filter_messages shows the model.
+            self.session.resume = Some(resume::still_to_run(suspended, &rows));
+        }
+        let session = self.session_id;
+        let rows = history::filter_rows(&agent.hooks, &self.frame, session, rows)
+            .await
+            .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
+        Ok(match row {
+            Some(row) => store::history_resuming(rows, row),
+            None => store::history(rows),
+        })
     }
 
     /// before_turn's hooks, then the extensions' beforeTurn answers (known once the session is

@@ -7,6 +7,7 @@ use super::{
     MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
     SuspendedCall, TurnLease,
 };
+use crate::message::Message;
 use crate::util::BoxFuture;
 use crate::util::{catch_panic, catch_unwind};
 
@@ -36,6 +37,13 @@ impl SessionStore for PanicSafe {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
         guarded("load", || self.0.load(session))
+    }
+
+    fn load_history<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
+        guarded("load", || self.0.load_history(session))
     }
 
     fn insert<'a>(

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use super::{
     MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
-    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, now_micros,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, needs_repair, now_micros,
 };
 use crate::message::Message;
 use crate::text::Text;
@@ -161,6 +161,31 @@ impl SessionStore for MemoryStore {
             None => Vec::new(),
         };
         Box::pin(std::future::ready(Ok(rows)))
+    }
+
+    /// The messages straight from the kept rows, each shared, not copied: no row is built
+    /// nor moved (`whole_turn_history_agent` in agent-providers/benches/stream.rs).
+    fn load_history<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
+        let inner = self.lock();
+        let messages = match inner.sessions.get(session) {
+            None => Some(Vec::new()),
+            Some(kept) if needs_repair(&kept.rows, |row| (row.status, &row.message)) => None,
+            Some(kept) => {
+                // Sized for every row: a filtered `collect` grows from empty, copying what it
+                // holds at each doubling.
+                let mut messages = Vec::with_capacity(kept.rows.len());
+                let read = kept
+                    .rows
+                    .iter()
+                    .filter(|row| row.status == MessageStatus::Completed && !row.silent);
+                messages.extend(read.map(|row| row.message.clone()));
+                Some(messages)
+            }
+        };
+        Box::pin(std::future::ready(Ok(messages)))
     }
 
     fn insert<'a>(
@@ -323,5 +348,58 @@ impl SessionStore for MemoryStore {
         if kept.holders == 0 {
             inner.sessions.remove(session);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryStore;
+    use crate::message::{Message, ToolCall};
+    use crate::store::{self, MessageStatus, NewMessage, SessionStore};
+
+    /// The messages it hands over are those the engine reads from the rows, and it hands them
+    /// over whenever no repair is due.
+    #[tokio::test]
+    async fn load_history_answers_what_the_rows_give() {
+        let store = MemoryStore::new();
+        let call = ToolCall::new("c1", "weather", "{}");
+        let assistant = Message::Assistant {
+            content: "Looking.".into(),
+            reasoning: "".into(),
+            tool_calls: vec![call],
+            reasoning_signature: None,
+            provider_blocks: Vec::new(),
+        };
+        let result = Message::Tool {
+            call_id: "c1".into(),
+            name: "weather".into(),
+            content: "sunny".into(),
+            is_error: false,
+        };
+        for message in [Message::user("q"), assistant, result] {
+            let row = NewMessage::completed(message);
+            store.insert("s", row).await.expect("insert");
+        }
+        let hidden = NewMessage {
+            silent: true,
+            ..NewMessage::completed(Message::user("hidden"))
+        };
+        store.insert("s", hidden).await.expect("insert");
+        let rows = store.load("s").await.expect("load");
+        let direct = store.load_history("s").await.expect("load_history");
+        assert_eq!(
+            direct.map(crate::message::paired),
+            Some(store::history(rows))
+        );
+        assert_eq!(
+            store.load_history("none").await.ok(),
+            Some(Some(Vec::new()))
+        );
+        let pending = NewMessage {
+            status: MessageStatus::Pending,
+            ..NewMessage::completed(Message::assistant(""))
+        };
+        store.insert("s", pending).await.expect("insert");
+        assert_eq!(store.load_history("s").await.ok(), Some(None));
     }
 }

@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 use crate::text::Text;
 use crate::util::BoxFuture;
 
@@ -230,6 +230,22 @@ pub trait SessionStore: Send + Sync {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>>;
 
+    /// The messages a model reads of the session (its completed rows that are not silent,
+    /// oldest first), when the session needs no repair and nothing reads its rows: what the
+    /// engine asks first for a turn with no filter_messages hook, on a session with no call
+    /// waiting. `None` when the session must be repaired first (it has a pending row, or a
+    /// call of its last step has no result) or the store does not answer this (the default):
+    /// the engine then [`load`](Self::load)s the rows. [`MemoryStore`]
+    /// answers it without building each row (`whole_turn_history_agent` in
+    /// agent-providers/benches/stream.rs).
+    fn load_history<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// Inserts a row and returns it as stored.
     fn insert<'a>(
         &'a self,
@@ -412,35 +428,76 @@ pub(crate) fn repairs(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Re
     }
 }
 
+/// Whether a session of these rows (each's status and message, oldest first) with no call
+/// waiting needs the engine's repairs ([`repairs`]) before a turn reads it: a pending row (no
+/// live turn owns it), or a call of the last step without a result.
+pub(crate) fn needs_repair<'r, R: 'r>(
+    rows: &'r [R],
+    view: impl Fn(&'r R) -> (MessageStatus, &'r Message) + Copy,
+) -> bool {
+    rows.iter().any(|row| view(row).0 == MessageStatus::Pending)
+        || last_step(rows, view)
+            .is_some_and(|(_, calls, answered)| open_calls(calls, answered).next().is_some())
+}
+
+/// A stored row as [`needs_repair`] and [`last_step`] read it.
+fn stored_view(row: &StoredMessage) -> (MessageStatus, &Message) {
+    (row.status, &row.message)
+}
+
+/// The last step of `rows`: its assistant row's position and tool calls, and the ids of the
+/// results stored after it. `None` when there is no completed assistant row, or a completed
+/// row after it is not a tool result (then the step was answered and went on).
+fn last_step<'r, R: 'r>(
+    rows: &'r [R],
+    view: impl Fn(&'r R) -> (MessageStatus, &'r Message) + Copy,
+) -> Option<(usize, &'r [ToolCall], Vec<&'r str>)> {
+    let last = rows.iter().rposition(|row| {
+        let (status, message) = view(row);
+        status == MessageStatus::Completed && matches!(message, Message::Assistant { .. })
+    })?;
+    let Message::Assistant { tool_calls, .. } = view(&rows[last]).1 else {
+        return None;
+    };
+    // Failed and pending rows (a reply cut off after the results) are not in the history.
+    let window = rows[last + 1..]
+        .iter()
+        .map(view)
+        .filter(|(status, _)| *status == MessageStatus::Completed);
+    let mut answered = Vec::new();
+    for (_, message) in window {
+        let Message::Tool { call_id, .. } = message else {
+            return None;
+        };
+        answered.push(call_id.as_str());
+    }
+    Some((last, tool_calls, answered))
+}
+
+/// The calls of `calls` that none of `answered` answers (each id answers one call).
+fn open_calls<'c>(
+    calls: &'c [ToolCall],
+    mut answered: Vec<&'c str>,
+) -> impl Iterator<Item = &'c ToolCall> {
+    calls.iter().filter(
+        move |call| match answered.iter().position(|id| *id == call.id) {
+            Some(at) => {
+                answered.swap_remove(at);
+                false
+            }
+            None => true,
+        },
+    )
+}
+
 /// An error result for each call of the last step that has none. Calls pair with the results
 /// stored right after their assistant row (ids are only unique within a step); only the
 /// session's last step can be cut off, and its results are appended where they belong. An
 /// older unanswered call cannot be answered in place: [`history`] leaves it out instead.
 fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Message> {
-    let Some(last) = rows.iter().rposition(|row| {
-        row.status == MessageStatus::Completed && matches!(row.message, Message::Assistant { .. })
-    }) else {
+    let Some((last, tool_calls, mut answered)) = last_step(rows, stored_view) else {
         return Vec::new();
     };
-    let Message::Assistant { tool_calls, .. } = &rows[last].message else {
-        return Vec::new();
-    };
-    // Failed and pending rows (a reply cut off after the results) are not in the history.
-    let window = rows[last + 1..]
-        .iter()
-        .filter(|row| row.status == MessageStatus::Completed);
-    if !window
-        .clone()
-        .all(|row| matches!(row.message, Message::Tool { .. }))
-    {
-        return Vec::new();
-    }
-    let mut answered: Vec<&str> = window
-        .filter_map(|row| match &row.message {
-            Message::Tool { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
     // The suspended calls of this step wait for their answer, not for a repair (the calls
     // waiting in one subagent call wait in that one call of the step).
     answered.extend(
@@ -449,15 +506,7 @@ fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Messag
             .filter(|unit| unit[0].row == rows[last].id)
             .map(|unit| unit[0].step_call_id()),
     );
-    tool_calls
-        .iter()
-        .filter(|call| match answered.iter().position(|id| *id == call.id) {
-            Some(at) => {
-                answered.swap_remove(at);
-                false
-            }
-            None => true,
-        })
+    open_calls(tool_calls, answered)
         .map(|call| Message::Tool {
             call_id: call.id.clone(),
             name: call.name.clone(),
