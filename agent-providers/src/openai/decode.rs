@@ -131,8 +131,10 @@ impl OpenAiDecoder {
             if let Some(refusal) = delta.refusal.take().filter(non_empty) {
                 out.push(ModelEvent::TextDelta(refusal.into_delta()));
             }
-            for call in delta.tool_calls.take().into_iter().flatten() {
-                self.tool_delta(call, out);
+            if let Some(calls) = delta.tool_calls.take() {
+                for call in calls {
+                    self.tool_delta(call, out);
+                }
             }
         }
         if let Some(reason) = finish.filter(non_empty) {

@@ -13,7 +13,7 @@ use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 use serde_json::value::RawValue;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, Endpoint, HttpRequest, Transport, Wire};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
 use crate::tools_json::ToolsJson;
 use decode::OpenAiDecoder;
 use strict::strict_schema;
@@ -68,7 +68,8 @@ pub(crate) struct OpenAiWire {
     base_url: String,
     url: Endpoint,
     model: String,
-    key: Option<ApiKey>,
+    /// The API key's `Authorization` header, if there is a key.
+    auth: Option<Arc<AuthHeader>>,
     strict_tools: bool,
     strict_output: bool,
     /// The tools' JSON as last sent.
@@ -80,7 +81,7 @@ impl fmt::Debug for OpenAi {
         f.debug_struct("OpenAi")
             .field("base_url", &self.wire.base_url)
             .field("model", &self.wire.model)
-            .field("api_key", &self.wire.key)
+            .field("api_key", &self.wire.auth.as_deref().map(AuthHeader::key))
             .field("strict_tools", &self.wire.strict_tools)
             .field("strict_output", &self.wire.strict_output)
             .field("settings", &self.settings)
@@ -93,13 +94,19 @@ impl OpenAi {
     /// the model `gpt-4o-mini`. An empty key sends no `Authorization` header (local servers).
     pub fn new(api_key: impl Into<String>) -> Self {
         let key: String = api_key.into();
-        let key = (!key.trim().is_empty()).then(|| ApiKey::new(key));
+        let auth = (!key.trim().is_empty()).then(|| {
+            Arc::new(AuthHeader::new(
+                "authorization",
+                "Bearer ",
+                ApiKey::new(key),
+            ))
+        });
         OpenAi {
             wire: Arc::new(OpenAiWire {
                 base_url: OPENAI_BASE_URL.to_owned(),
                 url: Endpoint::new(chat_url(OPENAI_BASE_URL)),
                 model: DEFAULT_MODEL.to_owned(),
-                key,
+                auth,
                 strict_tools: false,
                 strict_output: true,
                 tools: ToolsJson::default(),
@@ -252,10 +259,7 @@ impl Wire for OpenAiWire {
                 ("content-type", "application/json"),
                 ("accept", "text/event-stream"),
             ],
-            auth: self
-                .key
-                .clone()
-                .map(|key| ("authorization", "Bearer ", key)),
+            auth: self.auth.clone(),
             body: out.into(),
         })
     }
@@ -328,7 +332,7 @@ mod tests {
             ollama.wire.url.as_str(),
             "http://localhost:11434/v1/chat/completions"
         );
-        assert!(ollama.wire.key.is_none());
+        assert!(ollama.wire.auth.is_none());
         let openai = OpenAi::from_vars(Some("sk-test-123".to_owned()), None).unwrap();
         assert_eq!(
             openai.wire.url.as_str(),
