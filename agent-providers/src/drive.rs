@@ -682,6 +682,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_key_a_header_cannot_hold_fails_each_request_as_an_authentication_error() {
+        let http = |key: &str| HttpRequest {
+            url: reqwest::Url::parse("http://localhost/").unwrap(),
+            headers: &[],
+            auth: Some(Arc::new(AuthHeader::new(
+                "authorization",
+                "Bearer ",
+                ApiKey::new(key),
+            ))),
+            body: bytes::Bytes::new(),
+        };
+        let client = reqwest::Client::new();
+        let error = request(&client, "test", &http("bad\nkey")).unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Authentication);
+        assert!(!error.message.contains("bad"), "{}", error.message);
+        let built = request(&client, "test", &http("good"))
+            .unwrap()
+            .build()
+            .unwrap();
+        let value = &built.headers()["authorization"];
+        assert_eq!(value, "Bearer good");
+        assert!(value.is_sensitive());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_stall_after_the_first_events_ends_at_the_default_idle_timeout_not_twice_it() {
         let limit = HttpSettings::default().idle_timeout;
