@@ -11,6 +11,7 @@ use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
 use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
+use crate::tools_json::ToolsJson;
 use decode::AnthropicDecoder;
 
 /// The API root used when none is given.
@@ -73,6 +74,8 @@ struct Config {
     endpoint: Endpoint,
     model: String,
     max_tokens: u32,
+    /// The tools' JSON as last sent.
+    tools: ToolsJson,
 }
 
 impl Anthropic {
@@ -87,6 +90,7 @@ impl Anthropic {
                 base_url,
                 model: DEFAULT_MODEL.to_owned(),
                 max_tokens: DEFAULT_MAX_TOKENS,
+                tools: ToolsJson::default(),
             }),
             settings: HttpSettings::default(),
             transport: OnceLock::new(),
@@ -211,13 +215,8 @@ impl Wire for Call {
 
     fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let config = &self.config;
-        let body = wire::body(request, &config.model, config.max_tokens)?;
-        serde_json::to_writer(&mut out, &body).map_err(|error| {
-            ModelError::new(
-                ModelErrorKind::BadRequest,
-                format!("anthropic: cannot encode the request: {error}"),
-            )
-        })?;
+        let body = wire::body(request, &config.model, config.max_tokens, &config.tools)?;
+        serde_json::to_writer(&mut out, &body).map_err(wire::encode_error)?;
         Ok(HttpRequest {
             url: config.endpoint.url("anthropic")?,
             headers: &[
