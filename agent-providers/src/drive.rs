@@ -27,11 +27,43 @@ pub(crate) struct HttpRequest {
     pub(crate) url: reqwest::Url,
     /// Headers other than the API key's (fixed per provider: written without an allocation).
     pub(crate) headers: &'static [(&'static str, &'static str)],
-    /// The API key's header name and value prefix (`("authorization", "Bearer ")`), if any.
-    pub(crate) auth: Option<(&'static str, &'static str, ApiKey)>,
+    /// The API key's header, if any.
+    pub(crate) auth: Option<Arc<AuthHeader>>,
     /// Shared, not copied, by every attempt (a copy of the whole request per attempt, the
     /// history included: `whole_turn_history_agent` in benches/stream.rs).
     pub(crate) body: bytes::Bytes,
+}
+
+/// An API key's request header, made once per client rather than on every request (a
+/// `format!`, a check of each byte and a copy per request, about 1,000 instructions:
+/// `whole_turn_agent` in benches/stream.rs).
+pub(crate) struct AuthHeader {
+    name: HeaderName,
+    /// `None` when the key holds characters a header cannot: each request then fails.
+    value: Option<HeaderValue>,
+    key: ApiKey,
+}
+
+impl AuthHeader {
+    /// The header `name: {prefix}{key}`, marked sensitive.
+    pub(crate) fn new(name: &'static str, prefix: &str, key: ApiKey) -> Self {
+        let value = HeaderValue::from_str(&format!("{prefix}{}", key.expose()))
+            .ok()
+            .map(|mut value| {
+                value.set_sensitive(true);
+                value
+            });
+        AuthHeader {
+            name: HeaderName::from_static(name),
+            value,
+            key,
+        }
+    }
+
+    /// The key.
+    pub(crate) fn key(&self) -> &ApiKey {
+        &self.key
+    }
 }
 
 /// A provider's endpoint, parsed once when the client is configured rather than by reqwest on
@@ -274,7 +306,7 @@ where
 
     /// What follows a failed attempt: a retry, or the failure as the call's last item.
     fn fail(&mut self, failure: ModelError) -> Failure {
-        let key = self.http.auth.as_ref().map(|(_, _, key)| key);
+        let key = self.http.auth.as_deref().map(AuthHeader::key);
         // Redacted before the discard event carries its message to observers.
         let failure = redact(failure, key);
         let settings = &self.transport.settings;
@@ -411,16 +443,14 @@ fn request(
     for &(name, value) in http.headers {
         builder = builder.header(name, HeaderValue::from_static(value));
     }
-    if let Some((name, prefix, key)) = &http.auth {
-        let mut value =
-            HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
-                ModelError::new(
-                    ModelErrorKind::Authentication,
-                    format!("{provider}: the API key holds characters a header cannot"),
-                )
-            })?;
-        value.set_sensitive(true);
-        builder = builder.header(HeaderName::from_static(name), value);
+    if let Some(auth) = &http.auth {
+        let value = auth.value.clone().ok_or_else(|| {
+            ModelError::new(
+                ModelErrorKind::Authentication,
+                format!("{provider}: the API key holds characters a header cannot"),
+            )
+        })?;
+        builder = builder.header(auth.name.clone(), value);
     }
     Ok(builder)
 }
@@ -650,6 +680,31 @@ mod tests {
                 Poll::Pending
             }
         }
+    }
+
+    #[test]
+    fn a_key_a_header_cannot_hold_fails_each_request_as_an_authentication_error() {
+        let http = |key: &str| HttpRequest {
+            url: reqwest::Url::parse("http://localhost/").unwrap(),
+            headers: &[],
+            auth: Some(Arc::new(AuthHeader::new(
+                "authorization",
+                "Bearer ",
+                ApiKey::new(key),
+            ))),
+            body: bytes::Bytes::new(),
+        };
+        let client = reqwest::Client::new();
+        let error = request(&client, "test", &http("bad\nkey")).unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::Authentication);
+        assert!(!error.message.contains("bad"), "{}", error.message);
+        let built = request(&client, "test", &http("good"))
+            .unwrap()
+            .build()
+            .unwrap();
+        let value = &built.headers()["authorization"];
+        assert_eq!(value, "Bearer good");
+        assert!(value.is_sensitive());
     }
 
     #[tokio::test(start_paused = true)]

@@ -15,6 +15,7 @@ mod drive;
 mod openai;
 mod retry;
 mod sse;
+mod tools_json;
 
 pub use anthropic::Anthropic;
 pub use config::{ApiKey, ConfigError, HttpSettings};

@@ -10,7 +10,8 @@ use std::sync::{Arc, OnceLock};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, Endpoint, HttpRequest, Transport, Wire};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
+use crate::tools_json::ToolsJson;
 use decode::AnthropicDecoder;
 
 /// The API root used when none is given.
@@ -65,13 +66,16 @@ pub struct Anthropic {
 /// What every call of a client shares.
 #[derive(Clone)]
 struct Config {
-    key: ApiKey,
+    /// The API key's `x-api-key` header.
+    auth: Arc<AuthHeader>,
     /// The API root, without a trailing `/` or `/v1`.
     base_url: String,
     /// `{base_url}/v1/messages`.
     endpoint: Endpoint,
     model: String,
     max_tokens: u32,
+    /// The tools' JSON as last sent.
+    tools: ToolsJson,
 }
 
 impl Anthropic {
@@ -81,11 +85,12 @@ impl Anthropic {
         let base_url = root(DEFAULT_BASE_URL);
         Anthropic {
             config: Arc::new(Config {
-                key: ApiKey::new(api_key),
+                auth: Arc::new(AuthHeader::new("x-api-key", "", ApiKey::new(api_key))),
                 endpoint: Endpoint::new(format!("{base_url}/v1/messages")),
                 base_url,
                 model: DEFAULT_MODEL.to_owned(),
                 max_tokens: DEFAULT_MAX_TOKENS,
+                tools: ToolsJson::default(),
             }),
             settings: HttpSettings::default(),
             transport: OnceLock::new(),
@@ -164,7 +169,7 @@ impl fmt::Debug for Anthropic {
             .field("model", &self.config.model)
             .field("base_url", &self.config.base_url)
             .field("max_tokens", &self.config.max_tokens)
-            .field("api_key", &self.config.key)
+            .field("api_key", self.config.auth.key())
             .field("settings", &self.settings)
             .finish()
     }
@@ -210,13 +215,8 @@ impl Wire for Call {
 
     fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let config = &self.config;
-        let body = wire::body(request, &config.model, config.max_tokens)?;
-        serde_json::to_writer(&mut out, &body).map_err(|error| {
-            ModelError::new(
-                ModelErrorKind::BadRequest,
-                format!("anthropic: cannot encode the request: {error}"),
-            )
-        })?;
+        let body = wire::body(request, &config.model, config.max_tokens, &config.tools)?;
+        serde_json::to_writer(&mut out, &body).map_err(wire::encode_error)?;
         Ok(HttpRequest {
             url: config.endpoint.url("anthropic")?,
             headers: &[
@@ -224,7 +224,7 @@ impl Wire for Call {
                 ("content-type", "application/json"),
                 ("accept", "text/event-stream"),
             ],
-            auth: Some(("x-api-key", "", config.key.clone())),
+            auth: Some(config.auth.clone()),
             body: out.into(),
         })
     }
@@ -292,7 +292,7 @@ mod tests {
             client.config.endpoint.as_str(),
             "https://api.anthropic.com/v1/messages"
         );
-        assert_eq!(client.config.key.expose(), "sk-ant-env-secret");
+        assert_eq!(client.config.auth.key().expose(), "sk-ant-env-secret");
         let client = Anthropic::from_vars(vars(&[
             ("ANTHROPIC_API_KEY", "sk-ant-env-secret"),
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1/"),

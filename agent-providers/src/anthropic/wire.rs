@@ -2,11 +2,14 @@
 //! the mapping of the core's conversation onto Anthropic's content blocks.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use agent_core::{Message, ModelError, ModelErrorKind, ModelRequest, OutputSchema, ToolChoice};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
+
+use crate::tools_json::{ToolsJson, Written};
 
 /// The body of `POST /v1/messages`. Provider options are merged into its top level and win
 /// over the fields built here, except `stream`, which is always `true`.
@@ -15,7 +18,7 @@ pub(super) struct Body<'a> {
     max_tokens: u32,
     system: Option<Cow<'a, str>>,
     messages: Vec<WireMessage<'a>>,
-    tools: Vec<WireTool<'a>>,
+    tools: Tools<'a>,
     tool_choice: Option<WireToolChoice<'a>>,
     temperature: Option<f64>,
     top_p: Option<f64>,
@@ -33,8 +36,10 @@ impl Serialize for Body<'_> {
             entry(&mut map, options, "system", system)?;
         }
         entry(&mut map, options, "messages", &self.messages)?;
-        if !self.tools.is_empty() {
-            entry(&mut map, options, "tools", &self.tools)?;
+        match &self.tools {
+            Tools::Written(written) => entry(&mut map, options, "tools", &*written.json)?,
+            Tools::Listed(tools) if !tools.is_empty() => entry(&mut map, options, "tools", tools)?,
+            Tools::Listed(_) => {}
         }
         if let Some(choice) = &self.tool_choice {
             entry(&mut map, options, "tool_choice", choice)?;
@@ -111,6 +116,15 @@ enum Block<'a> {
     Raw(&'a Value),
 }
 
+/// The tools offered to the model.
+enum Tools<'a> {
+    /// The request's tools, as the client last wrote them (a request without a structured
+    /// answer's tool).
+    Written(Arc<Written>),
+    /// Tools listed for this request alone.
+    Listed(Vec<WireTool<'a>>),
+}
+
 /// A tool offered to the model.
 #[derive(Serialize)]
 pub(super) struct WireTool<'a> {
@@ -164,6 +178,7 @@ pub(super) fn body<'a>(
     request: &'a ModelRequest,
     model: &'a str,
     max_tokens: u32,
+    written: &ToolsJson,
 ) -> Result<Body<'a>, ModelError> {
     let settings = &request.settings;
     if settings.seed.is_some() {
@@ -173,19 +188,30 @@ pub(super) fn body<'a>(
         );
     }
     let answer = request.output_schema.as_ref();
-    let mut tools: Vec<WireTool<'a>> = request
-        .tools
-        .iter()
-        .map(|tool| WireTool {
-            name: &tool.name,
-            description: &tool.description,
-            input_schema: Schema(&tool.parameters),
-        })
-        .collect();
-    let tool_choice = match answer {
-        Some(answer) => Some(answer_choice(answer, request, &mut tools)?),
-        None if tools.is_empty() => None,
-        None => Some(choice(&request.tool_choice, thinking_enabled(request))),
+    let listed = || -> Vec<WireTool<'a>> {
+        request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: Schema(&tool.parameters),
+            })
+            .collect()
+    };
+    let (tools, tool_choice) = match answer {
+        Some(answer) => {
+            let mut tools = listed();
+            let choice = answer_choice(answer, request, &mut tools)?;
+            (Tools::Listed(tools), Some(choice))
+        }
+        None if request.tools.is_empty() => (Tools::Listed(Vec::new()), None),
+        None => {
+            let write = || serde_json::value::to_raw_value(&listed()).map_err(encode_error);
+            let tools = written.get(&request.tools, false, write)?;
+            let choice = choice(&request.tool_choice, thinking_enabled(request));
+            (Tools::Written(tools), Some(choice))
+        }
     };
     Ok(Body {
         model: if request.model.is_empty() {
@@ -206,6 +232,14 @@ pub(super) fn body<'a>(
         stop_sequences: settings.stop_sequences.as_deref(),
         options: &request.provider_options,
     })
+}
+
+/// A body that cannot be written as JSON.
+pub(super) fn encode_error(error: serde_json::Error) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::BadRequest,
+        format!("anthropic: cannot encode the request: {error}"),
+    )
 }
 
 /// Whether the request turns extended thinking on (a `thinking` provider option).

@@ -52,6 +52,19 @@ enum ChoiceField {
     Other,
 }
 
+/// The keys of a delta this client reads.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum DeltaField {
+    Content,
+    ReasoningContent,
+    Reasoning,
+    Refusal,
+    ToolCalls,
+    #[serde(other)]
+    Other,
+}
+
 /// Reads a chunk, giving its first choice to the decoder.
 pub(super) struct ChunkSeed<'d> {
     pub(super) decoder: &'d mut OpenAiDecoder,
@@ -169,13 +182,14 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         let mut index = 0u32;
+        // Read in place (see `DeltaSeed`).
         let mut delta: Option<Delta<'de>> = None;
         let mut finish: Option<Text<'de>> = None;
         let mut logprobs: Option<Box<Value>> = None;
         while let Some(key) = map.next_key()? {
             match key {
                 ChoiceField::Index => index = map.next_value()?,
-                ChoiceField::Delta => delta = map.next_value()?,
+                ChoiceField::Delta => map.next_value_seed(DeltaSeed { delta: &mut delta })?,
                 ChoiceField::FinishReason => finish = map.next_value()?,
                 ChoiceField::Logprobs => logprobs = map.next_value()?,
                 ChoiceField::Other => {
@@ -185,7 +199,86 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
         }
         if index == 0 && !*self.chosen {
             *self.chosen = true;
-            self.decoder.choice(delta, finish, logprobs, self.out);
+            self.decoder
+                .choice(delta.as_mut(), finish, logprobs, self.out);
+        }
+        Ok(())
+    }
+}
+
+/// Reads a choice's `delta` (an object, or `null`) into the choice's [`Delta`] in place. A
+/// delta is about 200 bytes (a tool call's delta is held inline, see `ToolCallDeltas`): built
+/// and returned as a value, it was moved with a `memcpy` at each level of serde's return
+/// values, for every chunk (`whole_turn_agent` in benches/stream.rs). As a derived
+/// `Deserialize` did, a field given twice is an error.
+struct DeltaSeed<'d, 'de> {
+    delta: &'d mut Option<Delta<'de>>,
+}
+
+impl<'de> DeserializeSeed<'de> for DeltaSeed<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DeltaSeed<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct Delta")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        *self.delta = None;
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.visit_none()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        /// Reads a field's value into its slot, unless the field came already.
+        fn read<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
+            map: &mut M,
+            slot: &mut Option<T>,
+            seen: &mut bool,
+            name: &'static str,
+        ) -> Result<(), M::Error> {
+            if std::mem::replace(seen, true) {
+                return Err(de::Error::duplicate_field(name));
+            }
+            *slot = map.next_value()?;
+            Ok(())
+        }
+        let delta = self.delta.insert(Delta::default());
+        let mut seen = [false; 5];
+        while let Some(key) = map.next_key()? {
+            match key {
+                DeltaField::Content => read(&mut map, &mut delta.content, &mut seen[0], "content")?,
+                DeltaField::ReasoningContent => read(
+                    &mut map,
+                    &mut delta.reasoning_content,
+                    &mut seen[1],
+                    "reasoning_content",
+                )?,
+                DeltaField::Reasoning => {
+                    read(&mut map, &mut delta.reasoning, &mut seen[2], "reasoning")?
+                }
+                DeltaField::Refusal => read(&mut map, &mut delta.refusal, &mut seen[3], "refusal")?,
+                DeltaField::ToolCalls => {
+                    read(&mut map, &mut delta.tool_calls, &mut seen[4], "tool_calls")?
+                }
+                DeltaField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
         }
         Ok(())
     }

@@ -9,7 +9,8 @@
 //! [`ModelEvent::Finish`].
 
 use agent_core::{
-    FinishReason, ModelError, ModelErrorKind, ModelEvent, ToolCall, Usage, is_context_overflow,
+    FinishReason, ModelError, ModelErrorKind, ModelEvent, Text as SharedText, ToolCall, Usage,
+    is_context_overflow,
 };
 
 use serde::de::DeserializeSeed;
@@ -37,8 +38,9 @@ pub(crate) struct OpenAiDecoder {
 
 struct PendingCall {
     index: u32,
-    id: String,
-    name: String,
+    /// The id and name as the complete call holds them: moved into it, not copied again.
+    id: SharedText,
+    name: SharedText,
     arguments: String,
     /// Its [`ModelEvent::ToolCallStart`] was emitted.
     started: bool,
@@ -99,7 +101,7 @@ impl OpenAiDecoder {
     /// The first choice of a chunk: its deltas, and its finish reason.
     pub(super) fn choice(
         &mut self,
-        delta: Option<Delta<'_>>,
+        delta: Option<&mut Delta<'_>>,
         finish: Option<Text<'_>>,
         logprobs: Option<Box<serde_json::Value>>,
         out: &mut Vec<ModelEvent>,
@@ -113,23 +115,26 @@ impl OpenAiDecoder {
             // A server may send both reasoning fields; one is enough.
             if let Some(reasoning) = delta
                 .reasoning_content
-                .or(delta.reasoning)
+                .take()
+                .or(delta.reasoning.take())
                 .filter(non_empty)
             {
                 out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
             }
-            match delta.content {
+            match delta.content.take() {
                 Some(Content::Text(text)) if non_empty(&text) => {
                     out.push(ModelEvent::TextDelta(text.into_delta()));
                 }
                 Some(Content::Parts(parts)) => content_parts(parts, out),
                 _ => {}
             }
-            if let Some(refusal) = delta.refusal.filter(non_empty) {
+            if let Some(refusal) = delta.refusal.take().filter(non_empty) {
                 out.push(ModelEvent::TextDelta(refusal.into_delta()));
             }
-            for call in delta.tool_calls.into_iter().flatten() {
-                self.tool_delta(call, out);
+            if let Some(calls) = delta.tool_calls.take() {
+                for call in calls {
+                    self.tool_delta(call, out);
+                }
             }
         }
         if let Some(reason) = finish.filter(non_empty) {
@@ -186,7 +191,7 @@ impl OpenAiDecoder {
             Some(index) => self.calls.iter().position(|call| call.index == index),
             // A server that omits the index: a new id starts a call, else the last one goes on.
             None => match &id {
-                Some(id) => self.calls.iter().position(|call| call.id == id.0),
+                Some(id) => self.calls.iter().position(|call| *call.id == *id.0),
                 None => self.calls.len().checked_sub(1),
             },
         };
@@ -200,8 +205,8 @@ impl OpenAiDecoder {
             });
             self.calls.push(PendingCall {
                 index,
-                id: String::new(),
-                name: String::new(),
+                id: SharedText::new(),
+                name: SharedText::new(),
                 arguments: String::new(),
                 started: false,
             });
@@ -211,7 +216,7 @@ impl OpenAiDecoder {
         if let Some(id) = id
             && call.id.is_empty()
         {
-            call.id = id.into_string();
+            call.id = SharedText::from(&*id.0);
         }
         let Some(function) = delta.function else {
             return;
@@ -219,22 +224,22 @@ impl OpenAiDecoder {
         if let Some(name) = function.name.filter(non_empty)
             && call.name.is_empty()
         {
-            call.name = name.into_string();
+            call.name = SharedText::from(&*name.0);
         }
         if let Some(arguments) = function.arguments.filter(non_empty) {
             call.arguments.push_str(&arguments.0);
             if call.id.is_empty() {
-                call.id = format!("call_{}", call.index);
+                call.id = format!("call_{}", call.index).into();
             }
             if !call.started && !call.name.is_empty() {
                 call.started = true;
                 out.push(ModelEvent::ToolCallStart {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
+                    id: call.id.as_str().to_owned(),
+                    name: call.name.as_str().to_owned(),
                 });
             }
             out.push(ModelEvent::ToolInputDelta {
-                id: call.id.clone(),
+                id: call.id.as_str().to_owned(),
                 delta: arguments.into_string(),
             });
         }
@@ -248,7 +253,7 @@ impl OpenAiDecoder {
         self.calls.sort_by_key(|call| call.index);
         for call in self.calls.drain(..) {
             let id = if call.id.is_empty() {
-                format!("call_{}", call.index)
+                format!("call_{}", call.index).into()
             } else {
                 call.id
             };
@@ -481,6 +486,41 @@ mod tests {
             events.last(),
             Some(&ModelEvent::Finish(FinishReason::ToolCalls))
         );
+    }
+
+    #[test]
+    fn a_chunk_may_carry_several_calls_deltas() {
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"name":"a","arguments":"{}"}},{"index":1,"id":"b1","function":{"name":"b","arguments":"{\"x\""}},{"index":1,"function":{"arguments":":2}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[]},"finish_reason":"tool_calls"}]}"#,
+        ])
+        .unwrap();
+        let calls: Vec<_> = events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCall(call) => Some((call.id.as_str(), call.arguments.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, [("a1", "{}"), ("b1", r#"{"x":2}"#)]);
+    }
+
+    #[test]
+    fn a_delta_field_given_twice_is_malformed() {
+        for frame in [
+            r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":null,"tool_calls":[]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":7}]}"#,
+        ] {
+            let error = decode(&[frame]).unwrap_err();
+            assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{frame}");
+        }
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":0,"delta":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"refusal":null}}]}"#,
+        ])
+        .unwrap();
+        assert!(events.is_empty());
     }
 
     #[test]

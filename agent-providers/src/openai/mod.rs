@@ -10,12 +10,14 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
+use serde_json::value::RawValue;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, Endpoint, HttpRequest, Transport, Wire};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
+use crate::tools_json::ToolsJson;
 use decode::OpenAiDecoder;
 use strict::strict_schema;
-use wire::Body;
+use wire::{Body, Tools};
 
 /// The default base URL.
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -66,9 +68,12 @@ pub(crate) struct OpenAiWire {
     base_url: String,
     url: Endpoint,
     model: String,
-    key: Option<ApiKey>,
+    /// The API key's `Authorization` header, if there is a key.
+    auth: Option<Arc<AuthHeader>>,
     strict_tools: bool,
     strict_output: bool,
+    /// The tools' JSON as last sent.
+    tools: ToolsJson,
 }
 
 impl fmt::Debug for OpenAi {
@@ -76,7 +81,7 @@ impl fmt::Debug for OpenAi {
         f.debug_struct("OpenAi")
             .field("base_url", &self.wire.base_url)
             .field("model", &self.wire.model)
-            .field("api_key", &self.wire.key)
+            .field("api_key", &self.wire.auth.as_deref().map(AuthHeader::key))
             .field("strict_tools", &self.wire.strict_tools)
             .field("strict_output", &self.wire.strict_output)
             .field("settings", &self.settings)
@@ -89,15 +94,22 @@ impl OpenAi {
     /// the model `gpt-4o-mini`. An empty key sends no `Authorization` header (local servers).
     pub fn new(api_key: impl Into<String>) -> Self {
         let key: String = api_key.into();
-        let key = (!key.trim().is_empty()).then(|| ApiKey::new(key));
+        let auth = (!key.trim().is_empty()).then(|| {
+            Arc::new(AuthHeader::new(
+                "authorization",
+                "Bearer ",
+                ApiKey::new(key),
+            ))
+        });
         OpenAi {
             wire: Arc::new(OpenAiWire {
                 base_url: OPENAI_BASE_URL.to_owned(),
                 url: Endpoint::new(chat_url(OPENAI_BASE_URL)),
                 model: DEFAULT_MODEL.to_owned(),
-                key,
+                auth,
                 strict_tools: false,
                 strict_output: true,
+                tools: ToolsJson::default(),
             }),
             settings: HttpSettings::default(),
             transport: OnceLock::new(),
@@ -212,23 +224,12 @@ impl Wire for OpenAiWire {
         } else {
             &request.model
         };
-        let parameters = request
-            .tools
-            .iter()
-            .map(|tool| {
-                if !self.strict_tools {
-                    return Ok(Cow::Borrowed(&tool.parameters));
-                }
-                strict_schema(&tool.parameters)
-                    .map(Cow::Owned)
-                    .map_err(|error| {
-                        bad_request(format!(
-                            "openai: the tool `{}` cannot be sent in strict mode: {error}",
-                            tool.name
-                        ))
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let tools = if request.tools.is_empty() {
+            None
+        } else {
+            let write = || self.write_tools(request);
+            Some(self.tools.get(&request.tools, self.strict_tools, write)?)
+        };
         let output = match &request.output_schema {
             None => None,
             Some(output) if !self.strict_output => {
@@ -247,27 +248,18 @@ impl Wire for OpenAiWire {
         let body = Body {
             model,
             request,
-            parameters,
-            strict_tools: self.strict_tools,
+            tools: tools.as_ref().map(|tools| &*tools.json),
             output,
             strict_output: self.strict_output,
         };
-        serde_json::to_writer(&mut out, &body).map_err(|error| {
-            ModelError::new(
-                ModelErrorKind::Other,
-                format!("openai: cannot encode the request: {error}"),
-            )
-        })?;
+        serde_json::to_writer(&mut out, &body).map_err(encode_error)?;
         Ok(HttpRequest {
             url: self.url.url("openai")?,
             headers: &[
                 ("content-type", "application/json"),
                 ("accept", "text/event-stream"),
             ],
-            auth: self
-                .key
-                .clone()
-                .map(|key| ("authorization", "Bearer ", key)),
+            auth: self.auth.clone(),
             body: out.into(),
         })
     }
@@ -277,8 +269,45 @@ impl Wire for OpenAiWire {
     }
 }
 
+impl OpenAiWire {
+    /// The request's tools as the body's `tools` array, their schemas adapted to strict mode
+    /// when it is on.
+    fn write_tools(&self, request: &ModelRequest) -> Result<Box<RawValue>, ModelError> {
+        let parameters = request
+            .tools
+            .iter()
+            .map(|tool| {
+                if !self.strict_tools {
+                    return Ok(Cow::Borrowed(&tool.parameters));
+                }
+                strict_schema(&tool.parameters)
+                    .map(Cow::Owned)
+                    .map_err(|error| {
+                        bad_request(format!(
+                            "openai: the tool `{}` cannot be sent in strict mode: {error}",
+                            tool.name
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tools = Tools {
+            specs: &request.tools,
+            parameters: &parameters,
+            strict: self.strict_tools,
+        };
+        serde_json::value::to_raw_value(&tools).map_err(encode_error)
+    }
+}
+
 fn chat_url(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+fn encode_error(error: serde_json::Error) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::Other,
+        format!("openai: cannot encode the request: {error}"),
+    )
 }
 
 fn bad_request(message: String) -> ModelError {
@@ -303,7 +332,7 @@ mod tests {
             ollama.wire.url.as_str(),
             "http://localhost:11434/v1/chat/completions"
         );
-        assert!(ollama.wire.key.is_none());
+        assert!(ollama.wire.auth.is_none());
         let openai = OpenAi::from_vars(Some("sk-test-123".to_owned()), None).unwrap();
         assert_eq!(
             openai.wire.url.as_str(),

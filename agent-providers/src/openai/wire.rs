@@ -9,6 +9,7 @@ use agent_core::{DeltaText, Message, ModelRequest, ToolCall, ToolChoice, ToolSpe
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -20,11 +21,9 @@ use serde_json::{Map, Value};
 pub(super) struct Body<'a> {
     pub(super) model: &'a str,
     pub(super) request: &'a ModelRequest,
-    /// The tools' parameter schemas, adapted to strict mode when it is on (same order as
-    /// `request.tools`).
-    pub(super) parameters: Vec<Cow<'a, Value>>,
-    /// Whether tools are sent with `strict: true`.
-    pub(super) strict_tools: bool,
+    /// The `tools` array ([`Tools`], written once for a client's list of tools), when the
+    /// request offers tools.
+    pub(super) tools: Option<&'a RawValue>,
     /// The structured-output schema (adapted when `strict_output`), if any.
     pub(super) output: Option<(&'a str, Cow<'a, Value>)>,
     pub(super) strict_output: bool,
@@ -58,15 +57,8 @@ impl Serialize for Body<'_> {
                 include_usage: true,
             },
         )?;
-        if !request.tools.is_empty() {
-            put.entry(
-                "tools",
-                &Tools {
-                    specs: &request.tools,
-                    parameters: &self.parameters,
-                    strict: self.strict_tools,
-                },
-            )?;
+        if let Some(tools) = self.tools {
+            put.entry("tools", tools)?;
             put.entry("tool_choice", &WireToolChoice(&request.tool_choice))?;
         }
         let settings = &request.settings;
@@ -231,10 +223,13 @@ struct WireFunctionCall<'a> {
     arguments: &'a str,
 }
 
-struct Tools<'a> {
-    specs: &'a [std::sync::Arc<ToolSpec>],
-    parameters: &'a [Cow<'a, Value>],
-    strict: bool,
+/// The tools offered: each as a function with its parameters' schema.
+pub(super) struct Tools<'a> {
+    pub(super) specs: &'a [std::sync::Arc<ToolSpec>],
+    /// The parameters' schemas, adapted to strict mode when it is on (same order as `specs`).
+    pub(super) parameters: &'a [Cow<'a, Value>],
+    /// Whether tools are sent with `strict: true`.
+    pub(super) strict: bool,
 }
 
 impl Serialize for Tools<'_> {
@@ -415,21 +410,64 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
     }
 }
 
-#[derive(Deserialize)]
+/// A choice's `delta`, read in place by `chunk::DeltaSeed`; a field it lacks is `None`.
+#[derive(Default)]
 pub(super) struct Delta<'a> {
-    #[serde(default, borrow)]
     pub(super) content: Option<Content<'a>>,
     /// Reasoning as DeepSeek, vLLM and llama.cpp stream it.
-    #[serde(default, borrow)]
     pub(super) reasoning_content: Option<Text<'a>>,
     /// Reasoning as OpenRouter, Ollama and Groq stream it.
-    #[serde(default, borrow)]
     pub(super) reasoning: Option<Text<'a>>,
     /// A structured-output refusal, shown as text.
-    #[serde(default, borrow)]
     pub(super) refusal: Option<Text<'a>>,
-    #[serde(default, borrow)]
-    pub(super) tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    pub(super) tool_calls: Option<ToolCallDeltas<'a>>,
+}
+
+/// `delta.tool_calls`: the deltas of one chunk, in order. A chunk almost always holds one,
+/// kept inline; any more go in a `Vec` (a `Vec` for every tool-call chunk was an allocation
+/// and its free, two per streamed call: `whole_turn_calls_agent` in benches/stream.rs).
+pub(super) struct ToolCallDeltas<'a> {
+    first: Option<ToolCallDelta<'a>>,
+    rest: Vec<ToolCallDelta<'a>>,
+}
+
+impl<'a> IntoIterator for ToolCallDeltas<'a> {
+    type Item = ToolCallDelta<'a>;
+    type IntoIter = std::iter::Chain<
+        std::option::IntoIter<ToolCallDelta<'a>>,
+        std::vec::IntoIter<ToolCallDelta<'a>>,
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ToolCallDeltas<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DeltasVisitor;
+
+        impl<'de> Visitor<'de> for DeltasVisitor {
+            type Value = ToolCallDeltas<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<S: de::SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+                let first = seq.next_element()?;
+                let mut rest = Vec::new();
+                if first.is_some() {
+                    while let Some(delta) = seq.next_element()? {
+                        rest.push(delta);
+                    }
+                }
+                Ok(ToolCallDeltas { first, rest })
+            }
+        }
+
+        deserializer.deserialize_seq(DeltasVisitor)
+    }
 }
 
 #[derive(Deserialize)]
