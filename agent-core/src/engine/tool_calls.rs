@@ -106,7 +106,7 @@ impl Turn<'_> {
                     handoff: handoff.clone(),
                     answer: None,
                     started_at: None,
-                    via: via.clone(),
+                    via: via.as_deref().cloned(),
                 }
             })
             .collect()
@@ -142,7 +142,7 @@ impl Turn<'_> {
         let mut dropped = HashSet::new();
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
-            done.failed_hook = done.failed_hook.take().or(result.error);
+            done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
             done.handoff = done.handoff.or(result.handoff);
             if !result.pending.is_empty() {
                 self.open.answered(position);
