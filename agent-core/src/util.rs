@@ -64,7 +64,11 @@ impl<T> Future for JoinOrdered<'_, T> {
                 }
             }
             if this.running.is_empty() && this.next >= this.pending.len() {
-                return Poll::Ready(this.results.iter_mut().filter_map(Option::take).collect());
+                // Collected in place (an `Option<T>` the size of `T` reuses the vector): no
+                // second vector grown result by result (`whole_turn_calls_agent` in
+                // agent-providers/benches/stream.rs).
+                let results = std::mem::take(&mut this.results);
+                return Poll::Ready(results.into_iter().flatten().collect());
             }
             if !finished_any || this.next >= this.pending.len() {
                 return Poll::Pending;

@@ -41,6 +41,13 @@ impl Inherited {
             .unwrap_or_default()
     }
 
+    /// Whether the code running now is inside a call that passes hooks on: a plain tool called
+    /// there is scoped with none, so a turn it starts inherits nothing (elsewhere there is
+    /// nothing to hide, and its call goes unscoped: `tool_call::invoke`).
+    pub(crate) fn passed_here() -> bool {
+        PASSED.try_with(Option::is_some).unwrap_or(false)
+    }
+
     /// The inherited before_tool_call hooks whose matchers select `tool`.
     pub(crate) fn before_for<'a>(
         &'a self,

@@ -22,6 +22,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelRequest, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate};
 use crate::text::Text;
+use crate::util::BoxFuture;
 
 /// A step's reply once post-processed and stored.
 pub(super) struct Reply {
@@ -116,7 +117,14 @@ impl<'a> Turn<'a> {
         // Without an output type there is no answer to check nor settle: neither future (2 KB
         // together) is made and moved on every step. The last step's final-answer results go.
         let verdict = match self.current.output {
-            Some(_) => self.check_output(plan, step, &reply).await?,
+            // Boxed, as settling it below: only an agent with an output type checks answers,
+            // and the check's code and state stay out of every other agent's steps (this
+            // future's code, read on each step: `whole_turn_calls_agent` in
+            // agent-providers/benches/stream.rs). One allocation per such step.
+            Some(_) => {
+                let check: BoxFuture<'_, _> = Box::pin(self.check_output(plan, step, &reply));
+                check.await?
+            }
             None => {
                 plan.output_answers.clear();
                 Verdict::None
@@ -130,7 +138,11 @@ impl<'a> Turn<'a> {
         let next = self.record(step, model, reply, calls, failure).await;
         match verdict {
             Verdict::None => next,
-            verdict => self.settle_output(plan, step, verdict, next).await,
+            verdict => {
+                let settle: BoxFuture<'_, _> =
+                    Box::pin(self.settle_output(plan, step, verdict, next));
+                settle.await
+            }
         }
     }
 

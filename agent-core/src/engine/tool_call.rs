@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::inherit::{self, Inherited};
@@ -18,14 +19,16 @@ use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision}
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
-use crate::tool::{self, AnyValue, ToolContext, ToolError};
-use crate::util::{catch_panic, catch_unwind, clip};
+use crate::tool::{self, AnyValue, Report, ToolContext, ToolError};
+use crate::util::{BoxFuture, catch_panic, catch_unwind, clip};
 
-/// What a finished call contributes to the step.
+/// What a finished call contributes to the step. Its rare parts are boxed: a result is moved
+/// from the call to the step about five times (224 bytes, not 320 with them inline: the slope
+/// of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
 pub(crate) struct CallResult {
     pub(crate) record: ToolResultRecord,
     /// Set when a fail-closed after_tool_call hook failed: the turn fails after this step.
-    pub(crate) error: Option<TurnError>,
+    pub(crate) error: Option<Box<TurnError>>,
     /// An after_tool_call_success/failure hook dropped the call from history.
     pub(crate) dropped: bool,
     /// A transfer call whose handoff was allowed: the current agent's handoff at this index.
@@ -34,9 +37,10 @@ pub(crate) struct CallResult {
     /// the subagent whose turn suspended inside it): it has no result yet.
     pub(crate) pending: Vec<PendingCall>,
     /// For a call to a subagent whose turn suspended: that turn, resumed with the answers.
-    pub(crate) via: Option<SubagentTurn>,
+    pub(crate) via: Option<Box<SubagentTurn>>,
 }
 
+#[cold]
 pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
@@ -58,6 +62,7 @@ pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
 
 /// A call that waits for an answer from outside the turn: a person's approval, a client's
 /// result, or a deferred result.
+#[cold]
 fn waiting(
     call: &ToolCall,
     state: &CallState,
@@ -86,6 +91,7 @@ fn waiting(
 
 /// A call left waiting: its suspended result, the calls it waits on and, for a subagent, the
 /// turn its resume resumes.
+#[cold]
 fn suspended(
     call: &ToolCall,
     content: String,
@@ -106,12 +112,13 @@ fn suspended(
         dropped: false,
         handoff: None,
         pending,
-        via,
+        via: via.map(Box::new),
     }
 }
 
 /// A call to the subagent `subagent` whose turn suspended: it waits on the subagent's waiting
 /// calls (their path starting with the subagent), and its resume resumes that turn.
+#[cold]
 fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) -> CallResult {
     let pending = suspension
         .pending
@@ -211,26 +218,39 @@ async fn execute_inner(
         }
         Gate::Run => None,
     };
-    // Extensions see the call after the agent's own gates, with the input that runs.
-    let subscribed = |event| scope.extensions.iter().any(|e| e.wants(event));
-    let call_snapshot = (subscribed(ExtensionEvent::BeforeToolCall)
-        || subscribed(ExtensionEvent::AfterToolCall))
-    .then(|| {
-        let input = state.effective_input.to_json().unwrap_or_default();
-        extensions::call_snapshot(name, &call.id, input, scope.step, slot.dynamic)
-    });
-    if let Some(snapshot) = &call_snapshot {
-        let event = ExtensionEvent::BeforeToolCall;
-        extensions::dispatch(scope.extensions, event, || snapshot.clone()).await;
-    }
+    // Extensions see the call after the agent's own gates, with the input that runs. Most
+    // agents have none: their calls neither make nor poll the extensions' future (boxed, out
+    // of this one's code; the slope of `whole_turn_calls_agent` in
+    // agent-providers/benches/stream.rs).
+    let call_snapshot = if scope.extensions.is_empty() {
+        None
+    } else {
+        let announced: BoxFuture<'_, _> = Box::pin(announce(scope, call, &state));
+        announced.await
+    };
     let (outcome, duration, state) = match gated {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
-        None => match invoke(scope, slot, state, call, has_after, resume).await {
-            Invoked::Ran(outcome, duration, state) => (outcome, duration, state),
-            Invoked::Suspended(subagent, suspension) => {
-                return waiting_in_subagent(call, &subagent, suspension);
+        None if slot.subagent.is_some() => {
+            // A subagent's call (its start and stop hooks, the hooks it passes on, its turn's
+            // suspension) runs in a future of its own, boxed: its code and state stay out of a
+            // plain call's (the slope of `whole_turn_calls_agent` in
+            // agent-providers/benches/stream.rs). One allocation per subagent call, which runs
+            // a whole turn.
+            let invoked: BoxFuture<'_, _> =
+                Box::pin(invoke_subagent(scope, slot, state, call, has_after, resume));
+            match invoked.await {
+                Invoked::Ran(outcome, duration, state) => (outcome, duration, state),
+                Invoked::Suspended(subagent, suspension) => {
+                    return waiting_in_subagent(call, &subagent, suspension);
+                }
             }
-        },
+        }
+        None => {
+            // The call's state stays here, lent, not moved through the tool's future.
+            let (args, ctx, reporter, state) = hand_over(scope, state, has_after);
+            let (outcome, duration) = invoke(slot, call, args, ctx, reporter).await;
+            (outcome, duration, state)
+        }
     };
     // The step forwards the call's preliminary results while it waits: let it deliver the
     // last ones before the result hooks run.
@@ -238,7 +258,7 @@ async fn execute_inner(
         tokio::task::yield_now().await;
     }
     let result_snapshot = call_snapshot
-        .filter(|_| subscribed(ExtensionEvent::AfterToolCall))
+        .filter(|_| subscribed(scope, ExtensionEvent::AfterToolCall))
         .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
 
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
@@ -251,7 +271,9 @@ async fn execute_inner(
     }
     if let Some(snapshot) = result_snapshot {
         let event = ExtensionEvent::AfterToolCall;
-        extensions::dispatch(scope.extensions, event, || snapshot).await;
+        let dispatched: BoxFuture<'_, _> =
+            Box::pin(extensions::dispatch(scope.extensions, event, || snapshot));
+        dispatched.await;
     }
     let record = ToolResultRecord {
         call_id: call.id.clone(),
@@ -263,12 +285,33 @@ async fn execute_inner(
     };
     CallResult {
         record,
-        error,
+        error: error.map(Box::new),
         dropped: checked.dropped,
         handoff: None,
         pending: Vec::new(),
         via: None,
     }
+}
+
+/// Whether an extension of the call's turn wants `event`.
+fn subscribed(scope: &CallScope<'_>, event: ExtensionEvent) -> bool {
+    scope.extensions.iter().any(|e| e.wants(event))
+}
+
+/// For extensions subscribed to a call's events: its snapshot (with the input that runs), once
+/// beforeToolCall is dispatched; `None` when none is subscribed.
+async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState) -> Option<Value> {
+    let wanted = subscribed(scope, ExtensionEvent::BeforeToolCall)
+        || subscribed(scope, ExtensionEvent::AfterToolCall);
+    if !wanted {
+        return None;
+    }
+    let input = state.effective_input.to_json().unwrap_or_default();
+    let (name, step) = (&state.tool_name, scope.step);
+    let snapshot = extensions::call_snapshot(name, &call.id, input, step, state.dynamic);
+    let event = ExtensionEvent::BeforeToolCall;
+    extensions::dispatch(scope.extensions, event, || snapshot.clone()).await;
+    Some(snapshot)
 }
 
 /// The call's tool and its parsed arguments; for an unknown tool, arguments that do not parse
@@ -369,7 +412,7 @@ async fn gate<'h>(
     }
 }
 
-/// What running a tool gave.
+/// What running a subagent's tool gave.
 enum Invoked {
     /// Its outcome and how long it ran, with the call's state when after_tool_call hooks will
     /// read it.
@@ -378,9 +421,42 @@ enum Invoked {
     Suspended(Arc<str>, Suspension),
 }
 
-/// Runs the tool with the effective input, a panic becoming a failed outcome; a subagent's
-/// tool resumes `resume` when given, and its turn may suspend.
+/// Runs a plain tool (not a subagent) with the effective input, a panic becoming a failed
+/// outcome: the outcome and how long it ran.
 async fn invoke(
+    slot: &ToolSlot,
+    call: &ToolCall,
+    args: Arc<AnyValue>,
+    ctx: ToolContext,
+    reporter: Report,
+) -> (ToolOutcome, Duration) {
+    // A turn a plain tool starts inherits nothing: inside a call that passes hooks on, the tool
+    // is scoped with none; elsewhere there is nothing to hide, and no scope is polled.
+    let isolate = Inherited::passed_here();
+    // tokio's clock: the same as the system's, except in tests that pause time.
+    let started = tokio::time::Instant::now();
+    let tool = &slot.tool;
+    // The tool is called inside the guarded future: a `DynTool` may panic while making its
+    // future (an `FnTool` closure), not only while it runs. Pinned on this future's stack, not
+    // boxed: one allocation fewer per call (the slope of `whole_turn_calls_agent`).
+    let run = std::pin::pin!(async move {
+        let call = tool.call(args, ctx);
+        let call = if isolate {
+            Box::pin(inherit::passing(None, call))
+        } else {
+            call
+        };
+        tool::reporting(reporter, call).await
+    });
+    let result = guarded(slot.timeout, run).await;
+    let duration = started.elapsed();
+    (outcome_of(result, call, slot), duration)
+}
+
+/// Runs a subagent's tool, as [`invoke`] a plain one, with what a subagent adds:
+/// on_subagent_start, the hooks the call passes on and the suspended turn it resumes, the
+/// suspension its turn leaves, and on_subagent_stop.
+async fn invoke_subagent(
     scope: &CallScope<'_>,
     slot: &ToolSlot,
     state: CallState,
@@ -393,6 +469,41 @@ async fn invoke(
         return Invoked::Ran(outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
+    let (args, ctx, reporter, state) = hand_over(scope, state, has_after);
+    let started = tokio::time::Instant::now();
+    let tool = &slot.tool;
+    // A subagent's turn inherits the caller's untyped tool hooks when marked to.
+    let passed = slot
+        .subagent
+        .as_ref()
+        .filter(|subagent| subagent.inherit)
+        .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
+    // A subagent's turn takes the suspended turn to resume and leaves its suspension here.
+    let passing = subagent::passing(resume);
+    let cell = passing.clone();
+    let run = std::pin::pin!(async move {
+        let call = inherit::passing(passed, tool.call(args, ctx));
+        subagent::scoped(cell, tool::reporting(reporter, call)).await
+    });
+    let result = guarded(slot.timeout, run).await;
+    let duration = started.elapsed();
+    if let Some(suspension) = subagent::suspension(&passing)
+        && let Some(mark) = &slot.subagent
+    {
+        return Invoked::Suspended(mark.name.clone(), suspension);
+    }
+    let outcome = outcome_of(result, call, slot);
+    let outcome = subagent::stopped(scope, slot, &call_id, outcome).await;
+    Invoked::Ran(outcome, duration, state)
+}
+
+/// What the tool's call takes: its arguments, its context and the reporter of its preliminary
+/// results; with the call's state when after_tool_call hooks will read it.
+fn hand_over(
+    scope: &CallScope<'_>,
+    state: CallState,
+    has_after: bool,
+) -> (Arc<AnyValue>, ToolContext, Report, Option<CallState>) {
     let reporter = preliminary::reporter(
         state.call_id.clone(),
         state.tool_name.clone(),
@@ -408,54 +519,39 @@ async fn invoke(
     };
     // Without after hooks nobody reads the inputs again: hand the tool the only reference, so
     // it takes its arguments without a clone.
-    let (args, state) = if !has_after {
+    if !has_after {
         let CallState {
             effective_input,
             model_input,
             ..
         } = state;
         drop(model_input);
-        (effective_input, None)
+        (effective_input, ctx, reporter, None)
     } else {
-        (state.effective_input.clone(), Some(state))
-    };
-    // tokio's clock: the same as the system's, except in tests that pause time.
-    let started = tokio::time::Instant::now();
-    // The tool is called inside the guarded future: a `DynTool` may panic while making its
-    // future (an `FnTool` closure), not only while it runs.
-    let tool = &slot.tool;
-    // A subagent's turn inherits the caller's untyped tool hooks when marked to.
-    let passed = slot
-        .subagent
-        .as_ref()
-        .filter(|subagent| subagent.inherit)
-        .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
-    // A subagent's turn takes the suspended turn to resume and leaves its suspension here.
-    let passing = slot.subagent.as_ref().map(|_| subagent::passing(resume));
-    let cell = passing.clone();
-    // Pinned on this future's stack, not boxed: one allocation fewer per call (the slope of
-    // `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-    let run = std::pin::pin!(async move {
-        let call = inherit::passing(passed, tool.call(args, ctx));
-        let call = tool::reporting(reporter, call);
-        match cell {
-            Some(cell) => subagent::scoped(cell, call).await,
-            None => call.await,
-        }
-    });
+        (state.effective_input.clone(), ctx, reporter, Some(state))
+    }
+}
+
+/// What a guarded tool call gave: `None` when it timed out, `Err` with the panic's message
+/// when it panicked.
+type Guarded = Option<Result<Result<AnyValue, ToolError>, String>>;
+
+/// Runs the tool's future with its panics caught, stopped after `limit` if one is set (on
+/// expiry the future is dropped, which stops it).
+async fn guarded<F>(limit: Option<Duration>, run: F) -> Guarded
+where
+    F: Future<Output = Result<AnyValue, ToolError>> + Unpin,
+{
     let run = catch_unwind(run);
-    let result = match slot.timeout {
-        // On expiry the tool's future is dropped, which stops it.
+    match limit {
         Some(limit) => tokio::time::timeout(limit, run).await.ok(),
         None => Some(run.await),
-    };
-    let duration = started.elapsed();
-    if let Some(suspension) = passing.as_ref().and_then(subagent::suspension)
-        && let Some(mark) = &slot.subagent
-    {
-        return Invoked::Suspended(mark.name.clone(), suspension);
     }
-    let outcome = match result {
+}
+
+/// The outcome of a tool's guarded call.
+fn outcome_of(result: Guarded, call: &ToolCall, slot: &ToolSlot) -> ToolOutcome {
+    match result {
         Some(Ok(Ok(output))) => ToolOutcome::Executed(output),
         Some(Ok(Err(error))) => ToolOutcome::Failed(error),
         Some(Err(panic)) => ToolOutcome::Failed(ToolError::new(format!(
@@ -467,9 +563,7 @@ async fn invoke(
             call.name,
             slot.timeout.unwrap_or_default()
         ))),
-    };
-    let outcome = subagent::stopped(scope, slot, &call_id, outcome).await;
-    Invoked::Ran(outcome, duration, state)
+    }
 }
 
 /// after_tool_call: observers of every outcome; a fail-closed one that fails returns the

@@ -48,11 +48,19 @@ impl Turn<'_> {
             return Err(End::Aborted);
         };
         done.failed_hook = failed;
-        self.suspend(reply.row, step, &results).await?;
+        // Calls that wait, and calls a hook dropped, are rare: their futures are boxed, their
+        // code and state kept out of this one's, which every step with tool calls runs (the
+        // slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+        if results.iter().any(|result| !result.pending.is_empty()) {
+            let suspend: BoxFuture<'_, _> = Box::pin(self.suspend(reply.row, step, &results));
+            suspend.await?;
+        }
         let dropped = self.store_results(plan, step, results, &mut done).await?;
         if !dropped.is_empty() {
-            self.drop_calls(reply.row, reply.at, &dropped, plan.history_mut())
-                .await?;
+            let history = plan.history_mut();
+            let dropping: BoxFuture<'_, _> =
+                Box::pin(self.drop_calls(reply.row, reply.at, &dropped, history));
+            dropping.await?;
         }
         Ok(done)
     }
@@ -106,7 +114,7 @@ impl Turn<'_> {
                     handoff: handoff.clone(),
                     answer: None,
                     started_at: None,
-                    via: via.clone(),
+                    via: via.as_deref().cloned(),
                 }
             })
             .collect()
@@ -142,7 +150,7 @@ impl Turn<'_> {
         let mut dropped = HashSet::new();
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
-            done.failed_hook = done.failed_hook.take().or(result.error);
+            done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
             done.handoff = done.handoff.or(result.handoff);
             if !result.pending.is_empty() {
                 self.open.answered(position);
