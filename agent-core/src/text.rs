@@ -122,6 +122,16 @@ impl From<&Text> for Text {
     }
 }
 
+impl From<&Text> for Arc<str> {
+    /// Shares the text's allocation (no copy; static text is copied into a new one).
+    fn from(text: &Text) -> Self {
+        match &text.0 {
+            Repr::Static(text) => Arc::from(*text),
+            Repr::Shared(text) => text.clone(),
+        }
+    }
+}
+
 impl From<Text> for String {
     fn from(text: Text) -> Self {
         text.into_string()
@@ -273,5 +283,11 @@ mod tests {
         let text = Text::from(String::from("a tool's result"));
         let clone = text.clone();
         assert!(std::ptr::eq(text.as_str(), clone.as_str()));
+        let arc = std::sync::Arc::<str>::from(&text);
+        assert!(std::ptr::eq(text.as_str(), &*arc));
+        assert_eq!(
+            &*std::sync::Arc::<str>::from(&Text::from_static("id")),
+            "id"
+        );
     }
 }

@@ -186,7 +186,8 @@ async fn execute_inner(
     let mut state = CallState {
         agent: scope.me.clone(),
         request_id: scope.request_id.clone(),
-        call_id: call.id.as_str().into(),
+        // Shared with the call's `Text`, not copied.
+        call_id: Arc::from(&call.id),
         tool_name: slot.name.clone(),
         step: scope.step,
         dynamic: slot.dynamic,
