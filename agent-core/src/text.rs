@@ -1,13 +1,11 @@
 //! [`Text`]: a message's text, shared between its copies instead of copied.
 
-use std::borrow::{Borrow, Cow};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::ops::Deref;
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+use serde::{Deserialize, Deserializer, de};
 
 /// Immutable text that is shared, not copied, when cloned: the text of a [`Message`](crate::Message), a [`ToolCall`](crate::ToolCall), a tool result and a stored row's session
 /// id. A turn holds each message several times (its history, the messages it added, the
@@ -164,52 +162,85 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
-impl Serialize for Text {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
+/// The impls that make a text type with an `as_str` method read and compare as a `str`:
+/// `Serialize` (a JSON string), `Deref<Target = str>`, `AsRef<str>`, `Borrow<str>`, `Debug`
+/// and `Display` as the text, equality and hashing by the text, and `==` with `str`, `&str`
+/// and `String` both ways. [`Text`] and [`DeltaText`](crate::DeltaText) share them.
+macro_rules! str_like {
+    ($type:ty) => {
+        impl ::serde::Serialize for $type {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl ::std::ops::Deref for $type {
+            type Target = str;
+
+            #[inline]
+            fn deref(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        impl AsRef<str> for $type {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        impl ::std::borrow::Borrow<str> for $type {
+            fn borrow(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        impl ::std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(self.as_str(), f)
+            }
+        }
+
+        impl ::std::fmt::Display for $type {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl PartialEq for $type {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+
+        impl Eq for $type {}
+
+        impl ::std::hash::Hash for $type {
+            fn hash<H: ::std::hash::Hasher>(&self, state: &mut H) {
+                ::std::hash::Hash::hash(self.as_str(), state);
+            }
+        }
+
+        $crate::text::str_like!(@compare $type; str, &str, String);
+    };
+    (@compare $type:ty; $($other:ty),*) => {$(
+        impl PartialEq<$other> for $type {
+            fn eq(&self, other: &$other) -> bool {
+                self.as_str() == AsRef::<str>::as_ref(other)
+            }
+        }
+
+        impl PartialEq<$type> for $other {
+            fn eq(&self, other: &$type) -> bool {
+                AsRef::<str>::as_ref(self) == other.as_str()
+            }
+        }
+    )*};
 }
 
-impl Deref for Text {
-    type Target = str;
+pub(crate) use str_like;
 
-    #[inline]
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq for Text {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Text {}
+str_like!(Text);
 
 impl PartialOrd for Text {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
@@ -222,31 +253,6 @@ impl Ord for Text {
         self.as_str().cmp(other.as_str())
     }
 }
-
-impl Hash for Text {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-/// `Text == str`, `Text == &str`, `Text == String` and the other way round.
-macro_rules! compare_with {
-    ($($other:ty),*) => {$(
-        impl PartialEq<$other> for Text {
-            fn eq(&self, other: &$other) -> bool {
-                self.as_str() == AsRef::<str>::as_ref(other)
-            }
-        }
-
-        impl PartialEq<Text> for $other {
-            fn eq(&self, other: &Text) -> bool {
-                AsRef::<str>::as_ref(self) == other.as_str()
-            }
-        }
-    )*};
-}
-
-compare_with!(str, &str, String);
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,8 @@
 //! [`DeltaText`]: the text of one streamed delta, held inline when short.
 
-use std::borrow::Borrow;
 use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::ops::Deref;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+use serde::{Deserialize, Deserializer, de};
 
 /// The most bytes of text a [`DeltaText`] holds inline: the type is as large as the `String`
 /// it replaces (24 bytes; a larger one made the decoders' frames cross the size at which a
@@ -163,94 +160,7 @@ impl<'de> Deserialize<'de> for DeltaText {
     }
 }
 
-impl Serialize for DeltaText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl Deref for DeltaText {
-    type Target = str;
-
-    #[inline]
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for DeltaText {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Borrow<str> for DeltaText {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl fmt::Debug for DeltaText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for DeltaText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq for DeltaText {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for DeltaText {}
-
-impl Hash for DeltaText {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-impl PartialEq<str> for DeltaText {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for DeltaText {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for DeltaText {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<DeltaText> for str {
-    fn eq(&self, other: &DeltaText) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<DeltaText> for &str {
-    fn eq(&self, other: &DeltaText) -> bool {
-        *self == other.as_str()
-    }
-}
-
-impl PartialEq<DeltaText> for String {
-    fn eq(&self, other: &DeltaText) -> bool {
-        self == other.as_str()
-    }
-}
+crate::text::str_like!(DeltaText);
 
 #[cfg(test)]
 mod tests {
