@@ -25,7 +25,8 @@
 //!   and the one runner that applies the failure policy;
 //! - the leaves: `model` ([`Model`], [`ScriptedModel`]), `tool` ([`Tool`], [`ToolSpec`]),
 //!   `store` ([`SessionStore`], [`MemoryStore`], [`SqliteStore`]), `message`, `cancel`,
-//!   `run_agent` ([`RunAgent`]), `util`.
+//!   `run_agent` ([`RunAgent`]), `util`;
+//! - under them all, `text`: [`Text`], the shared string that messages hold.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
