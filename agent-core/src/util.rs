@@ -81,32 +81,31 @@ impl<T> Future for JoinOrdered<'_, T> {
 pub(crate) fn new_id(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // Microseconds fit a `u64` for half a million years.
     let micros = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default();
-    // Written digit by digit, not with `format!`: the formatting machinery was about 1,700
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    // Written digit by digit, not with `format!`: the formatting machinery was about 1,750
     // instructions per id, two ids a turn (`whole_turn_agent` in
     // agent-providers/benches/stream.rs).
-    let mut id = String::with_capacity(prefix.len() + 2 + 32 + 20);
+    let mut id = String::with_capacity(prefix.len() + 2 + 16 + 20);
     id.push_str(prefix);
     id.push('_');
-    push_digits(&mut id, micros, 16);
+    push_digits::<16>(&mut id, micros);
     id.push('_');
-    push_digits(&mut id, u128::from(count), 10);
+    push_digits::<10>(&mut id, count);
     id
 }
 
-/// Appends `n` in base `radix` (10 or 16, lowercase), most significant digit first.
-fn push_digits(out: &mut String, mut n: u128, radix: u32) {
-    let mut digits = [0u8; 39];
+/// Appends `n` in base `RADIX` (10 or 16, lowercase), most significant digit first. The radix
+/// is a constant, so each division is a shift or a multiplication.
+fn push_digits<const RADIX: u64>(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
         at -= 1;
-        // `n % radix < radix <= 16`: a digit.
-        let digit = (n % u128::from(radix)) as u32;
-        digits[at] = char::from_digit(digit, radix).map_or(b'0', |c| c as u8);
-        n /= u128::from(radix);
+        digits[at] = b"0123456789abcdef"[(n % RADIX) as usize];
+        n /= RADIX;
         if n == 0 {
             break;
         }
@@ -195,10 +194,10 @@ mod id_tests {
 
     #[test]
     fn digits_read_back_as_the_number_in_their_base() {
-        for n in [0, 1, 9, 10, 15, 16, 255, 1_700_000_000_123_456, u128::MAX] {
+        for n in [0, 1, 9, 10, 15, 16, 255, 1_700_000_000_123_456, u64::MAX] {
             let (mut hex, mut dec) = (String::new(), String::new());
-            push_digits(&mut hex, n, 16);
-            push_digits(&mut dec, n, 10);
+            push_digits::<16>(&mut hex, n);
+            push_digits::<10>(&mut dec, n);
             assert_eq!(hex, format!("{n:x}"));
             assert_eq!(dec, n.to_string());
         }
@@ -212,7 +211,7 @@ mod id_tests {
         assert_eq!(parts.len(), 3, "{a}");
         assert_eq!(parts[0], "req");
         assert!(
-            u128::from_str_radix(parts[1], 16).is_ok_and(|micros| micros > 0),
+            u64::from_str_radix(parts[1], 16).is_ok_and(|micros| micros > 0),
             "{a}"
         );
         assert!(parts[2].parse::<u64>().is_ok(), "{a}");
