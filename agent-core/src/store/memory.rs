@@ -131,11 +131,13 @@ impl Inner {
         self.sessions.entry_ref(session).or_insert_with(new)
     }
 
-    /// Numbers a new row of `session` and keeps it; gives the row's id and time.
-    fn push(&mut self, session: &str, row: NewMessage) -> (i64, i64) {
+    /// Numbers a new row of `session` and keeps it; gives the row's id and time, and the
+    /// session's id as it keeps it.
+    fn push(&mut self, session: &str, row: NewMessage) -> (i64, i64, &Text) {
         self.next_id += 1;
         let (id, created_at) = (self.next_id, now_micros());
-        self.session(session).rows.push(Row {
+        let kept = self.session(session);
+        kept.rows.push(Row {
             id,
             message: row.message,
             created_at,
@@ -144,7 +146,7 @@ impl Inner {
             status: row.status,
             silent: row.silent,
         });
-        (id, created_at)
+        (id, created_at, &kept.id)
     }
 }
 
@@ -193,13 +195,14 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        // The row handed back shares the message's text with the store's.
+        // The row handed back shares the message's text and the session's id with the store's.
         let message = row.message.clone();
         let (request_sent_at, status, silent) = (row.request_sent_at, row.status, row.silent);
-        let (id, created_at) = self.lock().push(session, row);
+        let mut inner = self.lock();
+        let (id, created_at, session_id) = inner.push(session, row);
         let stored = StoredMessage {
             id,
-            session_id: session.into(),
+            session_id: session_id.clone(),
             tool_status: ToolStatus::of(&message),
             message,
             created_at,
@@ -218,7 +221,7 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        let (id, _) = self.lock().push(session, row);
+        let (id, ..) = self.lock().push(session, row);
         Box::pin(std::future::ready(Ok(id)))
     }
 

@@ -256,8 +256,8 @@ pub trait SessionStore: Send + Sync {
     /// Inserts a row and returns its id alone: what the engine calls when no
     /// after_create_message hook reads the stored row. By default [`insert`](Self::insert)
     /// with the row dropped (one box more, nothing against a database's write); a store whose
-    /// returned row is a copy of what it keeps overrides it to skip that copy ([`MemoryStore`]
-    /// copies the message: `agent_turn_memory` in agent-core/benches/store.rs).
+    /// returned row is a second copy of what it keeps overrides it to skip making that row
+    /// ([`MemoryStore`]: `agent_turn_memory` in agent-core/benches/store.rs).
     fn insert_id<'a>(
         &'a self,
         session: &'a str,
