@@ -20,7 +20,7 @@ use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
 use crate::hooks::{TurnError, TurnErrorKind};
 use crate::model::{CallSettings, Model};
 use crate::session::{Configure, Opened, SessionStates};
-use crate::store::SessionStore;
+use crate::store::PanicSafe;
 use crate::tool::{DynTool, ToolSpec};
 
 /// A built agent's runtime state, shared by every handle and turn.
@@ -45,7 +45,7 @@ pub(crate) struct AgentRuntime {
     pub(crate) hooks: TurnHooks,
     pub(crate) before_hooks: Vec<Arc<dyn BeforeHook>>,
     pub(crate) after_hooks: Vec<Arc<dyn AfterHook>>,
-    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) store: Arc<PanicSafe>,
     /// The key that seals waiting calls' tokens (`AgentBuilder::approval_key`).
     pub(crate) approval_key: Option<Arc<[u8]>>,
     /// The type of run context the agent's turns need, with its name.
