@@ -212,5 +212,5 @@ pub(super) struct CallScope<'a> {
     /// The turn's extensions (`hooks/extension.rs`).
     pub(super) extensions: &'a [Extension],
     /// Where the calls' preliminary results go (`preliminary.rs`).
-    pub(super) progress: &'a tokio::sync::mpsc::UnboundedSender<crate::tool::Preliminary>,
+    pub(super) progress: &'a Arc<crate::tool::Reported>,
 }

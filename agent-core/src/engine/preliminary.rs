@@ -5,24 +5,22 @@
 //! model reads only the final value.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-
-use tokio::sync::mpsc;
 
 use crate::hooks::Chunk;
-use crate::tool::{Preliminary, Report};
+use crate::tool::{Preliminary, Report, Reported};
 
-/// The reporter of one call: counts into `count` and sends its results to `sink`.
+/// The reporter of the call at `position` in its step: sends its results to `sink`, which
+/// counts them.
 pub(crate) fn reporter(
     id: Arc<str>,
     name: Arc<str>,
-    count: Arc<AtomicUsize>,
-    sink: mpsc::UnboundedSender<Preliminary>,
+    position: usize,
+    sink: Arc<Reported>,
 ) -> Report {
     Report {
         id,
         name,
-        count,
+        position,
         sink,
     }
 }

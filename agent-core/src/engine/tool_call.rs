@@ -140,11 +140,12 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
     suspended(call, content, pending, Some(via))
 }
 
-/// Runs one call; `approval` is the answer that approved a call which waited for one, and
-/// `resume` the suspended turn a call to a subagent resumes. Never panics on anything the
-/// model sent: unknown tools and bad arguments become error results.
+/// Runs one call, at `position` in its step; `approval` is the answer that approved a call which
+/// waited for one, and `resume` the suspended turn a call to a subagent resumes. Never panics on
+/// anything the model sent: unknown tools and bad arguments become error results.
 pub(crate) async fn execute(
     scope: &CallScope<'_>,
+    position: usize,
     call: &ToolCall,
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
@@ -161,7 +162,7 @@ pub(crate) async fn execute(
             hooks.on_tool_start(agent, call)
         });
     }
-    let result = execute_inner(scope, call, approval, resume)
+    let result = execute_inner(scope, position, call, approval, resume)
         .instrument(span)
         .await;
     if let Some(run) = scope.run {
@@ -175,6 +176,7 @@ pub(crate) async fn execute(
 /// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.
 async fn execute_inner(
     scope: &CallScope<'_>,
+    position: usize,
     call: &ToolCall,
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
@@ -196,7 +198,7 @@ async fn execute_inner(
         tool: slot.tool.clone(),
         model_input: parsed.clone(),
         effective_input: parsed,
-        preliminary: Arc::default(),
+        preliminary: 0,
         approval: approval.cloned(),
         input_json: Mutex::default(),
     };
@@ -204,7 +206,6 @@ async fn execute_inner(
     let name = slot.spec().name.as_str();
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
-    let reported = state.preliminary.clone();
     let client = slot.tool.runs_on_client();
     let gated = match gate(before, &mut state, call).await {
         Gate::Decided(outcome) => Some(outcome),
@@ -237,8 +238,9 @@ async fn execute_inner(
             // plain call's (the slope of `whole_turn_calls_agent` in
             // agent-providers/benches/stream.rs). One allocation per subagent call, which runs
             // a whole turn.
-            let invoked: BoxFuture<'_, _> =
-                Box::pin(invoke_subagent(scope, slot, state, call, has_after, resume));
+            let invoked: BoxFuture<'_, _> = Box::pin(invoke_subagent(
+                scope, position, slot, state, call, has_after, resume,
+            ));
             match invoked.await {
                 Invoked::Ran(outcome, duration, state) => (outcome, duration, state),
                 Invoked::Suspended(subagent, suspension) => {
@@ -248,16 +250,22 @@ async fn execute_inner(
         }
         None => {
             // The call's state stays here, lent, not moved through the tool's future.
-            let (args, ctx, reporter, state) = hand_over(scope, state, has_after);
+            let (args, ctx, reporter, state) = hand_over(scope, position, state, has_after);
             let (outcome, duration) = invoke(slot, call, args, ctx, reporter).await;
             (outcome, duration, state)
         }
     };
     // The step forwards the call's preliminary results while it waits: let it deliver the
-    // last ones before the result hooks run.
-    if reported.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+    // last ones before the result hooks run. The count is final: a call reports only while
+    // its tool runs.
+    let preliminary = scope.progress.count(position);
+    if preliminary > 0 {
         tokio::task::yield_now().await;
     }
+    let state = state.map(|mut state| {
+        state.preliminary = preliminary;
+        state
+    });
     let result_snapshot = call_snapshot
         .filter(|_| subscribed(scope, ExtensionEvent::AfterToolCall))
         .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
@@ -459,6 +467,7 @@ async fn invoke(
 /// suspension its turn leaves, and on_subagent_stop.
 async fn invoke_subagent(
     scope: &CallScope<'_>,
+    position: usize,
     slot: &ToolSlot,
     state: CallState,
     call: &ToolCall,
@@ -470,7 +479,7 @@ async fn invoke_subagent(
         return Invoked::Ran(outcome, Duration::ZERO, state);
     }
     let call_id = state.call_id.clone();
-    let (args, ctx, reporter, state) = hand_over(scope, state, has_after);
+    let (args, ctx, reporter, state) = hand_over(scope, position, state, has_after);
     let started = tokio::time::Instant::now();
     let tool = &slot.tool;
     // A subagent's turn inherits the caller's untyped tool hooks when marked to.
@@ -502,13 +511,14 @@ async fn invoke_subagent(
 /// results; with the call's state when after_tool_call hooks will read it.
 fn hand_over(
     scope: &CallScope<'_>,
+    position: usize,
     state: CallState,
     has_after: bool,
 ) -> (Arc<AnyValue>, ToolContext, Report, Option<CallState>) {
     let reporter = preliminary::reporter(
         state.call_id.clone(),
         state.tool_name.clone(),
-        state.preliminary.clone(),
+        position,
         scope.progress.clone(),
     );
     let ctx = ToolContext {

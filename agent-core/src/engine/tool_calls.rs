@@ -3,8 +3,8 @@
 //! calls that wait for an answer are kept with the session first (`resume` runs them later).
 
 use std::collections::HashSet;
-
-use tokio::sync::mpsc;
+use std::sync::Arc;
+use std::task::Poll;
 
 use super::handoff;
 use super::history;
@@ -22,6 +22,7 @@ use super::tool_call::{CallResult, execute};
 use crate::hooks::{Chunk, ErrorStage, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, NewMessage, SuspendedCall};
+use crate::tool::{Preliminary, Reported};
 use crate::util::{BoxFuture, join_ordered};
 
 impl Turn<'_> {
@@ -206,7 +207,7 @@ impl Turn<'_> {
         approvals: &[Option<CallAnswer>],
         resumes: Vec<Option<Resume>>,
     ) -> Option<(Vec<CallResult>, Option<TurnError>)> {
-        let (progress, mut preliminaries) = mpsc::unbounded_channel();
+        let progress = Arc::new(Reported::default());
         // The tool-call hooks read the history shared, not copied (see `TurnPlan::messages`).
         let scope = CallScope {
             request_id: &self.request_id,
@@ -247,8 +248,13 @@ impl Turn<'_> {
                     }
                     None => match output::answered(plan, position) {
                         Some(answered) => Box::pin(std::future::ready(answered)),
-                        None => Box::pin(execute(&scope, call, approval(position, call), resume))
-                            as BoxFuture<'_, CallResult>,
+                        None => Box::pin(execute(
+                            &scope,
+                            position,
+                            call,
+                            approval(position, call),
+                            resume,
+                        )) as BoxFuture<'_, CallResult>,
                     },
                 }
             })
@@ -262,23 +268,49 @@ impl Turn<'_> {
             ),
         );
         let mut joined = std::pin::pin!(joined);
+        let mut cancelled = std::pin::pin!(self.cancel.cancelled());
         let mut stream = StepStream::new(self, step);
         let mut failed = None;
         let results = loop {
-            tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => return None,
-                Some(reported) = preliminaries.recv() => {
+            // A cancel first, then a preliminary result, then the calls. The token's waiter (a
+            // lock and a waker clone) is only polled while the calls wait: calls that finish
+            // at once never register one (`whole_turn_agent` in
+            // agent-providers/benches/stream.rs).
+            let next = std::future::poll_fn(|cx| {
+                if self.cancel.is_cancelled() {
+                    return Poll::Ready(Next::Cancelled);
+                }
+                if let Poll::Ready(reported) = progress.poll_next(cx) {
+                    return Poll::Ready(Next::Reported(reported));
+                }
+                if let Poll::Ready(results) = joined.as_mut().poll(cx) {
+                    return Poll::Ready(Next::Done(results));
+                }
+                cancelled.as_mut().poll(cx).map(|()| Next::Cancelled)
+            });
+            match next.await {
+                Next::Cancelled => return None,
+                Next::Reported(reported) => {
                     let chunk = preliminary::chunk(reported);
                     failed = failed.or(stream.chunk(chunk).await.err());
                 }
-                results = &mut joined => break results,
+                Next::Done(results) => break results,
             }
         };
-        while let Ok(reported) = preliminaries.try_recv() {
+        while let Some(reported) = progress.take() {
             let chunk = preliminary::chunk(reported);
             failed = failed.or(stream.chunk(chunk).await.err());
         }
         Some((results, failed))
     }
+}
+
+/// What the step's calls did next, as [`Turn::execute_all`] waits on them.
+enum Next<T> {
+    /// The turn was cancelled.
+    Cancelled,
+    /// A call reported a preliminary result.
+    Reported(Preliminary),
+    /// Every call finished.
+    Done(T),
 }

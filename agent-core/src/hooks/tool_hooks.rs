@@ -32,8 +32,8 @@ pub(crate) struct CallState {
     pub(crate) tool: Arc<dyn DynTool>,
     pub(crate) model_input: Arc<AnyValue>,
     pub(crate) effective_input: Arc<AnyValue>,
-    /// How many preliminary results the tool reported (`tool_progress`).
-    pub(crate) preliminary: Arc<std::sync::atomic::AtomicUsize>,
+    /// How many preliminary results the tool reported (`tool_progress`), once it ran.
+    pub(crate) preliminary: usize,
     /// The answer that approved the call, when it waited for approval.
     pub(crate) approval: Option<CallAnswer>,
     /// `effective_input` as JSON, handed back by the last untyped (`Value`) hook that read it
@@ -290,7 +290,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         dynamic: call.dynamic,
         outcome: outcome.clone(),
         duration,
-        preliminary: call.preliminary.load(std::sync::atomic::Ordering::Relaxed),
+        preliminary: call.preliminary,
         messages: call.messages.clone(),
         approval: call.approval.clone(),
         output_json: OnceLock::new(),

@@ -22,7 +22,7 @@ use crate::run_agent::RunAgent;
 pub use erased::{AnyValue, ArgsError, ClientTool, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
-pub(crate) use stream::{Preliminary, Report, reporting};
+pub(crate) use stream::{Preliminary, Report, Reported, reporting};
 pub use stream::{ToolStream, ToolUpdate, tool_progress};
 
 /// A tool the model can call, with typed arguments and output.
