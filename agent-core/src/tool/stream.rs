@@ -261,4 +261,76 @@ mod tests {
             "tool `index` reported a preliminary result that cannot be serialized: no JSON for this"
         );
     }
+
+    /// A waker that counts its wakes.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn the_step_queue_keeps_the_order_counts_each_call_and_wakes_a_waiting_step() {
+        let queue = Arc::new(Reported::default());
+        let wakes = Arc::new(Wakes(Default::default()));
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(
+            queue.poll_next(&mut cx).is_pending(),
+            "nothing reported yet"
+        );
+        assert_eq!(queue.count(0), 0);
+        // Reports `percent` as the call at `position` does, through the task-local reporter.
+        let report_as = |position: usize, percent: u32| {
+            let by = Report {
+                id: Arc::from(format!("call_{position}")),
+                name: Arc::from("index"),
+                position,
+                sink: queue.clone(),
+            };
+            REPORT.sync_scope(by, || report(serde_json::json!(percent)))
+        };
+        assert!(report_as(2, 10));
+        assert_eq!(
+            wakes.0.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the waiting step is woken"
+        );
+        assert!(report_as(0, 50));
+        assert!(report_as(2, 20));
+        assert_eq!(
+            wakes.0.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "no waiter registered since"
+        );
+        assert_eq!(
+            (
+                queue.count(0),
+                queue.count(1),
+                queue.count(2),
+                queue.count(7)
+            ),
+            (1, 0, 2, 0)
+        );
+        let order: Vec<(String, Value)> = std::iter::from_fn(|| match queue.poll_next(&mut cx) {
+            Poll::Ready(result) => Some((result.id.to_string(), result.content)),
+            Poll::Pending => None,
+        })
+        .collect();
+        assert_eq!(
+            order,
+            [
+                ("call_2".to_owned(), serde_json::json!(10)),
+                ("call_0".to_owned(), serde_json::json!(50)),
+                ("call_2".to_owned(), serde_json::json!(20)),
+            ]
+        );
+        assert!(queue.take().is_none());
+        assert!(
+            !report(serde_json::json!(1)),
+            "outside a call nothing is reported"
+        );
+    }
 }
