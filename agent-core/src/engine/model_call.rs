@@ -155,6 +155,17 @@ impl Turn<'_> {
     /// on_llm_start (which may fail the turn) and the run hooks' on_llm_start; gives back the
     /// request to send.
     async fn llm_start(&mut self, step: usize, request: Box<ModelRequest>) -> Flow<ModelRequest> {
+        if self.current.hooks.on_llm_start.is_empty() {
+            // No context to build: the request is not moved into one and back (264 bytes
+            // twice, and two counted references: `whole_turn_agent` in
+            // agent-providers/benches/stream.rs).
+            if let Some(run) = &self.run {
+                run.fire(&self.me, "on_llm_start", |hooks, agent| {
+                    hooks.on_llm_start(agent, &request)
+                });
+            }
+            return Ok(*request);
+        }
         let start = LlmStartContext {
             agent: self.me.clone(),
             request_id: self.request_id.clone(),

@@ -166,9 +166,19 @@ impl<'a> Turn<'a> {
     }
 
     /// Settles the rows the steps left open, then finishes the turn (boxed by [`Turn::run`]).
-    async fn end(mut self, end: End, lease: TurnLease) -> TurnResult {
-        let end = self.settle(end).await;
-        self.finish(end, lease).await
+    /// Not an `async fn`, and neither is [`Turn::finish`]: each would keep the turn (880
+    /// bytes), its end and its lease twice, as arguments and as moved, in a future the box
+    /// copies whole (5.9 KB, now about 4; `whole_turn_agent` in
+    /// agent-providers/benches/stream.rs).
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep `self`, `end` and `lease` twice"
+    )]
+    fn end(mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
+        async move {
+            let end = self.settle(end).await;
+            self.finish(end, lease).await
+        }
     }
 
     /// Takes the session's turn from the store, as the agent's [`TurnOverlap`] says; a cancel
@@ -325,20 +335,34 @@ impl<'a> Turn<'a> {
             .history_with(request.messages, input, request.resume)
             .await?;
         let system = self.system_prompt().await?;
-        let turn_ctx = TurnContext {
-            agent: self.frame.clone(),
-            request_id: self.request_id.clone(),
-            system,
-            messages,
-            tools: self.agent.specs.clone(),
-            model: self.agent.model.id().to_owned(),
-            continuation: self.continuation,
-            body: request.body,
+        self.join_session_extensions();
+        let (config, system, messages) = if self.agent.hooks.before_turn.is_empty()
+            && !self
+                .extensions
+                .iter()
+                .any(|e| e.wants(ExtensionEvent::BeforeTurn))
+        {
+            // Nothing reads the turn's context: it is not built (a copy of the tool list and
+            // of the model's id, two allocations a turn: `whole_turn_agent` in
+            // agent-providers/benches/stream.rs).
+            (TurnConfig::default(), system, messages)
+        } else {
+            let turn_ctx = TurnContext {
+                agent: self.frame.clone(),
+                request_id: self.request_id.clone(),
+                system,
+                messages,
+                tools: self.agent.specs.clone(),
+                model: self.agent.model.id().to_owned(),
+                continuation: self.continuation,
+                body: request.body,
+            };
+            let config = self.before_turn(&turn_ctx).await?;
+            let TurnContext {
+                system, messages, ..
+            } = turn_ctx;
+            (config, system, messages)
         };
-        let config = self.before_turn(&turn_ctx).await?;
-        let TurnContext {
-            system, messages, ..
-        } = turn_ctx;
         let mut plan = TurnPlan::new(self.agent, config, system, messages);
         plan.output_retries = request.output_retries;
         if let Some(open) = &self.session.open {
@@ -445,9 +469,19 @@ impl<'a> Turn<'a> {
         })
     }
 
-    /// before_turn's hooks, then the extensions' beforeTurn answers (known once the session is
-    /// open), merged into one configuration.
-    async fn before_turn(&mut self, turn_ctx: &TurnContext) -> Flow<TurnConfig> {
+    /// Adds the open session's extensions to the agent's (known once the session is open).
+    fn join_session_extensions(&mut self) {
+        if let Some(open) = &self.session.open
+            && !open.config.extensions.is_empty()
+        {
+            let all = self.agent.extensions.iter().chain(&open.config.extensions);
+            self.extensions = all.cloned().collect();
+        }
+    }
+
+    /// before_turn's hooks, then the extensions' beforeTurn answers, merged into one
+    /// configuration.
+    async fn before_turn(&self, turn_ctx: &TurnContext) -> Flow<TurnConfig> {
         let agent = self.agent;
         let mut config = TurnConfig::default();
         each(&agent.hooks.before_turn, turn_ctx, |c| {
@@ -457,12 +491,6 @@ impl<'a> Turn<'a> {
         })
         .await
         .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
-        if let Some(open) = &self.session.open
-            && !open.config.extensions.is_empty()
-        {
-            let all = agent.extensions.iter().chain(&open.config.extensions);
-            self.extensions = all.cloned().collect();
-        }
         let event = ExtensionEvent::BeforeTurn;
         let snapshot = || extensions::turn_snapshot(turn_ctx);
         for answer in extensions::dispatch(&self.extensions, event, snapshot).await {
@@ -473,91 +501,101 @@ impl<'a> Turn<'a> {
 
     /// Builds the result, runs after_run (whose failure fails the turn after its result is
     /// built), classifies an error and runs on_chat_error, then the response hooks.
-    async fn finish(self, end: End, lease: TurnLease) -> TurnResult {
-        if let Some(run) = &self.run {
-            if let Some(report) = &self.outcome.attempts.last {
-                run.fire(&self.me, "on_agent_output", |hooks, agent| {
-                    hooks.on_agent_output(agent, report)
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep `self`, `end` and `lease` twice"
+    )]
+    fn finish(self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
+        async move {
+            if let Some(run) = &self.run {
+                if let Some(report) = &self.outcome.attempts.last {
+                    run.fire(&self.me, "on_agent_output", |hooks, agent| {
+                        hooks.on_agent_output(agent, report)
+                    });
+                }
+                let output = match &end {
+                    End::Completed(_) => self.outcome.text.as_str(),
+                    _ => "",
+                };
+                run.fire(&self.me, "on_agent_end", |hooks, agent| {
+                    hooks.on_agent_end(agent, output)
                 });
             }
-            let output = match &end {
-                End::Completed(_) => self.outcome.text.as_str(),
-                _ => "",
+            let Turn {
+                agent,
+                frame,
+                me,
+                session_id,
+                request_id,
+                continuation,
+                outcome,
+                sink,
+                span,
+                session,
+                ..
+            } = self;
+            let hooks = &agent.hooks;
+            let mut result = TurnResult {
+                request_id: request_id.clone(),
+                agent: me,
+                status: TurnStatus::Completed,
+                text: outcome.text,
+                stop_reason: None,
+                steps: outcome.steps,
+                messages: outcome.added,
+                usage: outcome.usage,
+                error: None,
+                classification: None,
+                pending: outcome.pending,
+                resumed: outcome.resumed,
+                output: outcome.output,
             };
-            run.fire(&self.me, "on_agent_end", |hooks, agent| {
-                hooks.on_agent_end(agent, output)
-            });
-        }
-        let Turn {
-            agent,
-            frame,
-            me,
-            session_id,
-            request_id,
-            continuation,
-            outcome,
-            sink,
-            span,
-            session,
-            ..
-        } = self;
-        let hooks = &agent.hooks;
-        let mut result = TurnResult {
-            request_id: request_id.clone(),
-            agent: me,
-            status: TurnStatus::Completed,
-            text: outcome.text,
-            stop_reason: None,
-            steps: outcome.steps,
-            messages: outcome.added,
-            usage: outcome.usage,
-            error: None,
-            classification: None,
-            pending: outcome.pending,
-            resumed: outcome.resumed,
-            output: outcome.output,
-        };
-        span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
-        let failed = match end {
-            End::Completed(reason) => {
-                result.stop_reason = Some(reason);
-                // after_run sees the completed result; failing (its default policy) it fails
-                // the turn, keeping what the result holds.
-                observe_every(&hooks.after_run, &result)
-                    .await
-                    .err()
-                    .map(|error| (error, ErrorStage::Turn, None))
-            }
-            End::Aborted => {
-                result.status = TurnStatus::Aborted;
-                None
-            }
-            End::Suspended => {
-                result.status = TurnStatus::Suspended;
-                None
-            }
-            End::Failed(error, stage) => Some((error, stage, session.classification)),
-        };
-        if let Some((error, stage, classification)) = failed {
-            let failure = Failure {
-                error,
-                stage,
-                classification,
-                messages_persisted: outcome.user_persisted,
+            span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+            let failed = match end {
+                End::Completed(reason) => {
+                    result.stop_reason = Some(reason);
+                    // after_run sees the completed result; failing (its default policy) it fails
+                    // the turn, keeping what the result holds.
+                    observe_every(&hooks.after_run, &result)
+                        .await
+                        .err()
+                        .map(|error| (error, ErrorStage::Turn, None))
+                }
+                End::Aborted => {
+                    result.status = TurnStatus::Aborted;
+                    None
+                }
+                End::Suspended => {
+                    result.status = TurnStatus::Suspended;
+                    None
+                }
+                End::Failed(error, stage) => Some((error, stage, session.classification)),
             };
-            fail(&agent.hooks, &frame, failure, &mut result).await;
+            if let Some((error, stage, classification)) = failed {
+                let failure = Failure {
+                    error,
+                    stage,
+                    classification,
+                    messages_persisted: outcome.user_persisted,
+                };
+                fail(&agent.hooks, &frame, failure, &mut result).await;
+            }
+            // The session is released before on_chat_response, so the hook may start a new turn.
+            lease.release().await;
+            if !hooks.on_chat_response.is_empty() {
+                // Built only for a hook: it copies the last answer, the waiting calls and the error.
+                let answer = outcome.attempts.last;
+                let response =
+                    chat_response(frame.clone(), request_id, continuation, &result, answer);
+                let _ = observe_every(&hooks.on_chat_response, &response).await;
+            }
+            lifecycle::session_end(agent, &frame, session_id, &result).await;
+            if let Some(sink) = &sink {
+                let _ = sink.send(TurnEvent::Finished(result.clone())).await;
+            }
+            result
         }
-        // The session is released before on_chat_response, so the hook may start a new turn.
-        lease.release().await;
-        let answer = outcome.attempts.last;
-        let response = chat_response(frame.clone(), request_id, continuation, &result, answer);
-        let _ = observe_every(&hooks.on_chat_response, &response).await;
-        lifecycle::session_end(agent, &frame, session_id, &result).await;
-        if let Some(sink) = &sink {
-            let _ = sink.send(TurnEvent::Finished(result.clone())).await;
-        }
-        result
     }
 }
 
