@@ -214,16 +214,31 @@ impl PostgresStore {
         self.pool.get().await.map_err(|e| self.server.pool(&e))
     }
 
+    /// The error of a call that failed on `conn`. A connection that failed for good (closed,
+    /// or ended by the server: a restart, `pg_terminate_backend`) leaves the pool here, so the
+    /// next call opens a fresh one; returned to the pool, it could fail one more call before
+    /// its closing is noticed.
+    pub(crate) fn failed(&self, conn: Object, error: &tokio_postgres::Error) -> StoreError {
+        let ended = error.is_closed()
+            || error.code().is_some_and(|code| {
+                *code == tokio_postgres::error::SqlState::ADMIN_SHUTDOWN
+                    || *code == tokio_postgres::error::SqlState::CRASH_SHUTDOWN
+            });
+        if ended {
+            drop(Object::take(conn));
+        }
+        self.server.postgres(error)
+    }
+
     /// Runs one prepared statement and returns how many rows it changed.
     async fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
         let conn = self.conn().await?;
-        let statement = conn
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| self.server.postgres(&e))?;
-        conn.execute(&statement, params)
-            .await
-            .map_err(|e| self.server.postgres(&e))
+        let executed = async {
+            let statement = conn.prepare_cached(sql).await?;
+            conn.execute(&statement, params).await
+        }
+        .await;
+        executed.map_err(|e| self.failed(conn, &e))
     }
 
     /// Runs one prepared statement and returns its rows.
@@ -233,13 +248,12 @@ impl PostgresStore {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
         let conn = self.conn().await?;
-        let statement = conn
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| self.server.postgres(&e))?;
-        conn.query(&statement, params)
-            .await
-            .map_err(|e| self.server.postgres(&e))
+        let queried = async {
+            let statement = conn.prepare_cached(sql).await?;
+            conn.query(&statement, params).await
+        }
+        .await;
+        queried.map_err(|e| self.failed(conn, &e))
     }
 
     async fn load_rows(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {

@@ -62,18 +62,20 @@ pub(crate) async fn store_calls(
             })
         })
         .collect::<Result<Vec<String>, StoreError>>()?;
-    let pg = |e: tokio_postgres::Error| store.server.postgres(&e);
     let mut conn = store.conn().await?;
-    let tx = conn.transaction().await.map_err(pg)?;
-    let delete = tx.prepare_cached(DELETE_CALLS).await.map_err(pg)?;
-    tx.execute(&delete, &[&session]).await.map_err(pg)?;
-    let insert = tx.prepare_cached(INSERT_CALL).await.map_err(pg)?;
-    for (position, (call, record)) in (0_i32..).zip(calls.iter().zip(&records)) {
-        tx.execute(&insert, &[&session, &position, &call.call.id, record])
-            .await
-            .map_err(pg)?;
+    let written = async {
+        let tx = conn.transaction().await?;
+        let delete = tx.prepare_cached(DELETE_CALLS).await?;
+        tx.execute(&delete, &[&session]).await?;
+        let insert = tx.prepare_cached(INSERT_CALL).await?;
+        for (position, (call, record)) in (0_i32..).zip(calls.iter().zip(&records)) {
+            tx.execute(&insert, &[&session, &position, &call.call.id, record])
+                .await?;
+        }
+        tx.commit().await
     }
-    tx.commit().await.map_err(pg)
+    .await;
+    written.map_err(|e| store.failed(conn, &e))
 }
 
 /// The tools of `session` approved for good, by name.
@@ -95,14 +97,17 @@ pub(crate) async fn store_tools(
     session: &str,
     tools: &[String],
 ) -> Result<(), StoreError> {
-    let pg = |e: tokio_postgres::Error| store.server.postgres(&e);
     let mut conn = store.conn().await?;
-    let tx = conn.transaction().await.map_err(pg)?;
-    let delete = tx.prepare_cached(DELETE_TOOLS).await.map_err(pg)?;
-    tx.execute(&delete, &[&session]).await.map_err(pg)?;
-    let insert = tx.prepare_cached(INSERT_TOOL).await.map_err(pg)?;
-    for tool in tools {
-        tx.execute(&insert, &[&session, tool]).await.map_err(pg)?;
+    let written = async {
+        let tx = conn.transaction().await?;
+        let delete = tx.prepare_cached(DELETE_TOOLS).await?;
+        tx.execute(&delete, &[&session]).await?;
+        let insert = tx.prepare_cached(INSERT_TOOL).await?;
+        for tool in tools {
+            tx.execute(&insert, &[&session, tool]).await?;
+        }
+        tx.commit().await
     }
-    tx.commit().await.map_err(pg)
+    .await;
+    written.map_err(|e| store.failed(conn, &e))
 }
