@@ -124,6 +124,44 @@ impl Spans {
     }
 }
 
+/// Makes `spans` this thread's subscriber, after installing (once per test binary) a global one
+/// that takes every span and event and keeps nothing. tracing caches each callsite's interest
+/// process-wide, computed from the subscriber of the thread that reaches the callsite first
+/// while at most one subscriber exists: a test on another thread, with none, could cache one
+/// of the engine's spans as off, and `spans` would then never see it (an intermittent
+/// failure of these tests in the whole suite). With a global subscriber that wants
+/// everything, no callsite is ever cached as off.
+fn record_on_this_thread(spans: &Spans) -> tracing::subscriber::DefaultGuard {
+    static GLOBAL: std::sync::Once = std::sync::Once::new();
+    GLOBAL.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(KeepNothing);
+    });
+    tracing::subscriber::set_default(spans.clone())
+}
+
+/// A subscriber interested in everything that keeps nothing (see [`record_on_this_thread`]).
+struct KeepNothing;
+
+impl Subscriber for KeepNothing {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}
+
 fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
     fields
         .iter()
@@ -135,7 +173,7 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
 #[test]
 fn turn_step_model_tool_and_hook_spans_carry_gen_ai_attributes() {
     let spans = Spans::default();
-    let _guard = tracing::subscriber::set_default(spans.clone());
+    let _guard = record_on_this_thread(&spans);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -233,7 +271,7 @@ fn turn_step_model_tool_and_hook_spans_carry_gen_ai_attributes() {
 #[test]
 fn a_subagents_turn_is_traced_under_the_callers_tool_call_with_its_own_request_id() {
     let spans = Spans::default();
-    let _guard = tracing::subscriber::set_default(spans.clone());
+    let _guard = record_on_this_thread(&spans);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -284,7 +322,7 @@ fn an_output_retry_is_an_event_in_the_step_whose_answer_failed() {
         cents: u64,
     }
     let spans = Spans::default();
-    let _guard = tracing::subscriber::set_default(spans.clone());
+    let _guard = record_on_this_thread(&spans);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
