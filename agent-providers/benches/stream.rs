@@ -386,6 +386,61 @@ fn whole_turn_calls_agent(bencher: Bencher, calls: usize) {
     });
 }
 
+/// [`whole_turn_calls_agent`] with typed hooks instead of untyped ones: a before/after pair on
+/// each tool, reading its own arguments type (the form `#[agent]` resolves a matcher to), so
+/// no call's input or output is turned into JSON for a hook. The slope against
+/// [`whole_turn_calls_agent`]'s is what the untyped hooks' JSON costs per call.
+#[divan::bench(args = CALLS, sample_count = 200)]
+fn whole_turn_calls_agent_typed(bencher: Bencher, calls: usize) {
+    use agent_core::{Hook, Matcher, event};
+    use get_time_tool::GetTimeArgs;
+    use get_weather_tool::GetWeatherArgs;
+    let runtime = runtime();
+    let (first, second) = turn_bodies(calls);
+    let url = serve_pair(&runtime, first, second);
+    let model = OpenAi::new("bench-key")
+        .base_url(format!("{url}/v1"))
+        .model("bench");
+    let agent = AgentBuilder::new("bench")
+        .model(model)
+        .tool(get_weather_tool::GetWeather)
+        .tool(get_time_tool::GetTime)
+        .before_tool_call(
+            Matcher::tool("get_weather"),
+            Hook::<event::BeforeToolCall<GetWeatherArgs>>::sync("gate weather", |ctx| {
+                black_box(&ctx.input.city);
+            }),
+        )
+        .before_tool_call(
+            Matcher::tool("get_time"),
+            Hook::<event::BeforeToolCall<GetTimeArgs>>::sync("gate time", |ctx| {
+                black_box(&ctx.input.city);
+            }),
+        )
+        .after_tool_call(
+            Matcher::tool("get_weather"),
+            Hook::<event::AfterToolCall<GetWeatherArgs, String>>::sync("audit weather", |ctx| {
+                black_box(ctx.success());
+            }),
+        )
+        .after_tool_call(
+            Matcher::tool("get_time"),
+            Hook::<event::AfterToolCall<GetTimeArgs, String>>::sync("audit time", |ctx| {
+                black_box(ctx.success());
+            }),
+        )
+        .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
+            black_box(&ctx.chunk);
+        }))
+        .build()
+        .expect("agent");
+    bencher.bench_local(|| {
+        let result = runtime.block_on(agent.run(INPUT));
+        assert_eq!(result.status, TurnStatus::Completed);
+        black_box(result)
+    });
+}
+
 /// [`whole_turn_floor`] with `calls` tool calls in step one.
 #[divan::bench(args = CALLS, sample_count = 200)]
 fn whole_turn_calls_floor(bencher: Bencher, calls: usize) {
