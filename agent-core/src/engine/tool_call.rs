@@ -19,6 +19,7 @@ use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision}
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
+use crate::text::Text;
 use crate::tool::{self, AnyValue, Report, ToolContext, ToolError};
 use crate::util::{BoxFuture, catch_panic, catch_unwind, clip};
 
@@ -287,7 +288,7 @@ async fn execute_inner(
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: checked.content.into(),
+        content: checked.content,
         is_error: checked.is_error,
         outcome: kind,
         duration,
@@ -353,10 +354,10 @@ fn lookup<'s>(
 }
 
 /// The text the model reads of `outcome`; a panic serializing the output is an error text.
-fn guarded_model_text(tool: &str, outcome: &ToolOutcome) -> (String, bool) {
+fn guarded_model_text(tool: &str, outcome: &ToolOutcome) -> (Text, bool) {
     catch_panic(|| model_text(tool, outcome)).unwrap_or_else(|panic| {
         let message = format!("serializing the output of tool `{tool}` panicked: {panic}");
-        (message, true)
+        (message.into(), true)
     })
 }
 
@@ -607,18 +608,19 @@ async fn observe_outcome<'h>(
 }
 
 /// The text the model reads for an outcome, and whether it is an error.
-fn model_text(tool: &str, outcome: &ToolOutcome) -> (String, bool) {
+fn model_text(tool: &str, outcome: &ToolOutcome) -> (Text, bool) {
     match outcome {
         ToolOutcome::Executed(value) | ToolOutcome::Substituted(value) => {
-            match value.to_model_text() {
+            match value.model_text() {
                 Ok(text) => (text, false),
                 Err(error) => (
-                    format!("tool `{tool}` returned an output that cannot be serialized: {error}"),
+                    format!("tool `{tool}` returned an output that cannot be serialized: {error}")
+                        .into(),
                     true,
                 ),
             }
         }
-        ToolOutcome::Blocked(reason) => (reason.clone(), false),
-        ToolOutcome::Failed(error) => (error.message().to_owned(), true),
+        ToolOutcome::Blocked(reason) => (reason.as_str().into(), false),
+        ToolOutcome::Failed(error) => (error.message().into(), true),
     }
 }

@@ -4,12 +4,13 @@
 use crate::hooks::chain;
 use crate::hooks::{ToolOutcomeKind, ToolResultContext, ToolResultDecision, TurnError};
 use crate::message::ToolCall;
+use crate::text::Text;
 
 use super::plan::CallScope;
 
 /// A call's result after its success or failure hooks.
 pub(super) struct Checked {
-    pub(super) content: String,
+    pub(super) content: Text,
     pub(super) is_error: bool,
     /// A hook dropped the call from history.
     pub(super) dropped: bool,
@@ -22,7 +23,7 @@ pub(super) async fn check(
     scope: &CallScope<'_>,
     call: &ToolCall,
     outcome: ToolOutcomeKind,
-    content: String,
+    content: Text,
     is_error: bool,
 ) -> Checked {
     let hooks = &scope.tools.agent.hooks;
@@ -46,7 +47,7 @@ pub(super) async fn check(
         step: scope.step,
         call: call.clone(),
         outcome,
-        content: std::mem::take(&mut checked.content),
+        content: checked.content.to_string(),
         is_error,
     };
     let mut dropped = false;
@@ -67,7 +68,7 @@ pub(super) async fn check(
     } else {
         chain(&hooks.after_tool_call_success, &mut ctx, apply).await
     };
-    checked.content = ctx.content;
+    checked.content = ctx.content.into();
     checked.is_error = ctx.is_error;
     checked.dropped = dropped;
     checked.error = result.err();

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolError, ToolSpec, ToolStream};
+use crate::text::Text;
 use crate::util::{BoxFuture, clip};
 
 type JsonFn = fn(&(dyn Any + Send + Sync)) -> Result<Value, String>;
@@ -84,6 +85,19 @@ impl AnyValue {
             return serde_json::from_str(&text).map_err(|e| e.to_string());
         }
         Ok(text)
+    }
+
+    /// [`to_model_text`](Self::to_model_text) as shared text: a string is copied once, into
+    /// the text, not first into a `String` (an allocation and a copy fewer per tool call:
+    /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    pub(crate) fn model_text(&self) -> Result<Text, String> {
+        if let Some(text) = self.value.downcast_ref::<String>() {
+            return Ok(text.as_str().into());
+        }
+        if let Some(Value::String(text)) = self.value.downcast_ref::<Value>() {
+            return Ok(text.as_str().into());
+        }
+        self.to_model_text().map(Text::from)
     }
 }
 
