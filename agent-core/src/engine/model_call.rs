@@ -155,32 +155,29 @@ impl Turn<'_> {
     /// on_llm_start (which may fail the turn) and the run hooks' on_llm_start; gives back the
     /// request to send.
     async fn llm_start(&mut self, step: usize, request: Box<ModelRequest>) -> Flow<ModelRequest> {
-        if self.current.hooks.on_llm_start.is_empty() {
-            // No context to build: the request is not moved into one and back (264 bytes
-            // twice, and two counted references: `whole_turn_agent` in
-            // agent-providers/benches/stream.rs).
-            if let Some(run) = &self.run {
-                run.fire(&self.me, "on_llm_start", |hooks, agent| {
-                    hooks.on_llm_start(agent, &request)
-                });
-            }
-            return Ok(*request);
-        }
-        let start = LlmStartContext {
-            agent: self.me.clone(),
-            request_id: self.request_id.clone(),
-            step,
-            request: *request,
+        // Without a hook no context is built: the request is not moved into one and back (264
+        // bytes twice, and two counted references: `whole_turn_agent` in
+        // agent-providers/benches/stream.rs).
+        let request = if self.current.hooks.on_llm_start.is_empty() {
+            *request
+        } else {
+            let start = LlmStartContext {
+                agent: self.me.clone(),
+                request_id: self.request_id.clone(),
+                step,
+                request: *request,
+            };
+            observe(&self.current.hooks.on_llm_start, &start)
+                .await
+                .map_err(End::turn)?;
+            start.request
         };
-        observe(&self.current.hooks.on_llm_start, &start)
-            .await
-            .map_err(End::turn)?;
         if let Some(run) = &self.run {
             run.fire(&self.me, "on_llm_start", |hooks, agent| {
-                hooks.on_llm_start(agent, &start.request)
+                hooks.on_llm_start(agent, &request)
             });
         }
-        Ok(start.request)
+        Ok(request)
     }
 
     /// Stores the step's reply pending while the model answers; gives its row.

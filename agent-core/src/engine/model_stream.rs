@@ -84,11 +84,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
     pub(super) fn listening(&self) -> bool {
         !self.turn.current.hooks.on_chunk.is_empty()
             || self.turn.sink.is_some()
-            || self
-                .turn
-                .extensions
-                .iter()
-                .any(|e| e.wants(ExtensionEvent::OnChunk))
+            || extensions::subscribed(&self.turn.extensions, ExtensionEvent::OnChunk)
     }
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
@@ -135,10 +131,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
             held.push(std::mem::replace(&mut ctx.chunk, EMPTY));
             return Ok(None);
         }
-        let extension = turn
-            .extensions
-            .iter()
-            .any(|e| e.wants(ExtensionEvent::OnChunk));
+        let extension = extensions::subscribed(&turn.extensions, ExtensionEvent::OnChunk);
         // `None`: an on_chunk hook is async (none has run).
         let ran = if extension {
             None

@@ -231,7 +231,7 @@ async fn execute_inner(
         let announced: BoxFuture<'_, _> = Box::pin(announce(scope, call, &state));
         announced.await
     };
-    let (outcome, duration, state) = match gated {
+    let (outcome, duration, mut state) = match gated {
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
         None if slot.subagent.is_some() => {
             // A subagent's call (its start and stop hooks, the hooks it passes on, its turn's
@@ -263,12 +263,11 @@ async fn execute_inner(
     if preliminary > 0 {
         tokio::task::yield_now().await;
     }
-    let state = state.map(|mut state| {
+    if let Some(state) = &mut state {
         state.preliminary = preliminary;
-        state
-    });
+    }
     let result_snapshot = call_snapshot
-        .filter(|_| subscribed(scope, ExtensionEvent::AfterToolCall))
+        .filter(|_| extensions::subscribed(scope.extensions, ExtensionEvent::AfterToolCall))
         .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
 
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
@@ -303,16 +302,11 @@ async fn execute_inner(
     }
 }
 
-/// Whether an extension of the call's turn wants `event`.
-fn subscribed(scope: &CallScope<'_>, event: ExtensionEvent) -> bool {
-    scope.extensions.iter().any(|e| e.wants(event))
-}
-
 /// For extensions subscribed to a call's events: its snapshot (with the input that runs), once
 /// beforeToolCall is dispatched; `None` when none is subscribed.
 async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState) -> Option<Value> {
-    let wanted = subscribed(scope, ExtensionEvent::BeforeToolCall)
-        || subscribed(scope, ExtensionEvent::AfterToolCall);
+    let wanted = extensions::subscribed(scope.extensions, ExtensionEvent::BeforeToolCall)
+        || extensions::subscribed(scope.extensions, ExtensionEvent::AfterToolCall);
     if !wanted {
         return None;
     }

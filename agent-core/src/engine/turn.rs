@@ -168,7 +168,7 @@ impl<'a> Turn<'a> {
     /// Settles the rows the steps left open, then finishes the turn (boxed by [`Turn::run`]).
     /// Not an `async fn`, and neither is [`Turn::finish`]: each would keep the turn (880
     /// bytes), its end and its lease twice, as arguments and as moved, in a future the box
-    /// copies whole (5.9 KB, now about 4; `whole_turn_agent` in
+    /// copies whole (5.9 KB, now 3.4: `-Zprint-type-sizes`; `whole_turn_agent` in
     /// agent-providers/benches/stream.rs).
     #[expect(
         clippy::manual_async_fn,
@@ -337,10 +337,7 @@ impl<'a> Turn<'a> {
         let system = self.system_prompt().await?;
         self.join_session_extensions();
         let (config, system, messages) = if self.agent.hooks.before_turn.is_empty()
-            && !self
-                .extensions
-                .iter()
-                .any(|e| e.wants(ExtensionEvent::BeforeTurn))
+            && !extensions::subscribed(&self.extensions, ExtensionEvent::BeforeTurn)
         {
             // Nothing reads the turn's context: it is not built (a copy of the tool list and
             // of the model's id, two allocations a turn: `whole_turn_agent` in
