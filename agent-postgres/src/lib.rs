@@ -214,20 +214,16 @@ impl PostgresStore {
         self.pool.get().await.map_err(|e| self.server.pool(&e))
     }
 
-    /// The error of a call that failed on `conn`. A connection that failed for good (closed,
-    /// or ended by the server: a restart, `pg_terminate_backend`) leaves the pool here, so the
-    /// next call opens a fresh one; returned to the pool, it could fail one more call before
-    /// its closing is noticed.
+    /// The error of a call that failed on `conn`. A connection that failed as unreachable
+    /// (closed, or ended by the server: a restart, `pg_terminate_backend`) leaves the pool
+    /// here, so the next call opens a fresh one; returned to the pool, it could fail one more
+    /// call before its closing is noticed.
     pub(crate) fn failed(&self, conn: Object, error: &tokio_postgres::Error) -> StoreError {
-        let ended = error.is_closed()
-            || error.code().is_some_and(|code| {
-                *code == tokio_postgres::error::SqlState::ADMIN_SHUTDOWN
-                    || *code == tokio_postgres::error::SqlState::CRASH_SHUTDOWN
-            });
-        if ended {
+        let error = self.server.postgres(error);
+        if error.kind() == StoreErrorKind::Unreachable {
             drop(Object::take(conn));
         }
-        self.server.postgres(error)
+        error
     }
 
     /// Runs one prepared statement and returns how many rows it changed.
