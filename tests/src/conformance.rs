@@ -315,7 +315,11 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
         .filter(|(_, status, silent)| *status == MessageStatus::Completed && !silent)
         .map(|(message, ..)| message.clone())
         .collect();
-    if let Some(history) = store.load_history("clean").await.expect("load_history") {
+    if let Some(history) = store
+        .load_history("clean", &|n| n)
+        .await
+        .expect("load_history")
+    {
         assert_eq!(history, read);
     }
     // Needs a repair: a call of the last step without its result, then a pending row.
@@ -325,14 +329,23 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     }
     let answer = NewMessage::completed(tool_result("call_1", "weather", "sunny", false));
     store.insert("cut", answer).await.expect("insert");
-    assert_eq!(store.load_history("cut").await.expect("load_history"), None);
+    assert_eq!(
+        store
+            .load_history("cut", &|n| n)
+            .await
+            .expect("load_history"),
+        None
+    );
     let pending = NewMessage {
         status: MessageStatus::Pending,
         ..NewMessage::completed(Message::assistant(""))
     };
     store.insert("clean", pending).await.expect("insert");
     assert_eq!(
-        store.load_history("clean").await.expect("load_history"),
+        store
+            .load_history("clean", &|n| n)
+            .await
+            .expect("load_history"),
         None
     );
 }

@@ -408,8 +408,18 @@ impl<'a> Turn<'a> {
         self.check_suspension(&suspended, resume)?;
         // Nothing reads the rows (no filter_messages hook, no waiting call, no resume): the
         // store may hand over the messages alone, without building each row.
+        // Room for the turn's input and a tool call's step (the call, its result, the answer),
+        // and an eighth more of a long history for the turn's further steps: a push onto a
+        // full history doubles it (a copy of it all, and for a long one an allocation large
+        // enough that the allocator maps fresh pages for it each turn:
+        // `whole_turn_history_agent` in agent-providers/benches/stream.rs), while a short
+        // session's turn in flight keeps no spare room (`cargo bench -p agent-core --bench
+        // sessions`). A store that answers `load_history` allocates this room itself: no
+        // second allocation and copy of the whole history (the same bench).
+        let input_len = request_messages.len() + usize::from(input.is_some());
+        let capacity = |history: usize| history + input_len + 3 + history / 8;
         let direct = if !resume && suspended.is_empty() && agent.hooks.filter_messages.is_empty() {
-            let loaded = agent.store.load_history(self.session_id).await;
+            let loaded = agent.store.load_history(self.session_id, &capacity).await;
             loaded.map_err(persist)?
         } else {
             None
@@ -418,15 +428,8 @@ impl<'a> Turn<'a> {
             Some(messages) => message::paired(messages),
             None => self.history_rows(suspended, resume).await?,
         };
-        // Room for the turn's input and a tool call's step (the call, its result, the answer),
-        // and an eighth more of a long history for the turn's further steps: a push onto a
-        // full history doubles it (a copy of it all, and for a long one an allocation large
-        // enough that the allocator maps fresh pages for it each turn:
-        // `whole_turn_history_agent` in agent-providers/benches/stream.rs), while a short
-        // session's turn in flight keeps no spare room (`cargo bench -p agent-core --bench
-        // sessions`).
-        let input_len = request_messages.len() + usize::from(input.is_some());
-        messages.reserve_exact(input_len + 3 + messages.len() / 8);
+        let room = capacity(messages.len()) - messages.len();
+        messages.reserve_exact(room);
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))

@@ -106,7 +106,7 @@ macro_rules! guard {
 
 guard! {
     load(session: &'a str) -> Vec<StoredMessage>, "load";
-    load_history(session: &'a str) -> Option<Vec<Message>>, "load";
+    load_history(session: &'a str, capacity: &'a (dyn Fn(usize) -> usize + Sync)) -> Option<Vec<Message>>, "load";
     insert(session: &'a str, row: NewMessage) -> StoredMessage, "insert";
     insert_id(session: &'a str, row: NewMessage) -> i64, "insert";
     update(session: &'a str, id: i64, update: MessageUpdate) -> (), "update";

@@ -170,15 +170,17 @@ impl SessionStore for MemoryStore {
     fn load_history<'a>(
         &'a self,
         session: &'a str,
+        capacity: &'a (dyn Fn(usize) -> usize + Sync),
     ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
         let inner = self.lock();
         let messages = match inner.sessions.get(session) {
             None => Some(Vec::new()),
             Some(kept) if needs_repair(&kept.rows, |row| (row.status, &row.message)) => None,
             Some(kept) => {
-                // Sized for every row: a filtered `collect` grows from empty, copying what it
-                // holds at each doubling.
-                let mut messages = Vec::with_capacity(kept.rows.len());
+                // Sized for every row and what the turn adds: a filtered `collect` grows from
+                // empty, copying what it holds at each doubling, and a push onto a full vector
+                // moves the whole history.
+                let mut messages = Vec::with_capacity(capacity(kept.rows.len()));
                 let read = kept
                     .rows
                     .iter()
@@ -389,13 +391,18 @@ mod tests {
         };
         store.insert("s", hidden).await.expect("insert");
         let rows = store.load("s").await.expect("load");
-        let direct = store.load_history("s").await.expect("load_history");
+        // The vector has the room asked for, for the four rows (one of them silent).
+        let direct = store
+            .load_history("s", &|n| n * 10)
+            .await
+            .expect("load_history");
+        assert_eq!(direct.as_ref().map(Vec::capacity), Some(40));
         assert_eq!(
             direct.map(crate::message::paired),
             Some(store::history(rows))
         );
         assert_eq!(
-            store.load_history("none").await.ok(),
+            store.load_history("none", &|n| n).await.ok(),
             Some(Some(Vec::new()))
         );
         let pending = NewMessage {
@@ -403,6 +410,6 @@ mod tests {
             ..NewMessage::completed(Message::assistant(""))
         };
         store.insert("s", pending).await.expect("insert");
-        assert_eq!(store.load_history("s").await.ok(), Some(None));
+        assert_eq!(store.load_history("s", &|n| n).await.ok(), Some(None));
     }
 }

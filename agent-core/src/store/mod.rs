@@ -238,11 +238,16 @@ pub trait SessionStore: Send + Sync {
     /// the engine then [`load`](Self::load)s the rows. [`MemoryStore`]
     /// answers it without building each row (`whole_turn_history_agent` in
     /// agent-providers/benches/stream.rs).
+    ///
+    /// `capacity(n)` is the capacity a history of `n` messages should be given: the room for
+    /// what the turn adds. A store that builds the vector allocates that much, so the turn's
+    /// pushes never move the whole history into a larger one.
     fn load_history<'a>(
         &'a self,
         session: &'a str,
+        capacity: &'a (dyn Fn(usize) -> usize + Sync),
     ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
-        let _ = session;
+        let _ = (session, capacity);
         Box::pin(std::future::ready(Ok(None)))
     }
 
