@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use super::{
     MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
-    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, needs_repair, now_micros,
+    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, last_step_open, now_micros,
 };
 use crate::message::Message;
 use crate::text::Text;
@@ -83,6 +83,21 @@ struct Row {
     response_completed_at: Option<i64>,
     status: MessageStatus,
     silent: bool,
+}
+
+impl Session {
+    /// The row numbered `id`.
+    fn row_mut(&mut self, id: i64) -> Option<&mut Row> {
+        position(&self.rows, id).map(|at| &mut self.rows[at])
+    }
+}
+
+/// Where the row numbered `id` is in `rows`, found by halving: rows are kept in id order (ids
+/// only grow, and a row is inserted at the end). A turn updates its newest rows; a scan from
+/// the first row read the whole history for each (`whole_turn_history_agent` in
+/// agent-providers/benches/stream.rs).
+fn position(rows: &[Row], id: i64) -> Option<usize> {
+    rows.binary_search_by_key(&id, |row| row.id).ok()
 }
 
 impl Row {
@@ -175,18 +190,30 @@ impl SessionStore for MemoryStore {
         let inner = self.lock();
         let messages = match inner.sessions.get(session) {
             None => Some(Vec::new()),
-            Some(kept) if needs_repair(&kept.rows, |row| (row.status, &row.message)) => None,
             Some(kept) => {
-                // Sized for every row and what the turn adds: a filtered `collect` grows from
-                // empty, copying what it holds at each doubling, and a push onto a full vector
-                // moves the whole history.
+                // One pass over the rows, which a long session holds more of than the caches
+                // do: the copy itself looks for the pending rows a repair is due for, and
+                // drops what it made when it finds one (a second pass cost a cache miss per
+                // row: `whole_turn_history_agent` in agent-providers/benches/stream.rs). Sized
+                // for every row and what the turn adds: a filtered `collect` grows from
+                // empty, copying what it holds at each doubling, and a push onto a full
+                // vector moves the whole history.
                 let mut messages = Vec::with_capacity(capacity(kept.rows.len()));
-                let read = kept
-                    .rows
-                    .iter()
-                    .filter(|row| row.status == MessageStatus::Completed && !row.silent);
-                messages.extend(read.map(|row| row.message.clone()));
-                Some(messages)
+                let mut pending = false;
+                for row in &kept.rows {
+                    match row.status {
+                        MessageStatus::Pending => {
+                            pending = true;
+                            break;
+                        }
+                        MessageStatus::Completed if !row.silent => {
+                            messages.push(row.message.clone());
+                        }
+                        _ => {}
+                    }
+                }
+                let open = || last_step_open(&kept.rows, |row| (row.status, &row.message));
+                (!pending && !open()).then_some(messages)
             }
         };
         Box::pin(std::future::ready(Ok(messages)))
@@ -237,7 +264,7 @@ impl SessionStore for MemoryStore {
         let row = inner
             .sessions
             .get_mut(session)
-            .and_then(|kept| kept.rows.iter_mut().find(|row| row.id == id));
+            .and_then(|kept| kept.row_mut(id));
         let result = match row {
             None => Err(StoreError::new(
                 StoreErrorKind::NotFound,
@@ -265,9 +292,7 @@ impl SessionStore for MemoryStore {
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut inner = self.lock();
         let rows = inner.sessions.get_mut(session).map(|kept| &mut kept.rows);
-        let at = rows
-            .as_ref()
-            .and_then(|rows| rows.iter().position(|row| row.id == id));
+        let at = rows.as_ref().and_then(|rows| position(rows, id));
         let result = match (rows, at) {
             (Some(rows), Some(at)) => {
                 rows.remove(at);
@@ -360,7 +385,9 @@ impl SessionStore for MemoryStore {
 mod tests {
     use super::MemoryStore;
     use crate::message::{Message, ToolCall};
-    use crate::store::{self, MessageStatus, NewMessage, SessionStore};
+    use crate::store::{
+        self, MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreErrorKind,
+    };
 
     /// The messages it hands over are those the engine reads from the rows, and it hands them
     /// over whenever no repair is due.
@@ -411,5 +438,54 @@ mod tests {
         };
         store.insert("s", pending).await.expect("insert");
         assert_eq!(store.load_history("s", &|n| n).await.ok(), Some(None));
+        // A pending row before completed ones is found as well.
+        store
+            .insert("s", NewMessage::completed(Message::user("later")))
+            .await
+            .expect("insert");
+        assert_eq!(store.load_history("s", &|n| n).await.ok(), Some(None));
+    }
+
+    /// Rows are found by id wherever they are, also after a row before them was deleted; an id
+    /// the session does not hold (deleted, or never there) is `NotFound`.
+    #[tokio::test]
+    async fn update_and_delete_find_rows_by_id() {
+        let store = MemoryStore::new();
+        let mut ids = Vec::new();
+        for i in 0..7 {
+            let row = NewMessage::completed(Message::user(format!("m{i}")));
+            ids.push(store.insert("s", row).await.expect("insert").id);
+        }
+        store.delete("s", ids[2]).await.expect("delete");
+        for (at, id) in ids.iter().enumerate().filter(|(at, _)| *at != 2) {
+            let update = MessageUpdate {
+                message: Some(Message::user(format!("u{at}"))),
+                ..MessageUpdate::default()
+            };
+            store.update("s", *id, update).await.expect("update");
+        }
+        let texts: Vec<String> = store
+            .load("s")
+            .await
+            .expect("load")
+            .into_iter()
+            .map(|row| row.message.text().to_owned())
+            .collect();
+        assert_eq!(texts, ["u0", "u1", "u3", "u4", "u5", "u6"]);
+        let missing = store.update("s", ids[2], MessageUpdate::default()).await;
+        assert_eq!(
+            missing.map_err(|error| error.kind()),
+            Err(StoreErrorKind::NotFound)
+        );
+        let missing = store.delete("s", ids[6] + 1).await;
+        assert_eq!(
+            missing.map_err(|error| error.kind()),
+            Err(StoreErrorKind::NotFound)
+        );
+        let missing = store.delete("other", ids[0]).await;
+        assert_eq!(
+            missing.map_err(|error| error.kind()),
+            Err(StoreErrorKind::NotFound)
+        );
     }
 }

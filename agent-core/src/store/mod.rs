@@ -433,19 +433,19 @@ pub(crate) fn repairs(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Re
     }
 }
 
-/// Whether a session of these rows (each's status and message, oldest first) with no call
-/// waiting needs the engine's repairs ([`repairs`]) before a turn reads it: a pending row (no
-/// live turn owns it), or a call of the last step without a result.
-pub(crate) fn needs_repair<'r, R: 'r>(
+/// Whether a call of the last step of `rows` (each's status and message, oldest first) has no
+/// result: with a pending row (no live turn owns it), what makes a session with no call
+/// waiting need the engine's repairs ([`repairs`]) before a turn reads it. It reads only the
+/// rows from the last step's reply on.
+pub(crate) fn last_step_open<'r, R: 'r>(
     rows: &'r [R],
     view: impl Fn(&'r R) -> (MessageStatus, &'r Message) + Copy,
 ) -> bool {
-    rows.iter().any(|row| view(row).0 == MessageStatus::Pending)
-        || last_step(rows, view)
-            .is_some_and(|(_, calls, answered)| open_calls(calls, answered).next().is_some())
+    last_step(rows, view)
+        .is_some_and(|(_, calls, answered)| open_calls(calls, answered).next().is_some())
 }
 
-/// A stored row as [`needs_repair`] and [`last_step`] read it.
+/// A stored row as [`last_step`] reads it.
 fn stored_view(row: &StoredMessage) -> (MessageStatus, &Message) {
     (row.status, &row.message)
 }
