@@ -263,7 +263,7 @@ impl Drop for Held {
 pub(super) async fn started(
     scope: &CallScope<'_>,
     slot: &ToolSlot,
-    state: &CallState,
+    state: &CallState<'_>,
 ) -> Result<(), ToolOutcome> {
     let Some(subagent) = slot.subagent.as_ref().map(|mark| &mark.name) else {
         return Ok(());

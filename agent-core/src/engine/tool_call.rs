@@ -66,7 +66,7 @@ pub(super) fn rejected(call: &ToolCall, content: String) -> CallResult {
 #[cold]
 fn waiting(
     call: &ToolCall,
-    state: &CallState,
+    state: &CallState<'_>,
     kind: PendingKind,
     reason: Option<String>,
 ) -> CallResult {
@@ -187,16 +187,16 @@ async fn execute_inner(
         Err(why) => return rejected(call, why),
     };
     let mut state = CallState {
-        agent: scope.me.clone(),
-        request_id: scope.request_id.clone(),
+        agent: scope.me,
+        request_id: scope.request_id,
         // Shared with the call's `Text`, not copied.
         call_id: Arc::from(&call.id),
-        tool_name: slot.name.clone(),
+        tool_name: &slot.name,
         step: scope.step,
         dynamic: slot.dynamic,
-        messages: scope.messages.clone(),
-        cancel: scope.cancel.clone(),
-        tool: slot.tool.clone(),
+        messages: scope.messages,
+        cancel: scope.cancel,
+        tool: &slot.tool,
         model_input: parsed.clone(),
         effective_input: parsed,
         preliminary: 0,
@@ -304,7 +304,7 @@ async fn execute_inner(
 
 /// For extensions subscribed to a call's events: its snapshot (with the input that runs), once
 /// beforeToolCall is dispatched; `None` when none is subscribed.
-async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState) -> Option<Value> {
+async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState<'_>) -> Option<Value> {
     let wanted = extensions::subscribed(scope.extensions, ExtensionEvent::BeforeToolCall)
         || extensions::subscribed(scope.extensions, ExtensionEvent::AfterToolCall);
     if !wanted {
@@ -371,7 +371,7 @@ enum Gate {
 /// `Block`, `Substitute` and `Defer` stop it, `Ask` is kept while the chain goes on).
 async fn gate<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
-    state: &mut CallState,
+    state: &mut CallState<'_>,
     call: &ToolCall,
 ) -> Gate {
     let mut asked: Option<Option<String>> = None;
@@ -417,10 +417,10 @@ async fn gate<'h>(
 }
 
 /// What running a subagent's tool gave.
-enum Invoked {
+enum Invoked<'c> {
     /// Its outcome and how long it ran, with the call's state when after_tool_call hooks will
     /// read it.
-    Ran(ToolOutcome, Duration, Option<CallState>),
+    Ran(ToolOutcome, Duration, Option<CallState<'c>>),
     /// The subagent it runs (named) suspended its turn.
     Suspended(Arc<str>, Suspension),
 }
@@ -460,15 +460,15 @@ async fn invoke(
 /// Runs a subagent's tool, as [`invoke`] a plain one, with what a subagent adds:
 /// on_subagent_start, the hooks the call passes on and the suspended turn it resumes, the
 /// suspension its turn leaves, and on_subagent_stop.
-async fn invoke_subagent(
+async fn invoke_subagent<'c>(
     scope: &CallScope<'_>,
     position: usize,
     slot: &ToolSlot,
-    state: CallState,
+    state: CallState<'c>,
     call: &ToolCall,
     has_after: bool,
     resume: Option<Resume>,
-) -> Invoked {
+) -> Invoked<'c> {
     if let Err(outcome) = subagent::started(scope, slot, &state).await {
         let state = has_after.then_some(state);
         return Invoked::Ran(outcome, Duration::ZERO, state);
@@ -504,12 +504,12 @@ async fn invoke_subagent(
 
 /// What the tool's call takes: its arguments, its context and the reporter of its preliminary
 /// results; with the call's state when after_tool_call hooks will read it.
-fn hand_over(
+fn hand_over<'c>(
     scope: &CallScope<'_>,
     position: usize,
-    state: CallState,
+    state: CallState<'c>,
     has_after: bool,
-) -> (Arc<AnyValue>, ToolContext, Report, Option<CallState>) {
+) -> (Arc<AnyValue>, ToolContext, Report, Option<CallState<'c>>) {
     let reporter = preliminary::reporter(
         state.call_id.clone(),
         state.tool_name.clone(),
@@ -576,7 +576,7 @@ fn outcome_of(result: Guarded, call: &ToolCall, slot: &ToolSlot) -> ToolOutcome 
 /// error that fails the turn after this step.
 async fn observe_outcome<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
-    state: &CallState,
+    state: &CallState<'_>,
     outcome: ToolOutcome,
     duration: Duration,
 ) -> Option<TurnError> {

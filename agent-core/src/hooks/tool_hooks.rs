@@ -19,17 +19,20 @@ use serde_json::Value;
 
 use crate::tool::{AnyValue, DynTool, ToolInput};
 
-/// One tool call as the hooks see it, with its arguments parsed.
-pub(crate) struct CallState {
-    pub(crate) agent: Arc<RunAgent>,
-    pub(crate) request_id: Arc<str>,
+/// One tool call as the hooks see it, with its arguments parsed. What the turn and the tool's
+/// slot hold is borrowed from them, not counted once more: a hook context clones it only when
+/// one is made (atomic instructions per call 145 -> 137, the slope of `whole_turn_calls_agent`
+/// in agent-providers/benches/stream.rs under callgrind).
+pub(crate) struct CallState<'c> {
+    pub(crate) agent: &'c Arc<RunAgent>,
+    pub(crate) request_id: &'c Arc<str>,
     pub(crate) call_id: Arc<str>,
-    pub(crate) tool_name: Arc<str>,
+    pub(crate) tool_name: &'c Arc<str>,
     pub(crate) step: usize,
     pub(crate) dynamic: bool,
-    pub(crate) messages: Arc<Vec<Message>>,
-    pub(crate) cancel: CancelToken,
-    pub(crate) tool: Arc<dyn DynTool>,
+    pub(crate) messages: &'c Arc<Vec<Message>>,
+    pub(crate) cancel: &'c CancelToken,
+    pub(crate) tool: &'c Arc<dyn DynTool>,
     pub(crate) model_input: Arc<AnyValue>,
     pub(crate) effective_input: Arc<AnyValue>,
     /// How many preliminary results the tool reported (`tool_progress`), once it ran.
@@ -44,7 +47,7 @@ pub(crate) struct CallState {
     pub(crate) input_json: Mutex<Option<Value>>,
 }
 
-impl CallState {
+impl CallState<'_> {
     /// The effective input as `I`: the kept JSON when `I` is `Value` and one is kept, else
     /// read from the arguments (`None` when `I` cannot carry them).
     fn input<I: ToolInput>(&self) -> Option<I> {
@@ -52,7 +55,7 @@ impl CallState {
         if let Some(json) = (&mut input as &mut dyn Any).downcast_mut::<Option<Value>>() {
             *json = self.json().take();
         }
-        input.or_else(|| I::from_args(&self.tool_name, &self.effective_input))
+        input.or_else(|| I::from_args(self.tool_name, &self.effective_input))
     }
 
     /// Keeps `input` (the effective input a hook read) for the next hook, when it is JSON.
@@ -106,9 +109,11 @@ pub(crate) trait BeforeHook: Send + Sync {
     /// A sync hook's run on the spot, panics caught; `None` for an async hook, which
     /// [`run`](Self::run) then runs. Saves a boxed future per sync hook per call (the slope of
     /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-    fn run_now(&self, call: &CallState) -> Option<Result<ErasedDecision, HookFailure>>;
-    fn run<'a>(&'a self, call: &'a CallState)
-    -> BoxFuture<'a, Result<ErasedDecision, HookFailure>>;
+    fn run_now(&self, call: &CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>>;
+    fn run<'a>(
+        &'a self,
+        call: &'a CallState<'_>,
+    ) -> BoxFuture<'a, Result<ErasedDecision, HookFailure>>;
 }
 
 pub(crate) trait AfterHook: Send + Sync {
@@ -116,13 +121,13 @@ pub(crate) trait AfterHook: Send + Sync {
     /// A sync hook's run on the spot, as [`BeforeHook::run_now`].
     fn run_now(
         &self,
-        call: &CallState,
+        call: &CallState<'_>,
         outcome: &Arc<ToolOutcome>,
         duration: Duration,
     ) -> Option<Result<(), HookFailure>>;
     fn run<'a>(
         &'a self,
-        call: &'a CallState,
+        call: &'a CallState<'_>,
         outcome: &'a Arc<ToolOutcome>,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>>;
@@ -147,10 +152,10 @@ pub(crate) struct TypedBefore<I: ToolInput> {
 
 impl<I: ToolInput> TypedBefore<I> {
     /// The hook's context for `call`, its arguments read as `I`.
-    fn context(&self, call: &CallState) -> Result<ToolCallContext<I>, HookFailure> {
+    fn context(&self, call: &CallState<'_>) -> Result<ToolCallContext<I>, HookFailure> {
         let input = call
             .input::<I>()
-            .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
+            .ok_or_else(|| misfit(&self.meta.name, call.tool_name))?;
         Ok(ToolCallContext {
             agent: call.agent.clone(),
             request_id: call.request_id.clone(),
@@ -169,12 +174,12 @@ impl<I: ToolInput> TypedBefore<I> {
 /// The hook's decision with its input erased.
 fn erase<I: ToolInput>(
     decision: ToolCallDecision<I>,
-    call: &CallState,
+    call: &CallState<'_>,
 ) -> Result<ErasedDecision, HookFailure> {
     Ok(match decision {
         ToolCallDecision::Allow => ErasedDecision::Allow,
         ToolCallDecision::Modify(input) => {
-            ErasedDecision::Modify(input.into_args(&*call.tool).map_err(HookFailure::Error)?)
+            ErasedDecision::Modify(input.into_args(&**call.tool).map_err(HookFailure::Error)?)
         }
         ToolCallDecision::Block(reason) => ErasedDecision::Block(reason),
         ToolCallDecision::Substitute(output) => ErasedDecision::Substitute(AnyValue::new(output)),
@@ -188,7 +193,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
         &self.meta
     }
 
-    fn run_now(&self, call: &CallState) -> Option<Result<ErasedDecision, HookFailure>> {
+    fn run_now(&self, call: &CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>> {
         let HookBody::Sync(body) = &self.hook.body else {
             return None;
         };
@@ -202,7 +207,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
 
     fn run<'a>(
         &'a self,
-        call: &'a CallState,
+        call: &'a CallState<'_>,
     ) -> BoxFuture<'a, Result<ErasedDecision, HookFailure>> {
         Box::pin(async move {
             let mut ctx = self.context(call)?;
@@ -225,7 +230,7 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
 
     fn run_now(
         &self,
-        call: &CallState,
+        call: &CallState<'_>,
         outcome: &Arc<ToolOutcome>,
         duration: Duration,
     ) -> Option<Result<(), HookFailure>> {
@@ -234,7 +239,7 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
         };
         Some(guarded(|| {
             let mut ctx = result_view::<I, O>(call, outcome, duration)
-                .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
+                .ok_or_else(|| misfit(&self.meta.name, call.tool_name))?;
             let run = run_sync::<AfterToolCall<I, O>>(body, &ctx);
             call.keep_input(&mut ctx.effective_input);
             run
@@ -243,13 +248,13 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
 
     fn run<'a>(
         &'a self,
-        call: &'a CallState,
+        call: &'a CallState<'_>,
         outcome: &'a Arc<ToolOutcome>,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>> {
         Box::pin(async move {
             let mut ctx = result_view::<I, O>(call, outcome, duration)
-                .ok_or_else(|| misfit(&self.meta.name, &call.tool_name))?;
+                .ok_or_else(|| misfit(&self.meta.name, call.tool_name))?;
             let run = run_hook(&self.hook, &ctx).await;
             call.keep_input(&mut ctx.effective_input);
             run
@@ -268,7 +273,7 @@ fn json_copy<I: 'static>(input: &I) -> Option<I> {
 /// Builds a result context from a call's state. `I::from_args` may fail when a hook is registered
 /// for a tool whose arguments it cannot carry; the caller reports that as the hook's failure.
 pub(crate) fn result_view<I: ToolInput, O: 'static>(
-    call: &CallState,
+    call: &CallState<'_>,
     outcome: &Arc<ToolOutcome>,
     duration: Duration,
 ) -> Option<ToolCallResultContext<I, O>> {
@@ -277,7 +282,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
     let same = Arc::ptr_eq(&call.model_input, &call.effective_input);
     let model_input = match same.then(|| json_copy(&effective_input)).flatten() {
         Some(copy) => copy,
-        None => I::from_args(&call.tool_name, &call.model_input)?,
+        None => I::from_args(call.tool_name, &call.model_input)?,
     };
     Some(ToolCallResultContext {
         agent: call.agent.clone(),
