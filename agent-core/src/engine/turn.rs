@@ -417,7 +417,7 @@ impl<'a> Turn<'a> {
         // sessions`). A store that answers `load_history` allocates this room itself: no
         // second allocation and copy of the whole history (the same bench).
         let input_len = request_messages.len() + usize::from(input.is_some());
-        let capacity = |history: usize| history + input_len + 3 + history / 8;
+        let capacity = |history: usize| history.saturating_add(input_len + 3 + history / 8);
         let direct = if !resume && suspended.is_empty() && agent.hooks.filter_messages.is_empty() {
             let loaded = agent.store.load_history(self.session_id, &capacity).await;
             loaded.map_err(persist)?
