@@ -267,6 +267,11 @@ pub async fn insert_id_keeps_the_row_insert_would(subject: Subject) {
     assert_eq!((&rows[0], &rows[2]), (&first, &last));
 }
 
+/// The capacity `load_history` is asked for: a history of `n` messages, no room beyond it.
+fn exact(n: usize) -> usize {
+    n
+}
+
 /// `load_history` (what the engine asks first when nothing reads the rows) gives the messages
 /// of the completed rows that are not silent, in order, or nothing; nothing for a session
 /// that needs a repair (a pending row, a call of the last step without a result).
@@ -316,7 +321,7 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
         .map(|(message, ..)| message.clone())
         .collect();
     if let Some(history) = store
-        .load_history("clean", &|n| n)
+        .load_history("clean", &exact)
         .await
         .expect("load_history")
     {
@@ -329,25 +334,15 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     }
     let answer = NewMessage::completed(tool_result("call_1", "weather", "sunny", false));
     store.insert("cut", answer).await.expect("insert");
-    assert_eq!(
-        store
-            .load_history("cut", &|n| n)
-            .await
-            .expect("load_history"),
-        None
-    );
+    let cut = store.load_history("cut", &exact).await;
+    assert_eq!(cut.expect("load_history"), None);
     let pending = NewMessage {
         status: MessageStatus::Pending,
         ..NewMessage::completed(Message::assistant(""))
     };
     store.insert("clean", pending).await.expect("insert");
-    assert_eq!(
-        store
-            .load_history("clean", &|n| n)
-            .await
-            .expect("load_history"),
-        None
-    );
+    let pending_row = store.load_history("clean", &exact).await;
+    assert_eq!(pending_row.expect("load_history"), None);
 }
 
 /// An update sets what it names and keeps every field left `None`; a tool row's status follows
