@@ -149,6 +149,13 @@ impl Turn<'_> {
     ) -> Flow<HashSet<usize>> {
         // By position: ids are not unique (a model may send one id twice in a step).
         let mut dropped = HashSet::new();
+        // Room for the step's results and the reply after them: pushed one by one, the turn's
+        // messages and the history would double (moving all they hold) each time a step's
+        // results outgrow them (the slope of `whole_turn_calls_agent` in
+        // agent-providers/benches/stream.rs).
+        let room = results.len() + 1;
+        self.outcome.added.reserve(room);
+        plan.history_mut().reserve(room);
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
             done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
