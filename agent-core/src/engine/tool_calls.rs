@@ -153,9 +153,14 @@ impl Turn<'_> {
         // messages and the history would double (moving all they hold) each time a step's
         // results outgrow them (the slope of `whole_turn_calls_agent` in
         // agent-providers/benches/stream.rs).
-        let room = results.len() + 1;
-        self.outcome.added.reserve(room);
-        plan.history_mut().reserve(room);
+        let kept = results
+            .iter()
+            .filter(|result| result.pending.is_empty() && !result.dropped);
+        let room = kept.count() + 1;
+        if room > 1 {
+            self.outcome.added.reserve(room);
+            plan.history_mut().reserve(room);
+        }
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
             done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
