@@ -81,7 +81,7 @@ impl Turn<'_> {
             request_id: self.request_id.clone(),
             step,
             model: model.id().to_owned(),
-            text: std::mem::take(&mut streamed.text),
+            text: streamed.take_text(),
             tool_calls: std::mem::take(&mut streamed.tool_calls),
             finish_reason: streamed.finish.as_ref().ok().cloned(),
             usage: streamed.usage,
@@ -92,7 +92,7 @@ impl Turn<'_> {
         // Made shared once here: the reply's message, its stored row, the history, the
         // turn's added messages, the step's record and the turn's text hold it, not copies
         // (`whole_turn_agent` in `agent-providers/benches/stream.rs`).
-        let (text, reasoning) = (Text::from(text), Text::from(streamed.reasoning));
+        let (text, reasoning) = (Text::from(text), Text::from(streamed.take_reasoning()));
         let finish_reason = match streamed.finish {
             Ok(reason) => reason,
             Err(error) => {

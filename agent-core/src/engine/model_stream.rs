@@ -27,8 +27,12 @@ use crate::hooks::{observe, observe_now};
 
 /// What one model call streamed.
 pub(super) struct Streamed {
-    pub(super) text: String,
-    pub(super) reasoning: String,
+    /// The answer's text as its deltas' bytes, appended without reading each delta as a `str`
+    /// (which checks a short delta's bytes again: about 110 instructions a chunk,
+    /// `agent-providers/benches/chunks.rs`); checked once, whole, by [`Self::take_text`].
+    text: Vec<u8>,
+    /// The reasoning's text, as `text`.
+    reasoning: Vec<u8>,
     pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
     pub(super) usage: Usage,
@@ -316,8 +320,8 @@ impl<'t, 'a> StepStream<'t, 'a> {
         // place rather than kept beside a copy of them (448 bytes).
         async move {
             let mut out = Streamed {
-                text: String::new(),
-                reasoning: String::new(),
+                text: Vec::new(),
+                reasoning: Vec::new(),
                 reasoning_signature: None,
                 tool_calls: Vec::new(),
                 usage: Usage::default(),
@@ -437,7 +441,25 @@ fn stream_error(error: Option<ModelError>) -> TurnError {
     }
 }
 
+/// Deltas' bytes appended whole, as text. Each delta is whole UTF-8 text, so their
+/// concatenation is too and the check cannot fail; were it to, the text is kept, with
+/// replacement characters, rather than lost.
+fn whole(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
 impl Streamed {
+    /// The answer's text so far (the stream's is left empty).
+    pub(super) fn take_text(&mut self) -> String {
+        whole(std::mem::take(&mut self.text))
+    }
+
+    /// The reasoning's text so far (the stream's is left empty).
+    pub(super) fn take_reasoning(&mut self) -> String {
+        whole(std::mem::take(&mut self.reasoning))
+    }
+
     /// Why the stream broke, when it did (not when the turn was cancelled).
     pub(super) fn error(&self) -> Option<TurnError> {
         match &self.finish {
@@ -453,7 +475,7 @@ impl Streamed {
     fn absorb(&mut self, event: ModelEvent, shown: Option<&mut Chunk>) -> Absorbed {
         match event {
             ModelEvent::TextDelta(delta) => {
-                self.text.push_str(&delta);
+                self.text.extend_from_slice(delta.as_bytes());
                 match shown {
                     // The chunk before was most likely text too: only its text is replaced,
                     // not the whole chunk dropped and copied over (about 25 instructions per
@@ -466,7 +488,7 @@ impl Streamed {
                 }
             }
             ModelEvent::ReasoningDelta(delta) => {
-                self.reasoning.push_str(&delta);
+                self.reasoning.extend_from_slice(delta.as_bytes());
                 shown_as(shown, Chunk::ReasoningDelta(delta))
             }
             ModelEvent::ToolCallStart { id, name } => Absorbed::CallStart { id, name },
@@ -515,5 +537,42 @@ impl Streamed {
                 format!("the model reported an error: {message}"),
             )))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Streamed;
+    use crate::model::{ModelEvent, Usage};
+
+    /// Deltas appended as bytes read back as the text they make, multi-byte characters,
+    /// deltas held inline and on the heap alike; a discarded attempt leaves nothing.
+    #[test]
+    fn deltas_append_to_whole_text() {
+        let mut out = Streamed {
+            text: Vec::new(),
+            reasoning: Vec::new(),
+            reasoning_signature: None,
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            provider_metadata: Vec::new(),
+            provider_blocks: Vec::new(),
+            finish: Err(None),
+        };
+        let long = "a delta longer than what is held inline: ✓✓✓";
+        out.absorb(ModelEvent::TextDelta("lost".into()), None);
+        out.absorb(
+            ModelEvent::Discard {
+                reason: "retried".into(),
+            },
+            None,
+        );
+        for delta in ["héllo ", "wörld ✓", "", long] {
+            out.absorb(ModelEvent::TextDelta(delta.into()), None);
+        }
+        out.absorb(ModelEvent::ReasoningDelta("pensé".into()), None);
+        assert_eq!(out.take_text(), format!("héllo wörld ✓{long}"));
+        assert_eq!(out.take_reasoning(), "pensé");
+        assert_eq!(out.take_text(), "");
     }
 }

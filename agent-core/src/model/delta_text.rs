@@ -68,6 +68,16 @@ impl DeltaText {
         }
     }
 
+    /// The text's UTF-8 bytes, read without checking them again (`as_str` checks short text,
+    /// held inline, each time it is read).
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(text) => text.as_bytes(),
+        }
+    }
+
     /// The text's length in bytes (read without checking the text, unlike `str::len`).
     pub fn len(&self) -> usize {
         match &self.0 {
@@ -177,6 +187,7 @@ mod tests {
         ] {
             let delta = DeltaText::from(text);
             assert_eq!(delta.as_str(), text);
+            assert_eq!(delta.as_bytes(), text.as_bytes());
             assert_eq!(DeltaText::from(text.to_owned()), text);
             assert_eq!(delta.clone().into_string(), text);
             assert_eq!(format!("{delta}"), text);
