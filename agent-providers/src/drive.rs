@@ -296,12 +296,16 @@ where
         let provider = self.wire.name();
         let limit = self.transport.settings.first_byte_timeout;
         let request = request(&self.transport.client, provider, &self.http);
-        State::Sending(Box::pin(async move {
-            if let Some(delay) = delay {
+        // A first attempt's future holds no sleep: the box each request's future is moved
+        // into is that much smaller (`whole_turn_agent` in benches/stream.rs).
+        State::Sending(match (request, delay) {
+            (Err(error), _) => Box::pin(std::future::ready(Err(error))),
+            (Ok(request), None) => Box::pin(send(request, provider, limit)),
+            (Ok(request), Some(delay)) => Box::pin(async move {
                 tokio::time::sleep(delay).await;
-            }
-            send(request?, provider, limit).await
-        }))
+                send(request, provider, limit).await
+            }),
+        })
     }
 
     /// What follows a failed attempt: a retry, or the failure as the call's last item.
@@ -492,7 +496,7 @@ async fn send(
         let content_type = content_type(&response).to_owned();
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
         // worth another try.
-        let body = read_capped(response, limit, 200).await;
+        let body = read_capped_boxed(response, limit, 200).await;
         let shown = body.trim_end();
         return Err(ModelError::new(
             ModelErrorKind::StreamMalformed,
@@ -501,7 +505,7 @@ async fn send(
         .with_status(status.as_u16()));
     }
     let delay = retry_after(response.headers());
-    let body = read_capped(response, limit, ERROR_BODY_LIMIT).await;
+    let body = read_capped_boxed(response, limit, ERROR_BODY_LIMIT).await;
     Err(status_error(
         provider,
         status.as_u16(),
@@ -514,6 +518,17 @@ async fn send(
 /// How much of an error response's body is kept (in bytes, cut at a character boundary): enough
 /// for any provider's error JSON; the rest is never read nor buffered.
 pub(crate) const ERROR_BODY_LIMIT: usize = 8 * 1024;
+
+/// [`read_capped`] in a box of its own: only a failed request reads a body this way, and its
+/// 500 bytes would otherwise size every request's future (`whole_turn_agent` in
+/// benches/stream.rs).
+fn read_capped_boxed(
+    response: reqwest::Response,
+    limit: Duration,
+    cap: usize,
+) -> Pin<Box<dyn Future<Output = String> + Send>> {
+    Box::pin(read_capped(response, limit, cap))
+}
 
 /// Reads at most `cap` bytes of a response body within `limit`, then stops reading (the
 /// connection is dropped with the response); a cut body ends with `… [truncated]`.
