@@ -319,16 +319,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
         // An `async move` block, not an `async fn`: the reader and the stream are used in
         // place rather than kept beside a copy of them (448 bytes).
         async move {
-            let mut out = Streamed {
-                text: Vec::new(),
-                reasoning: Vec::new(),
-                reasoning_signature: None,
-                tool_calls: Vec::new(),
-                usage: Usage::default(),
-                provider_metadata: Vec::new(),
-                provider_blocks: Vec::new(),
-                finish: Err(None),
-            };
+            let mut out = Streamed::empty();
             let mut stream = match stream {
                 Ok(stream) => stream,
                 Err(error) => {
@@ -450,6 +441,20 @@ fn whole(bytes: Vec<u8>) -> String {
 }
 
 impl Streamed {
+    /// Nothing streamed yet; ended by a cancel unless the stream says otherwise.
+    fn empty() -> Self {
+        Streamed {
+            text: Vec::new(),
+            reasoning: Vec::new(),
+            reasoning_signature: None,
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            provider_metadata: Vec::new(),
+            provider_blocks: Vec::new(),
+            finish: Err(None),
+        }
+    }
+
     /// The answer's text so far (the stream's is left empty).
     pub(super) fn take_text(&mut self) -> String {
         whole(std::mem::take(&mut self.text))
@@ -543,22 +548,13 @@ impl Streamed {
 #[cfg(test)]
 mod tests {
     use super::Streamed;
-    use crate::model::{ModelEvent, Usage};
+    use crate::model::ModelEvent;
 
     /// Deltas appended as bytes read back as the text they make, multi-byte characters,
     /// deltas held inline and on the heap alike; a discarded attempt leaves nothing.
     #[test]
     fn deltas_append_to_whole_text() {
-        let mut out = Streamed {
-            text: Vec::new(),
-            reasoning: Vec::new(),
-            reasoning_signature: None,
-            tool_calls: Vec::new(),
-            usage: Usage::default(),
-            provider_metadata: Vec::new(),
-            provider_blocks: Vec::new(),
-            finish: Err(None),
-        };
+        let mut out = Streamed::empty();
         let long = "a delta longer than what is held inline: ✓✓✓";
         out.absorb(ModelEvent::TextDelta("lost".into()), None);
         out.absorb(
