@@ -496,7 +496,7 @@ async fn send(
         let content_type = content_type(&response).to_owned();
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
         // worth another try.
-        let body = read_capped_boxed(response, limit, 200).await;
+        let body = read_capped(response, limit, 200).await;
         let shown = body.trim_end();
         return Err(ModelError::new(
             ModelErrorKind::StreamMalformed,
@@ -505,7 +505,7 @@ async fn send(
         .with_status(status.as_u16()));
     }
     let delay = retry_after(response.headers());
-    let body = read_capped_boxed(response, limit, ERROR_BODY_LIMIT).await;
+    let body = read_capped(response, limit, ERROR_BODY_LIMIT).await;
     Err(status_error(
         provider,
         status.as_u16(),
@@ -519,44 +519,41 @@ async fn send(
 /// for any provider's error JSON; the rest is never read nor buffered.
 pub(crate) const ERROR_BODY_LIMIT: usize = 8 * 1024;
 
-/// [`read_capped`] in a box of its own: only a failed request reads a body this way, and its
-/// 500 bytes would otherwise size every request's future (`whole_turn_agent` in
-/// benches/stream.rs).
-fn read_capped_boxed(
-    response: reqwest::Response,
+/// Reads at most `cap` bytes of a response body within `limit`, then stops reading (the
+/// connection is dropped with the response); a cut body ends with `… [truncated]`. Boxed: only
+/// a failed request reads a body, and this future's 500 bytes would otherwise size every
+/// request's (`whole_turn_agent` in benches/stream.rs).
+fn read_capped(
+    mut response: reqwest::Response,
     limit: Duration,
     cap: usize,
-) -> Pin<Box<dyn Future<Output = String> + Send>> {
-    Box::pin(read_capped(response, limit, cap))
-}
-
-/// Reads at most `cap` bytes of a response body within `limit`, then stops reading (the
-/// connection is dropped with the response); a cut body ends with `… [truncated]`.
-async fn read_capped(mut response: reqwest::Response, limit: Duration, cap: usize) -> String {
-    let mut kept = Vec::new();
-    let mut cut = false;
-    let read = async {
-        while let Ok(Some(chunk)) = response.chunk().await {
-            let room = cap - kept.len();
-            if chunk.len() > room {
-                kept.extend_from_slice(&chunk[..room]);
-                cut = true;
-                break;
+) -> agent_core::BoxFuture<'static, String> {
+    Box::pin(async move {
+        let mut kept = Vec::new();
+        let mut cut = false;
+        let read = async {
+            while let Ok(Some(chunk)) = response.chunk().await {
+                let room = cap - kept.len();
+                if chunk.len() > room {
+                    kept.extend_from_slice(&chunk[..room]);
+                    cut = true;
+                    break;
+                }
+                kept.extend_from_slice(&chunk);
             }
-            kept.extend_from_slice(&chunk);
+        };
+        // A body that stops arriving keeps what came.
+        let _ = tokio::time::timeout(limit, read).await;
+        let mut text = String::from_utf8_lossy(&kept).into_owned();
+        if cut {
+            // A character split at the cap shows as U+FFFD; drop it.
+            if text.ends_with('\u{FFFD}') {
+                text.pop();
+            }
+            text.push_str("… [truncated]");
         }
-    };
-    // A body that stops arriving keeps what came.
-    let _ = tokio::time::timeout(limit, read).await;
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if cut {
-        // A character split at the cap shows as U+FFFD; drop it.
-        if text.ends_with('\u{FFFD}') {
-            text.pop();
-        }
-        text.push_str("… [truncated]");
-    }
-    text
+        text
+    })
 }
 
 /// The typed error for an HTTP error status, keeping the provider's body.
