@@ -73,31 +73,41 @@ impl AnyValue {
     /// The value as the model reads it: a string as itself, anything else as JSON text
     /// (serialized directly, so struct fields keep their declared order).
     pub fn to_model_text(&self) -> Result<String, String> {
-        if let Some(text) = self.value.downcast_ref::<String>() {
-            return Ok(text.clone());
+        match self.as_string() {
+            Some(text) => Ok(text.to_owned()),
+            None => self.serialized_text(),
         }
-        if let Some(Value::String(text)) = self.value.downcast_ref::<Value>() {
-            return Ok(text.clone());
-        }
-        let text = (self.text)(&*self.value)?;
-        if text.starts_with('"') {
-            // Something that serializes as a JSON string (an enum variant, a `Cow<str>`).
-            return serde_json::from_str(&text).map_err(|e| e.to_string());
-        }
-        Ok(text)
     }
 
     /// [`to_model_text`](Self::to_model_text) as shared text: a string is copied once, into
     /// the text, not first into a `String` (an allocation and a copy fewer per tool call:
     /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
     pub(crate) fn model_text(&self) -> Result<Text, String> {
+        match self.as_string() {
+            Some(text) => Ok(text.into()),
+            None => self.serialized_text().map(Text::from),
+        }
+    }
+
+    /// The value's text when it is a string (a `String`, or JSON that is one).
+    fn as_string(&self) -> Option<&str> {
         if let Some(text) = self.value.downcast_ref::<String>() {
-            return Ok(text.as_str().into());
+            return Some(text);
         }
-        if let Some(Value::String(text)) = self.value.downcast_ref::<Value>() {
-            return Ok(text.as_str().into());
+        match self.value.downcast_ref::<Value>() {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
         }
-        self.to_model_text().map(Text::from)
+    }
+
+    /// The model's text of a value that is not a string: its JSON, or the string it
+    /// serializes as (an enum variant, a `Cow<str>`).
+    fn serialized_text(&self) -> Result<String, String> {
+        let text = (self.text)(&*self.value)?;
+        if text.starts_with('"') {
+            return serde_json::from_str(&text).map_err(|e| e.to_string());
+        }
+        Ok(text)
     }
 }
 
@@ -530,5 +540,45 @@ impl DynTool for ClientTool {
             self.spec.name
         );
         Box::pin(std::future::ready(Err(ToolError::new(message))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+    use serde_json::json;
+
+    use super::AnyValue;
+
+    #[derive(Serialize)]
+    struct Report {
+        city: String,
+        degrees: i32,
+    }
+
+    #[derive(Serialize)]
+    enum Sky {
+        Clear,
+    }
+
+    /// A string reads as itself, plain or as JSON; a struct as its JSON, fields in declared
+    /// order; a value that serializes as a JSON string as that string. Both forms agree.
+    #[test]
+    fn the_model_reads_strings_as_themselves_and_the_rest_as_json() {
+        let report = Report {
+            city: "Oslo".into(),
+            degrees: -3,
+        };
+        let cases = [
+            (AnyValue::new(String::from("sunny")), "sunny"),
+            (AnyValue::new(json!("sunny")), "sunny"),
+            (AnyValue::new(report), r#"{"city":"Oslo","degrees":-3}"#),
+            (AnyValue::new(Sky::Clear), "Clear"),
+            (AnyValue::new(json!({"b": 1})), r#"{"b":1}"#),
+        ];
+        for (value, text) in cases {
+            assert_eq!(value.to_model_text().as_deref(), Ok(text));
+            assert_eq!(value.model_text().map(String::from).as_deref(), Ok(text));
+        }
     }
 }
