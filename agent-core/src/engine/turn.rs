@@ -406,8 +406,6 @@ impl<'a> Turn<'a> {
             .await
             .map_err(persist)?;
         self.check_suspension(&suspended, resume)?;
-        // Nothing reads the rows (no filter_messages hook, no waiting call, no resume): the
-        // store may hand over the messages alone, without building each row.
         // Room for the turn's input and a tool call's step (the call, its result, the answer),
         // and an eighth more of a long history for the turn's further steps: a push onto a
         // full history doubles it (a copy of it all, and for a long one an allocation large
@@ -418,6 +416,8 @@ impl<'a> Turn<'a> {
         // second allocation and copy of the whole history (the same bench).
         let input_len = request_messages.len() + usize::from(input.is_some());
         let capacity = |history: usize| history.saturating_add(input_len + 3 + history / 8);
+        // Nothing reads the rows (no filter_messages hook, no waiting call, no resume): the
+        // store may hand over the messages alone, without building each row.
         let direct = if !resume && suspended.is_empty() && agent.hooks.filter_messages.is_empty() {
             let loaded = agent.store.load_history(self.session_id, &capacity).await;
             loaded.map_err(persist)?
@@ -428,8 +428,8 @@ impl<'a> Turn<'a> {
             Some(messages) => message::paired(messages),
             None => self.history_rows(suspended, resume).await?,
         };
-        let room = capacity(messages.len()) - messages.len();
-        messages.reserve_exact(room);
+        // No-op when the store made the room; rows repaired or paired come without it.
+        messages.reserve_exact(capacity(messages.len()) - messages.len());
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))

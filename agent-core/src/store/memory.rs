@@ -86,6 +86,26 @@ struct Row {
 }
 
 impl Session {
+    /// The messages of its completed rows that are not silent, with room for `capacity`;
+    /// `None` when a repair is due (a pending row, or a call of the last step without a
+    /// result). One pass over the rows, which a long session holds more of than the caches do:
+    /// the copy itself looks for the pending rows (a pass of its own cost a cache miss per row:
+    /// `whole_turn_history_agent` in agent-providers/benches/stream.rs). Sized for every row
+    /// and what the turn adds: a filtered `collect` grows from empty, copying what it holds at
+    /// each doubling, and a push onto a full vector moves the whole history.
+    fn history(&self, capacity: &dyn Fn(usize) -> usize) -> Option<Vec<Message>> {
+        let mut messages = Vec::with_capacity(capacity(self.rows.len()));
+        for row in &self.rows {
+            match row.status {
+                MessageStatus::Pending => return None,
+                MessageStatus::Completed if !row.silent => messages.push(row.message.clone()),
+                _ => {}
+            }
+        }
+        let open = last_step_open(&self.rows, |row| (row.status, &row.message));
+        (!open).then_some(messages)
+    }
+
     /// The row numbered `id`.
     fn row_mut(&mut self, id: i64) -> Option<&mut Row> {
         position(&self.rows, id).map(|at| &mut self.rows[at])
@@ -190,31 +210,7 @@ impl SessionStore for MemoryStore {
         let inner = self.lock();
         let messages = match inner.sessions.get(session) {
             None => Some(Vec::new()),
-            Some(kept) => {
-                // One pass over the rows, which a long session holds more of than the caches
-                // do: the copy itself looks for the pending rows a repair is due for, and
-                // drops what it made when it finds one (a second pass cost a cache miss per
-                // row: `whole_turn_history_agent` in agent-providers/benches/stream.rs). Sized
-                // for every row and what the turn adds: a filtered `collect` grows from
-                // empty, copying what it holds at each doubling, and a push onto a full
-                // vector moves the whole history.
-                let mut messages = Vec::with_capacity(capacity(kept.rows.len()));
-                let mut pending = false;
-                for row in &kept.rows {
-                    match row.status {
-                        MessageStatus::Pending => {
-                            pending = true;
-                            break;
-                        }
-                        MessageStatus::Completed if !row.silent => {
-                            messages.push(row.message.clone());
-                        }
-                        _ => {}
-                    }
-                }
-                let open = || last_step_open(&kept.rows, |row| (row.status, &row.message));
-                (!pending && !open()).then_some(messages)
-            }
+            Some(kept) => kept.history(capacity),
         };
         Box::pin(std::future::ready(Ok(messages)))
     }
