@@ -372,7 +372,12 @@ impl SessionStore for MemoryStore {
         }
         kept.holders -= 1;
         if kept.holders == 0 {
-            inner.sessions.remove(session);
+            // Freed once the lock is let go: a long session's rows take a while to free
+            // (about 250 instructions a row, `whole_turn_history_agent` at 1,000 messages in
+            // agent-providers/benches/stream.rs), and every other session waits on this lock.
+            let freed = inner.sessions.remove(session);
+            drop(inner);
+            drop(freed);
         }
     }
 }

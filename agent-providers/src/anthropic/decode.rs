@@ -370,7 +370,8 @@ impl AnthropicDecoder {
                 metadata,
             } => {
                 // Streamed deltas win; else the input the block started with; else none.
-                if arguments.trim().is_empty() {
+                // (Only whitespace: checked up to the first other character, not trimmed.)
+                if arguments.chars().all(char::is_whitespace) {
                     arguments = given.unwrap_or_else(|| "{}".to_owned());
                 }
                 self.tool_calls = true;
