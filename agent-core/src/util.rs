@@ -217,3 +217,50 @@ mod id_tests {
         assert!(parts[2].parse::<u64>().is_ok(), "{a}");
     }
 }
+
+#[cfg(test)]
+mod join_tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Outputs come in the order given, whatever order the futures finish in; at most `limit`
+    /// run at once; the ones still running are polled in the order given.
+    #[tokio::test(start_paused = true)]
+    async fn outputs_keep_the_given_order_and_at_most_limit_run() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(Mutex::new((0usize, 0usize)));
+        let delays = [30u64, 10, 20, 0, 50, 5];
+        let futures: Vec<BoxFuture<'_, usize>> = delays
+            .iter()
+            .enumerate()
+            .map(|(i, &ms)| {
+                let (log, running) = (log.clone(), running.clone());
+                Box::pin(async move {
+                    {
+                        let mut now = running.lock().unwrap();
+                        now.0 += 1;
+                        now.1 = now.1.max(now.0);
+                    }
+                    log.lock().unwrap().push(format!("start {i}"));
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    log.lock().unwrap().push(format!("end {i}"));
+                    running.lock().unwrap().0 -= 1;
+                    i
+                }) as BoxFuture<'_, usize>
+            })
+            .collect();
+        let outputs = join_ordered(futures, 3).await;
+        assert_eq!(outputs, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(running.lock().unwrap().1, 3);
+        let log = log.lock().unwrap().clone();
+        assert_eq!(
+            log,
+            [
+                "start 0", "start 1", "start 2", "end 1", "start 3", "end 3", "start 4", "end 2",
+                "start 5", "end 5", "end 0", "end 4",
+            ]
+        );
+    }
+}

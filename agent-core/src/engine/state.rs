@@ -217,9 +217,10 @@ pub(super) fn store_error(error: StoreError) -> TurnError {
 pub(super) struct OpenRows {
     /// The reply's row while it is pending, with what the reply holds so far.
     pub(super) pending: Option<(i64, Message)>,
-    /// Calls of the stored reply without a stored result, by position in it: the call's id and
-    /// tool, all an error result for it needs (not its arguments, which may be long).
-    pub(super) calls: Vec<OpenCall>,
+    /// The calls of the stored reply, at their positions in it, until their results are
+    /// stored (`None` once answered): the call's id and tool, all an error result for it
+    /// needs (not its arguments, which may be long).
+    pub(super) calls: Vec<Option<OpenCall>>,
     /// The typed answer the step validated, as stored before the turn returned it: if the
     /// turn ends without returning it, it is marked not accepted (`settle.rs`).
     pub(super) answer: Option<AnswerRow>,
@@ -227,7 +228,6 @@ pub(super) struct OpenRows {
 
 /// A call of the stored reply that has no stored result yet.
 pub(super) struct OpenCall {
-    pub(super) position: usize,
     pub(super) id: Text,
     pub(super) tool: Text,
 }
