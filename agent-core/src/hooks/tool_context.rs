@@ -181,9 +181,13 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub call_id: Arc<str>,
     /// The tool called.
     pub tool_name: Arc<str>,
-    /// The input the model sent.
-    pub model_input: I,
-    /// The input the tool ran with (after Modify decisions); equals `model_input` otherwise.
+    /// The input the model sent, when a Modify decision changed it into another: read it with
+    /// [`model_input`](Self::model_input). `None` when the tool ran with the model's input,
+    /// which then is not copied for the hook (a JSON copy was about 700 instructions and three
+    /// allocations a call with an untyped after hook: `whole_turn_calls_agent` in
+    /// agent-providers/benches/stream.rs).
+    pub(crate) model_input: Option<I>,
+    /// The input the tool ran with: the model's, or what a Modify decision made of it.
     pub effective_input: I,
     /// The step whose reply asked for the call.
     pub step: usize,
@@ -212,11 +216,19 @@ impl<I: fmt::Debug, O> fmt::Debug for ToolCallResultContext<I, O> {
             .field("agent", &self.agent)
             .field("call_id", &self.call_id)
             .field("tool_name", &self.tool_name)
-            .field("model_input", &self.model_input)
+            .field("model_input", self.model_input())
             .field("effective_input", &self.effective_input)
             .field("outcome", &self.outcome)
             .field("duration", &self.duration)
             .finish()
+    }
+}
+
+impl<I, O> ToolCallResultContext<I, O> {
+    /// The input the model sent: [`effective_input`](Self::effective_input) unless a
+    /// before_tool_call hook's Modify decision changed it.
+    pub fn model_input(&self) -> &I {
+        self.model_input.as_ref().unwrap_or(&self.effective_input)
     }
 }
 

@@ -262,14 +262,6 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
     }
 }
 
-/// A copy of `input` when it is JSON (`None` otherwise).
-fn json_copy<I: 'static>(input: &I) -> Option<I> {
-    let json = (input as &dyn Any).downcast_ref::<Value>()?;
-    let mut copy: Option<I> = None;
-    *(&mut copy as &mut dyn Any).downcast_mut::<Option<Value>>()? = Some(json.clone());
-    copy
-}
-
 /// Builds a result context from a call's state. `I::from_args` may fail when a hook is registered
 /// for a tool whose arguments it cannot carry; the caller reports that as the hook's failure.
 pub(crate) fn result_view<I: ToolInput, O: 'static>(
@@ -278,11 +270,11 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
     duration: Duration,
 ) -> Option<ToolCallResultContext<I, O>> {
     let effective_input = call.input::<I>()?;
-    // Unmodified, the model's input is the effective one: cloned, not read again.
-    let same = Arc::ptr_eq(&call.model_input, &call.effective_input);
-    let model_input = match same.then(|| json_copy(&effective_input)).flatten() {
-        Some(copy) => copy,
-        None => I::from_args(call.tool_name, &call.model_input)?,
+    // Unmodified, the model's input is the effective one: the context holds it once.
+    let model_input = if Arc::ptr_eq(&call.model_input, &call.effective_input) {
+        None
+    } else {
+        Some(I::from_args(call.tool_name, &call.model_input)?)
     };
     Some(ToolCallResultContext {
         agent: call.agent.clone(),

@@ -32,8 +32,8 @@ fn after_probe(trace: &Trace) -> Hook<After> {
             "after({} success={} model={},{} effective={},{} output={output})",
             ctx.outcome.kind(),
             ctx.success(),
-            ctx.model_input.a,
-            ctx.model_input.b,
+            ctx.model_input().a,
+            ctx.model_input().b,
             ctx.effective_input.a,
             ctx.effective_input.b,
         ));
@@ -463,7 +463,7 @@ async fn an_untyped_modify_that_fits_the_args_runs_the_tool() {
 fn json_after(trace: &Trace, name: &'static str) -> Hook<event::AfterToolCall<Value>> {
     let trace = trace.clone();
     Hook::<event::AfterToolCall<Value>>::sync(name, move |ctx| {
-        let (model, effective) = (&ctx.model_input, &ctx.effective_input);
+        let (model, effective) = (ctx.model_input(), &ctx.effective_input);
         trace.push(format!("{name}(model={model} effective={effective})"));
     })
 }

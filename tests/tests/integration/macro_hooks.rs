@@ -97,7 +97,7 @@ impl Desk {
     fn written(&self, ctx: &ToolCallResultContext<desk_tools::WriteFileArgs, usize>) {
         self.trace.push(format!(
             "written model={} effective={} bytes={:?}",
-            ctx.model_input.path,
+            ctx.model_input().path,
             ctx.effective_input.path,
             ctx.output()
         ));
