@@ -184,7 +184,12 @@ impl TurnTools<'_> {
 
     /// The current agent's handoff whose transfer tool this is, when the model may call it.
     pub(super) fn handoff(&self, name: &str) -> Option<usize> {
-        if !self.is_active(name) || self.agent.tool_index.contains_key(name) {
+        // Most agents hand off to none: their calls are not looked up a second time (about 85
+        // instructions a call, `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+        if self.agent.handoffs.is_empty()
+            || !self.is_active(name)
+            || self.agent.tool_index.contains_key(name)
+        {
             return None;
         }
         self.agent
