@@ -2,7 +2,7 @@
 //! before_tool_call chain (merge rule), execution, after_tool_call_success/failure,
 //! after_tool_call, and the text the model reads.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -201,7 +201,7 @@ async fn execute_inner(
         effective_input: parsed,
         preliminary: 0,
         approval: approval.cloned(),
-        input_json: Mutex::default(),
+        input_json: None,
     };
     // Hooks inherited from the agents that handed work to this one run first.
     let name = slot.spec().name.as_str();
@@ -274,9 +274,9 @@ async fn execute_inner(
     let kind = outcome.kind();
     let checked = tool_results::check(scope, call, kind, content, is_error).await;
     let mut error = checked.error;
-    if let Some(state) = state.filter(|_| has_after) {
+    if let Some(mut state) = state.filter(|_| has_after) {
         let after = scope.inherited.after_for(name).chain(&slot.after);
-        error = error.or(observe_outcome(after, &state, outcome, duration).await);
+        error = error.or(observe_outcome(after, &mut state, outcome, duration).await);
     }
     if let Some(snapshot) = result_snapshot {
         let event = ExtensionEvent::AfterToolCall;
@@ -576,7 +576,7 @@ fn outcome_of(result: Guarded, call: &ToolCall, slot: &ToolSlot) -> ToolOutcome 
 /// error that fails the turn after this step.
 async fn observe_outcome<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
-    state: &CallState<'_>,
+    state: &mut CallState<'_>,
     outcome: ToolOutcome,
     duration: Duration,
 ) -> Option<TurnError> {

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::event::{AfterToolCall, BeforeToolCall};
@@ -43,42 +43,34 @@ pub(crate) struct CallState<'c> {
     /// so the next one takes it instead of serializing the arguments again: one serialization
     /// per call, not one per hook (3 allocations fewer per call with a `Value` before/after
     /// pair; the slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-    /// Cleared when a hook modifies the input.
-    pub(crate) input_json: Mutex<Option<Value>>,
+    /// Cleared when a hook modifies the input. The hooks of a call run one after another,
+    /// each lent the state mutably, so it needs no lock (three lock and unlock pairs a call
+    /// with a before/after pair, the same bench).
+    pub(crate) input_json: Option<Value>,
 }
 
 impl CallState<'_> {
     /// The effective input as `I`: the kept JSON when `I` is `Value` and one is kept, else
     /// read from the arguments (`None` when `I` cannot carry them).
-    fn input<I: ToolInput>(&self) -> Option<I> {
+    fn input<I: ToolInput>(&mut self) -> Option<I> {
         let mut input: Option<I> = None;
         if let Some(json) = (&mut input as &mut dyn Any).downcast_mut::<Option<Value>>() {
-            *json = self.json().take();
+            *json = self.input_json.take();
         }
         input.or_else(|| I::from_args(self.tool_name, &self.effective_input))
     }
 
     /// Keeps `input` (the effective input a hook read) for the next hook, when it is JSON.
-    fn keep_input<I: ToolInput>(&self, input: &mut I) {
+    fn keep_input<I: ToolInput>(&mut self, input: &mut I) {
         if let Some(json) = (input as &mut dyn Any).downcast_mut::<Value>() {
-            *self.json() = Some(std::mem::take(json));
+            self.input_json = Some(std::mem::take(json));
         }
     }
 
     /// Forgets the kept JSON: the effective input changed.
     pub(crate) fn input_changed(&mut self, input: AnyValue) {
         self.effective_input = Arc::new(input);
-        *self
-            .input_json
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner) = None;
-    }
-
-    fn json(&self) -> MutexGuard<'_, Option<Value>> {
-        // Never held across user code: a poisoned lock still holds a valid value.
-        self.input_json
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.input_json = None;
     }
 }
 
@@ -109,10 +101,10 @@ pub(crate) trait BeforeHook: Send + Sync {
     /// A sync hook's run on the spot, panics caught; `None` for an async hook, which
     /// [`run`](Self::run) then runs. Saves a boxed future per sync hook per call (the slope of
     /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-    fn run_now(&self, call: &CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>>;
+    fn run_now(&self, call: &mut CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>>;
     fn run<'a>(
         &'a self,
-        call: &'a CallState<'_>,
+        call: &'a mut CallState<'_>,
     ) -> BoxFuture<'a, Result<ErasedDecision, HookFailure>>;
 }
 
@@ -121,13 +113,13 @@ pub(crate) trait AfterHook: Send + Sync {
     /// A sync hook's run on the spot, as [`BeforeHook::run_now`].
     fn run_now(
         &self,
-        call: &CallState<'_>,
+        call: &mut CallState<'_>,
         outcome: &Arc<ToolOutcome>,
         duration: Duration,
     ) -> Option<Result<(), HookFailure>>;
     fn run<'a>(
         &'a self,
-        call: &'a CallState<'_>,
+        call: &'a mut CallState<'_>,
         outcome: &'a Arc<ToolOutcome>,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>>;
@@ -152,7 +144,7 @@ pub(crate) struct TypedBefore<I: ToolInput> {
 
 impl<I: ToolInput> TypedBefore<I> {
     /// The hook's context for `call`, its arguments read as `I`.
-    fn context(&self, call: &CallState<'_>) -> Result<ToolCallContext<I>, HookFailure> {
+    fn context(&self, call: &mut CallState<'_>) -> Result<ToolCallContext<I>, HookFailure> {
         let input = call
             .input::<I>()
             .ok_or_else(|| misfit(&self.meta.name, call.tool_name))?;
@@ -193,7 +185,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
         &self.meta
     }
 
-    fn run_now(&self, call: &CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>> {
+    fn run_now(&self, call: &mut CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>> {
         let HookBody::Sync(body) = &self.hook.body else {
             return None;
         };
@@ -207,7 +199,7 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
 
     fn run<'a>(
         &'a self,
-        call: &'a CallState<'_>,
+        call: &'a mut CallState<'_>,
     ) -> BoxFuture<'a, Result<ErasedDecision, HookFailure>> {
         Box::pin(async move {
             let mut ctx = self.context(call)?;
@@ -230,7 +222,7 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
 
     fn run_now(
         &self,
-        call: &CallState<'_>,
+        call: &mut CallState<'_>,
         outcome: &Arc<ToolOutcome>,
         duration: Duration,
     ) -> Option<Result<(), HookFailure>> {
@@ -248,7 +240,7 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
 
     fn run<'a>(
         &'a self,
-        call: &'a CallState<'_>,
+        call: &'a mut CallState<'_>,
         outcome: &'a Arc<ToolOutcome>,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), HookFailure>> {
@@ -265,7 +257,7 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
 /// Builds a result context from a call's state. `I::from_args` may fail when a hook is registered
 /// for a tool whose arguments it cannot carry; the caller reports that as the hook's failure.
 pub(crate) fn result_view<I: ToolInput, O: 'static>(
-    call: &CallState<'_>,
+    call: &mut CallState<'_>,
     outcome: &Arc<ToolOutcome>,
     duration: Duration,
 ) -> Option<ToolCallResultContext<I, O>> {
