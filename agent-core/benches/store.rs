@@ -24,9 +24,9 @@ use std::time::Instant;
 
 use agent_core::{
     Agent, AgentBuilder, BoxFuture, FinishReason, FnTool, MemoryStore, Message, MessageStatus,
-    MessageUpdate, Model, ModelEvent, ModelRequest, ModelStream, NewMessage, SessionStore,
-    SqliteOptions, SqliteStore, SqliteSync, StoreError, StoredMessage, ToolCall, TurnLease,
-    TurnLocks, TurnStatus,
+    MessageUpdate, Model, ModelEvent, ModelRequest, ModelStream, NewMessage, NowOrLater,
+    SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError, StoredMessage, ToolCall,
+    TurnLease, TurnLocks, TurnStatus,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
@@ -446,5 +446,15 @@ impl SessionStore for NoStore {
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
         Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::local)) })
+    }
+
+    /// On the spot, as the engine asks first: no future for a write that does nothing.
+    fn insert_id_now(&self, _: &str, _: NewMessage) -> NowOrLater<i64, NewMessage> {
+        NowOrLater::Now(Ok(self.next_id.fetch_add(1, Ordering::Relaxed) + 1))
+    }
+
+    /// On the spot, as [`insert_id_now`](Self::insert_id_now).
+    fn update_now(&self, _: &str, _: i64, _: MessageUpdate) -> NowOrLater<(), MessageUpdate> {
+        NowOrLater::Now(Ok(()))
     }
 }

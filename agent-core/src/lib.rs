@@ -83,9 +83,9 @@ pub use session::{
 };
 pub use store::{
     CallAnswer, MemoryStore, MessageColumns, MessageRow, MessageStatus, MessageUpdate, NewMessage,
-    PendingCall, PendingKind, ReleaseTurn, SessionStore, SqliteOptions, SqliteStore, SqliteSync,
-    StoreError, StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease,
-    TurnLocks,
+    NowOrLater, PendingCall, PendingKind, ReleaseTurn, SessionStore, SqliteOptions, SqliteStore,
+    SqliteSync, StoreError, StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolStatus,
+    TurnLease, TurnLocks,
 };
 pub use text::Text;
 pub use tool::{

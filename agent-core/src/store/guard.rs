@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::{
-    MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind, StoredMessage,
+    MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoreErrorKind, StoredMessage,
     SuspendedCall, TurnLease,
 };
 use crate::message::Message;
@@ -25,8 +25,17 @@ pub(crate) struct PanicSafe(pub(crate) Arc<dyn SessionStore>);
 /// in agent-providers/benches/stream.rs).
 pub(crate) struct Guarded<'a, T> {
     what: &'static str,
-    /// The store's future, or the message of the panic that made none.
-    future: Result<BoxFuture<'a, Result<T, StoreError>>, String>,
+    call: Call<'a, T>,
+}
+
+/// Where a guarded store call stands.
+enum Call<'a, T> {
+    /// The store's future.
+    Waiting(BoxFuture<'a, Result<T, StoreError>>),
+    /// A write the store did on the spot (`insert_id_now`, `update_now`), until polled.
+    Done(Option<Result<T, StoreError>>),
+    /// The message of the panic that made no future.
+    Panicked(String),
 }
 
 /// Makes one store call with panics caught (see [`Guarded`]).
@@ -34,20 +43,46 @@ fn guarded<'a, T>(
     what: &'static str,
     call: impl FnOnce() -> BoxFuture<'a, Result<T, StoreError>>,
 ) -> Guarded<'a, T> {
-    Guarded {
-        what,
-        future: catch_panic(call),
+    let call = match catch_panic(call) {
+        Ok(future) => Call::Waiting(future),
+        Err(message) => Call::Panicked(message),
+    };
+    Guarded { what, call }
+}
+
+/// Makes a write with panics caught, done on the spot when the store can (`now` gives the
+/// write back otherwise) and else awaited (`later`).
+fn written<'a, T, W>(
+    what: &'static str,
+    write: W,
+    now: impl FnOnce(W) -> NowOrLater<T, W>,
+    later: impl FnOnce(W) -> BoxFuture<'a, Result<T, StoreError>>,
+) -> Guarded<'a, T> {
+    match catch_panic(|| now(write)) {
+        Ok(NowOrLater::Now(done)) => Guarded {
+            what,
+            call: Call::Done(Some(done)),
+        },
+        Ok(NowOrLater::Later(write)) => guarded(what, || later(write)),
+        Err(message) => Guarded {
+            what,
+            call: Call::Panicked(message),
+        },
     }
 }
 
-impl<T> Future for Guarded<'_, T> {
+impl<T: Unpin> Future for Guarded<'_, T> {
     type Output = Result<T, StoreError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let what = self.what;
-        let polled = match &mut self.future {
-            Ok(future) => catch_panic(|| future.as_mut().poll(cx)),
-            Err(message) => Err(std::mem::take(message)),
+        let polled = match &mut self.call {
+            Call::Waiting(future) => catch_panic(|| future.as_mut().poll(cx)),
+            Call::Done(done) => match done.take() {
+                Some(done) => Ok(Poll::Ready(done)),
+                None => Err("the call was polled after it finished".to_owned()),
+            },
+            Call::Panicked(message) => Err(std::mem::take(message)),
         };
         polled.unwrap_or_else(|message| {
             Poll::Ready(Err(StoreError::new(
@@ -60,9 +95,13 @@ impl<T> Future for Guarded<'_, T> {
 
 /// For each async store call: `PanicSafe`'s own method, which returns [`Guarded`] (what the
 /// engine calls), and the trait's, the same boxed (for code that takes any store, such as
-/// compaction). `what` names the call in the error a panic makes.
+/// compaction). `what` names the call in the error a panic makes. The calls after `@by_hand`
+/// get only the trait's method: their own is written below the list.
 macro_rules! guard {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty, $what:literal;)*) => {
+    (
+        $($name:ident($($arg:ident: $ty:ty),*) -> $out:ty, $what:literal;)*
+        @by_hand $($own:ident($($own_arg:ident: $own_ty:ty),*) -> $own_out:ty;)*
+    ) => {
         impl PanicSafe {
             $(
                 #[doc = concat!("[`SessionStore::", stringify!($name), "`], with panics caught.")]
@@ -92,6 +131,11 @@ macro_rules! guard {
                     Box::pin(PanicSafe::$name(self, $($arg),*))
                 }
             )*
+            $(
+                fn $own<'a>(&'a self, $($own_arg: $own_ty),*) -> BoxFuture<'a, Result<$own_out, StoreError>> {
+                    Box::pin(PanicSafe::$own(self, $($own_arg),*))
+                }
+            )*
 
             fn retain(&self, session: &str) {
                 PanicSafe::retain(self, session);
@@ -108,12 +152,38 @@ guard! {
     load(session: &'a str) -> Vec<StoredMessage>, "load";
     load_history(session: &'a str, capacity: &'a (dyn Fn(usize) -> usize + Sync)) -> Option<Vec<Message>>, "load";
     insert(session: &'a str, row: NewMessage) -> StoredMessage, "insert";
-    insert_id(session: &'a str, row: NewMessage) -> i64, "insert";
-    update(session: &'a str, id: i64, update: MessageUpdate) -> (), "update";
     delete(session: &'a str, id: i64) -> (), "delete";
     suspended(session: &'a str) -> Vec<SuspendedCall>, "suspended";
     set_suspended(session: &'a str, calls: Vec<SuspendedCall>) -> (), "set_suspended";
     approved_tools(session: &'a str) -> Vec<String>, "approved_tools";
     set_approved_tools(session: &'a str, tools: Vec<String>) -> (), "set_approved_tools";
     lock_turn(session: &'a str, wait: bool) -> Option<TurnLease>, "lock_turn";
+    @by_hand
+    insert_id(session: &'a str, row: NewMessage) -> i64;
+    update(session: &'a str, id: i64, update: MessageUpdate) -> ();
+}
+
+/// The engine's writes: done on the spot by a store that can (one in memory), with no boxed
+/// future each (`whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+impl PanicSafe {
+    /// [`SessionStore::insert_id`], with panics caught: [`SessionStore::insert_id_now`] first.
+    pub(crate) fn insert_id<'a>(&'a self, session: &'a str, row: NewMessage) -> Guarded<'a, i64> {
+        let store = &self.0;
+        let now = |row| store.insert_id_now(session, row);
+        written("insert", row, now, |row| store.insert_id(session, row))
+    }
+
+    /// [`SessionStore::update`], with panics caught: [`SessionStore::update_now`] first.
+    pub(crate) fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> Guarded<'a, ()> {
+        let store = &self.0;
+        let now = |update| store.update_now(session, id, update);
+        written("update", update, now, |update| {
+            store.update(session, id, update)
+        })
+    }
 }

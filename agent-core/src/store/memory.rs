@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use super::{
-    MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreError, StoreErrorKind,
+    MessageStatus, MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoreErrorKind,
     StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, last_step_open, now_micros,
 };
 use crate::message::Message;
@@ -153,6 +153,40 @@ impl MemoryStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Numbers a new row of `session` and keeps it.
+    fn insert_row(&self, session: &str, row: NewMessage) -> Result<i64, StoreError> {
+        let (id, ..) = self.lock().push(session, row);
+        Ok(id)
+    }
+
+    /// Applies `update` to the row numbered `id` of `session`.
+    fn update_row(&self, session: &str, id: i64, update: MessageUpdate) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let row = inner
+            .sessions
+            .get_mut(session)
+            .and_then(|kept| kept.row_mut(id));
+        let Some(row) = row else {
+            return Err(StoreError::new(
+                StoreErrorKind::NotFound,
+                format!("no message {id} in session `{session}`"),
+            ));
+        };
+        if let Some(message) = update.message {
+            row.message = message;
+        }
+        if let Some(status) = update.status {
+            row.status = status;
+        }
+        if update.response_completed_at.is_some() {
+            row.response_completed_at = update.response_completed_at;
+        }
+        if let Some(silent) = update.silent {
+            row.silent = silent;
+        }
+        Ok(())
+    }
 }
 
 impl Inner {
@@ -246,8 +280,7 @@ impl SessionStore for MemoryStore {
         session: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<i64, StoreError>> {
-        let (id, ..) = self.lock().push(session, row);
-        Box::pin(std::future::ready(Ok(id)))
+        Box::pin(std::future::ready(self.insert_row(session, row)))
     }
 
     fn update<'a>(
@@ -256,33 +289,22 @@ impl SessionStore for MemoryStore {
         id: i64,
         update: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut inner = self.lock();
-        let row = inner
-            .sessions
-            .get_mut(session)
-            .and_then(|kept| kept.row_mut(id));
-        let result = match row {
-            None => Err(StoreError::new(
-                StoreErrorKind::NotFound,
-                format!("no message {id} in session `{session}`"),
-            )),
-            Some(row) => {
-                if let Some(message) = update.message {
-                    row.message = message;
-                }
-                if let Some(status) = update.status {
-                    row.status = status;
-                }
-                if update.response_completed_at.is_some() {
-                    row.response_completed_at = update.response_completed_at;
-                }
-                if let Some(silent) = update.silent {
-                    row.silent = silent;
-                }
-                Ok(())
-            }
-        };
-        Box::pin(std::future::ready(result))
+        Box::pin(std::future::ready(self.update_row(session, id, update)))
+    }
+
+    /// Done on the spot: nothing here waits.
+    fn insert_id_now(&self, session: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
+        NowOrLater::Now(self.insert_row(session, row))
+    }
+
+    /// Done on the spot: nothing here waits.
+    fn update_now(
+        &self,
+        session: &str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> NowOrLater<(), MessageUpdate> {
+        NowOrLater::Now(self.update_row(session, id, update))
     }
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
@@ -384,7 +406,7 @@ impl SessionStore for MemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use super::MemoryStore;
+    use super::{MemoryStore, NowOrLater};
     use crate::message::{Message, ToolCall};
     use crate::store::{
         self, MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreErrorKind,
@@ -488,5 +510,61 @@ mod tests {
             missing.map_err(|error| error.kind()),
             Err(StoreErrorKind::NotFound)
         );
+    }
+
+    /// Its writes are done on the spot (`insert_id_now`, `update_now`), and they keep the same
+    /// rows as the awaited ones: two sessions written each way read back alike; an update of
+    /// a missing row is `NotFound` either way.
+    #[tokio::test]
+    async fn writes_done_on_the_spot_keep_what_awaited_ones_keep() {
+        let store = MemoryStore::new();
+        let rows = || {
+            [
+                NewMessage::completed(Message::user("hi")),
+                NewMessage {
+                    status: MessageStatus::Pending,
+                    request_sent_at: Some(3),
+                    ..NewMessage::completed(Message::assistant(""))
+                },
+            ]
+        };
+        let done = MessageUpdate {
+            message: Some(Message::assistant("hello")),
+            status: Some(MessageStatus::Completed),
+            response_completed_at: Some(7),
+            silent: None,
+        };
+        let mut now_ids = Vec::new();
+        for row in rows() {
+            let NowOrLater::Now(inserted) = store.insert_id_now("now", row) else {
+                panic!("not done on the spot");
+            };
+            now_ids.push(inserted.expect("insert"));
+        }
+        let NowOrLater::Now(updated) = store.update_now("now", now_ids[1], done.clone()) else {
+            panic!("not done on the spot");
+        };
+        updated.expect("update");
+        let mut awaited_ids = Vec::new();
+        for row in rows() {
+            awaited_ids.push(store.insert_id("awaited", row).await.expect("insert"));
+        }
+        store
+            .update("awaited", awaited_ids[1], done)
+            .await
+            .expect("update");
+        let read = |rows: Vec<store::StoredMessage>| -> Vec<_> {
+            rows.into_iter()
+                .map(|row| (row.message, row.status, row.response_completed_at))
+                .collect()
+        };
+        let now = read(store.load("now").await.expect("load"));
+        assert_eq!(now, read(store.load("awaited").await.expect("load")));
+        assert_eq!(now[1].0.text(), "hello");
+        let missing = store.update_now("now", awaited_ids[1], MessageUpdate::default());
+        let NowOrLater::Now(missing) = missing else {
+            panic!("not done on the spot");
+        };
+        assert_eq!(missing.map_err(|e| e.kind()), Err(StoreErrorKind::NotFound));
     }
 }

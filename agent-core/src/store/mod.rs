@@ -221,6 +221,16 @@ pub struct MessageUpdate {
     pub silent: Option<bool>,
 }
 
+/// What a store did with a write the engine offered it on the spot
+/// ([`SessionStore::insert_id_now`], [`SessionStore::update_now`]).
+#[derive(Debug)]
+pub enum NowOrLater<T, W> {
+    /// Done on the spot: what the awaited call would have given.
+    Now(Result<T, StoreError>),
+    /// Not done: the write, handed back unwritten for the engine to await the store's own call.
+    Later(W),
+}
+
 /// A store of sessions' messages. Implementations must keep a session's rows in `id` order and
 /// must not block the async runtime (an embedded database does its work on a blocking thread).
 pub trait SessionStore: Send + Sync {
@@ -279,6 +289,29 @@ pub trait SessionStore: Send + Sync {
         id: i64,
         update: MessageUpdate,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// [`insert_id`](Self::insert_id) done on the spot, for a store whose writes never wait
+    /// (one in process memory): `Now` with what `insert_id` would give, or `Later` handing the
+    /// row back, unwritten, for the engine to await `insert_id` (the default, right for a
+    /// store that does I/O). The engine asks this first for every row it inserts: a store
+    /// that answers saves the boxed future of each write ([`MemoryStore`]:
+    /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    fn insert_id_now(&self, session: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
+        let _ = session;
+        NowOrLater::Later(row)
+    }
+
+    /// [`update`](Self::update) done on the spot, as [`insert_id_now`](Self::insert_id_now):
+    /// `Later` hands the update back for the engine to await `update` (the default).
+    fn update_now(
+        &self,
+        session: &str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> NowOrLater<(), MessageUpdate> {
+        let _ = (session, id);
+        NowOrLater::Later(update)
+    }
 
     /// Deletes a row of the session. The engine deletes only the pending assistant row of a
     /// model call that produced nothing (no text, no tool call), so that no empty assistant

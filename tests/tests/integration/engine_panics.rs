@@ -10,8 +10,8 @@ use std::task::{Context, Poll};
 
 use agent_core::{
     AgentBuilder, BoxFuture, ErrorStage, MemoryStore, MessageUpdate, Model, ModelError, ModelEvent,
-    ModelRequest, ModelStream, NewMessage, ScriptedModel, ScriptedStep, SessionStore, StoreError,
-    StoredMessage, TurnErrorKind, TurnEvent, TurnResult, TurnStatus,
+    ModelRequest, ModelStream, NewMessage, NowOrLater, ScriptedModel, ScriptedStep, SessionStore,
+    StoreError, StoredMessage, TurnErrorKind, TurnEvent, TurnResult, TurnStatus,
 };
 use futures_core::Stream;
 use tests::{Recorded, Trace};
@@ -51,9 +51,9 @@ impl Model for Panicky {
     }
 }
 
-/// A memory store whose inserts of assistant rows panic.
-#[derive(Default)]
-struct PanickyStore(MemoryStore);
+/// A memory store whose inserts of assistant rows panic: awaited ones, or (`on_the_spot`)
+/// the ones done on the spot (`insert_id_now`, which the engine asks first).
+struct PanickyStore(MemoryStore, bool);
 
 impl SessionStore for PanickyStore {
     fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
@@ -65,10 +65,17 @@ impl SessionStore for PanickyStore {
         s: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        if row.message.role() == "assistant" {
+        if row.message.role() == "assistant" && !self.1 {
             panic!("disk on fire");
         }
         self.0.insert(s, row)
+    }
+
+    fn insert_id_now(&self, _: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
+        if row.message.role() == "assistant" && self.1 {
+            panic!("disk on fire");
+        }
+        NowOrLater::Later(row)
     }
 
     fn update<'a>(
@@ -184,21 +191,23 @@ async fn a_model_stream_that_panics_while_polled_keeps_its_partial_text() {
 
 #[tokio::test]
 async fn a_panicking_store_ends_the_turn_at_stage_persist() {
-    both_ways(
-        |_| {
-            AgentBuilder::new("p")
-                .model(ScriptedModel::new([ScriptedStep::new().text("never")]))
-                .store(Arc::new(PanickyStore::default()))
-        },
-        ErrorStage::Persist,
-        "the store panicked in insert: disk on fire",
-        &with_tail(&[
-            "classify_chat_error(persist)",
-            "on_chat_error(persist)",
-            "on_chat_response(error)",
-        ]),
-    )
-    .await;
+    for on_the_spot in [false, true] {
+        both_ways(
+            |_| {
+                AgentBuilder::new("p")
+                    .model(ScriptedModel::new([ScriptedStep::new().text("never")]))
+                    .store(Arc::new(PanickyStore(MemoryStore::new(), on_the_spot)))
+            },
+            ErrorStage::Persist,
+            "the store panicked in insert: disk on fire",
+            &with_tail(&[
+                "classify_chat_error(persist)",
+                "on_chat_error(persist)",
+                "on_chat_response(error)",
+            ]),
+        )
+        .await;
+    }
 }
 
 #[tokio::test]
