@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use agent_core::{
     AgentBuilder, CallAnswer, FnTool, Message, MessageStatus, MessageUpdate, NewMessage,
-    PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore, StoreErrorKind,
-    StoredMessage, SubagentTurn, SuspendedCall, ToolCall, ToolError, ToolStatus, TurnStatus,
+    NowOrLater, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
+    StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolCall, ToolError, ToolStatus,
+    TurnStatus,
 };
 use serde_json::{Value, json};
 
@@ -43,6 +44,7 @@ macro_rules! store_conformance {
             rows_of_every_kind_round_trip_exactly,
             sessions_are_separate_and_ids_follow_insertion_order,
             insert_id_keeps_the_row_insert_would,
+            writes_on_the_spot_keep_what_awaited_ones_keep,
             load_history_is_what_a_model_reads_or_nothing,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
@@ -265,6 +267,62 @@ pub async fn insert_id_keeps_the_row_insert_would(subject: Subject) {
     assert_eq!(kept.request_sent_at, Some(100));
     assert!(kept.silent);
     assert_eq!((&rows[0], &rows[2]), (&first, &last));
+}
+
+/// `insert_id_now` and `update_now` (what the engine asks first for its writes) keep what the
+/// awaited `insert_id` and `update` keep: done on the spot, or handed back unchanged for the
+/// engine to await. An update of a row the session does not hold is `NotFound` either way.
+pub async fn writes_on_the_spot_keep_what_awaited_ones_keep(subject: Subject) {
+    let store = subject.store;
+    let pending = NewMessage {
+        message: assistant_with_calls(),
+        status: MessageStatus::Pending,
+        request_sent_at: Some(100),
+        silent: true,
+    };
+    let update = MessageUpdate {
+        message: Some(Message::assistant("done")),
+        status: Some(MessageStatus::Completed),
+        response_completed_at: Some(200),
+        silent: Some(false),
+    };
+    let awaited = store.insert_id("awaited", pending.clone()).await;
+    let awaited = awaited.expect("insert_id");
+    let updated = store.update("awaited", awaited, update.clone()).await;
+    updated.expect("update");
+    let id = match store.insert_id_now("now", pending.clone()) {
+        NowOrLater::Now(done) => done.expect("insert_id_now"),
+        NowOrLater::Later(row) => {
+            assert_eq!(row, pending, "the row handed back is the row given");
+            store.insert_id("now", row).await.expect("insert_id")
+        }
+    };
+    let updated = match store.update_now("now", id, update.clone()) {
+        NowOrLater::Now(done) => done,
+        NowOrLater::Later(back) => {
+            assert_eq!(back, update, "the update handed back is the update given");
+            store.update("now", id, back).await
+        }
+    };
+    updated.expect("update_now");
+    let read = |rows: Vec<StoredMessage>| -> Vec<_> {
+        let kept = |row: StoredMessage| {
+            let times = (row.request_sent_at, row.response_completed_at);
+            (row.message, row.status, times, row.silent)
+        };
+        rows.into_iter().map(kept).collect()
+    };
+    let now = read(store.load("now").await.expect("load"));
+    assert_eq!(now, read(store.load("awaited").await.expect("load")));
+    assert_eq!(now[0].0, Message::assistant("done"));
+    let missing = match store.update_now("now", id + 1_000, MessageUpdate::default()) {
+        NowOrLater::Now(done) => done,
+        NowOrLater::Later(back) => store.update("now", id + 1_000, back).await,
+    };
+    assert_eq!(
+        missing.map_err(|error| error.kind()),
+        Err(StoreErrorKind::NotFound)
+    );
 }
 
 /// The capacity `load_history` is asked for: a history of `n` messages, no room beyond it.

@@ -406,7 +406,7 @@ impl SessionStore for MemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use super::{MemoryStore, NowOrLater};
+    use super::MemoryStore;
     use crate::message::{Message, ToolCall};
     use crate::store::{
         self, MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreErrorKind,
@@ -510,61 +510,5 @@ mod tests {
             missing.map_err(|error| error.kind()),
             Err(StoreErrorKind::NotFound)
         );
-    }
-
-    /// Its writes are done on the spot (`insert_id_now`, `update_now`), and they keep the same
-    /// rows as the awaited ones: two sessions written each way read back alike; an update of
-    /// a missing row is `NotFound` either way.
-    #[tokio::test]
-    async fn writes_done_on_the_spot_keep_what_awaited_ones_keep() {
-        let store = MemoryStore::new();
-        let rows = || {
-            [
-                NewMessage::completed(Message::user("hi")),
-                NewMessage {
-                    status: MessageStatus::Pending,
-                    request_sent_at: Some(3),
-                    ..NewMessage::completed(Message::assistant(""))
-                },
-            ]
-        };
-        let done = MessageUpdate {
-            message: Some(Message::assistant("hello")),
-            status: Some(MessageStatus::Completed),
-            response_completed_at: Some(7),
-            silent: None,
-        };
-        let mut now_ids = Vec::new();
-        for row in rows() {
-            let NowOrLater::Now(inserted) = store.insert_id_now("now", row) else {
-                panic!("not done on the spot");
-            };
-            now_ids.push(inserted.expect("insert"));
-        }
-        let NowOrLater::Now(updated) = store.update_now("now", now_ids[1], done.clone()) else {
-            panic!("not done on the spot");
-        };
-        updated.expect("update");
-        let mut awaited_ids = Vec::new();
-        for row in rows() {
-            awaited_ids.push(store.insert_id("awaited", row).await.expect("insert"));
-        }
-        store
-            .update("awaited", awaited_ids[1], done)
-            .await
-            .expect("update");
-        let read = |rows: Vec<store::StoredMessage>| -> Vec<_> {
-            rows.into_iter()
-                .map(|row| (row.message, row.status, row.response_completed_at))
-                .collect()
-        };
-        let now = read(store.load("now").await.expect("load"));
-        assert_eq!(now, read(store.load("awaited").await.expect("load")));
-        assert_eq!(now[1].0.text(), "hello");
-        let missing = store.update_now("now", awaited_ids[1], MessageUpdate::default());
-        let NowOrLater::Now(missing) = missing else {
-            panic!("not done on the spot");
-        };
-        assert_eq!(missing.map_err(|e| e.kind()), Err(StoreErrorKind::NotFound));
     }
 }
