@@ -22,7 +22,7 @@ pub(crate) struct PanicSafe(pub(crate) Arc<dyn SessionStore>);
 /// calls [`PanicSafe`]'s own methods, which return it, so a store call allocates only the
 /// store's own future (the second box it made per call, ten or more calls a turn, went with
 /// the tokio channel of `tool::Reported`: 6,200 instructions a turn together, `whole_turn_agent`
-/// in agent-providers/benches/stream.rs).
+/// in agent-providers/benches/stream.rs), and a write the store did on the spot nothing.
 pub(crate) struct Guarded<'a, T> {
     what: &'static str,
     call: Call<'a, T>,
