@@ -183,9 +183,9 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub tool_name: Arc<str>,
     /// The input the model sent, when a Modify decision changed it into another: read it with
     /// [`model_input`](Self::model_input). `None` when the tool ran with the model's input,
-    /// which then is not copied for the hook (a JSON copy was about 700 instructions and three
-    /// allocations a call with an untyped after hook: `whole_turn_calls_agent` in
-    /// agent-providers/benches/stream.rs).
+    /// which then is not copied for the hook (a JSON copy was three allocations and about 2,000
+    /// instructions a call with an untyped after hook, most of them the allocator's:
+    /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
     pub(crate) model_input: Option<I>,
     /// The input the tool ran with: the model's, or what a Modify decision made of it.
     pub effective_input: I,

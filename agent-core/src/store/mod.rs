@@ -293,8 +293,8 @@ pub trait SessionStore: Send + Sync {
     /// [`insert_id`](Self::insert_id) done on the spot, for a store whose writes never wait
     /// (one in process memory): `Now` with what `insert_id` would give, or `Later` handing the
     /// row back, unwritten, for the engine to await `insert_id` (the default, right for a
-    /// store that does I/O). The engine asks this first for every row it inserts: a store
-    /// that answers saves the boxed future of each write ([`MemoryStore`]:
+    /// store that does I/O). The engine asks this first wherever it would call `insert_id`:
+    /// a store that answers saves the boxed future of each write ([`MemoryStore`]:
     /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
     fn insert_id_now(&self, session: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
         let _ = session;
