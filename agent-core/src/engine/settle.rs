@@ -51,7 +51,7 @@ impl OpenRows {
     /// The call at `position` has its result stored, was taken out of the reply, or waits for
     /// an answer (kept with the session).
     /// Marked where it stands, not taken out of the list (a `retain` over every open call for
-    /// each result: about 100 instructions a call at 8 calls, `whole_turn_calls_agent` in
+    /// each result: about 120 instructions a call at 8 calls, `whole_turn_calls_agent` in
     /// agent-providers/benches/stream.rs).
     pub(super) fn answered(&mut self, position: usize) {
         if let Some(call) = self.calls.get_mut(position) {
