@@ -18,19 +18,21 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use agent_core::{
-    Agent, AgentBuilder, BoxFuture, FinishReason, FnTool, MemoryStore, Message, MessageStatus,
-    MessageUpdate, Model, ModelEvent, ModelRequest, ModelStream, NewMessage, NowOrLater,
-    SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError, StoredMessage, ToolCall,
-    TurnLease, TurnLocks, TurnStatus,
+    Agent, AgentBuilder, FinishReason, FnTool, MemoryStore, Message, MessageStatus, MessageUpdate,
+    Model, ModelEvent, ModelRequest, ModelStream, NewMessage, SessionStore, SqliteOptions,
+    SqliteStore, SqliteSync, StoredMessage, ToolCall, TurnStatus,
 };
 use divan::Bencher;
 use divan::counter::ItemsCount;
+use no_store::NoStore;
 use tokio::runtime::Runtime;
+
+#[path = "common/no_store.rs"]
+mod no_store;
 
 fn main() {
     if let Some(turns) = std::env::var("STORE_TURNS")
@@ -393,68 +395,4 @@ fn agent_turn_no_store(bencher: Bencher) {
     let agent = turn_agent(Arc::new(NoStore::default()));
     let runtime = runtime();
     bencher.bench_local(|| runtime.block_on(agent.run("What's the weather in Paris?")));
-}
-
-/// A store that keeps nothing: every session reads empty, every write only numbers its row. The
-/// turn lock stays (a store must give one), from [`TurnLocks`].
-#[derive(Default)]
-struct NoStore {
-    next_id: AtomicI64,
-    locks: TurnLocks,
-}
-
-impl SessionStore for NoStore {
-    fn load<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
-        Box::pin(std::future::ready(Ok(Vec::new())))
-    }
-
-    fn insert<'a>(
-        &'a self,
-        session: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        let stored = StoredMessage {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
-            session_id: session.into(),
-            tool_status: None,
-            message: row.message,
-            created_at: 0,
-            request_sent_at: row.request_sent_at,
-            response_completed_at: None,
-            status: row.status,
-            silent: row.silent,
-        };
-        Box::pin(std::future::ready(Ok(stored)))
-    }
-
-    fn update<'a>(
-        &'a self,
-        _: &'a str,
-        _: i64,
-        _: MessageUpdate,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    fn delete<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(Ok(())))
-    }
-
-    fn lock_turn<'a>(
-        &'a self,
-        session: &'a str,
-        wait: bool,
-    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
-        Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::local)) })
-    }
-
-    /// On the spot, as the engine asks first: no future for a write that does nothing.
-    fn insert_id_now(&self, _: &str, _: NewMessage) -> NowOrLater<i64, NewMessage> {
-        NowOrLater::Now(Ok(self.next_id.fetch_add(1, Ordering::Relaxed) + 1))
-    }
-
-    /// On the spot, as [`insert_id_now`](Self::insert_id_now).
-    fn update_now(&self, _: &str, _: i64, _: MessageUpdate) -> NowOrLater<(), MessageUpdate> {
-        NowOrLater::Now(Ok(()))
-    }
 }

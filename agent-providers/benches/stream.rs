@@ -18,6 +18,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
+/// The store that keeps nothing, shared with agent-core's store benchmark.
+#[path = "../../agent-core/benches/common/no_store.rs"]
+mod no_store;
+
 #[global_allocator]
 static ALLOC: AllocProfiler = AllocProfiler::system();
 
@@ -375,10 +379,28 @@ fn whole_turn_floor_typed(bencher: Bencher) {
 /// call with its before/after hooks.
 #[divan::bench(args = CALLS, sample_count = 200)]
 fn whole_turn_calls_agent(bencher: Bencher, calls: usize) {
+    agent_turns(bencher, calls, None);
+}
+
+/// [`whole_turn_agent`] on a store that keeps nothing ([`no_store::NoStore`]): set beside
+/// `whole_turn_agent`, which runs on the default store (`MemoryStore`), what that store adds
+/// to a whole turn.
+#[divan::bench(sample_count = 200)]
+fn whole_turn_agent_no_store(bencher: Bencher) {
+    agent_turns(
+        bencher,
+        TWO_CALLS,
+        Some(Arc::new(no_store::NoStore::default())),
+    );
+}
+
+/// Whole turns of [`turn_agent`] with `calls` tool calls in step one, on `store` (the default
+/// store when `None`).
+fn agent_turns(bencher: Bencher, calls: usize, store: Option<Arc<dyn agent_core::SessionStore>>) {
     let runtime = runtime();
     let (first, second) = turn_bodies(calls);
     let url = serve_pair(&runtime, first, second);
-    let agent = turn_agent(&url, None);
+    let agent = turn_agent(&url, store);
     bencher.bench_local(|| {
         let result = runtime.block_on(agent.run(INPUT));
         assert_eq!(result.status, TurnStatus::Completed);
@@ -533,9 +555,17 @@ struct FloorCalled {
 #[derive(serde::Serialize)]
 struct FloorRequest<'a> {
     model: &'a str,
-    stream: bool,
     messages: &'a [FloorMessage],
+    stream: bool,
+    stream_options: IncludeUsage,
     tools: &'a [serde_json::Value],
+    tool_choice: &'a str,
+}
+
+/// `stream_options`: usage in the stream's last chunk, as `OpenAi` asks for it.
+#[derive(serde::Serialize)]
+struct IncludeUsage {
+    include_usage: bool,
 }
 
 impl FloorMessage {
@@ -598,9 +628,12 @@ struct Floor {
 
 impl Floor {
     fn new(url: String) -> Self {
+        // The tools as `OpenAi` declares them (description, schema with `required` and
+        // `additionalProperties`): both sides send the same bytes.
+        let tool = |name: &str, description: &str| serde_json::json!({"type": "function", "function": {"name": name, "description": description, "parameters": {"additionalProperties": false, "properties": {"city": {"type": "string"}}, "required": ["city"], "type": "object"}}});
         let tools = vec![
-            serde_json::json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
-            serde_json::json!({"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}),
+            tool("get_weather", "The weather in a city."),
+            tool("get_time", "The local time in a city."),
         ];
         Floor {
             client: reqwest::Client::new(),
@@ -657,21 +690,28 @@ impl Floor {
     async fn call(&self, messages: &[FloorMessage]) -> (String, Vec<(String, String, String)>) {
         let request = FloorRequest {
             model: "bench",
-            stream: true,
             messages,
+            stream: true,
+            stream_options: IncludeUsage {
+                include_usage: true,
+            },
             tools: &self.tools,
+            tool_choice: "auto",
         };
         let body = if self.tree {
-            let tree = serde_json::json!({"model": "bench", "stream": true, "messages": messages, "tools": &self.tools});
+            let tree = serde_json::json!({"model": "bench", "messages": messages, "stream": true, "stream_options": {"include_usage": true}, "tools": &self.tools, "tool_choice": "auto"});
             serde_json::to_vec(&tree)
         } else {
             serde_json::to_vec(&request)
         };
         let body = body.expect("json");
+        // The headers `OpenAi` sends.
         let response = self
             .client
             .post(format!("{}/v1/chat/completions", self.url))
             .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .bearer_auth("bench-key")
             .body(body)
             .send()
             .await
