@@ -26,43 +26,80 @@ pub(super) struct ChunkRest {
     pub(super) citations: Option<Box<Value>>,
 }
 
-/// The keys of a chunk this client reads. Matched as identifiers (a one-byte enum made from the
-/// key's text) rather than read into a `Cow` string matched afterwards (`openai_model` in
-/// `benches/chunks.rs`: about 170 instructions per chunk, with [`ChoiceField`]).
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum ChunkField {
-    Choices,
-    Usage,
-    Error,
-    Citations,
-    #[serde(other)]
-    Other,
+/// Declares the keys of an object this client reads as a one-byte identifier enum with a
+/// catch-all `Other`, matched from the key's text: what `#[serde(field_identifier)]` derives,
+/// with the inline hint the derive leaves out. Without it, a default release build (16 codegen
+/// units) called each key's match as a function of its own, five calls a chunk for its keys
+/// alone, where one codegen unit or LTO inlined them (`whole_turn_agent` in
+/// benches/stream.rs).
+macro_rules! keys {
+    ($(#[$doc:meta])* enum $name:ident { $($variant:ident = $key:literal,)* }) => {
+        $(#[$doc])*
+        enum $name {
+            $($variant,)*
+            /// A key this client does not read.
+            Other,
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            #[inline]
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                /// Matches a key's text.
+                struct Key;
+
+                impl Visitor<'_> for Key {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a key")
+                    }
+
+                    #[inline]
+                    fn visit_str<E: de::Error>(self, key: &str) -> Result<$name, E> {
+                        Ok(match key {
+                            $($key => $name::$variant,)*
+                            _ => $name::Other,
+                        })
+                    }
+                }
+
+                deserializer.deserialize_identifier(Key)
+            }
+        }
+    };
 }
 
-/// The keys of a choice this client reads.
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum ChoiceField {
-    Index,
-    Delta,
-    FinishReason,
-    Logprobs,
-    #[serde(other)]
-    Other,
+keys! {
+    /// The keys of a chunk this client reads. Matched as identifiers (a one-byte enum made from
+    /// the key's text) rather than read into a `Cow` string matched afterwards (`openai_model`
+    /// in `benches/chunks.rs`: about 170 instructions per chunk, with [`ChoiceField`]).
+    enum ChunkField {
+        Choices = "choices",
+        Usage = "usage",
+        Error = "error",
+        Citations = "citations",
+    }
 }
 
-/// The keys of a delta this client reads.
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum DeltaField {
-    Content,
-    ReasoningContent,
-    Reasoning,
-    Refusal,
-    ToolCalls,
-    #[serde(other)]
-    Other,
+keys! {
+    /// The keys of a choice this client reads.
+    enum ChoiceField {
+        Index = "index",
+        Delta = "delta",
+        FinishReason = "finish_reason",
+        Logprobs = "logprobs",
+    }
+}
+
+keys! {
+    /// The keys of a delta this client reads.
+    enum DeltaField {
+        Content = "content",
+        ReasoningContent = "reasoning_content",
+        Reasoning = "reasoning",
+        Refusal = "refusal",
+        ToolCalls = "tool_calls",
+    }
 }
 
 /// Reads a chunk, giving its first choice to the decoder.
@@ -74,6 +111,7 @@ pub(super) struct ChunkSeed<'d> {
 impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
     type Value = ChunkRest;
 
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ChunkRest, D::Error> {
         deserializer.deserialize_map(self)
     }
@@ -86,6 +124,7 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
         f.write_str("a chat.completion.chunk object")
     }
 
+    #[inline]
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<ChunkRest, M::Error> {
         let mut rest = ChunkRest::default();
         let mut chosen = false;
@@ -121,6 +160,7 @@ struct ChoicesSeed<'d> {
 impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_option(self)
     }
@@ -133,18 +173,22 @@ impl<'de> Visitor<'de> for ChoicesSeed<'_> {
         f.write_str("an array of choices")
     }
 
+    #[inline]
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
 
+    #[inline]
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         Ok(())
     }
 
+    #[inline]
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_seq(self)
     }
 
+    #[inline]
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
         while seq
             .next_element_seed(ChoiceSeed {
@@ -168,6 +212,7 @@ struct ChoiceSeed<'d> {
 impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_map(self)
     }
@@ -180,6 +225,7 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
         f.write_str("a choice object")
     }
 
+    #[inline]
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         let mut index = 0u32;
         // Read in place (see `DeltaSeed`).
@@ -218,6 +264,7 @@ struct DeltaSeed<'d, 'de> {
 impl<'de> DeserializeSeed<'de> for DeltaSeed<'_, 'de> {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_option(self)
     }
@@ -230,21 +277,26 @@ impl<'de> Visitor<'de> for DeltaSeed<'_, 'de> {
         f.write_str("struct Delta")
     }
 
+    #[inline]
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
         *self.delta = None;
         Ok(())
     }
 
+    #[inline]
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         self.visit_none()
     }
 
+    #[inline]
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_map(self)
     }
 
+    #[inline]
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         /// Reads a field's value into its slot, unless the field came already.
+        #[inline]
         fn read<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
             map: &mut M,
             slot: &mut Option<T>,

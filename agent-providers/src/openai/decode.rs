@@ -461,6 +461,31 @@ mod tests {
         );
     }
 
+    /// Keys are matched by their text whether written plainly or with escapes, and keys this
+    /// client does not read (at every level) are skipped, values and all.
+    #[test]
+    fn escaped_and_unknown_keys_read_as_the_keys_they_spell() {
+        let (events, done) = decode(&[
+            r#"{"id":"c","extra":{"a":[1,{"b":null}]},"ch\u006fices":[{"ind\u0065x":0,"x":1,"d\u0065lta":{"role":"assistant","c\u006fntent":"hi","y":[true]},"finish_\u0072eason":null}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"\u0075sage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("hi".into()),
+                ModelEvent::Usage(agent_core::Usage {
+                    input_tokens: 3,
+                    output_tokens: 4,
+                    ..Default::default()
+                }),
+                ModelEvent::Finish(FinishReason::Stop),
+            ]
+        );
+    }
+
     #[test]
     fn calls_without_index_or_id_still_assemble() {
         let (events, _) = decode(&[
