@@ -29,8 +29,8 @@ pub(super) struct ChunkRest {
 /// Declares the keys of an object this client reads as a one-byte identifier enum with a
 /// catch-all `Other`, matched from the key's text: what `#[serde(field_identifier)]` derives,
 /// with the inline hint the derive leaves out. Without it, a default release build (16 codegen
-/// units) called each key's match as a function of its own, five calls a chunk for its keys
-/// alone, where one codegen unit or LTO inlined them (`whole_turn_agent` in
+/// units) called each key's match as a function of its own, about nine calls a chunk for the
+/// keys alone, where one codegen unit or LTO inlined them (`whole_turn_agent` in
 /// benches/stream.rs).
 macro_rules! keys {
     ($(#[$doc:meta])* enum $name:ident { $($variant:ident = $key:literal,)* }) => {
