@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolError, ToolSpec, ToolStream};
+use crate::message::no_arguments;
 use crate::text::Text;
 use crate::util::{BoxFuture, clip};
 
@@ -218,14 +219,6 @@ fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) 
     }
 }
 
-/// Whether `raw` arguments are only whitespace, which reads as no arguments (`{}`). The same as
-/// `raw.trim().is_empty()`, but it stops at the first character that is not whitespace (an
-/// arguments object's `{`) instead of calling `trim`'s two-ended scan: about 50 instructions a
-/// call (the slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-fn blank(raw: &str) -> bool {
-    raw.chars().all(char::is_whitespace)
-}
-
 /// Text after the arguments' JSON value.
 fn trailing(tool: &str, error: serde_json::Error) -> ArgsError {
     ArgsError {
@@ -257,7 +250,7 @@ impl<T: Tool> DynTool for TypedTool<T> {
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
-        let raw = if blank(raw) { "{}" } else { raw };
+        let raw = if no_arguments(raw) { "{}" } else { raw };
         // Fast path: plain serde_json. Path tracking allocates a `String` per object key and
         // wraps every visitor (about 2.5x the parse), so it only runs again to explain a failure.
         if let Ok(args) = serde_json::from_str::<T::Args>(raw) {
@@ -439,7 +432,7 @@ impl DynTool for FnTool {
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
-        let raw = if blank(raw) { "{}" } else { raw };
+        let raw = if no_arguments(raw) { "{}" } else { raw };
         // As for typed tools: the path is only worth tracking to explain a failure.
         if let Ok(value) = serde_json::from_str::<Value>(raw) {
             return self.args_from_json(value);
@@ -514,7 +507,7 @@ impl DynTool for ClientTool {
     }
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
-        let raw = if blank(raw) { "{}" } else { raw };
+        let raw = if no_arguments(raw) { "{}" } else { raw };
         let mut de = serde_json::Deserializer::from_str(raw);
         let value: Value = serde_path_to_error::deserialize(&mut de)
             .map_err(|e| args_error(&self.spec.name, e))?;
@@ -556,7 +549,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::json;
 
-    use super::{AnyValue, blank};
+    use super::AnyValue;
 
     #[derive(Serialize)]
     struct Report {
@@ -587,20 +580,6 @@ mod tests {
         for (value, text) in cases {
             assert_eq!(value.to_model_text().as_deref(), Ok(text));
             assert_eq!(value.model_text().map(String::from).as_deref(), Ok(text));
-        }
-    }
-
-    /// Arguments that are only whitespace (of any kind `trim` takes away) are no arguments;
-    /// anything else is parsed as it is.
-    #[test]
-    fn only_whitespace_is_no_arguments() {
-        for raw in ["", " ", "\n\t ", "\u{a0}\u{2003}"] {
-            assert!(blank(raw), "{raw:?}");
-            assert_eq!(blank(raw), raw.trim().is_empty());
-        }
-        for raw in ["{}", " {} ", "x", " \u{a0}0"] {
-            assert!(!blank(raw), "{raw:?}");
-            assert_eq!(blank(raw), raw.trim().is_empty());
         }
     }
 }

@@ -370,8 +370,7 @@ impl AnthropicDecoder {
                 metadata,
             } => {
                 // Streamed deltas win; else the input the block started with; else none.
-                // (Only whitespace: checked up to the first other character, not trimmed.)
-                if arguments.chars().all(char::is_whitespace) {
+                if agent_core::no_arguments(&arguments) {
                     arguments = given.unwrap_or_else(|| "{}".to_owned());
                 }
                 self.tool_calls = true;

@@ -200,10 +200,7 @@ fn serialize_tool_calls<S: Serializer>(
         function: WireFunctionCall {
             name: &call.name,
             // Compatible servers parse the arguments as JSON: an empty string is no arguments.
-            // Checked up to the first character that is not whitespace, not trimmed at both
-            // ends (about 50 instructions a call: `whole_turn_calls_agent` in
-            // agent-providers/benches/stream.rs).
-            arguments: if call.arguments.chars().all(char::is_whitespace) {
+            arguments: if agent_core::no_arguments(&call.arguments) {
                 "{}"
             } else {
                 &call.arguments
