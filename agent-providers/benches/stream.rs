@@ -89,6 +89,30 @@ fn serve(runtime: &Runtime, body: Vec<u8>) -> String {
 
 /// Serves `first` to a request without tool results and `after_tools` to one with them.
 fn serve_pair(runtime: &Runtime, first: Vec<u8>, after_tools: Vec<u8>) -> String {
+    serve_by(runtime, first, after_tools, |request| {
+        let needle = br#""role":"tool""#;
+        request.windows(needle.len()).any(|w| w == needle)
+    })
+}
+
+/// Serves `first` to a request whose last message is not a tool result and `after_tools` to
+/// one whose last message is: each turn of a conversation whose history holds earlier turns'
+/// results.
+fn serve_turns(runtime: &Runtime, first: Vec<u8>, after_tools: Vec<u8>) -> String {
+    serve_by(runtime, first, after_tools, |request| {
+        let role = br#""role":""#;
+        let last = request.windows(role.len()).rposition(|w| w == role);
+        last.is_some_and(|at| request[at + role.len()..].starts_with(b"tool\""))
+    })
+}
+
+/// Serves `after_tools` to a request `answered` says has its tool results, `first` to others.
+fn serve_by(
+    runtime: &Runtime,
+    first: Vec<u8>,
+    after_tools: Vec<u8>,
+    answered: fn(&[u8]) -> bool,
+) -> String {
     let bodies = Arc::new((first, after_tools));
     runtime.block_on(async move {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
@@ -115,9 +139,7 @@ fn serve_pair(runtime: &Runtime, first: Vec<u8>, after_tools: Vec<u8>) -> String
                             }
                         }
                         let request = &pending[end + 4..end + 4 + length];
-                        let needle = br#""role":"tool""#;
-                        let answered = request.windows(needle.len()).any(|w| w == needle);
-                        let body = if answered { &bodies.1 } else { &bodies.0 };
+                        let body = if answered(request) { &bodies.1 } else { &bodies.0 };
                         pending.drain(..end + 4 + length);
                         let mut response = format!(
                             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
@@ -249,6 +271,8 @@ const TWO_CALLS: usize = 2;
 const CALLS: &[usize] = &[1, 2, 4, 8];
 /// Messages of history before the turn, for the growth curve.
 const HISTORY: &[usize] = &[10, 100, 1000];
+/// Messages of a long conversation before its first timed turn.
+const CONVERSATION: usize = 1000;
 
 /// Step one: `calls` tool calls (weather and time in turn). Step two (after the tool results):
 /// fifty text chunks.
@@ -527,6 +551,53 @@ fn whole_turn_history_floor(bencher: Bencher, history: usize) {
         .bench_local_values(|history| black_box(runtime.block_on(floor.turn(history))));
 }
 
+/// Turns of one conversation that began with 1,000 messages and keeps every turn's (five a
+/// turn: the input, the call, its two results, the answer), as a long-lived session does: its
+/// history is not built again from scratch for each turn. The agent's session is in a
+/// `MemoryStore`; one turn a sample, so both sides' histories grow alike (from 1,000 to 1,500
+/// messages over the samples).
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn whole_turn_conversation_agent(bencher: Bencher) {
+    use agent_core::{MemoryStore, Message, NewMessage, SessionStore};
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_turns(&runtime, first, second);
+    let store = Arc::new(MemoryStore::new());
+    let agent = turn_agent(&url, Some(store.clone()));
+    let conversation = agent.session("conversation");
+    runtime.block_on(async {
+        for i in 0..CONVERSATION {
+            let message = match earlier(i) {
+                ("user", text) => Message::user(text),
+                (_, text) => Message::assistant(text),
+            };
+            let row = NewMessage::completed(message);
+            store.insert("conversation", row).await.expect("seed");
+        }
+    });
+    bencher.bench_local(|| {
+        let result = runtime.block_on(conversation.run(INPUT));
+        assert_eq!(result.status, TurnStatus::Completed);
+        black_box(result)
+    });
+}
+
+/// [`whole_turn_conversation_agent`] for the floor: its conversation in its own vector.
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn whole_turn_conversation_floor(bencher: Bencher) {
+    let runtime = runtime();
+    let (first, second) = turn_bodies(TWO_CALLS);
+    let url = serve_turns(&runtime, first, second);
+    let floor = Floor::new(url);
+    let mut messages: Vec<FloorMessage> = (0..CONVERSATION)
+        .map(|i| {
+            let (role, text) = earlier(i);
+            FloorMessage::text(role, text)
+        })
+        .collect();
+    bencher.bench_local(|| black_box(runtime.block_on(floor.converse(&mut messages))));
+}
+
 #[derive(Clone, serde::Serialize)]
 struct FloorMessage {
     role: &'static str,
@@ -651,8 +722,22 @@ impl Floor {
     /// One turn after `messages`: the input, a call whose tool calls it runs, a second call
     /// with the whole history; gives the answer's text.
     async fn turn(&self, mut messages: Vec<FloorMessage>) -> String {
+        self.steps(&mut messages).await
+    }
+
+    /// [`Floor::turn`] in a conversation that goes on: the turn's messages, its answer too,
+    /// stay in `messages`.
+    async fn converse(&self, messages: &mut Vec<FloorMessage>) -> String {
+        let answer = self.steps(messages).await;
+        messages.push(FloorMessage::text("assistant", answer.clone()));
+        answer
+    }
+
+    /// The turn's two calls, its messages pushed onto `messages` up to its answer; gives the
+    /// answer's text.
+    async fn steps(&self, messages: &mut Vec<FloorMessage>) -> String {
         messages.push(FloorMessage::text("user", INPUT.to_owned()));
-        let (text, calls) = self.call(&messages).await;
+        let (text, calls) = self.call(messages).await;
         messages.push(FloorMessage {
             role: "assistant",
             content: Some(text),
@@ -683,7 +768,7 @@ impl Floor {
                 tool_call_id: Some(id.clone()),
             });
         }
-        self.call(&messages).await.0
+        self.call(messages).await.0
     }
 
     /// One streamed call: text and tool calls (id, name, arguments).
