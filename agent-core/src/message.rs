@@ -193,7 +193,7 @@ pub(crate) fn paired(messages: Vec<Message>) -> Vec<Message> {
 }
 
 /// Whether every call has exactly one result in its step's window and every result answers one.
-fn is_paired(messages: &[Message]) -> bool {
+pub(crate) fn is_paired(messages: &[Message]) -> bool {
     let mut at = 0;
     while at < messages.len() {
         match &messages[at] {

@@ -553,9 +553,9 @@ fn whole_turn_history_floor(bencher: Bencher, history: usize) {
 
 /// Turns of one conversation that began with 1,000 messages and keeps every turn's (five a
 /// turn: the input, the call, its two results, the answer), as a long-lived session does: its
-/// history is not built again from scratch for each turn. The agent's session is in a
-/// `MemoryStore`; one turn a sample, so both sides' histories grow alike (from 1,000 to 1,500
-/// messages over the samples).
+/// history is neither loaded from scratch nor freed per turn. The agent's session is in a
+/// `MemoryStore`, which lends its history to each turn and takes it back; one turn a sample,
+/// so both sides' histories grow alike (from 1,000 to 1,500 messages over the samples).
 #[divan::bench(sample_count = 100, sample_size = 1)]
 fn whole_turn_conversation_agent(bencher: Bencher) {
     use agent_core::{MemoryStore, Message, NewMessage, SessionStore};

@@ -104,7 +104,7 @@ impl<'a> Turn<'a> {
             }
             let messages = std::sync::Arc::unwrap_or_clone(std::mem::take(&mut plan.messages));
             let spliced = session::splice(messages, replaced, summary.clone(), kept.clone());
-            plan.messages = std::sync::Arc::new(spliced);
+            plan.set_history(std::sync::Arc::new(spliced));
             self.session.usage_from = self.outcome.steps.len();
             open.last_input_tokens.store(0, Ordering::Relaxed);
         }

@@ -368,7 +368,7 @@ impl<'a> Turn<'a> {
                 hooks.on_agent_start(agent)
             });
         }
-        plan.messages = Arc::new(slot.history.apply(&plan.messages));
+        plan.set_history(Arc::new(slot.history.apply(&plan.messages)));
         self.inherited = if slot.inherit {
             Inherited::passed_on(from, &self.inherited)
         } else {

@@ -568,7 +568,7 @@ impl<'a> Turn<'a> {
                 }
                 let retry = Message::user(format!("{RETRY_LEAD}{reason}{RETRY_TAIL}"));
                 self.add(retry.clone()).await?;
-                plan.history_mut().push(retry);
+                plan.push_history(retry);
                 Ok(None)
             }
         }

@@ -22,8 +22,14 @@ pub(super) struct TurnPlan<'a> {
     /// The history the next step sends. Shared with each step's request and hook contexts
     /// rather than copied into them (a copy of the whole history per step made a long
     /// conversation's steps linear in its length: `whole_turn_history_*` in
-    /// agent-providers/benches/stream.rs); written through [`history_mut`](Self::history_mut).
+    /// agent-providers/benches/stream.rs); written through [`push_history`](Self::push_history)
+    /// and [`history_mut`](Self::history_mut), replaced through
+    /// [`set_history`](Self::set_history).
     pub(super) messages: Arc<Vec<Message>>,
+    /// `messages` is the history the store lent (`SessionStore::load_history`) with only the
+    /// turn's messages pushed after it: what the turn gives back to the store at its end
+    /// ([`lent_history`](Self::lent_history)). Cleared by any other change.
+    lent: bool,
     pub(super) tools: TurnTools<'a>,
     pub(super) tool_choice: ToolChoice,
     pub(super) max_steps: usize,
@@ -47,6 +53,7 @@ impl<'a> TurnPlan<'a> {
         config: TurnConfig,
         system: Option<String>,
         messages: Vec<Message>,
+        lent: bool,
     ) -> Self {
         let extra = config
             .tools
@@ -66,6 +73,7 @@ impl<'a> TurnPlan<'a> {
         TurnPlan {
             model: config.model.unwrap_or_else(|| agent.model.clone()),
             system: config.system.or(system),
+            lent: lent && config.messages.is_none(),
             messages: Arc::new(config.messages.unwrap_or(messages)),
             tools: TurnTools {
                 agent,
@@ -86,10 +94,37 @@ impl<'a> TurnPlan<'a> {
         }
     }
 
-    /// The history, to change. Copied only when a request or hook context of an earlier step
-    /// still holds it (a model or hook that kept it); otherwise changed in place.
+    /// The history, to change anywhere (it is no longer what the store lent). Copied only
+    /// when a request or hook context of an earlier step still holds it (a model or hook that
+    /// kept it); otherwise changed in place.
     pub(super) fn history_mut(&mut self) -> &mut Vec<Message> {
+        self.lent = false;
         Arc::make_mut(&mut self.messages)
+    }
+
+    /// Appends a message the turn stored to the history (copied first as
+    /// [`history_mut`](Self::history_mut) says).
+    #[inline]
+    pub(super) fn push_history(&mut self, message: Message) {
+        Arc::make_mut(&mut self.messages).push(message);
+    }
+
+    /// Makes room in the history for `more` messages.
+    #[inline]
+    pub(super) fn reserve_history(&mut self, more: usize) {
+        Arc::make_mut(&mut self.messages).reserve(more);
+    }
+
+    /// Replaces the history (compaction, a handoff's history filter).
+    pub(super) fn set_history(&mut self, messages: Arc<Vec<Message>>) {
+        self.lent = false;
+        self.messages = messages;
+    }
+
+    /// The lent history with the turn's messages after it, for the store to keep; `None` when
+    /// the turn changed it otherwise or a request or hook context still holds it.
+    pub(super) fn lent_history(self) -> Option<Vec<Message>> {
+        self.lent.then(|| Arc::into_inner(self.messages)).flatten()
     }
 
     /// The model request of one step, with that step's overrides.

@@ -297,7 +297,7 @@ impl<'a> Turn<'a> {
         }
         flow?;
         self.outcome.added.push(assistant.clone());
-        plan.history_mut().push(assistant);
+        plan.push_history(assistant);
         Ok(())
     }
 

@@ -159,7 +159,7 @@ impl Turn<'_> {
         let room = kept.count() + 1;
         if room > 1 {
             self.outcome.added.reserve(room);
-            plan.history_mut().reserve(room);
+            plan.reserve_history(room);
         }
         for (position, result) in results.into_iter().enumerate() {
             let mut record = result.record;
@@ -198,7 +198,7 @@ impl Turn<'_> {
                 }
             }
             flow?;
-            plan.history_mut().push(message);
+            plan.push_history(message);
             done.results.push(record);
         }
         Ok(dropped)

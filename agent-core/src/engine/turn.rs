@@ -316,7 +316,11 @@ impl<'a> Turn<'a> {
         {
             return end;
         }
-        self.steps_recovering(&mut plan).await
+        let end = self.steps_recovering(&mut plan).await;
+        if let Some(history) = plan.lent_history() {
+            self.agent.store.keep_history(self.session_id, history);
+        }
+        end
     }
 
     /// on_session_start, before_run and the input guardrails, the history with the turn's
@@ -331,7 +335,7 @@ impl<'a> Turn<'a> {
         self.session_start().await?;
         self.before_run(&run_ctx).await?;
         let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
-        let messages = self
+        let (messages, lent) = self
             .history_with(request.messages, input, request.resume)
             .await?;
         let system = self.system_prompt().await?;
@@ -360,7 +364,7 @@ impl<'a> Turn<'a> {
             } = turn_ctx;
             (config, system, messages)
         };
-        let mut plan = TurnPlan::new(self.agent, config, system, messages);
+        let mut plan = TurnPlan::new(self.agent, config, system, messages, lent);
         plan.output_retries = request.output_retries;
         if let Some(open) = &self.session.open {
             let more = &open.config.run_hooks;
@@ -390,14 +394,16 @@ impl<'a> Turn<'a> {
     }
 
     /// The session's history (loaded, repaired, filtered), with the request's messages and
-    /// then its input (none for a continuation) stored before anything reads them. A session
-    /// with calls waiting for an answer takes only a turn that resumes it (`resume`).
+    /// then its input (none for a continuation) stored before anything reads them, and whether
+    /// it is the history the store lent (`load_history`), unchanged, with the turn's messages
+    /// after it. A session with calls waiting for an answer takes only a turn that resumes it
+    /// (`resume`).
     async fn history_with(
         &mut self,
         request_messages: Vec<Message>,
         input: Option<Message>,
         resume: bool,
-    ) -> Flow<Vec<Message>> {
+    ) -> Flow<(Vec<Message>, bool)> {
         let agent = self.agent;
         let persist = |error| End::Failed(store_error(error), ErrorStage::Persist);
         let suspended = agent
@@ -424,12 +430,19 @@ impl<'a> Turn<'a> {
         } else {
             None
         };
-        let mut messages = match direct {
-            Some(messages) => message::paired(messages),
-            None => self.history_rows(suspended, resume).await?,
+        let (mut messages, lent) = match direct {
+            Some(messages) if message::is_paired(&messages) => (messages, true),
+            Some(messages) => (message::paired(messages), false),
+            None => (self.history_rows(suspended, resume).await?, false),
         };
-        // No-op when the store made the room; rows repaired or paired come without it.
-        messages.reserve_exact(capacity(messages.len()) - messages.len());
+        if lent {
+            // A lent history lives from turn to turn and grows by doubling: room for this turn
+            // alone, made only when it lacks it (the eighth more would move it all each turn).
+            messages.reserve(input_len + 3);
+        } else {
+            // No-op when the store made the room; rows repaired or paired come without it.
+            messages.reserve_exact(capacity(messages.len()) - messages.len());
+        }
         for message in request_messages.into_iter().chain(input) {
             let (written, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
@@ -440,7 +453,7 @@ impl<'a> Turn<'a> {
             messages.push(message);
         }
         self.outcome.user_persisted = true;
-        Ok(messages)
+        Ok((messages, lent))
     }
 
     /// The session's history from its rows: loaded, repaired, filtered by filter_messages;

@@ -117,6 +117,13 @@ macro_rules! guard {
                 }
             }
 
+            /// [`SessionStore::keep_history`], with a panic logged.
+            pub(crate) fn keep_history(&self, session: &str, messages: Vec<Message>) {
+                if let Err(message) = catch_panic(|| self.0.keep_history(session, messages)) {
+                    tracing::error!(session, "the store panicked in keep_history: {message}");
+                }
+            }
+
             /// [`SessionStore::release`], with a panic logged.
             pub(crate) fn release(&self, session: &str) {
                 if let Err(message) = catch_panic(|| self.0.release(session)) {
@@ -139,6 +146,10 @@ macro_rules! guard {
 
             fn retain(&self, session: &str) {
                 PanicSafe::retain(self, session);
+            }
+
+            fn keep_history(&self, session: &str, messages: Vec<Message>) {
+                PanicSafe::keep_history(self, session, messages);
             }
 
             fn release(&self, session: &str) {

@@ -40,11 +40,30 @@ impl<T> Future for Nothing<T> {
 /// dropped: `Agent::run` leaves nothing behind, and a process that opens conversations for days
 /// holds only the live ones. To keep a history across handles, keep one `Conversation` open, or
 /// use a persistent store such as [`SqliteStore`](crate::SqliteStore).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// One turn at a time per session, for every agent using this store.
     locks: TurnLocks,
+    /// The shortest history kept from turn to turn ([`KEEP_FROM`]).
+    keep_from: usize,
+}
+
+/// A session's history is kept from turn to turn (see [`History`]) from this many
+/// messages on: a shorter one costs less to copy for each turn (about 240 instructions a
+/// message) than to keep (120 bytes a message, which an idle session would hold: `cargo bench
+/// -p agent-core --bench sessions`); a long one is neither copied nor freed per turn
+/// (`whole_turn_conversation_agent` in agent-providers/benches/stream.rs).
+const KEEP_FROM: usize = 64;
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            inner: Mutex::default(),
+            locks: TurnLocks::default(),
+            keep_from: KEEP_FROM,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -64,12 +83,33 @@ struct Session {
     /// The session's id, which every loaded row's `session_id` shares.
     id: Text,
     rows: Vec<Row>,
+    /// The messages a model reads of its rows, kept from turn to turn or lent to a turn.
+    history: History,
+    /// How many rows are pending: a session with one needs a repair, and lends nothing.
+    pending: usize,
     /// The calls the session waits on, when it is suspended.
     suspended: Vec<SuspendedCall>,
     /// The tools approved for good.
     approved: Vec<String>,
     /// How many handles hold it (see [`SessionStore::retain`]).
     holders: usize,
+}
+
+/// The messages a model reads of a session's rows (the completed ones that are not silent), in
+/// order. `load_history` lends them to a turn instead of copying every message into a new
+/// vector, and the turn gives them back with its own messages pushed (`keep_history`): a long
+/// session's turn neither copies nor frees its history (`whole_turn_conversation_agent` in
+/// agent-providers/benches/stream.rs).
+#[derive(Debug, Default)]
+enum History {
+    /// Nothing kept: the next load copies the rows' messages. A history shorter than
+    /// [`KEEP_FROM`], or one a change to a row made stale, or one that cannot come back.
+    #[default]
+    Copied,
+    /// Kept, in step with the rows as they are inserted.
+    Kept(Vec<Message>),
+    /// Lent to a turn when the session had `rows` rows, `visible` of them read by a model.
+    Lent { rows: usize, visible: usize },
 }
 
 /// A stored row without its session id (the map's key): each row of an idle session is that
@@ -86,29 +126,74 @@ struct Row {
 }
 
 impl Session {
-    /// The messages of its completed rows that are not silent, with room for `capacity`;
-    /// `None` when a repair is due (a pending row, or a call of the last step without a
-    /// result). One pass over the rows, which a long session holds more of than the caches do:
-    /// the copy itself looks for the pending rows (a pass of its own cost a cache miss per row:
-    /// `whole_turn_history_agent` in agent-providers/benches/stream.rs). Sized for every row
-    /// and what the turn adds: a filtered `collect` grows from empty, copying what it holds at
-    /// each doubling, and a push onto a full vector moves the whole history.
-    fn history(&self, capacity: &dyn Fn(usize) -> usize) -> Option<Vec<Message>> {
-        let mut messages = Vec::with_capacity(capacity(self.rows.len()));
-        for row in &self.rows {
-            match row.status {
-                MessageStatus::Pending => return None,
-                MessageStatus::Completed if !row.silent => messages.push(row.message.clone()),
-                _ => {}
-            }
+    /// The messages a model reads, with room for `capacity`; `None` when a repair is due (a
+    /// pending row, or a call of the last step without a result). The kept vector itself when
+    /// it is here, else a copy of the rows' messages; either way lent until `keep_history`.
+    fn lend(&mut self, capacity: &dyn Fn(usize) -> usize) -> Option<Vec<Message>> {
+        if self.pending > 0 || last_step_open(&self.rows, |row| (row.status, &row.message)) {
+            return None;
         }
-        let open = last_step_open(&self.rows, |row| (row.status, &row.message));
-        (!open).then_some(messages)
+        let rows = self.rows.len();
+        let (messages, history) = match std::mem::take(&mut self.history) {
+            // As it is: it grows by doubling as turns push onto it (room made for each turn
+            // would move it all each time).
+            History::Kept(kept) => (kept, None),
+            // Lent twice (a turn dropped before it gave its copy back, or a second reader):
+            // neither copy is taken back, since either may hold what the other's turn added.
+            History::Lent { .. } => (self.copy(capacity(rows)), Some(History::Copied)),
+            History::Copied => (self.copy(capacity(rows)), None),
+        };
+        let visible = messages.len();
+        self.history = history.unwrap_or(History::Lent { rows, visible });
+        Some(messages)
     }
 
-    /// The row numbered `id`.
-    fn row_mut(&mut self, id: i64) -> Option<&mut Row> {
-        position(&self.rows, id).map(|at| &mut self.rows[at])
+    /// A copy of the visible messages, in a vector of `room`. One pass over the rows, which a
+    /// long session holds more of than the caches do (a second pass cost a cache miss per
+    /// row); sized up front: a filtered `collect` grows from empty, copying what it holds at
+    /// each doubling (`whole_turn_history_agent` in agent-providers/benches/stream.rs).
+    fn copy(&self, room: usize) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(room);
+        for row in self.rows.iter().filter(|row| row.visible()) {
+            messages.push(row.message.clone());
+        }
+        messages
+    }
+
+    /// Takes back the lent messages, with the turn's own pushed after them: kept when there
+    /// are at least `keep_from` and they are what the rows now show (the rows the turn added,
+    /// compared one by one; the messages before them are those lent, which the engine gives
+    /// back only unchanged), handed back otherwise.
+    fn take_back(&mut self, messages: Vec<Message>, keep_from: usize) -> Option<Vec<Message>> {
+        let History::Lent { rows, visible } = self.history else {
+            return Some(messages);
+        };
+        self.history = History::Copied;
+        if messages.len() < keep_from {
+            return Some(messages);
+        }
+        let added = self.rows.get(rows..).unwrap_or_default();
+        let mut added = added
+            .iter()
+            .filter(|row| row.visible())
+            .map(|row| &row.message);
+        let same = messages
+            .get(visible..)
+            .is_some_and(|tail| tail.iter().eq(&mut added));
+        if !same {
+            return Some(messages);
+        }
+        self.history = History::Kept(messages);
+        None
+    }
+
+    /// A change to the row at `at`: the kept messages may no longer be what the rows show,
+    /// and a lent copy holding that row can no longer be taken back.
+    fn changed(&mut self, at: usize) {
+        match self.history {
+            History::Lent { rows, .. } if at >= rows => {}
+            _ => self.history = History::Copied,
+        }
     }
 }
 
@@ -121,6 +206,11 @@ fn position(rows: &[Row], id: i64) -> Option<usize> {
 }
 
 impl Row {
+    /// Whether a model reads it: completed, and not silent.
+    fn visible(&self) -> bool {
+        self.status == MessageStatus::Completed && !self.silent
+    }
+
     /// The row as stored in `session`.
     fn stored(&self, session: &Text) -> StoredMessage {
         StoredMessage {
@@ -143,6 +233,15 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// An empty store that keeps every history from turn to turn, however short.
+    #[cfg(test)]
+    fn keeping_every_history() -> Self {
+        MemoryStore {
+            keep_from: 0,
+            ..Self::default()
+        }
+    }
+
     /// How many sessions the store holds rows for.
     pub fn session_count(&self) -> usize {
         let inner = self.lock();
@@ -163,21 +262,24 @@ impl MemoryStore {
     /// Applies `update` to the row numbered `id` of `session`.
     fn update_row(&self, session: &str, id: i64, update: MessageUpdate) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        let row = inner
-            .sessions
-            .get_mut(session)
-            .and_then(|kept| kept.row_mut(id));
-        let Some(row) = row else {
+        let kept = inner.sessions.get_mut(session);
+        let Some((kept, at)) = kept.and_then(|kept| position(&kept.rows, id).map(|at| (kept, at)))
+        else {
             return Err(StoreError::new(
                 StoreErrorKind::NotFound,
                 format!("no message {id} in session `{session}`"),
             ));
         };
+        kept.changed(at);
+        let row = &mut kept.rows[at];
         if let Some(message) = update.message {
             row.message = message;
         }
         if let Some(status) = update.status {
-            row.status = status;
+            let was = std::mem::replace(&mut row.status, status);
+            let pending = MessageStatus::Pending;
+            kept.pending =
+                kept.pending + usize::from(status == pending) - usize::from(was == pending);
         }
         if update.response_completed_at.is_some() {
             row.response_completed_at = update.response_completed_at;
@@ -206,6 +308,15 @@ impl Inner {
         self.next_id += 1;
         let (id, created_at) = (self.next_id, now_micros());
         let kept = self.session(session);
+        kept.pending += usize::from(row.status == MessageStatus::Pending);
+        if let History::Kept(visible) = &mut kept.history
+            && row.status == MessageStatus::Completed
+            && !row.silent
+        {
+            visible.push(row.message.clone());
+        }
+        // Built in place: a row moved through a local first is copied once more (`Row` is
+        // 176 bytes).
         kept.rows.push(Row {
             id,
             message: row.message,
@@ -234,19 +345,32 @@ impl SessionStore for MemoryStore {
         Box::pin(std::future::ready(Ok(rows)))
     }
 
-    /// The messages straight from the kept rows, each shared, not copied: no row is built
+    /// The kept messages themselves, lent until the turn gives them back (`keep_history`); a
+    /// copy of the rows' messages, each shared, when they are out or stale: no row is built
     /// nor moved (`whole_turn_history_agent` in agent-providers/benches/stream.rs).
     fn load_history<'a>(
         &'a self,
         session: &'a str,
         capacity: &'a (dyn Fn(usize) -> usize + Sync),
     ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
-        let inner = self.lock();
-        let messages = match inner.sessions.get(session) {
+        let mut inner = self.lock();
+        let messages = match inner.sessions.get_mut(session) {
             None => Some(Vec::new()),
-            Some(kept) => kept.history(capacity),
+            Some(kept) => kept.lend(capacity),
         };
         Box::pin(std::future::ready(Ok(messages)))
+    }
+
+    /// Keeps the lent messages for the next turn when they are what the rows show.
+    fn keep_history(&self, session: &str, messages: Vec<Message>) {
+        let mut inner = self.lock();
+        let refused = match inner.sessions.get_mut(session) {
+            Some(kept) => kept.take_back(messages, self.keep_from),
+            None => Some(messages),
+        };
+        // A refused history is freed once the lock is let go, as a released session is.
+        drop(inner);
+        drop(refused);
     }
 
     fn insert<'a>(
@@ -309,14 +433,15 @@ impl SessionStore for MemoryStore {
 
     fn delete<'a>(&'a self, session: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut inner = self.lock();
-        let rows = inner.sessions.get_mut(session).map(|kept| &mut kept.rows);
-        let at = rows.as_ref().and_then(|rows| position(rows, id));
-        let result = match (rows, at) {
-            (Some(rows), Some(at)) => {
-                rows.remove(at);
+        let kept = inner.sessions.get_mut(session);
+        let result = match kept.and_then(|kept| position(&kept.rows, id).map(|at| (kept, at))) {
+            Some((kept, at)) => {
+                kept.changed(at);
+                let row = kept.rows.remove(at);
+                kept.pending -= usize::from(row.status == MessageStatus::Pending);
                 Ok(())
             }
-            _ => Err(StoreError::new(
+            None => Err(StoreError::new(
                 StoreErrorKind::NotFound,
                 format!("no message {id} in session `{session}`"),
             )),
@@ -510,5 +635,208 @@ mod tests {
             missing.map_err(|error| error.kind()),
             Err(StoreErrorKind::NotFound)
         );
+    }
+
+    /// The visible messages of `store`'s session `s`, as a model reads them from its rows.
+    async fn from_rows(store: &MemoryStore) -> Vec<Message> {
+        let rows = store.load("s").await.expect("load");
+        let visible = rows
+            .into_iter()
+            .filter(|row| row.status == MessageStatus::Completed && !row.silent);
+        visible.map(|row| row.message).collect()
+    }
+
+    /// The history `store` lends for session `s` (one is due).
+    async fn lent(store: &MemoryStore) -> Vec<Message> {
+        let loaded = store.load_history("s", &|n| n).await.expect("load");
+        loaded.expect("lent")
+    }
+
+    /// A lent history given back with the turn's messages after it is what the next turn
+    /// borrows: the same vector, not a copy.
+    #[tokio::test]
+    async fn a_history_given_back_is_lent_again_without_a_copy() {
+        let store = MemoryStore::keeping_every_history();
+        for text in ["one", "two"] {
+            let row = NewMessage::completed(Message::user(text));
+            store.insert("s", row).await.expect("insert");
+        }
+        let mut history = store.load_history("s", &|n| n).await.expect("load");
+        let mut history = history.take().expect("lent");
+        assert_eq!(history, from_rows(&store).await);
+        for message in [Message::user("three"), Message::assistant("four")] {
+            let row = NewMessage::completed(message.clone());
+            store.insert("s", row).await.expect("insert");
+            history.push(message);
+        }
+        let pending = NewMessage {
+            status: MessageStatus::Pending,
+            ..NewMessage::completed(Message::assistant("cut"))
+        };
+        let id = store.insert("s", pending).await.expect("insert").id;
+        let failed = MessageUpdate {
+            status: Some(MessageStatus::Failed),
+            ..MessageUpdate::default()
+        };
+        store.update("s", id, failed).await.expect("update");
+        let at = history.as_ptr();
+        store.keep_history("s", history);
+        let again = store.load_history("s", &|n| n).await.expect("load");
+        let again = again.expect("lent");
+        assert_eq!(again.as_ptr(), at, "the kept vector itself");
+        assert_eq!(again, from_rows(&store).await);
+    }
+
+    /// A history that is not what the rows show is not kept: one with a message no row holds,
+    /// one lent before a row it holds changed, and two lent at once.
+    #[tokio::test]
+    async fn a_history_unlike_the_rows_is_not_kept() {
+        let store = MemoryStore::keeping_every_history();
+        let id = store
+            .insert("s", NewMessage::completed(Message::user("one")))
+            .await
+            .expect("insert")
+            .id;
+        let mut history = lent(&store).await;
+        history.push(Message::user("never stored"));
+        store.keep_history("s", history);
+        assert_eq!(lent(&store).await, from_rows(&store).await);
+        // Given back unchanged: the lend before this one was not.
+        store.keep_history("s", from_rows(&store).await);
+        let history = lent(&store).await;
+        let changed = MessageUpdate {
+            message: Some(Message::user("uno")),
+            ..MessageUpdate::default()
+        };
+        store.update("s", id, changed).await.expect("update");
+        store.keep_history("s", history);
+        assert_eq!(lent(&store).await, [Message::user("uno")]);
+        store.keep_history("s", from_rows(&store).await);
+        let first = lent(&store).await;
+        let second = lent(&store).await;
+        store.keep_history("s", first);
+        store.keep_history("s", second);
+        assert_eq!(lent(&store).await, from_rows(&store).await);
+    }
+
+    /// The store keeps a history from turn to turn from 64 messages on: a shorter one given
+    /// back is dropped, and the next turn gets a copy (told by the room it was made with).
+    #[tokio::test]
+    async fn only_a_history_of_sixty_four_messages_or_more_is_kept() {
+        for (messages, kept) in [(63, false), (64, true)] {
+            let store = MemoryStore::new();
+            for i in 0..messages {
+                let row = NewMessage::completed(Message::user(format!("m{i}")));
+                store.insert("s", row).await.expect("insert");
+            }
+            let history = store.load_history("s", &|n| n).await.expect("load");
+            store.keep_history("s", history.expect("lent"));
+            let again = store.load_history("s", &|n| n + 1_000).await.expect("load");
+            let room = if kept { messages } else { messages + 1_000 };
+            assert_eq!(again.map(|again| again.capacity()), Some(room));
+        }
+    }
+
+    /// One change to a session, for [`lent_history_is_always_what_the_rows_show`].
+    #[derive(Clone, Debug)]
+    enum Change {
+        Insert(MessageStatus, bool),
+        Update(usize, Option<MessageStatus>, Option<bool>, bool),
+        Delete(usize),
+        Lend,
+        GiveBack(bool),
+    }
+
+    fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+        use proptest::prelude::*;
+        let status = prop_oneof![
+            Just(MessageStatus::Completed),
+            Just(MessageStatus::Pending),
+            Just(MessageStatus::Failed),
+        ];
+        prop_oneof![
+            (status.clone(), any::<bool>())
+                .prop_map(|(status, silent)| Change::Insert(status, silent)),
+            (
+                any::<usize>(),
+                proptest::option::of(status),
+                proptest::option::of(any::<bool>()),
+                any::<bool>()
+            )
+                .prop_map(|(at, status, silent, text)| Change::Update(at, status, silent, text)),
+            any::<usize>().prop_map(Change::Delete),
+            Just(Change::Lend),
+            any::<bool>().prop_map(Change::GiveBack),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever rows are inserted, updated and deleted, and whatever is given back (the
+        /// turn's messages after the lent ones, or a history with one message more), every
+        /// history lent is the messages of the completed rows that are not silent, and one is lent
+        /// whenever no row is pending.
+        #[test]
+        fn lent_history_is_always_what_the_rows_show(changes in proptest::collection::vec(change(), 1..40)) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+            runtime.block_on(async {
+                let store = MemoryStore::keeping_every_history();
+                let mut out: Option<(Vec<Message>, usize)> = None;
+                let mut n = 0;
+                for change in changes.into_iter().chain([Change::Lend]) {
+                    n += 1;
+                    let rows = store.load("s").await.expect("load");
+                    match change {
+                        Change::Insert(status, silent) => {
+                            let row = NewMessage {
+                                message: Message::user(format!("m{n}")),
+                                status,
+                                request_sent_at: None,
+                                silent,
+                            };
+                            store.insert("s", row).await.expect("insert");
+                        }
+                        Change::Update(at, status, silent, text) if !rows.is_empty() => {
+                            let update = MessageUpdate {
+                                message: text.then(|| Message::user(format!("u{n}"))),
+                                status,
+                                response_completed_at: None,
+                                silent,
+                            };
+                            let id = rows[at % rows.len()].id;
+                            store.update("s", id, update).await.expect("update");
+                        }
+                        Change::Delete(at) if !rows.is_empty() => {
+                            store.delete("s", rows[at % rows.len()].id).await.expect("delete");
+                        }
+                        Change::Lend => {
+                            // Only a pending row makes these rows (no tool calls) need a repair.
+                            let pending = rows.iter().any(|row| row.status == MessageStatus::Pending);
+                            let lent = store.load_history("s", &|n| n).await.expect("load");
+                            assert_eq!(lent.is_none(), pending);
+                            if let Some(lent) = lent {
+                                assert_eq!(lent, from_rows(&store).await);
+                                out = Some((lent, rows.len()));
+                            }
+                        }
+                        Change::GiveBack(honest) => {
+                            if let Some((mut history, from)) = out.take() {
+                                // What the engine pushes: the messages of the rows added since.
+                                let added = rows.iter().skip(from).filter(|row| {
+                                    row.status == MessageStatus::Completed && !row.silent
+                                });
+                                history.extend(added.map(|row| row.message.clone()));
+                                if !honest {
+                                    history.push(Message::user("never stored"));
+                                }
+                                store.keep_history("s", history);
+                            }
+                        }
+                        Change::Update(..) | Change::Delete(_) => {}
+                    }
+                }
+            });
+        }
     }
 }

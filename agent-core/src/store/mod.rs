@@ -261,6 +261,17 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(Ok(None)))
     }
 
+    /// The history [`load_history`](Self::load_history) gave for `session`, back at the end
+    /// of the turn that read it, with the messages the turn added pushed after it (only when
+    /// the turn changed nothing before them). A store that lends what it keeps, instead of
+    /// copying it for each turn, takes it back here when it is what its rows now show
+    /// ([`MemoryStore`]: a long session's turn then neither copies nor frees its history,
+    /// `whole_turn_history_agent` in agent-providers/benches/stream.rs); any other store drops
+    /// it (the default).
+    fn keep_history(&self, session: &str, messages: Vec<Message>) {
+        let _ = (session, messages);
+    }
+
     /// Inserts a row and returns it as stored.
     fn insert<'a>(
         &'a self,
