@@ -7,7 +7,7 @@ use std::fmt;
 
 use agent_core::{DeltaText, Message, ModelRequest, ToolCall, ToolChoice, ToolSpec};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -128,85 +128,101 @@ struct Messages<'a> {
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let system = self.system.map(|content| WireMessage::System { content });
-        let rest = self
-            .messages
-            .iter()
-            .map(|message| WireMessage::from_core(message, self.send_reasoning));
-        serializer.collect_seq(system.into_iter().chain(rest))
-    }
-}
-
-#[derive(Serialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-enum WireMessage<'a> {
-    System {
-        content: &'a str,
-    },
-    User {
-        content: &'a str,
-    },
-    Assistant {
-        /// `null` when the reply is only tool calls.
-        content: Option<&'a str>,
-        /// Earlier reasoning, sent back the way compatible servers read it (`send_reasoning`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reasoning_content: Option<&'a str>,
-        #[serde(
-            skip_serializing_if = "<[ToolCall]>::is_empty",
-            serialize_with = "serialize_tool_calls"
-        )]
-        tool_calls: &'a [ToolCall],
-    },
-    Tool {
-        tool_call_id: &'a str,
-        content: &'a str,
-    },
-}
-
-impl<'a> WireMessage<'a> {
-    fn from_core(message: &'a Message, send_reasoning: bool) -> Self {
-        match message {
-            Message::System { content } => WireMessage::System { content },
-            Message::User { content } => WireMessage::User { content },
-            Message::Assistant {
-                content,
-                reasoning,
-                tool_calls,
-                ..
-            } => WireMessage::Assistant {
-                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
-                reasoning_content: (send_reasoning && !reasoning.is_empty())
-                    .then_some(reasoning.as_str()),
-                tool_calls,
-            },
-            Message::Tool {
-                call_id, content, ..
-            } => WireMessage::Tool {
-                tool_call_id: call_id,
-                content,
-            },
+        let len = self.messages.len() + usize::from(self.system.is_some());
+        let mut seq = serializer.serialize_seq(Some(len))?;
+        if let Some(content) = self.system {
+            seq.serialize_element(&WireMessage::System(content))?;
         }
+        for message in self.messages {
+            seq.serialize_element(&WireMessage::Core(message, self.send_reasoning))?;
+        }
+        seq.end()
     }
 }
 
-fn serialize_tool_calls<S: Serializer>(
-    calls: &&[ToolCall],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(calls.iter().map(|call| WireToolCall {
-        id: &call.id,
-        kind: "function",
-        function: WireFunctionCall {
-            name: &call.name,
-            // Compatible servers parse the arguments as JSON: an empty string is no arguments.
-            arguments: if agent_core::no_arguments(&call.arguments) {
-                "{}"
-            } else {
-                &call.arguments
+/// One message as Chat Completions reads it. Written field by field from the core's message
+/// (no borrowed copy of it first, nor serde's internally tagged enum): a long history is
+/// written twice a turn, and this was 55 instructions a message more than a plain struct's
+/// derived `Serialize` (`whole_turn_conversation_*` in agent-providers/benches/stream.rs).
+enum WireMessage<'a> {
+    /// The system prompt.
+    System(&'a str),
+    /// A message of the conversation, with whether earlier reasoning is sent back.
+    Core(&'a Message, bool),
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (role, content) = match *self {
+            WireMessage::System(content) => ("system", content),
+            WireMessage::Core(Message::System { content }, _) => ("system", content.as_str()),
+            WireMessage::Core(Message::User { content }, _) => ("user", content.as_str()),
+            WireMessage::Core(
+                Message::Assistant {
+                    content,
+                    reasoning,
+                    tool_calls,
+                    ..
+                },
+                send_reasoning,
+            ) => {
+                let reasoning = (send_reasoning && !reasoning.is_empty()).then_some(reasoning);
+                let fields =
+                    2 + usize::from(reasoning.is_some()) + usize::from(!tool_calls.is_empty());
+                let mut message = serializer.serialize_struct("Message", fields)?;
+                message.serialize_field("role", "assistant")?;
+                // `null` when the reply is only tool calls.
+                let content =
+                    (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str());
+                message.serialize_field("content", &content)?;
+                // Earlier reasoning, sent back the way compatible servers read it.
+                if let Some(reasoning) = reasoning {
+                    message.serialize_field("reasoning_content", reasoning.as_str())?;
+                }
+                if !tool_calls.is_empty() {
+                    message.serialize_field("tool_calls", &ToolCalls(tool_calls))?;
+                }
+                return message.end();
+            }
+            WireMessage::Core(
+                Message::Tool {
+                    call_id, content, ..
+                },
+                _,
+            ) => {
+                let mut message = serializer.serialize_struct("Message", 3)?;
+                message.serialize_field("role", "tool")?;
+                message.serialize_field("tool_call_id", call_id.as_str())?;
+                message.serialize_field("content", content.as_str())?;
+                return message.end();
+            }
+        };
+        let mut message = serializer.serialize_struct("Message", 2)?;
+        message.serialize_field("role", role)?;
+        message.serialize_field("content", content)?;
+        message.end()
+    }
+}
+
+/// An assistant message's tool calls.
+struct ToolCalls<'a>(&'a [ToolCall]);
+
+impl Serialize for ToolCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|call| WireToolCall {
+            id: &call.id,
+            kind: "function",
+            function: WireFunctionCall {
+                name: &call.name,
+                // Compatible servers parse the arguments as JSON: an empty string is no arguments.
+                arguments: if agent_core::no_arguments(&call.arguments) {
+                    "{}"
+                } else {
+                    &call.arguments
+                },
             },
-        },
-    }))
+        }))
+    }
 }
 
 #[derive(Serialize)]
