@@ -3,7 +3,8 @@
 //! rows are `NotFound`, concurrent inserts all land, the next turn repairs a turn cut off
 //! mid-way, one turn at a time holds a session (store calls and whole agents), and a suspended
 //! turn's waiting calls (with their answers and execution records) and the standing approvals
-//! are kept, seen from another handle, and answered and resumed there.
+//! are kept, seen from another handle, and answered and resumed there; a history given back to
+//! the store never changes what it lends next.
 //!
 //! Each test is an async function over a [`Subject`]: a fresh, empty store and a second handle
 //! on the same sessions. [`store_conformance!`](crate::store_conformance) expands to one test per
@@ -46,6 +47,7 @@ macro_rules! store_conformance {
             insert_id_keeps_the_row_insert_would,
             writes_on_the_spot_keep_what_awaited_ones_keep,
             load_history_is_what_a_model_reads_or_nothing,
+            a_history_given_back_never_changes_what_load_history_gives,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
             delete_removes_only_its_row,
@@ -401,6 +403,71 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     store.insert("clean", pending).await.expect("insert");
     let pending_row = store.load_history("clean", &exact).await;
     assert_eq!(pending_row.expect("load_history"), None);
+}
+
+/// The messages of the completed rows of `session` that are not silent, in order.
+async fn read_by_model(store: &dyn SessionStore, session: &str) -> Vec<Message> {
+    let rows = store.load(session).await.expect("load");
+    let read = rows
+        .into_iter()
+        .filter(|row| row.status == MessageStatus::Completed && !row.silent);
+    read.map(|row| row.message).collect()
+}
+
+/// Whatever a turn gives back to `keep_history` (the history it borrowed with its own messages
+/// after it, one with a message no row holds, one borrowed before a row of it changed),
+/// `load_history` goes on giving what the rows show, or nothing.
+pub async fn a_history_given_back_never_changes_what_load_history_gives(subject: Subject) {
+    let store = subject.store;
+    // Seventy messages: a store may keep only a long history (`MemoryStore` from 64).
+    let mut first = None;
+    for i in 0..70 {
+        let row = NewMessage::completed(Message::user(format!("m{i}")));
+        let id = store.insert("s", row).await.expect("insert").id;
+        first = first.or(Some(id));
+    }
+    let lent = |store: &Arc<dyn SessionStore>| {
+        let store = store.clone();
+        async move { store.load_history("s", &exact).await.expect("load_history") }
+    };
+    let check = |store: &Arc<dyn SessionStore>| {
+        let store = store.clone();
+        async move {
+            if let Some(history) = store.load_history("s", &exact).await.expect("load_history") {
+                assert_eq!(history, read_by_model(&*store, "s").await);
+                store.keep_history("s", history);
+            }
+        }
+    };
+    if let Some(mut history) = lent(&store).await {
+        for message in [Message::user("more"), Message::assistant("answer")] {
+            let row = NewMessage::completed(message.clone());
+            store.insert("s", row).await.expect("insert");
+            history.push(message);
+        }
+        store.keep_history("s", history);
+    }
+    check(&store).await;
+    if let Some(mut history) = lent(&store).await {
+        history.push(Message::user("never stored"));
+        store.keep_history("s", history);
+    }
+    check(&store).await;
+    let borrowed = lent(&store).await;
+    let changed = MessageUpdate {
+        message: Some(Message::user("changed")),
+        ..MessageUpdate::default()
+    };
+    let first = first.expect("a row");
+    store.update("s", first, changed).await.expect("update");
+    if let Some(history) = borrowed {
+        store.keep_history("s", history);
+    }
+    check(&store).await;
+    assert_eq!(
+        read_by_model(&*store, "s").await[0],
+        Message::user("changed")
+    );
 }
 
 /// An update sets what it names and keeps every field left `None`; a tool row's status follows
