@@ -11,6 +11,11 @@
 //! chunk are the slope of those: the provider alone (`*_model`), the provider and the engine
 //! (`*_agent`), the engine being their difference.
 //!
+//! `*_history` measures the other end of a call: a request carrying `n` messages of history
+//! (a question, an answer calling a tool, the tool's result, in turn) answered with one chunk,
+//! through each provider alone: what writing a long conversation costs a call, in allocations
+//! and instructions per message.
+//!
 //! Run with `cargo bench -p agent-providers --bench chunks`.
 
 use std::borrow::Cow;
@@ -18,7 +23,10 @@ use std::hint::black_box;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use agent_core::{Agent, AgentBuilder, Hook, Model, ModelEvent, ModelRequest, TurnStatus, event};
+use agent_core::{
+    Agent, AgentBuilder, Hook, Message, Model, ModelEvent, ModelRequest, ToolCall, TurnStatus,
+    event,
+};
 use agent_providers::{Anthropic, OpenAi};
 use divan::counter::ItemsCount;
 use divan::{AllocProfiler, Bencher};
@@ -35,6 +43,8 @@ fn main() {
 }
 
 const CHUNKS: &[usize] = &[100, 1000, 10_000];
+/// Messages of history in a request.
+const HISTORY: &[usize] = &[10, 1000];
 
 /// An OpenAI Chat Completions stream of `n` text chunks, a finish chunk, usage and `[DONE]`,
 /// each chunk with every field OpenAI sends.
@@ -154,7 +164,12 @@ fn agent(model: impl Model + 'static) -> Agent {
 
 /// Reads a provider's stream to its end, appending the text as the engine would.
 async fn read_model(model: &dyn Model) -> String {
-    let mut stream = model.stream(ModelRequest::new("bench"));
+    read_reply(model, ModelRequest::new("bench")).await
+}
+
+/// Reads the stream of `request` to its end, appending the text as the engine would.
+async fn read_reply(model: &dyn Model, request: ModelRequest) -> String {
+    let mut stream = model.stream(request);
     let mut text = String::new();
     while let Some(event) =
         std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut stream), cx)).await
@@ -294,6 +309,57 @@ fn anthropic_floor(bencher: Bencher, n: usize) {
         }));
         black_box(text)
     });
+}
+
+/// A request of `n` messages: a question, an answer calling a tool, the tool's result, in turn.
+fn history_request(n: usize) -> ModelRequest {
+    let messages = (0..n)
+        .map(|i| match i % 3 {
+            0 => Message::user(format!("Question {i}: what should I pack for Oslo?")),
+            1 => Message::Assistant {
+                content: format!("Answer {i}: let me check the weather.").into(),
+                reasoning: "".into(),
+                tool_calls: vec![ToolCall::new(
+                    format!("call_{i}"),
+                    "get_weather",
+                    r#"{"city":"Oslo","unit":"c"}"#,
+                )],
+                reasoning_signature: None,
+                provider_blocks: Vec::new(),
+            },
+            _ => Message::Tool {
+                call_id: format!("call_{}", i - 1).into(),
+                name: "get_weather".into(),
+                content: "Rain, 7 degrees.".into(),
+                is_error: false,
+            },
+        })
+        .collect::<Vec<_>>();
+    let mut request = ModelRequest::new("bench");
+    request.messages = Arc::new(messages);
+    request
+}
+
+/// `OpenAi` sending a request of `n` messages, answered with one chunk.
+#[divan::bench(args = HISTORY, sample_count = 100)]
+fn openai_history(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = openai(&serve(&runtime, openai_body(1)));
+    let request = history_request(n);
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_reply(&model, request.clone()))));
+}
+
+/// `Anthropic` sending a request of `n` messages, answered with one chunk.
+#[divan::bench(args = HISTORY, sample_count = 100)]
+fn anthropic_history(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = anthropic(&serve(&runtime, anthropic_body(1)));
+    let request = history_request(n);
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_reply(&model, request.clone()))));
 }
 
 /// `Anthropic`'s stream read to its end, no engine.
