@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use agent_core::{Message, ModelError, ModelErrorKind, ModelRequest, OutputSchema, ToolChoice};
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::tools_json::{ToolsJson, Written};
@@ -17,7 +18,7 @@ pub(super) struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
     system: Option<Cow<'a, str>>,
-    messages: Vec<WireMessage<'a>>,
+    messages: Conversation<'a>,
     tools: Tools<'a>,
     tool_choice: Option<WireToolChoice<'a>>,
     temperature: Option<f64>,
@@ -75,13 +76,6 @@ fn entry<M: SerializeMap, T: Serialize + ?Sized>(
     }
 }
 
-/// One message of the conversation: `user` or `assistant`, always as content blocks.
-#[derive(Serialize)]
-pub(super) struct WireMessage<'a> {
-    role: Role,
-    content: Vec<Block<'a>>,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 enum Role {
@@ -103,7 +97,7 @@ enum Block<'a> {
     ToolUse {
         id: &'a str,
         name: &'a str,
-        input: Value,
+        input: Input<'a>,
     },
     ToolResult {
         tool_use_id: &'a str,
@@ -221,10 +215,10 @@ pub(super) fn body<'a>(
         },
         max_tokens: settings.max_output_tokens.unwrap_or(max_tokens),
         system: system(request),
-        messages: messages(
-            &request.messages,
-            request.send_reasoning || thinking_enabled(request),
-        ),
+        messages: Conversation {
+            messages: &request.messages,
+            with_thinking: request.send_reasoning || thinking_enabled(request),
+        },
         tools,
         tool_choice,
         temperature: settings.temperature,
@@ -320,86 +314,182 @@ fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(joined))
 }
 
-/// The conversation as Anthropic messages. Tool results go back in a user message as
-/// `tool_result` blocks; consecutive messages of one role (several tool results, a user message
-/// after them) are merged into one message, as the API wants roles to alternate.
+/// The conversation as Anthropic messages, written straight from the core's: no vector of
+/// blocks for each message, nor a JSON tree for each tool call's input (a long history is
+/// written for every call: `anthropic_history` in agent-providers/benches/chunks.rs). Tool
+/// results go back in a user message as `tool_result` blocks; consecutive messages of one role
+/// (several tool results, a user message after them) are merged into one message, as the API
+/// wants roles to alternate.
 ///
 /// Earlier reasoning goes back as a `thinking` block when it was streamed with a signature and
 /// `with_thinking` holds (thinking is on, or the turn sends reasoning): with thinking on, the
 /// API wants the signed block before a `tool_use` it answers.
-fn messages<'a>(messages: &'a [Message], with_thinking: bool) -> Vec<WireMessage<'a>> {
-    let mut out: Vec<WireMessage<'a>> = Vec::with_capacity(messages.len());
-    let mut push = |role: Role, block: Block<'a>| match out.last_mut() {
-        Some(last) if last.role == role => last.content.push(block),
-        _ => out.push(WireMessage {
-            role,
-            content: vec![block],
-        }),
-    };
-    for message in messages {
-        match message {
-            Message::System { .. } => {}
-            Message::User { content } => push(Role::User, Block::Text { text: content }),
-            Message::Assistant {
-                content,
-                reasoning,
-                tool_calls,
-                reasoning_signature,
-                provider_blocks,
-            } => {
-                if let Some(signature) = reasoning_signature.as_deref().filter(|_| with_thinking)
-                    && !reasoning.is_empty()
-                {
-                    push(
-                        Role::Assistant,
-                        Block::Thinking {
+pub(super) struct Conversation<'a> {
+    messages: &'a [Message],
+    with_thinking: bool,
+}
+
+impl Serialize for Conversation<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        let with_thinking = self.with_thinking;
+        let mut rest = self.messages;
+        // Each message of one role holds the core's messages up to the next one of the other
+        // role (those that send nothing, a system message or an empty reply, go with either).
+        while let Some((start, role)) = rest
+            .iter()
+            .enumerate()
+            .find_map(|(at, message)| role_of(message, with_thinking).map(|role| (at, role)))
+        {
+            let other = |message: &Message| {
+                role_of(message, with_thinking).is_some_and(|other| other != role)
+            };
+            let end = rest[start..]
+                .iter()
+                .position(other)
+                .map_or(rest.len(), |at| start + at);
+            seq.serialize_element(&Turn {
+                role,
+                messages: &rest[start..end],
+                with_thinking,
+            })?;
+            rest = &rest[end..];
+        }
+        seq.end()
+    }
+}
+
+/// The role of the message that carries `message`'s blocks; `None` when it sends none.
+fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
+    match message {
+        Message::System { .. } => None,
+        Message::User { .. } | Message::Tool { .. } => Some(Role::User),
+        Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+        } => {
+            let thinking = with_thinking && reasoning_signature.is_some() && !reasoning.is_empty();
+            let sends = thinking
+                || !provider_blocks.is_empty()
+                || !content.is_empty()
+                || !tool_calls.is_empty();
+            sends.then_some(Role::Assistant)
+        }
+    }
+}
+
+/// One Anthropic message: the blocks of consecutive core messages of one role.
+struct Turn<'a> {
+    role: Role,
+    messages: &'a [Message],
+    with_thinking: bool,
+}
+
+impl Serialize for Turn<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut message = serializer.serialize_struct("Message", 2)?;
+        message.serialize_field("role", &self.role)?;
+        message.serialize_field(
+            "content",
+            &Blocks {
+                messages: self.messages,
+                with_thinking: self.with_thinking,
+            },
+        )?;
+        message.end()
+    }
+}
+
+/// The content blocks of consecutive core messages.
+struct Blocks<'a> {
+    messages: &'a [Message],
+    with_thinking: bool,
+}
+
+impl Serialize for Blocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for message in self.messages {
+            match message {
+                Message::System { .. } => {}
+                Message::User { content } => {
+                    seq.serialize_element(&Block::Text { text: content })?;
+                }
+                Message::Assistant {
+                    content,
+                    reasoning,
+                    tool_calls,
+                    reasoning_signature,
+                    provider_blocks,
+                } => {
+                    if let Some(signature) = reasoning_signature
+                        .as_deref()
+                        .filter(|_| self.with_thinking)
+                        && !reasoning.is_empty()
+                    {
+                        seq.serialize_element(&Block::Thinking {
                             thinking: reasoning,
                             signature,
-                        },
-                    );
-                }
-                // Server-tool blocks go back as they came, after the thinking and before the
-                // text that draws on them.
-                for block in provider_blocks {
-                    push(Role::Assistant, Block::Raw(block));
-                }
-                if !content.is_empty() {
-                    push(Role::Assistant, Block::Text { text: content });
-                }
-                for call in tool_calls {
-                    push(
-                        Role::Assistant,
-                        Block::ToolUse {
+                        })?;
+                    }
+                    // Server-tool blocks go back as they came, after the thinking and before
+                    // the text that draws on them.
+                    for block in provider_blocks {
+                        seq.serialize_element(&Block::Raw(block))?;
+                    }
+                    if !content.is_empty() {
+                        seq.serialize_element(&Block::Text { text: content })?;
+                    }
+                    for call in tool_calls {
+                        seq.serialize_element(&Block::ToolUse {
                             id: &call.id,
                             name: &call.name,
-                            input: input(&call.arguments),
-                        },
-                    );
+                            input: Input::of(&call.arguments),
+                        })?;
+                    }
                 }
-            }
-            Message::Tool {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => push(
-                Role::User,
-                Block::ToolResult {
+                Message::Tool {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => seq.serialize_element(&Block::ToolResult {
                     tool_use_id: call_id,
                     content,
                     is_error: *is_error,
-                },
-            ),
+                })?,
+            }
         }
+        seq.end()
     }
-    out
 }
 
-/// A stored tool call's arguments as a `tool_use` input: the JSON object they hold, or `{}` when
-/// they are not one (a model may have streamed invalid JSON).
-fn input(arguments: &str) -> Value {
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(value @ Value::Object(_)) => value,
-        _ => Value::Object(Map::new()),
+/// A stored tool call's arguments as a `tool_use` input: the JSON object they hold, as the model
+/// wrote it, or `{}` when they are not one (a model may have streamed invalid JSON).
+enum Input<'a> {
+    /// The arguments, a JSON object.
+    Object(&'a RawValue),
+    /// No usable arguments.
+    Empty,
+}
+
+impl<'a> Input<'a> {
+    fn of(arguments: &'a str) -> Self {
+        match serde_json::from_str::<&RawValue>(arguments) {
+            Ok(raw) if raw.get().starts_with('{') => Input::Object(raw),
+            _ => Input::Empty,
+        }
+    }
+}
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Input::Object(raw) => raw.serialize(serializer),
+            Input::Empty => serializer.serialize_map(Some(0))?.end(),
+        }
     }
 }
