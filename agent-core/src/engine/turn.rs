@@ -317,8 +317,15 @@ impl<'a> Turn<'a> {
             return end;
         }
         let end = self.steps_recovering(&mut plan).await;
-        if let Some(history) = plan.lent_history() {
-            self.agent.store.keep_history(self.session_id, history);
+        // Offered back only to a store that would keep it: a short history, or any history for
+        // a store that keeps none, is freed here without a call (`whole_turn_agent` in
+        // agent-providers/benches/stream.rs).
+        let store = &self.agent.store;
+        let kept = plan
+            .lent_history()
+            .filter(|history| store.keeps_history(history.len()));
+        if let Some(history) = kept {
+            store.keep_history(self.session_id, history);
         }
         end
     }

@@ -124,6 +124,14 @@ macro_rules! guard {
                 }
             }
 
+            /// [`SessionStore::keeps_history`]; a panic is logged and read as `false`.
+            pub(crate) fn keeps_history(&self, messages: usize) -> bool {
+                catch_panic(|| self.0.keeps_history(messages)).unwrap_or_else(|message| {
+                    tracing::error!("the store panicked in keeps_history: {message}");
+                    false
+                })
+            }
+
             /// [`SessionStore::release`], with a panic logged.
             pub(crate) fn release(&self, session: &str) {
                 if let Err(message) = catch_panic(|| self.0.release(session)) {
@@ -150,6 +158,10 @@ macro_rules! guard {
 
             fn keep_history(&self, session: &str, messages: Vec<Message>) {
                 PanicSafe::keep_history(self, session, messages);
+            }
+
+            fn keeps_history(&self, messages: usize) -> bool {
+                PanicSafe::keeps_history(self, messages)
             }
 
             fn release(&self, session: &str) {

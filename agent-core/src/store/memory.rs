@@ -373,6 +373,11 @@ impl SessionStore for MemoryStore {
         drop(refused);
     }
 
+    /// From [`KEEP_FROM`] messages on.
+    fn keeps_history(&self, messages: usize) -> bool {
+        messages >= self.keep_from
+    }
+
     fn insert<'a>(
         &'a self,
         session: &'a str,
@@ -725,6 +730,7 @@ mod tests {
     async fn only_a_history_of_sixty_four_messages_or_more_is_kept() {
         for (messages, kept) in [(63, false), (64, true)] {
             let store = MemoryStore::new();
+            assert_eq!(store.keeps_history(messages), kept);
             for i in 0..messages {
                 let row = NewMessage::completed(Message::user(format!("m{i}")));
                 store.insert("s", row).await.expect("insert");

@@ -272,6 +272,14 @@ pub trait SessionStore: Send + Sync {
         let _ = (session, messages);
     }
 
+    /// Whether [`keep_history`](Self::keep_history) may keep a history of `messages` messages:
+    /// the engine offers a history back only when this says so. `false` (the default) for a
+    /// store that keeps none; [`MemoryStore`] keeps those of 64 messages or more.
+    fn keeps_history(&self, messages: usize) -> bool {
+        let _ = messages;
+        false
+    }
+
     /// Inserts a row and returns it as stored.
     fn insert<'a>(
         &'a self,
