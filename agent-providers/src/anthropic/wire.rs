@@ -97,7 +97,9 @@ enum Block<'a> {
     ToolUse {
         id: &'a str,
         name: &'a str,
-        input: Input<'a>,
+        /// The call's arguments, written as its input ([`Input`]).
+        #[serde(serialize_with = "tool_input")]
+        input: &'a str,
     },
     ToolResult {
         tool_use_id: &'a str,
@@ -362,8 +364,25 @@ impl Serialize for Conversation<'_> {
 /// The role of the message that carries `message`'s blocks; `None` when it sends none.
 fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
     match message {
-        Message::System { .. } => None,
         Message::User { .. } | Message::Tool { .. } => Some(Role::User),
+        Message::Assistant { .. } => {
+            let sends = blocks(message, with_thinking).next().is_some();
+            sends.then_some(Role::Assistant)
+        }
+        Message::System { .. } => None,
+    }
+}
+
+/// The content blocks `message` sends, in order. An assistant message's earlier reasoning goes
+/// first, as a `thinking` block, when it was streamed with a signature and `with_thinking`
+/// holds; then the server-tool blocks as they came, before the text that draws on them; then
+/// the text and the tool calls.
+fn blocks(message: &Message, with_thinking: bool) -> impl Iterator<Item = Block<'_>> {
+    let (mut thinking, mut raw, mut text, mut calls, mut result) =
+        (None, &[][..], None, &[][..], None);
+    match message {
+        Message::System { .. } => {}
+        Message::User { content } => text = Some(content.as_str()),
         Message::Assistant {
             content,
             reasoning,
@@ -371,14 +390,41 @@ fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
             reasoning_signature,
             provider_blocks,
         } => {
-            let thinking = with_thinking && reasoning_signature.is_some() && !reasoning.is_empty();
-            let sends = thinking
-                || !provider_blocks.is_empty()
-                || !content.is_empty()
-                || !tool_calls.is_empty();
-            sends.then_some(Role::Assistant)
+            thinking = reasoning_signature
+                .as_deref()
+                .filter(|_| with_thinking && !reasoning.is_empty())
+                .map(|signature| Block::Thinking {
+                    thinking: reasoning,
+                    signature,
+                });
+            raw = provider_blocks;
+            text = (!content.is_empty()).then_some(content.as_str());
+            calls = tool_calls;
+        }
+        Message::Tool {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => {
+            result = Some(Block::ToolResult {
+                tool_use_id: call_id,
+                content,
+                is_error: *is_error,
+            });
         }
     }
+    let calls = calls.iter().map(|call| Block::ToolUse {
+        id: &call.id,
+        name: &call.name,
+        input: &call.arguments,
+    });
+    thinking
+        .into_iter()
+        .chain(raw.iter().map(Block::Raw))
+        .chain(text.map(|text| Block::Text { text }))
+        .chain(calls)
+        .chain(result)
 }
 
 /// One Anthropic message: the blocks of consecutive core messages of one role.
@@ -413,54 +459,8 @@ impl Serialize for Blocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         for message in self.messages {
-            match message {
-                Message::System { .. } => {}
-                Message::User { content } => {
-                    seq.serialize_element(&Block::Text { text: content })?;
-                }
-                Message::Assistant {
-                    content,
-                    reasoning,
-                    tool_calls,
-                    reasoning_signature,
-                    provider_blocks,
-                } => {
-                    if let Some(signature) = reasoning_signature
-                        .as_deref()
-                        .filter(|_| self.with_thinking)
-                        && !reasoning.is_empty()
-                    {
-                        seq.serialize_element(&Block::Thinking {
-                            thinking: reasoning,
-                            signature,
-                        })?;
-                    }
-                    // Server-tool blocks go back as they came, after the thinking and before
-                    // the text that draws on them.
-                    for block in provider_blocks {
-                        seq.serialize_element(&Block::Raw(block))?;
-                    }
-                    if !content.is_empty() {
-                        seq.serialize_element(&Block::Text { text: content })?;
-                    }
-                    for call in tool_calls {
-                        seq.serialize_element(&Block::ToolUse {
-                            id: &call.id,
-                            name: &call.name,
-                            input: Input::of(&call.arguments),
-                        })?;
-                    }
-                }
-                Message::Tool {
-                    call_id,
-                    content,
-                    is_error,
-                    ..
-                } => seq.serialize_element(&Block::ToolResult {
-                    tool_use_id: call_id,
-                    content,
-                    is_error: *is_error,
-                })?,
+            for block in blocks(message, self.with_thinking) {
+                seq.serialize_element(&block)?;
             }
         }
         seq.end()
@@ -483,6 +483,11 @@ impl<'a> Input<'a> {
             _ => Input::Empty,
         }
     }
+}
+
+/// Writes a tool call's arguments as its `tool_use` input.
+fn tool_input<S: Serializer>(arguments: &&str, serializer: S) -> Result<S::Ok, S::Error> {
+    Input::of(arguments).serialize(serializer)
 }
 
 impl Serialize for Input<'_> {
