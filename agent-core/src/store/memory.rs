@@ -373,7 +373,7 @@ impl SessionStore for MemoryStore {
         drop(refused);
     }
 
-    /// From [`KEEP_FROM`] messages on.
+    /// From 64 messages on (`KEEP_FROM`).
     fn keeps_history(&self, messages: usize) -> bool {
         messages >= self.keep_from
     }
