@@ -227,3 +227,73 @@ async fn a_history_replaced_is_not_given_back_and_a_copied_one_is() {
     assert_eq!(given[2], history);
     assert_eq!(*model.requests()[5].messages, history[..11]);
 }
+
+/// A model whose stream never answers: a turn on it waits until it is dropped.
+struct Silent;
+
+impl Model for Silent {
+    fn id(&self) -> &str {
+        "silent"
+    }
+
+    fn stream(&self, _: ModelRequest) -> ModelStream {
+        Box::pin(Never)
+    }
+}
+
+/// A stream that never yields.
+struct Never;
+
+impl futures_core::Stream for Never {
+    type Item = Result<agent_core::ModelEvent, agent_core::ModelError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Pending
+    }
+}
+
+/// A turn dropped while it holds a long session's history never gives it back; the next turns
+/// still read exactly what the rows show (the loan is refused, then taken anew).
+#[tokio::test]
+async fn a_turn_dropped_with_the_history_leaves_the_next_ones_reading_the_rows() {
+    let store = Arc::new(MemoryStore::new());
+    for i in 0..70 {
+        let row = NewMessage::completed(Message::user(format!("m{i}")));
+        store.insert("s", row).await.unwrap();
+    }
+    let steps = (0..4).map(|i| ScriptedStep::new().text(format!("answer {i}")));
+    let scripted = Arc::new(ScriptedModel::new(steps));
+    let agent = AgentBuilder::new("answers")
+        .model_arc(Arc::new(Forgetful(scripted.clone())))
+        .store(store.clone())
+        .build()
+        .unwrap();
+    // Held throughout, so the session outlives the dropped turn's handle.
+    let conversation = agent.session("s");
+    let silent = AgentBuilder::new("silent")
+        .model(Silent)
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let dropped = silent.session("s");
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(50), dropped.run("lost"));
+    assert!(waited.await.is_err(), "the silent model never answers");
+    drop(dropped);
+
+    // The first repairs the dropped turn's rows, the second finds the loan out and copies, the
+    // third lends and takes back, the fourth reads what was taken back.
+    for i in 0..4 {
+        let input = format!("question {i}");
+        assert_eq!(
+            conversation.run(input.as_str()).await.text,
+            format!("answer {i}")
+        );
+        let rows = visible(store.load("s").await.unwrap());
+        let sent = &scripted.requests()[i];
+        // The request held every message the rows show up to the answer it asked for.
+        assert_eq!(*sent.messages, rows[..rows.len() - 1]);
+    }
+}
