@@ -340,26 +340,27 @@ fn history_request(n: usize) -> ModelRequest {
     request
 }
 
-/// `OpenAi` sending a request of `n` messages, answered with one chunk.
-#[divan::bench(args = HISTORY, sample_count = 100)]
-fn openai_history(bencher: Bencher, n: usize) {
+/// Sends a request of `n` messages through the model `make` builds for a server answering
+/// `reply`, once an iteration.
+fn history_bench<M: Model>(bencher: Bencher, n: usize, reply: Vec<u8>, make: fn(&str) -> M) {
     let runtime = runtime();
-    let model = openai(&serve(&runtime, openai_body(1)));
+    let model = make(&serve(&runtime, reply));
     let request = history_request(n);
     bencher
         .counter(ItemsCount::new(n))
         .bench_local(|| black_box(runtime.block_on(read_reply(&model, request.clone()))));
 }
 
+/// `OpenAi` sending a request of `n` messages, answered with one chunk.
+#[divan::bench(args = HISTORY, sample_count = 100)]
+fn openai_history(bencher: Bencher, n: usize) {
+    history_bench(bencher, n, openai_body(1), openai);
+}
+
 /// `Anthropic` sending a request of `n` messages, answered with one chunk.
 #[divan::bench(args = HISTORY, sample_count = 100)]
 fn anthropic_history(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let model = anthropic(&serve(&runtime, anthropic_body(1)));
-    let request = history_request(n);
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(runtime.block_on(read_reply(&model, request.clone()))));
+    history_bench(bencher, n, anthropic_body(1), anthropic);
 }
 
 /// `Anthropic`'s stream read to its end, no engine.

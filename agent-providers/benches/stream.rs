@@ -341,6 +341,29 @@ fn earlier(i: usize) -> (&'static str, String) {
     }
 }
 
+/// Stores the first `n` messages of [`earlier`] in `session` of `store`.
+async fn seed(store: &dyn agent_core::SessionStore, session: &str, n: usize) {
+    use agent_core::{Message, NewMessage};
+    for i in 0..n {
+        let message = match earlier(i) {
+            ("user", text) => Message::user(text),
+            (_, text) => Message::assistant(text),
+        };
+        let row = NewMessage::completed(message);
+        store.insert(session, row).await.expect("seed");
+    }
+}
+
+/// The first `n` messages of [`earlier`], as the floor keeps them.
+fn floor_history(n: usize) -> Vec<FloorMessage> {
+    (0..n)
+        .map(|i| {
+            let (role, text) = earlier(i);
+            FloorMessage::text(role, text)
+        })
+        .collect()
+}
+
 /// The agent of a whole turn: `OpenAi` against `url`, the two tools, a before/after tool hook
 /// pair and an on_chunk hook.
 fn turn_agent(url: &str, store: Option<Arc<dyn agent_core::SessionStore>>) -> agent_core::Agent {
@@ -502,7 +525,7 @@ fn whole_turn_calls_floor(bencher: Bencher, calls: usize) {
 /// in both requests.
 #[divan::bench(args = HISTORY, sample_count = 100)]
 fn whole_turn_history_agent(bencher: Bencher, history: usize) {
-    use agent_core::{MemoryStore, Message, NewMessage, SessionStore};
+    use agent_core::MemoryStore;
     let runtime = runtime();
     let (first, second) = turn_bodies(TWO_CALLS);
     let url = serve_pair(&runtime, first, second);
@@ -513,16 +536,7 @@ fn whole_turn_history_agent(bencher: Bencher, history: usize) {
         .with_inputs(|| {
             sessions += 1;
             let session = format!("s{sessions}");
-            runtime.block_on(async {
-                for i in 0..history {
-                    let message = match earlier(i) {
-                        ("user", text) => Message::user(text),
-                        (_, text) => Message::assistant(text),
-                    };
-                    let row = NewMessage::completed(message);
-                    store.insert(&session, row).await.expect("seed");
-                }
-            });
+            runtime.block_on(seed(&*store, &session, history));
             agent.session(session)
         })
         .bench_local_values(|conversation| {
@@ -540,12 +554,7 @@ fn whole_turn_history_floor(bencher: Bencher, history: usize) {
     let (first, second) = turn_bodies(TWO_CALLS);
     let url = serve_pair(&runtime, first, second);
     let floor = Floor::new(url);
-    let messages: Vec<FloorMessage> = (0..history)
-        .map(|i| {
-            let (role, text) = earlier(i);
-            FloorMessage::text(role, text)
-        })
-        .collect();
+    let messages = floor_history(history);
     bencher
         .with_inputs(|| messages.clone())
         .bench_local_values(|history| black_box(runtime.block_on(floor.turn(history))));
@@ -558,23 +567,14 @@ fn whole_turn_history_floor(bencher: Bencher, history: usize) {
 /// so both sides' histories grow alike (from 1,000 to 1,500 messages over the samples).
 #[divan::bench(sample_count = 100, sample_size = 1)]
 fn whole_turn_conversation_agent(bencher: Bencher) {
-    use agent_core::{MemoryStore, Message, NewMessage, SessionStore};
+    use agent_core::MemoryStore;
     let runtime = runtime();
     let (first, second) = turn_bodies(TWO_CALLS);
     let url = serve_turns(&runtime, first, second);
     let store = Arc::new(MemoryStore::new());
     let agent = turn_agent(&url, Some(store.clone()));
     let conversation = agent.session("conversation");
-    runtime.block_on(async {
-        for i in 0..CONVERSATION {
-            let message = match earlier(i) {
-                ("user", text) => Message::user(text),
-                (_, text) => Message::assistant(text),
-            };
-            let row = NewMessage::completed(message);
-            store.insert("conversation", row).await.expect("seed");
-        }
-    });
+    runtime.block_on(seed(&*store, "conversation", CONVERSATION));
     bencher.bench_local(|| {
         let result = runtime.block_on(conversation.run(INPUT));
         assert_eq!(result.status, TurnStatus::Completed);
@@ -589,12 +589,7 @@ fn whole_turn_conversation_floor(bencher: Bencher) {
     let (first, second) = turn_bodies(TWO_CALLS);
     let url = serve_turns(&runtime, first, second);
     let floor = Floor::new(url);
-    let mut messages: Vec<FloorMessage> = (0..CONVERSATION)
-        .map(|i| {
-            let (role, text) = earlier(i);
-            FloorMessage::text(role, text)
-        })
-        .collect();
+    let mut messages = floor_history(CONVERSATION);
     bencher.bench_local(|| black_box(runtime.block_on(floor.converse(&mut messages))));
 }
 

@@ -350,7 +350,7 @@ impl Serialize for Conversation<'_> {
                 .iter()
                 .position(other)
                 .map_or(rest.len(), |at| start + at);
-            seq.serialize_element(&Turn {
+            seq.serialize_element(&WireMessage {
                 role,
                 messages: &rest[start..end],
                 with_thinking,
@@ -428,13 +428,13 @@ fn blocks(message: &Message, with_thinking: bool) -> impl Iterator<Item = Block<
 }
 
 /// One Anthropic message: the blocks of consecutive core messages of one role.
-struct Turn<'a> {
+struct WireMessage<'a> {
     role: Role,
     messages: &'a [Message],
     with_thinking: bool,
 }
 
-impl Serialize for Turn<'_> {
+impl Serialize for WireMessage<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut message = serializer.serialize_struct("Message", 2)?;
         message.serialize_field("role", &self.role)?;
