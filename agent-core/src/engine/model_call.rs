@@ -2,7 +2,7 @@
 //! (`model_stream`), on_llm_end, and what a broken stream leaves behind.
 
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
+use std::time::Instant;
 
 use tracing::Instrument;
 
@@ -49,7 +49,7 @@ impl Turn<'_> {
             *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
         }
         let row = self.open_reply_row().await?;
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let (stream, partial) = self.open_stream(&**model, request);
         let streamed = StepStream::new(self, step)
             .partials(partial)
@@ -58,10 +58,9 @@ impl Turn<'_> {
             .await;
         span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
-        let latency = started.elapsed();
         // What the stream gave is handled in a future of its own, not kept beside the
         // reader's in this one while the model answers.
-        self.answer(step, &**model, row, &span, latency, streamed)
+        self.answer(step, &**model, row, &span, started, streamed)
             .await
     }
 
@@ -73,22 +72,32 @@ impl Turn<'_> {
         model: &dyn Model,
         row: i64,
         span: &tracing::Span,
-        latency: Duration,
+        started: Instant,
         mut streamed: Streamed,
     ) -> Flow<Answer> {
-        let end_ctx = LlmEndContext {
-            agent: self.me.clone(),
-            request_id: self.request_id.clone(),
-            step,
-            model: model.id().to_owned(),
-            text: streamed.take_text(),
-            tool_calls: std::mem::take(&mut streamed.tool_calls),
-            finish_reason: streamed.finish.as_ref().ok().cloned(),
-            usage: streamed.usage,
-            latency,
-            error: streamed.error(),
-        };
-        let (llm_end, text, tool_calls) = self.llm_end(end_ctx).await;
+        let (llm_end, text, tool_calls) =
+            if self.current.hooks.on_llm_end.is_empty() && self.run.is_none() {
+                // Nobody reads the step's end: no context is made (the model's id copied, the
+                // text and calls moved in and back, the error cloned: `whole_turn_agent` in
+                // agent-providers/benches/stream.rs).
+                self.count_usage(model.id(), &streamed.usage);
+                let calls = std::mem::take(&mut streamed.tool_calls);
+                (Ok(()), streamed.take_text(), calls)
+            } else {
+                let end_ctx = LlmEndContext {
+                    agent: self.me.clone(),
+                    request_id: self.request_id.clone(),
+                    step,
+                    model: model.id().to_owned(),
+                    text: streamed.take_text(),
+                    tool_calls: std::mem::take(&mut streamed.tool_calls),
+                    finish_reason: streamed.finish.as_ref().ok().cloned(),
+                    usage: streamed.usage,
+                    latency: started.elapsed(),
+                    error: streamed.error(),
+                };
+                self.llm_end(end_ctx).await
+            };
         // Made shared once here: the reply's message, its stored row, the history, the
         // turn's added messages, the step's record and the turn's text hold it, not copies
         // (`whole_turn_agent` in `agent-providers/benches/stream.rs`).
@@ -202,10 +211,7 @@ impl Turn<'_> {
         &mut self,
         end: LlmEndContext,
     ) -> (Result<(), TurnError>, String, Vec<ToolCall>) {
-        self.outcome.usage.add(&end.usage);
-        if let Some(limits) = &self.limits {
-            limits.count(&end.model, &end.usage);
-        }
+        self.count_usage(&end.model, &end.usage);
         let verdict = observe(&self.current.hooks.on_llm_end, &end).await;
         if let Some(run) = &self.run {
             let calls = end.tool_calls.len();
@@ -214,6 +220,14 @@ impl Turn<'_> {
             });
         }
         (verdict, end.text, end.tool_calls)
+    }
+
+    /// Adds a model call's usage to the turn's and to the limits' counts.
+    fn count_usage(&mut self, model: &str, usage: &Usage) {
+        self.outcome.usage.add(usage);
+        if let Some(limits) = &self.limits {
+            limits.count(model, usage);
+        }
     }
 
     /// A broken stream keeps its partial text, stored as a failed message (the pending row is

@@ -105,10 +105,14 @@ impl TurnLocks {
     /// order turns asked), else returns `None` at once when another turn holds it.
     pub async fn lock(&self, session: &str, wait: bool) -> Option<OwnedMutexGuard<()>> {
         let lock = self.lock_of(session);
-        if wait {
-            Some(lock.lock_owned().await)
-        } else {
-            lock.try_lock_owned().ok()
+        // Tried first even when waiting: a free lock is taken without making the waiting
+        // future (`whole_turn_agent` in agent-providers/benches/stream.rs). No turn jumps the
+        // queue: Tokio's mutex hands a released lock to its first waiter, never leaves it free
+        // while one waits.
+        match lock.clone().try_lock_owned() {
+            Ok(guard) => Some(guard),
+            Err(_) if wait => Some(lock.lock_owned().await),
+            Err(_) => None,
         }
     }
 
@@ -156,5 +160,43 @@ mod tests {
         }
         let size = locks.table.lock().unwrap().locks.len();
         assert!(size <= 128, "free sessions are pruned: {size} kept");
+    }
+
+    /// A released lock goes to the turns waiting on it, in the order they asked: a turn asking
+    /// after the release (waiting or not) does not take it first.
+    #[tokio::test]
+    async fn waiting_turns_take_the_lock_in_the_order_they_asked() {
+        let locks = std::sync::Arc::new(TurnLocks::new());
+        let held = locks.lock("a", true).await.expect("free");
+        let (order, mut taken) = tokio::sync::mpsc::unbounded_channel();
+        let mut waiting = Vec::new();
+        for n in 0..3 {
+            let (locks, order) = (locks.clone(), order.clone());
+            waiting.push(tokio::spawn(async move {
+                let guard = locks.lock("a", true).await;
+                order.send(n).unwrap();
+                drop(guard);
+            }));
+            // Each waiter queues before the next one starts.
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        assert!(
+            locks.lock("a", false).await.is_none(),
+            "a released lock with waiters is theirs, not a late asker's"
+        );
+        for task in waiting {
+            task.await.unwrap();
+        }
+        drop(order);
+        let mut got = Vec::new();
+        while let Some(n) = taken.recv().await {
+            got.push(n);
+        }
+        assert_eq!(got, [0, 1, 2]);
+        assert!(
+            locks.lock("a", false).await.is_some(),
+            "free once they are done"
+        );
     }
 }
