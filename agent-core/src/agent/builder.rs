@@ -465,7 +465,7 @@ impl AgentBuilder {
             context_type,
             input_guardrails,
             output_guardrails,
-            extensions,
+            extensions: extensions.into(),
             sessions: Default::default(),
             configure_session,
             session_states: Default::default(),

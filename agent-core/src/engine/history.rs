@@ -50,16 +50,14 @@ pub(crate) enum Prefiltered {
     Block(Message),
 }
 
-/// prefilter_llm_history: the messages to send, or the message that blocks the call.
+/// prefilter_llm_history: the messages to send, or the message that blocks the call. Called
+/// only when there are such hooks (a step without them makes no future for it).
 pub(crate) async fn prefilter(
     hooks: &TurnHooks,
     agent: &Arc<RunAgent>,
     step: usize,
     messages: Arc<Vec<Message>>,
 ) -> Result<Prefiltered, TurnError> {
-    if hooks.prefilter_llm_history.is_empty() {
-        return Ok(Prefiltered::Send(messages));
-    }
     let mut ctx = LlmHistoryContext {
         agent: agent.clone(),
         request_id: agent.request_id.clone(),
@@ -101,16 +99,14 @@ pub(crate) struct Reply {
 /// post_process_message: the reply to store; its text and tool calls become the step's. A
 /// replacement that is not an assistant message is refused (logged) and the chain keeps the
 /// last good one.
-/// A fail-closed hook that fails returns its error with the last good reply.
+/// A fail-closed hook that fails returns its error with the last good reply. Called only when
+/// there are such hooks.
 pub(crate) async fn post_process(
     hooks: &TurnHooks,
     agent: &Arc<RunAgent>,
     step: usize,
     reply: Reply,
 ) -> Result<Reply, (TurnError, Reply)> {
-    if hooks.post_process_message.is_empty() {
-        return Ok(reply);
-    }
     let mut ctx = PostProcessContext {
         agent: agent.clone(),
         request_id: agent.request_id.clone(),
@@ -148,24 +144,29 @@ pub(crate) async fn post_process(
     }
 }
 
-/// before_store_tool_result: the tool message to store for `record`, which is updated to what
-/// the model will read. A replacement must answer the same call (so the call stays paired);
-/// any other is refused (logged) and the last good one kept.
+/// The tool message that stores `record`.
+pub(crate) fn tool_message(record: &ToolResultRecord) -> Message {
+    Message::Tool {
+        call_id: record.call_id.clone(),
+        name: record.name.clone(),
+        content: record.content.clone(),
+        is_error: record.is_error,
+    }
+}
+
+/// before_store_tool_result: the tool message to store for `record` (`message` as the hooks
+/// leave it), `record` updated to what the model will read. A replacement must answer the same
+/// call (so the call stays paired); any other is refused (logged) and the last good one kept.
+/// Called only when there are such hooks: without one, `message` is stored as it is and no
+/// future is made for each call (the slope of `whole_turn_calls_agent` in
+/// agent-providers/benches/stream.rs).
 pub(crate) async fn tool_result(
     hooks: &TurnHooks,
     agent: &Arc<RunAgent>,
     step: usize,
     record: &mut ToolResultRecord,
+    message: Message,
 ) -> Result<Message, TurnError> {
-    let message = Message::Tool {
-        call_id: record.call_id.clone(),
-        name: record.name.clone(),
-        content: record.content.clone(),
-        is_error: record.is_error,
-    };
-    if hooks.before_store_tool_result.is_empty() {
-        return Ok(message);
-    }
     let call = record.call_id.clone();
     let mut ctx = StoreToolResultContext {
         agent: agent.clone(),

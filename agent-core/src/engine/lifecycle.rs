@@ -9,13 +9,11 @@ use crate::hooks::{ErrorStage, RunAgent, SessionEndContext, SessionStartContext,
 use crate::hooks::{observe, observe_every};
 
 impl Turn<'_> {
-    /// on_session_start, when the session has no rows yet. The rows are read only when the
-    /// agent has such a hook; a failing store then fails the turn at stage `persist`.
+    /// on_session_start, when the session has no rows yet; called only when the agent has such
+    /// a hook (a turn makes no future for it otherwise). A failing store, reading the rows,
+    /// fails the turn at stage `persist`.
     pub(super) async fn session_start(&self) -> Result<(), End> {
         let hooks = &self.agent.hooks.on_session_start;
-        if hooks.is_empty() {
-            return Ok(());
-        }
         let rows = self
             .agent
             .store
@@ -36,16 +34,14 @@ impl Turn<'_> {
     }
 }
 
-/// on_session_end: observers; a failure is only logged (the turn has already ended).
+/// on_session_end: observers; a failure is only logged (the turn has already ended). Called
+/// only when the agent has such a hook.
 pub(super) async fn session_end(
     agent: &AgentRuntime,
     frame: &Arc<RunAgent>,
     session: &Arc<str>,
     result: &TurnResult,
 ) {
-    if agent.hooks.on_session_end.is_empty() {
-        return;
-    }
     let ctx = SessionEndContext {
         agent: frame.clone(),
         session_id: session.clone(),

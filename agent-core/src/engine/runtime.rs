@@ -50,8 +50,9 @@ pub(crate) struct AgentRuntime {
     pub(crate) approval_key: Option<Arc<[u8]>>,
     /// The type of run context the agent's turns need, with its name.
     pub(crate) context_type: Option<(TypeId, &'static str)>,
-    /// Subscribers to JSON snapshots of the agent's turns (`hooks/extension.rs`).
-    pub(crate) extensions: Vec<Extension>,
+    /// Subscribers to JSON snapshots of the agent's turns (`hooks/extension.rs`), shared with
+    /// each turn (not copied into a new allocation per turn).
+    pub(crate) extensions: Arc<[Extension]>,
     /// Checks on each turn's input, before the first model call.
     pub(crate) input_guardrails: Vec<Guardrail>,
     /// Checks on the final output, before it is stored, streamed or reported.

@@ -99,6 +99,7 @@ pub(super) enum End {
 
 impl End {
     /// A failure of the turn's own hooks or logic (stage `turn`).
+    #[cold]
     pub(super) fn turn(error: TurnError) -> End {
         End::Failed(error, ErrorStage::Turn)
     }
@@ -205,6 +206,7 @@ pub(super) fn write_failed(error: WriteError) -> End {
     }
 }
 
+#[cold]
 pub(super) fn store_error(error: StoreError) -> TurnError {
     TurnError::new(
         TurnErrorKind::Store,

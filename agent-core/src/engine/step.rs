@@ -153,43 +153,49 @@ impl<'a> Turn<'a> {
         step: usize,
     ) -> Flow<(Arc<dyn Model>, Box<ModelRequest>)> {
         let hooks = &self.current.hooks;
-        let step_ctx = StepContext {
-            agent: self.me.clone(),
-            request_id: self.request_id.clone(),
-            step,
-            // Only before_step hooks read the earlier steps: without one, copying every earlier
-            // step's record on each step would make a long turn quadratic for nothing.
-            previous: if hooks.before_step.is_empty() {
-                Vec::new()
-            } else {
-                self.outcome.steps.clone()
-            },
-            // The history shared, not copied (see `TurnPlan::messages`).
-            messages: plan.messages.clone(),
+        // The history shared, not copied (see `TurnPlan::messages`).
+        let messages = plan.messages.clone();
+        let (step_config, messages) = if hooks.before_step.is_empty() {
+            // Nothing reads the step's context: it is not made (two counted references taken
+            // and dropped, and its future: `whole_turn_agent` in
+            // agent-providers/benches/stream.rs).
+            (StepConfig::default(), messages)
+        } else {
+            let step_ctx = StepContext {
+                agent: self.me.clone(),
+                request_id: self.request_id.clone(),
+                step,
+                // Only before_step hooks read the earlier steps (a copy of each record).
+                previous: self.outcome.steps.clone(),
+                messages,
+            };
+            let mut step_config = StepConfig::default();
+            each(&hooks.before_step, &step_ctx, |c| {
+                if let Some(c) = c {
+                    step_config.merge(c)
+                }
+            })
+            .await
+            .map_err(End::turn)?;
+            (step_config, step_ctx.messages)
         };
-        let mut step_config = StepConfig::default();
-        each(&hooks.before_step, &step_ctx, |c| {
-            if let Some(c) = c {
-                step_config.merge(c)
-            }
-        })
-        .await
-        .map_err(End::turn)?;
         let model = step_config
             .model
             .clone()
             .unwrap_or_else(|| plan.model.clone());
-        let mut request = plan.request(&*model, step_config, step_ctx.messages);
-        let messages = std::mem::take(&mut request.messages);
-        match history::prefilter(hooks, &self.me, step, messages)
-            .await
-            .map_err(End::turn)?
-        {
-            history::Prefiltered::Send(messages) => request.messages = messages,
-            // Boxed when it happens: a blocked step's settling (1.5 KB) would otherwise size
-            // every step's future.
-            history::Prefiltered::Block(message) => {
-                return Err(Box::pin(self.blocked(message)).await);
+        let mut request = plan.request(&*model, step_config, messages);
+        if !hooks.prefilter_llm_history.is_empty() {
+            let messages = std::mem::take(&mut request.messages);
+            match history::prefilter(hooks, &self.me, step, messages)
+                .await
+                .map_err(End::turn)?
+            {
+                history::Prefiltered::Send(messages) => request.messages = messages,
+                // Boxed when it happens: a blocked step's settling (1.5 KB) would otherwise
+                // size every step's future.
+                history::Prefiltered::Block(message) => {
+                    return Err(Box::pin(self.blocked(message)).await);
+                }
             }
         }
         Ok((model, Box::new(request)))
@@ -229,11 +235,16 @@ impl<'a> Turn<'a> {
             text: answer.text,
             tool_calls: answer.tool_calls,
         };
-        let reply = match history::post_process(&self.current.hooks, &self.me, step, reply).await {
-            Ok(reply) => reply,
-            Err((error, reply)) => {
-                self.open.partial(&reply.message);
-                return Err(End::turn(error));
+        let hooks = &self.current.hooks;
+        let reply = if hooks.post_process_message.is_empty() {
+            reply
+        } else {
+            match history::post_process(hooks, &self.me, step, reply).await {
+                Ok(reply) => reply,
+                Err((error, reply)) => {
+                    self.open.partial(&reply.message);
+                    return Err(End::turn(error));
+                }
             }
         };
         if reply.tool_calls.is_empty() && !self.current.output_guardrails.is_empty() {
@@ -325,12 +336,18 @@ impl<'a> Turn<'a> {
             provider_metadata: reply.provider_metadata,
             output_failure,
         };
-        observe(&self.current.hooks.on_step_finish, &record)
-            .await
-            .map_err(End::turn)?;
-        let event = ExtensionEvent::OnStepFinish;
-        let snapshot = || extensions::step_snapshot(&record);
-        extensions::dispatch(&self.extensions, event, snapshot).await;
+        // Awaited only when there is a hook or an extension to tell: a step makes neither
+        // future otherwise (`whole_turn_agent` in agent-providers/benches/stream.rs).
+        if !self.current.hooks.on_step_finish.is_empty() {
+            observe(&self.current.hooks.on_step_finish, &record)
+                .await
+                .map_err(End::turn)?;
+        }
+        if !self.extensions.is_empty() {
+            let event = ExtensionEvent::OnStepFinish;
+            let snapshot = || extensions::step_snapshot(&record);
+            extensions::dispatch(&self.extensions, event, snapshot).await;
+        }
         let more = !record.tool_calls.is_empty();
         if self.sink.is_some() {
             // Cloned only for a stream: a record holds the step's whole text.

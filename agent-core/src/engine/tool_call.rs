@@ -272,7 +272,11 @@ async fn execute_inner(
 
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
-    let checked = tool_results::check(scope, call, kind, content, is_error).await;
+    let checked = if tool_results::wanted(scope, is_error) {
+        tool_results::check(scope, call, kind, content, is_error).await
+    } else {
+        tool_results::Checked::unchanged(content, is_error)
+    };
     let mut error = checked.error;
     if let Some(mut state) = state.filter(|_| has_after) {
         let after = scope.inherited.after_for(name).chain(&slot.after);

@@ -173,9 +173,12 @@ impl Turn<'_> {
                 dropped.insert(position);
                 continue;
             }
-            let message = history::tool_result(&self.current.hooks, &self.me, step, &mut record)
-                .await
-                .map_err(End::turn)?;
+            let hooks = &self.current.hooks;
+            let mut message = history::tool_message(&record);
+            if !hooks.before_store_tool_result.is_empty() {
+                let stored = history::tool_result(hooks, &self.me, step, &mut record, message);
+                message = stored.await.map_err(End::turn)?;
+            }
             let mut stream = StepStream::new(self, step);
             if stream.listening() {
                 let chunk = Chunk::ToolResult {

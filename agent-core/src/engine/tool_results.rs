@@ -18,7 +18,32 @@ pub(super) struct Checked {
     pub(super) error: Option<TurnError>,
 }
 
-/// Runs the success hooks (the model got a valid result) or the failure hooks (an error).
+impl Checked {
+    /// The result as the call gave it, no hook having seen it.
+    pub(super) fn unchanged(content: Text, is_error: bool) -> Checked {
+        Checked {
+            content,
+            is_error,
+            dropped: false,
+            error: None,
+        }
+    }
+}
+
+/// Whether the agent has success hooks (for a valid result) or failure hooks (for an error):
+/// without them a call's result is not handed to [`check`], and no future is made for it (the
+/// slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+pub(super) fn wanted(scope: &CallScope<'_>, is_error: bool) -> bool {
+    let hooks = &scope.tools.agent.hooks;
+    if is_error {
+        !hooks.after_tool_call_failure.is_empty()
+    } else {
+        !hooks.after_tool_call_success.is_empty()
+    }
+}
+
+/// Runs the success hooks (the model got a valid result) or the failure hooks (an error); see
+/// [`wanted`].
 pub(super) async fn check(
     scope: &CallScope<'_>,
     call: &ToolCall,
@@ -27,20 +52,7 @@ pub(super) async fn check(
     is_error: bool,
 ) -> Checked {
     let hooks = &scope.tools.agent.hooks;
-    let mut checked = Checked {
-        content,
-        is_error,
-        dropped: false,
-        error: None,
-    };
-    let none = if is_error {
-        hooks.after_tool_call_failure.is_empty()
-    } else {
-        hooks.after_tool_call_success.is_empty()
-    };
-    if none {
-        return checked;
-    }
+    let mut checked = Checked::unchanged(content, is_error);
     let mut ctx = ToolResultContext {
         agent: scope.me.clone(),
         request_id: scope.request_id.clone(),

@@ -101,7 +101,7 @@ pub(crate) fn run_turn<'a>(
             },
             open: Default::default(),
             held: Default::default(),
-            extensions: Arc::from(agent.extensions.as_slice()),
+            extensions: agent.extensions.clone(),
             frame: me.clone(),
             me,
             inherited: Inherited::for_new_turn(),
@@ -333,19 +333,33 @@ impl<'a> Turn<'a> {
     /// on_session_start, before_run and the input guardrails, the history with the turn's
     /// input stored, then before_turn: the plan the steps run.
     async fn begin(&mut self, request: Box<TurnRequest>) -> Flow<TurnPlan<'a>> {
-        let run_ctx = RunContext {
-            agent: self.frame.clone(),
-            request_id: self.request_id.clone(),
-            input: request.input,
-            continuation: request.continuation,
-        };
-        self.session_start().await?;
-        self.before_run(&run_ctx).await?;
-        let input = (!run_ctx.input.is_empty()).then(|| Message::user(run_ctx.input));
+        // The session's and the run's hooks, the input guardrails and the session's setup,
+        // awaited only when there are some: a turn makes none of their futures (nor the run's
+        // context) otherwise (`whole_turn_agent` in agent-providers/benches/stream.rs).
+        if !self.agent.hooks.on_session_start.is_empty() {
+            self.session_start().await?;
+        }
+        let input =
+            if self.agent.hooks.before_run.is_empty() && self.agent.input_guardrails.is_empty() {
+                request.input
+            } else {
+                let run_ctx = RunContext {
+                    agent: self.frame.clone(),
+                    request_id: self.request_id.clone(),
+                    input: request.input,
+                    continuation: request.continuation,
+                };
+                self.before_run(&run_ctx).await?;
+                run_ctx.input
+            };
+        let input = (!input.is_empty()).then(|| Message::user(input));
         let (messages, lent) = self
             .history_with(request.messages, input, request.resume)
             .await?;
-        let system = self.system_prompt().await?;
+        let system = match self.agent.configure_session {
+            None => self.agent.instructions.clone(),
+            Some(_) => self.system_prompt().await?,
+        };
         self.join_session_extensions();
         let (config, system, messages) = if self.agent.hooks.before_turn.is_empty()
             && !extensions::subscribed(&self.extensions, ExtensionEvent::BeforeTurn)
@@ -577,10 +591,14 @@ impl<'a> Turn<'a> {
                     result.stop_reason = Some(reason);
                     // after_run sees the completed result; failing (its default policy) it fails
                     // the turn, keeping what the result holds.
-                    observe_every(&hooks.after_run, &result)
-                        .await
-                        .err()
-                        .map(|error| (error, ErrorStage::Turn, None))
+                    if hooks.after_run.is_empty() {
+                        None
+                    } else {
+                        observe_every(&hooks.after_run, &result)
+                            .await
+                            .err()
+                            .map(|error| (error, ErrorStage::Turn, None))
+                    }
                 }
                 End::Aborted => {
                     result.status = TurnStatus::Aborted;
@@ -610,7 +628,9 @@ impl<'a> Turn<'a> {
                     chat_response(frame.clone(), request_id, continuation, &result, answer);
                 let _ = observe_every(&hooks.on_chat_response, &response).await;
             }
-            lifecycle::session_end(agent, &frame, session_id, &result).await;
+            if !hooks.on_session_end.is_empty() {
+                lifecycle::session_end(agent, &frame, session_id, &result).await;
+            }
             if let Some(sink) = &sink {
                 let _ = sink.send(TurnEvent::Finished(result.clone())).await;
             }
