@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::limits::Budget;
-use super::run_context::RunContextValue;
+use super::run_scope::RunContextValue;
 use crate::cancel::CancelToken;
 use crate::hooks::RunHooks;
 use crate::message::Message;

@@ -1,61 +1,13 @@
 //! The typed run context: a value of the application's own type given per turn
 //! ([`TurnRequest::context`](super::TurnRequest::context)) and read, typed, by every hook and
-//! tool of every agent in that turn ([`run_context`]).
+//! tool of every agent in that turn ([`run_context`]). The turn carries it in its scope
+//! (`run_scope::running`).
 
-use std::any::{Any, TypeId, type_name};
+use std::any::{Any, type_name};
 use std::fmt;
 use std::sync::Arc;
 
-tokio::task_local! {
-    /// The running turn's context, while the turn runs (its subagents' turns inherit it).
-    static CONTEXT: Option<RunContextValue>;
-}
-
-/// A turn's context value, with the name of its type.
-#[derive(Clone)]
-pub(crate) struct RunContextValue {
-    value: Arc<dyn Any + Send + Sync>,
-    type_name: &'static str,
-}
-
-impl fmt::Debug for RunContextValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RunContext<{}>", self.type_name)
-    }
-}
-
-impl RunContextValue {
-    pub(crate) fn new<T: Any + Send + Sync>(value: T) -> RunContextValue {
-        RunContextValue {
-            value: Arc::new(value),
-            type_name: type_name::<T>(),
-        }
-    }
-
-    /// The context of the turn running on this task, if any (a subagent's turn takes its
-    /// caller's).
-    pub(crate) fn current() -> Option<RunContextValue> {
-        CONTEXT.try_with(Clone::clone).ok().flatten()
-    }
-
-    /// Whether the value is of the type with this id.
-    pub(crate) fn is(&self, id: TypeId) -> bool {
-        (*self.value).type_id() == id
-    }
-
-    pub(crate) fn type_name(&self) -> &'static str {
-        self.type_name
-    }
-}
-
-/// Runs `future` (a whole turn) with `context` readable through [`run_context`].
-/// (A plain function, not twice the size of `future`: see `run_scope::working`.)
-pub(crate) fn with_context<F: Future>(
-    context: Option<RunContextValue>,
-    future: F,
-) -> impl Future<Output = F::Output> {
-    CONTEXT.scope(context, future)
-}
+use super::run_scope::RunContextValue;
 
 /// Why [`run_context`] has no value of the type asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,19 +59,14 @@ impl std::error::Error for RunContextError {}
 /// # }
 /// ```
 pub fn run_context<T: Any + Send + Sync>() -> Result<Arc<T>, RunContextError> {
-    let current = RunContextValue::current();
     let error = |carried| RunContextError {
         asked: type_name::<T>(),
         carried,
     };
-    match current {
-        Some(context) => {
-            let carried = context.type_name;
-            context
-                .value
-                .downcast::<T>()
-                .map_err(|_| error(Some(carried)))
-        }
+    match RunContextValue::current() {
+        Some(context) => context
+            .downcast::<T>()
+            .map_err(|carried| error(Some(carried))),
         None => Err(error(None)),
     }
 }

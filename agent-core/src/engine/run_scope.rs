@@ -1,8 +1,11 @@
 //! Where a turn sits in its run: the agent working and its path ([`RunAgent`], readable from
-//! any hook or tool with [`current_agent`]), and the run hooks observing the run
-//! ([`RunScope`]); both handed to subagents' turns through task-locals.
+//! any hook or tool with [`current_agent`]), the turn's run context ([`RunContextValue`], read
+//! typed with `run_context`), and the run hooks observing the run ([`RunScope`]); all handed
+//! to subagents' turns through task-locals.
 
+use std::any::{Any, TypeId, type_name};
 use std::cell::RefCell;
+use std::fmt;
 use std::sync::Arc;
 
 use crate::hooks::{RunAgent, RunHooks};
@@ -11,8 +14,62 @@ use crate::util::catch_panic;
 tokio::task_local! {
     /// The calling turn's run hooks while its step's tools run: a subagent's turn joins them.
     static CALLER: Option<RunScope>;
-    /// The agent working in the turn running on this task (updated by a handoff).
-    static WORKING: RefCell<Arc<RunAgent>>;
+    /// What the turn running on this task carries for the code it runs.
+    static TURN: TurnScope;
+}
+
+/// What a turn carries for the hooks and tools it runs, in one task-local (each poll of a turn
+/// sets and restores each of its task-locals: one instead of two, `whole_turn_agent` in
+/// agent-providers/benches/stream.rs).
+struct TurnScope {
+    /// The agent working (updated by a handoff).
+    working: RefCell<Arc<RunAgent>>,
+    /// The turn's run context, its caller's for a subagent's turn.
+    context: Option<RunContextValue>,
+}
+
+/// A turn's run context: a value of the application's own type (read typed with
+/// [`run_context`](super::run_context)), with the name of its type.
+#[derive(Clone)]
+pub(crate) struct RunContextValue {
+    value: Arc<dyn Any + Send + Sync>,
+    type_name: &'static str,
+}
+
+impl fmt::Debug for RunContextValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RunContext<{}>", self.type_name)
+    }
+}
+
+impl RunContextValue {
+    pub(crate) fn new<T: Any + Send + Sync>(value: T) -> RunContextValue {
+        RunContextValue {
+            value: Arc::new(value),
+            type_name: type_name::<T>(),
+        }
+    }
+
+    /// The context of the turn running on this task, if any (a subagent's turn takes its
+    /// caller's).
+    pub(crate) fn current() -> Option<RunContextValue> {
+        TURN.try_with(|turn| turn.context.clone()).ok().flatten()
+    }
+
+    /// Whether the value is of the type with this id.
+    pub(crate) fn is(&self, id: TypeId) -> bool {
+        (*self.value).type_id() == id
+    }
+
+    pub(crate) fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// The value as a `T`; the name of its type when it is not one.
+    pub(crate) fn downcast<T: Any + Send + Sync>(self) -> Result<Arc<T>, &'static str> {
+        let carried = self.type_name;
+        self.value.downcast::<T>().map_err(|_| carried)
+    }
 }
 
 /// The agent working in the turn running on this task: its name, its path from the agent asked
@@ -24,8 +81,7 @@ tokio::task_local! {
 /// hooks (after_run, on_chat_response, ...), whose context's `agent` is the entry agent whose
 /// hooks they are.
 pub fn current_agent() -> Option<RunAgent> {
-    WORKING
-        .try_with(|working| RunAgent::clone(&working.borrow()))
+    TURN.try_with(|turn| RunAgent::clone(&turn.working.borrow()))
         .ok()
 }
 
@@ -33,7 +89,7 @@ impl RunAgent {
     /// The agent of a new turn of `agent`: a run of its own, or a step deeper into the calling
     /// turn's run (a subagent's turn).
     pub(crate) fn starting(agent: &Arc<str>, request_id: &Arc<str>) -> Arc<RunAgent> {
-        let caller = WORKING.try_with(|working| working.borrow().clone()).ok();
+        let caller = TURN.try_with(|turn| turn.working.borrow().clone()).ok();
         Arc::new(match caller {
             Some(caller) => RunAgent {
                 name: agent.clone(),
@@ -55,21 +111,27 @@ impl RunAgent {
             request_id: self.request_id.clone(),
             run_id: self.run_id.clone(),
         });
-        let _ = WORKING.try_with(|working| *working.borrow_mut() = target.clone());
+        let _ = TURN.try_with(|turn| *turn.working.borrow_mut() = target.clone());
         target
     }
 }
 
-/// Runs `future` (a whole turn) with `agent` readable through [`current_agent`].
+/// Runs `future` (a whole turn) with `agent` readable through [`current_agent`] and `context`
+/// through [`run_context`](super::run_context).
 ///
 /// Not an `async fn`: one keeps its `future` argument beside the scoped copy it awaits, so it
 /// would be twice the size of the turn's future (11.6 KB of a turn's 24 KB before this was a
 /// plain function); so are the other task-local wrappers of the engine.
-pub(crate) fn working<F: Future>(
+pub(crate) fn running<F: Future>(
     agent: Arc<RunAgent>,
+    context: Option<RunContextValue>,
     future: F,
 ) -> impl Future<Output = F::Output> {
-    WORKING.scope(RefCell::new(agent), future)
+    let scope = TurnScope {
+        working: RefCell::new(agent),
+        context,
+    };
+    TURN.scope(scope, future)
 }
 
 /// The run hooks observing a turn: its request's and session's, and the calling turn's when

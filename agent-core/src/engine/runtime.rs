@@ -13,7 +13,7 @@ use super::guardrails::Guardrail;
 pub(crate) use super::handoff::{HandoffSlot, HandoffTarget, TransferTool, link};
 pub(crate) use super::output::OutputSpec;
 use super::request::TurnOverlap;
-use super::run_context::RunContextValue;
+use super::run_scope::RunContextValue;
 use crate::hooks::Extension;
 use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};

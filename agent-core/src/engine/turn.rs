@@ -19,8 +19,7 @@ use super::limits::RunLimits;
 use super::plan::TurnPlan;
 use super::request::{TurnOverlap, TurnRequest};
 use super::resume;
-use super::run_context::{self, RunContextValue};
-use super::run_scope::{self, RunScope};
+use super::run_scope::{self, RunContextValue, RunScope};
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
@@ -113,7 +112,7 @@ pub(crate) fn run_turn<'a>(
         turn.run(request, context).await
     }
     .instrument(span);
-    run_context::with_context(scope_context, run_scope::working(scope_agent, turn))
+    run_scope::running(scope_agent, scope_context, turn)
 }
 
 impl<'a> Turn<'a> {
