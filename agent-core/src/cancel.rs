@@ -1,7 +1,7 @@
 //! Cancellation of a turn and everything running inside it.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::Notify;
 
@@ -11,12 +11,24 @@ pub struct CancelToken {
     inner: Arc<CancelInner>,
 }
 
+/// A token's state. A cancel goes down to the token's children as it happens, so a token is
+/// cancelled exactly when its own flag is set: a waiter registers with its own token alone
+/// (not with each ancestor's too: two registrations a turn fewer, `whole_turn_agent` in
+/// agent-providers/benches/stream.rs), and the stream reader's check before each chunk reads
+/// one flag.
 #[derive(Debug, Default)]
 struct CancelInner {
     cancelled: AtomicBool,
     notify: Notify,
-    /// The tokens whose cancellation cancels this one too (its parent, the parent's parent...).
-    ancestors: Vec<Arc<CancelInner>>,
+    /// The tokens made with [`CancelToken::child`] that may still be alive.
+    children: Mutex<Children>,
+}
+
+/// A token's children, forgotten once dropped when the list grows to `prune_at`.
+#[derive(Debug, Default)]
+struct Children {
+    tokens: Vec<Weak<CancelInner>>,
+    prune_at: usize,
 }
 
 impl CancelToken {
@@ -27,87 +39,72 @@ impl CancelToken {
 
     /// Cancels: the turn ends as `aborted` at its next await point.
     pub fn cancel(&self) {
-        self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
+        self.inner.cancel();
     }
 
     /// A token cancelled when this one is, or on its own (cancelling it leaves this one alone).
     pub fn child(&self) -> CancelToken {
-        let mut ancestors = Vec::with_capacity(self.inner.ancestors.len() + 1);
-        ancestors.push(self.inner.clone());
-        ancestors.extend(self.inner.ancestors.iter().cloned());
-        CancelToken {
-            inner: Arc::new(CancelInner {
-                ancestors,
-                ..CancelInner::default()
-            }),
+        let child = Arc::new(CancelInner::default());
+        {
+            let mut children = self
+                .inner
+                .children
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if children.tokens.len() >= children.prune_at {
+                children.tokens.retain(|token| token.strong_count() > 0);
+                children.prune_at = (children.tokens.len() * 2).max(8);
+            }
+            children.tokens.push(Arc::downgrade(&child));
         }
+        // Read once the child is listed: a cancel either set the flag before (read here) or
+        // finds the child in the list.
+        if self.is_cancelled() {
+            child.cancel();
+        }
+        CancelToken { inner: child }
     }
 
     /// Whether [`cancel`](Self::cancel) was called, on this token or a parent.
-    // Inlined, and written out rather than through `tokens()` (which then stays a call): the
-    // model's stream reader asks before each event, and the calls cost about 20 instructions
-    // per chunk (`agent-providers/benches/chunks.rs`).
+    // Inlined: the model's stream reader asks before each event (`agent-providers/benches/
+    // chunks.rs`).
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancelled.load(Ordering::SeqCst)
-            || self
-                .inner
-                .ancestors
-                .iter()
-                .any(|inner| inner.cancelled.load(Ordering::SeqCst))
     }
 
     /// Completes once the token (or a parent) is cancelled.
     pub async fn cancelled(&self) {
-        // Without a parent or with one (every turn's token is a child of its request's), no
-        // allocation.
-        match self.inner.ancestors.as_slice() {
-            [] => return wait(&self.inner).await,
-            [parent] => {
-                return tokio::select! {
-                    () = wait(&self.inner) => {}
-                    () = wait(parent) => {}
-                };
-            }
-            _ => {}
-        }
+        let inner = &*self.inner;
         loop {
             // A `Notified` hears `notify_waiters` from the moment it is made: made before the
-            // flags are read, none is missed.
-            let mut notified: Vec<_> = self
-                .tokens()
-                .map(|inner| Box::pin(inner.notify.notified()))
-                .collect();
-            if self.is_cancelled() {
+            // flag is read, none is missed.
+            let notified = inner.notify.notified();
+            if inner.cancelled.load(Ordering::SeqCst) {
                 return;
             }
-            std::future::poll_fn(|cx| {
-                for waiting in &mut notified {
-                    if waiting.as_mut().poll(cx).is_ready() {
-                        return std::task::Poll::Ready(());
-                    }
-                }
-                std::task::Poll::Pending
-            })
-            .await;
+            notified.await;
         }
-    }
-
-    /// This token's state and its ancestors' (innermost first).
-    fn tokens(&self) -> impl Iterator<Item = &CancelInner> {
-        std::iter::once(&*self.inner).chain(self.inner.ancestors.iter().map(|inner| &**inner))
     }
 }
 
-/// Completes once `inner` itself is cancelled.
-async fn wait(inner: &CancelInner) {
-    loop {
-        let notified = inner.notify.notified();
-        if inner.cancelled.load(Ordering::SeqCst) {
+impl CancelInner {
+    /// Sets the flag, wakes the waiters, then cancels the children.
+    fn cancel(&self) {
+        if self.cancelled.swap(true, Ordering::SeqCst) {
             return;
         }
-        notified.await;
+        self.notify.notify_waiters();
+        let children = std::mem::take(
+            &mut self
+                .children
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .tokens,
+        );
+        for child in children.iter().filter_map(Weak::upgrade) {
+            child.cancel();
+        }
     }
 }
 
@@ -144,5 +141,21 @@ mod tests {
         root.cancel();
         assert_eq!(waiting.await.unwrap(), (true, true));
         assert!(child.child().is_cancelled(), "a child of a cancelled token");
+        assert!(hears(&child.child().child()).await, "and its own children");
+    }
+
+    /// A token that lives for many requests keeps no list of their dropped children, and still
+    /// cancels the ones alive.
+    #[tokio::test(start_paused = true)]
+    async fn a_parent_forgets_its_dropped_children() {
+        let root = CancelToken::new();
+        let kept = root.child();
+        for _ in 0..1000 {
+            drop(root.child().child());
+        }
+        let listed = root.inner.children.lock().unwrap().tokens.len();
+        assert!(listed <= 16, "dropped children are pruned: {listed} listed");
+        root.cancel();
+        assert!(kept.is_cancelled() && hears(&kept).await);
     }
 }

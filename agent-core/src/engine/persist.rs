@@ -102,6 +102,18 @@ impl Writer<'_> {
         }
     }
 
+    /// Whether inserts go straight to the store: no message hook reads them.
+    pub(crate) fn inserts_plain(&self) -> bool {
+        let hooks = &self.agent.hooks;
+        hooks.before_create_message.is_empty() && hooks.after_create_message.is_empty()
+    }
+
+    /// Whether updates go straight to the store: no message hook reads them.
+    pub(crate) fn updates_plain(&self) -> bool {
+        let hooks = &self.agent.hooks;
+        hooks.before_update_message.is_empty() && hooks.after_update_message.is_empty()
+    }
+
     /// [`insert_as`](Self::insert_as) giving the row's id. Without message hooks to read
     /// the row, the store is not asked to build the row it stored
     /// ([`SessionStore::insert_id`](crate::SessionStore::insert_id): `MemoryStore` then keeps
@@ -111,8 +123,7 @@ impl Writer<'_> {
         row: NewMessage,
         strictness: Strictness,
     ) -> Result<i64, WriteError> {
-        let hooks = &self.agent.hooks;
-        if hooks.before_create_message.is_empty() && hooks.after_create_message.is_empty() {
+        if self.inserts_plain() {
             let inserted = self.agent.store.insert_id(self.session, row).await;
             return inserted.map_err(WriteError::Store);
         }
@@ -132,7 +143,7 @@ impl Writer<'_> {
         strictness: Strictness,
     ) -> Result<(), WriteError> {
         let hooks = &self.agent.hooks;
-        if hooks.before_update_message.is_empty() && hooks.after_update_message.is_empty() {
+        if self.updates_plain() {
             return self
                 .agent
                 .store

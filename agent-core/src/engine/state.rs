@@ -147,7 +147,17 @@ impl Turn<'_> {
     /// Stores a row; when the turn must end, also says whether the row was written (a
     /// fail-closed after_create_message hook fails after the insert).
     pub(super) async fn insert_tracked(&self, row: NewMessage) -> (Option<i64>, Flow) {
-        match self.writer().insert_id(row, Strictness::Policy).await {
+        let writer = self.writer();
+        // Without message hooks, straight to the store (which writes on the spot when it can):
+        // no writer's future for each of a turn's rows (`whole_turn_agent` in
+        // agent-providers/benches/stream.rs).
+        let written = if writer.inserts_plain() {
+            let inserted = self.agent.store.insert_id(self.session_id, row).await;
+            inserted.map_err(WriteError::Store)
+        } else {
+            writer.insert_id(row, Strictness::Policy).await
+        };
+        match written {
             Ok(id) => (Some(id), Ok(())),
             Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
             Err(error) => (None, Err(write_failed(error))),
@@ -156,7 +166,15 @@ impl Turn<'_> {
 
     /// Updates a row; when the turn must end, also says whether the update was written.
     pub(super) async fn update_tracked(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
-        match self.writer().update(id, update).await {
+        let writer = self.writer();
+        // As `insert_tracked`.
+        let written = if writer.updates_plain() {
+            let updated = self.agent.store.update(self.session_id, id, update).await;
+            updated.map_err(WriteError::Store)
+        } else {
+            writer.update(id, update).await
+        };
+        match written {
             Ok(()) => (true, Ok(())),
             Err(WriteError::After(error, _)) => (true, Err(End::turn(error))),
             Err(error) => (false, Err(write_failed(error))),
