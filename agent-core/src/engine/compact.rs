@@ -117,6 +117,10 @@ impl<'a> Turn<'a> {
     pub(super) async fn steps_recovering(&mut self, plan: &mut TurnPlan<'a>) -> End {
         loop {
             let end = self.steps(plan).await;
+            // Only an open session recovers (by compacting): no other turn makes the future.
+            if self.session.open.is_none() {
+                return end;
+            }
             // A future of its own: the steps' end (80 bytes) is not kept beside theirs while
             // they run.
             if let Err(end) = self.recover(plan, end).await {

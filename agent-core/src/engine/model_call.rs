@@ -43,7 +43,19 @@ impl Turn<'_> {
         model: &Arc<dyn Model>,
         request: Box<ModelRequest>,
     ) -> Flow<Answer> {
-        let request = self.llm_start(step, request).await?;
+        // Without a hook no context is built (the request moved into one and back, 264 bytes
+        // twice, and two counted references) and no future is made (`whole_turn_agent` in
+        // agent-providers/benches/stream.rs).
+        let request = if self.current.hooks.on_llm_start.is_empty() {
+            *request
+        } else {
+            self.llm_start(step, request).await?
+        };
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_llm_start", |hooks, agent| {
+                hooks.on_llm_start(agent, &request)
+            });
+        }
         let span = chat_span(&**model);
         if !self.current.output_guardrails.is_empty() {
             *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
@@ -161,32 +173,19 @@ impl Turn<'_> {
         (stream, partial)
     }
 
-    /// on_llm_start (which may fail the turn) and the run hooks' on_llm_start; gives back the
-    /// request to send.
+    /// The on_llm_start hooks (which may fail the turn), with the request in their context;
+    /// gives it back.
     async fn llm_start(&mut self, step: usize, request: Box<ModelRequest>) -> Flow<ModelRequest> {
-        // Without a hook no context is built: the request is not moved into one and back (264
-        // bytes twice, and two counted references: `whole_turn_agent` in
-        // agent-providers/benches/stream.rs).
-        let request = if self.current.hooks.on_llm_start.is_empty() {
-            *request
-        } else {
-            let start = LlmStartContext {
-                agent: self.me.clone(),
-                request_id: self.request_id.clone(),
-                step,
-                request: *request,
-            };
-            observe(&self.current.hooks.on_llm_start, &start)
-                .await
-                .map_err(End::turn)?;
-            start.request
+        let start = LlmStartContext {
+            agent: self.me.clone(),
+            request_id: self.request_id.clone(),
+            step,
+            request: *request,
         };
-        if let Some(run) = &self.run {
-            run.fire(&self.me, "on_llm_start", |hooks, agent| {
-                hooks.on_llm_start(agent, &request)
-            });
-        }
-        Ok(request)
+        observe(&self.current.hooks.on_llm_start, &start)
+            .await
+            .map_err(End::turn)?;
+        Ok(start.request)
     }
 
     /// Stores the step's reply pending while the model answers; gives its row.

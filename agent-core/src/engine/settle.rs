@@ -10,6 +10,13 @@ use crate::message::{Message, ToolCall};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
 
 impl OpenRows {
+    /// Whether nothing is left open: no pending reply, no call without its result, no typed
+    /// answer to mark (the turn's end then makes no settling future: `whole_turn_agent` in
+    /// agent-providers/benches/stream.rs).
+    pub(super) fn is_settled(&self) -> bool {
+        self.pending.is_none() && self.answer.is_none() && self.calls.iter().all(Option::is_none)
+    }
+
     /// The reply's row was inserted pending.
     pub(super) fn pending(&mut self, row: i64) {
         self.pending = Some((row, Message::assistant("")));

@@ -94,7 +94,10 @@ impl<'a> Turn<'a> {
     /// One step: before_step, the model call, its tool calls, on_step_finish. `Ok` when the
     /// turn goes on to another step (with the handoff the step made, if any).
     async fn step(&mut self, plan: &mut TurnPlan<'a>, step: usize) -> Flow<Option<usize>> {
-        self.compact_before_step(plan).await?;
+        // Only an open session compacts: no other step makes the check's future.
+        if self.session.open.is_some() {
+            self.compact_before_step(plan).await?;
+        }
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;
         // Boxed when the model has answered: this future is then sized for the model call
@@ -201,7 +204,8 @@ impl<'a> Turn<'a> {
         Ok((model, Box::new(request)))
     }
 
-    /// Sends the step's held chunks (an agent with output guardrails), in order.
+    /// Sends the step's held chunks (an agent with output guardrails), in order; for such an
+    /// agent only.
     async fn release(&self, step: usize) -> Flow {
         let held = self
             .held
@@ -262,7 +266,11 @@ impl<'a> Turn<'a> {
                 return Err(End::Failed(error, ErrorStage::Turn));
             }
         }
-        self.release(step).await?;
+        // Only an agent with output guardrails holds its chunks back (`call_model`): no other
+        // step makes the release's future.
+        if !self.current.output_guardrails.is_empty() {
+            self.release(step).await?;
+        }
         self.outcome.text = reply.text.clone();
         let at = (self.outcome.added.len(), plan.messages.len());
         self.settle_reply(answer.row, reply.message, plan).await?;

@@ -175,7 +175,11 @@ impl<'a> Turn<'a> {
     )]
     fn end(mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
         async move {
-            let end = self.settle(end).await;
+            let end = if self.open.is_settled() {
+                end
+            } else {
+                self.settle(end).await
+            };
             self.finish(end, lease).await
         }
     }
