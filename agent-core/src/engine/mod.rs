@@ -50,6 +50,7 @@ pub(crate) mod subagent;
 mod tool_call;
 mod tool_calls;
 mod tool_results;
+mod traced;
 mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};

@@ -4,11 +4,10 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use tracing::Instrument;
-
 use super::model_stream::{StepStream, Streamed};
 use super::output::PartialAnswer;
 use super::state::{End, Flow, Turn};
+use super::traced::in_span;
 use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, ModelStream, Usage};
@@ -63,11 +62,10 @@ impl Turn<'_> {
         let row = self.open_reply_row().await?;
         let started = Instant::now();
         let (stream, partial) = self.open_stream(&**model, request);
-        let streamed = StepStream::new(self, step)
-            .partials(partial)
-            .read(stream)
-            .instrument(span.clone())
-            .await;
+        let streamed = in_span!(
+            span.clone(),
+            StepStream::new(self, step).partials(partial).read(stream)
+        );
         span.record("gen_ai.usage.input_tokens", streamed.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", streamed.usage.output_tokens);
         // What the stream gave is handled in a future of its own, not kept beside the

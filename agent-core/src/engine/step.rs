@@ -3,8 +3,6 @@
 
 use std::sync::{Arc, PoisonError};
 
-use tracing::Instrument;
-
 use super::guardrails;
 use super::handoff::StepAllowance;
 use super::history;
@@ -13,6 +11,7 @@ use super::model_stream::StepStream;
 use super::output::Verdict;
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
+use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
@@ -72,7 +71,7 @@ impl<'a> Turn<'a> {
             );
             // Not a `match` around the handoff: the step's result (80 bytes) would be kept
             // beside the step's future the whole time.
-            let handoff = match self.step(plan, step).instrument(span).await {
+            let handoff = match in_span!(span, self.step(plan, step)) {
                 Err(end) => return end,
                 Ok(handoff) => handoff,
             };

@@ -14,6 +14,7 @@ use super::preliminary;
 use super::runtime::ToolSlot;
 use super::subagent::{self, Resume, Suspension};
 use super::tool_results;
+use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
@@ -163,9 +164,7 @@ pub(crate) async fn execute(
             hooks.on_tool_start(agent, call)
         });
     }
-    let result = execute_inner(scope, position, call, approval, resume)
-        .instrument(span)
-        .await;
+    let result = in_span!(span, execute_inner(scope, position, call, approval, resume));
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_end", |hooks, agent| {
             hooks.on_tool_end(agent, &result.record)
