@@ -46,15 +46,11 @@ impl Turn<'_> {
         // twice, and two counted references) and no future is made (`whole_turn_agent` in
         // agent-providers/benches/stream.rs).
         let request = if self.current.hooks.on_llm_start.is_empty() {
-            *request
+            unboxed(request)
         } else {
             self.llm_start(step, request).await?
         };
-        if let Some(run) = &self.run {
-            run.fire(&self.me, "on_llm_start", |hooks, agent| {
-                hooks.on_llm_start(agent, &request)
-            });
-        }
+        let request = self.llm_started(request);
         let span = chat_span(&**model);
         if !self.current.output_guardrails.is_empty() {
             *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(Vec::new());
@@ -169,6 +165,18 @@ impl Turn<'_> {
             )
         });
         (stream, partial)
+    }
+
+    /// The run hooks' on_llm_start; gives the request back. A function of its own: borrowed in
+    /// `call_model`, the request (264 bytes) would keep its room in that future while the
+    /// model answers (`cargo bench -p agent-core --bench sessions`).
+    fn llm_started(&self, request: ModelRequest) -> ModelRequest {
+        if let Some(run) = &self.run {
+            run.fire(&self.me, "on_llm_start", |hooks, agent| {
+                hooks.on_llm_start(agent, &request)
+            });
+        }
+        request
     }
 
     /// The on_llm_start hooks (which may fail the turn), with the request in their context;
@@ -294,4 +302,11 @@ struct Partial {
     text: Text,
     reasoning: Text,
     reasoning_signature: Option<String>,
+}
+
+/// The request out of its box, in a function of its own: moved out of the box in `call_model`,
+/// the box's pointer and drop flag would keep their room in that future while the model
+/// answers.
+fn unboxed(request: Box<ModelRequest>) -> ModelRequest {
+    *request
 }
