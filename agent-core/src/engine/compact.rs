@@ -9,17 +9,19 @@ use super::plan::TurnPlan;
 use super::state::{End, Turn, store_error};
 use crate::hooks::{ChatErrorClassification, ErrorStage};
 use crate::message::Message;
-use crate::session::{self, Compaction, OpenSession, SessionInfo};
+use crate::session::{self, Compaction, Configure, OpenSession, SessionInfo};
 use crate::store::MessageUpdate;
 use crate::text::Text;
 
 impl<'a> Turn<'a> {
-    /// The turn's system prompt: the session's (built when it opens) or the instructions.
-    pub(super) async fn system_prompt(&mut self) -> Result<Option<String>, End> {
+    /// The system prompt of an agent that configures its sessions (`configure`): the
+    /// session's, built when it opens. An agent that does not uses its instructions, with no
+    /// future for it (`Turn::begin`).
+    pub(super) async fn session_prompt(
+        &mut self,
+        configure: &Configure,
+    ) -> Result<Option<String>, End> {
         let agent = self.agent;
-        let Some(configure) = &agent.configure_session else {
-            return Ok(agent.instructions.clone());
-        };
         let open = match agent.session_states.get(self.session_id, self.opened) {
             Some(open) => open,
             None => {
@@ -44,10 +46,12 @@ impl<'a> Turn<'a> {
 
     /// Before a step: compacts when the history passed the token threshold or the last model
     /// call's input passed `max_input_tokens * headroom`, at most `max_compactions` times a turn.
-    pub(super) async fn compact_before_step(&mut self, plan: &mut TurnPlan<'_>) -> Result<(), End> {
-        let Some(open) = self.session.open.clone() else {
-            return Ok(());
-        };
+    /// Called for an open session only (`open`): no other step makes its future.
+    pub(super) async fn compact_before_step(
+        &mut self,
+        open: Arc<OpenSession>,
+        plan: &mut TurnPlan<'_>,
+    ) -> Result<(), End> {
         let config = &open.config;
         if config.summarizer.is_none() || self.session.compactions >= config.max_compactions {
             return Ok(());
@@ -118,23 +122,26 @@ impl<'a> Turn<'a> {
         loop {
             let end = self.steps(plan).await;
             // Only an open session recovers (by compacting): no other turn makes the future.
-            if self.session.open.is_none() {
+            let Some(open) = self.session.open.clone() else {
                 return end;
-            }
+            };
             // A future of its own: the steps' end (80 bytes) is not kept beside theirs while
             // they run.
-            if let Err(end) = self.recover(plan, end).await {
+            if let Err(end) = self.recover(open, plan, end).await {
                 return end;
             }
         }
     }
 
-    /// After the steps ended: `Ok` when they ended in a context overflow the history was
-    /// compacted for (the steps run again), else `Err` with how the turn ends.
-    async fn recover(&mut self, plan: &mut TurnPlan<'a>, end: End) -> Result<(), End> {
-        let Some(open) = self.session.open.clone() else {
-            return Err(end);
-        };
+    /// After the steps of a turn in an open session (`open`) ended: `Ok` when they ended in a
+    /// context overflow the history was compacted for (the steps run again), else `Err` with
+    /// how the turn ends.
+    async fn recover(
+        &mut self,
+        open: Arc<OpenSession>,
+        plan: &mut TurnPlan<'a>,
+        end: End,
+    ) -> Result<(), End> {
         if let Some(step) = self.outcome.steps.last() {
             open.last_input_tokens
                 .store(step.usage.input_tokens, Ordering::Relaxed);

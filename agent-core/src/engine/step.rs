@@ -94,8 +94,8 @@ impl<'a> Turn<'a> {
     /// turn goes on to another step (with the handoff the step made, if any).
     async fn step(&mut self, plan: &mut TurnPlan<'a>, step: usize) -> Flow<Option<usize>> {
         // Only an open session compacts: no other step makes the check's future.
-        if self.session.open.is_some() {
-            self.compact_before_step(plan).await?;
+        if let Some(open) = self.session.open.clone() {
+            self.compact_before_step(open, plan).await?;
         }
         let (model, request) = self.prepare(plan, step).await?;
         let answer = self.call_model(step, &model, request).await?;

@@ -359,9 +359,9 @@ impl<'a> Turn<'a> {
         let (messages, lent) = self
             .history_with(request.messages, input, request.resume)
             .await?;
-        let system = match self.agent.configure_session {
+        let system = match &self.agent.configure_session {
             None => self.agent.instructions.clone(),
-            Some(_) => self.system_prompt().await?,
+            Some(configure) => self.session_prompt(configure).await?,
         };
         self.join_session_extensions();
         let (config, system, messages) = if self.agent.hooks.before_turn.is_empty()
