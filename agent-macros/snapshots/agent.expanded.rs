@@ -209,7 +209,7 @@ impl ::agent_core::Tool for file_agent_tools::WriteFile {
         > = ::agent_core::__private::OnceLock::new();
         SCHEMA.get_or_init(::agent_core::schema_for::<file_agent_tools::WriteFileArgs>)
     }
-    #[allow(unused_variables)]
+    const RUNS_NOW: bool = true;
     fn call(
         &self,
         __args: file_agent_tools::WriteFileArgs,
@@ -217,10 +217,16 @@ impl ::agent_core::Tool for file_agent_tools::WriteFile {
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<usize, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        async move {
-            let __output = self.0.write_file(__args.path, __args.contents);
-            ::core::result::Result::Ok(__output)
-        }
+        async move { <Self as ::agent_core::Tool>::call_now(self, __args, __ctx) }
+    }
+    #[allow(unused_variables)]
+    fn call_now(
+        &self,
+        __args: file_agent_tools::WriteFileArgs,
+        __ctx: ::agent_core::ToolContext,
+    ) -> ::core::result::Result<usize, ::agent_core::ToolError> {
+        let __output = self.0.write_file(__args.path, __args.contents);
+        ::core::result::Result::Ok(__output)
     }
 }
 impl ::agent_core::ToolInput for file_agent_tools::WriteFileArgs

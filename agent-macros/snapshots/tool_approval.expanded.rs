@@ -73,7 +73,7 @@ impl ::agent_core::Tool for transfer_tool::Transfer {
         > = ::agent_core::__private::OnceLock::new();
         SCHEMA.get_or_init(::agent_core::schema_for::<transfer_tool::TransferArgs>)
     }
-    #[allow(unused_variables)]
+    const RUNS_NOW: bool = true;
     fn call(
         &self,
         __args: transfer_tool::TransferArgs,
@@ -81,10 +81,16 @@ impl ::agent_core::Tool for transfer_tool::Transfer {
     ) -> impl ::core::future::Future<
         Output = ::core::result::Result<String, ::agent_core::ToolError>,
     > + ::core::marker::Send {
-        async move {
-            let __output = transfer(__args.amount);
-            ::core::result::Result::Ok(__output)
-        }
+        async move { <Self as ::agent_core::Tool>::call_now(self, __args, __ctx) }
+    }
+    #[allow(unused_variables)]
+    fn call_now(
+        &self,
+        __args: transfer_tool::TransferArgs,
+        __ctx: ::agent_core::ToolContext,
+    ) -> ::core::result::Result<String, ::agent_core::ToolError> {
+        let __output = transfer(__args.amount);
+        ::core::result::Result::Ok(__output)
     }
 }
 impl ::agent_core::ToolInput for transfer_tool::TransferArgs

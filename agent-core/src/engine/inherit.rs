@@ -48,6 +48,12 @@ impl Inherited {
         PASSED.try_with(Option::is_some).unwrap_or(false)
     }
 
+    /// Whether every inherited tool hook is sync (or none is inherited).
+    pub(crate) fn is_sync(&self) -> bool {
+        self.before.iter().all(|hook| hook.is_sync())
+            && self.after.iter().all(|hook| hook.is_sync())
+    }
+
     /// The inherited before_tool_call hooks whose matchers select `tool`.
     pub(crate) fn before_for<'a>(
         &'a self,

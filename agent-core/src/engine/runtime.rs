@@ -101,6 +101,9 @@ pub(crate) struct ToolSlot {
     pub(crate) timeout: Option<Duration>,
     /// The agent this tool runs, when it is a subagent (`engine/subagent.rs`).
     pub(crate) subagent: Option<SubagentMark>,
+    /// The tool runs on the spot ([`DynTool::runs_now`]) and its hooks are sync: a call can
+    /// run without a future (`tool_call::start`).
+    pub(crate) now: bool,
 }
 
 impl ToolSlot {
@@ -117,17 +120,21 @@ impl ToolSlot {
         default_timeout: Option<Duration>,
     ) -> ToolSlot {
         let name = tool.spec().name.as_str();
-        let before = before
+        let before: Vec<Arc<dyn BeforeHook>> = before
             .iter()
             .filter(|h| h.meta().compiled.matches(name))
             .cloned()
             .collect();
-        let after = after
+        let after: Vec<Arc<dyn AfterHook>> = after
             .iter()
             .filter(|h| h.meta().compiled.matches(name))
             .cloned()
             .collect();
+        let now = tool.runs_now()
+            && before.iter().all(|hook| hook.is_sync())
+            && after.iter().all(|hook| hook.is_sync());
         ToolSlot {
+            now,
             name: name.into(),
             timeout: tool.timeout().or(default_timeout),
             subagent: None,

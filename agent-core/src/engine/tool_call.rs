@@ -2,6 +2,7 @@
 //! before_tool_call chain (merge rule), execution, after_tool_call_success/failure,
 //! after_tool_call, and the text the model reads.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +15,9 @@ use super::preliminary;
 use super::runtime::ToolSlot;
 use super::subagent::{self, Resume, Suspension};
 use super::tool_results;
-use super::traced::in_span;
+use super::traced::{self, in_span};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
-use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision};
+use crate::hooks::tool_hooks::{AfterHook, BeforeHook, CallState, ErasedDecision, ToolHookMeta};
 use crate::hooks::{self, HookFailure, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
@@ -142,6 +143,51 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
     suspended(call, content, pending, Some(via))
 }
 
+/// A call as [`start`] leaves it: finished on the spot, or a future to await.
+pub(crate) enum Started<'s> {
+    Done(CallResult),
+    Running(BoxFuture<'s, CallResult>),
+}
+
+/// Starts one call, at `position` in its step: a call of a tool that runs on the spot
+/// ([`ToolSlot::now`]: a plain `fn` tool whose hooks are sync) runs here and now, without a
+/// future, when nothing else in its step waits either ([`CallScope::now`]), and so does a call
+/// of an unknown tool; any other call is the future of [`execute`]. A call run on the spot
+/// makes no boxed future, no state machine and no tool future (the slope of
+/// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+pub(crate) fn start<'s>(
+    scope: &'s CallScope<'_>,
+    position: usize,
+    call: &'s ToolCall,
+    approval: Option<&'s CallAnswer>,
+    resume: Option<Resume>,
+) -> Started<'s> {
+    let found = find(scope, call);
+    if found.as_ref().is_ok_and(|slot| !(slot.now && scope.now)) {
+        return Started::Running(Box::pin(execute(scope, position, call, approval, resume)));
+    }
+    let span = traced::recording(call_span(call));
+    tool_started(scope, call);
+    let ran = match &span {
+        None => execute_now(scope, position, call, approval, found),
+        Some(span) => span.in_scope(|| execute_now(scope, position, call, approval, found)),
+    };
+    match ran {
+        Ok(result) => {
+            tool_ended(scope, &result);
+            Started::Done(result)
+        }
+        Err(rest) => Started::Running(Box::pin(async move {
+            let result = match span {
+                None => rest.await,
+                Some(span) => rest.instrument(span).await,
+            };
+            tool_ended(scope, &result);
+            result
+        })),
+    }
+}
+
 /// Runs one call, at `position` in its step; `approval` is the answer that approved a call which
 /// waited for one, and `resume` the suspended turn a call to a subagent resumes. Never panics on
 /// anything the model sent: unknown tools and bad arguments become error results.
@@ -152,25 +198,40 @@ pub(crate) async fn execute(
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
 ) -> CallResult {
-    let span = tracing::info_span!(
+    let span = call_span(call);
+    tool_started(scope, call);
+    let result = in_span!(span, execute_inner(scope, position, call, approval, resume));
+    tool_ended(scope, &result);
+    result
+}
+
+/// The span of a call.
+fn call_span(call: &ToolCall) -> tracing::Span {
+    tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %call.name,
         gen_ai.tool.call.id = %call.id,
-    );
+    )
+}
+
+/// on_tool_start, for the run hooks observing the call.
+fn tool_started(scope: &CallScope<'_>, call: &ToolCall) {
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_start", |hooks, agent| {
             hooks.on_tool_start(agent, call)
         });
     }
-    let result = in_span!(span, execute_inner(scope, position, call, approval, resume));
+}
+
+/// on_tool_end, for the run hooks observing the call.
+fn tool_ended(scope: &CallScope<'_>, result: &CallResult) {
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_end", |hooks, agent| {
             hooks.on_tool_end(agent, &result.record)
         });
     }
-    result
 }
 
 /// Lookup and parsing, before_tool_call, the tool itself, the result hooks and after_tool_call.
@@ -181,44 +242,18 @@ async fn execute_inner(
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
 ) -> CallResult {
-    let (slot, parsed) = match lookup(scope, call) {
+    let (slot, parsed) = match find(scope, call).and_then(|slot| parse(slot, call)) {
         Ok(found) => found,
         Err(why) => return rejected(call, why),
     };
-    let mut state = CallState {
-        agent: scope.me,
-        request_id: scope.request_id,
-        // Shared with the call's `Text`, not copied.
-        call_id: Arc::from(&call.id),
-        tool_name: &slot.name,
-        step: scope.step,
-        dynamic: slot.dynamic,
-        messages: scope.messages,
-        cancel: scope.cancel,
-        tool: &slot.tool,
-        model_input: parsed.clone(),
-        effective_input: parsed,
-        preliminary: 0,
-        approval: approval.cloned(),
-        input_json: None,
-    };
+    let mut state = call_state(scope, slot, call, parsed, approval);
     // Hooks inherited from the agents that handed work to this one run first.
     let name = slot.spec().name.as_str();
     let before = scope.inherited.before_for(name).chain(&slot.before);
-    let has_after = !slot.after.is_empty() || scope.inherited.after_for(name).next().is_some();
-    let client = slot.tool.runs_on_client();
-    let gated = match gate(before, &mut state, call).await {
-        Gate::Decided(outcome) => Some(outcome),
-        Gate::Defer(reason) => return waiting(call, &state, PendingKind::Deferred, reason),
-        Gate::Run if client => return waiting(call, &state, PendingKind::Client, None),
-        Gate::Ask(reason) if client => return waiting(call, &state, PendingKind::Client, reason),
-        // An approval given satisfies every ask.
-        Gate::Run | Gate::Ask(_) if state.approval.is_some() => None,
-        Gate::Ask(reason) => return waiting(call, &state, PendingKind::Approval, reason),
-        Gate::Run if slot.tool.needs_approval(&state.effective_input) => {
-            return waiting(call, &state, PendingKind::Approval, None);
-        }
-        Gate::Run => None,
+    let has_after = has_after(scope, slot);
+    let gated = match admit(gate(before, &mut state, call).await, slot, &state, call) {
+        ControlFlow::Continue(gated) => gated,
+        ControlFlow::Break(waiting) => return waiting,
     };
     // Extensions see the call after the agent's own gates, with the input that runs. Most
     // agents have none: their calls neither make nor poll the extensions' future (boxed, out
@@ -271,12 +306,12 @@ async fn execute_inner(
 
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
-    let checked = if tool_results::wanted(scope, is_error) {
+    let mut checked = if tool_results::wanted(scope, is_error) {
         tool_results::check(scope, call, kind, content, is_error).await
     } else {
         tool_results::Checked::unchanged(content, is_error)
     };
-    let mut error = checked.error;
+    let mut error = checked.error.take();
     if let Some(mut state) = state.filter(|_| has_after) {
         let after = scope.inherited.after_for(name).chain(&slot.after);
         error = error.or(observe_outcome(after, &mut state, outcome, duration).await);
@@ -287,12 +322,151 @@ async fn execute_inner(
             Box::pin(extensions::dispatch(scope.extensions, event, || snapshot));
         dispatched.await;
     }
+    finished(call, checked, kind, duration, error)
+}
+
+/// [`execute_inner`] on the spot, for a call [`start`] let run so (a tool that runs now, sync
+/// hooks, no extension, no result hook): its result; or, when the tool reported preliminary
+/// results, the rest of the call as a future, so that the step forwards them before
+/// after_tool_call runs.
+fn execute_now<'s>(
+    scope: &'s CallScope<'_>,
+    position: usize,
+    call: &'s ToolCall,
+    approval: Option<&CallAnswer>,
+    found: Result<&'s ToolSlot, String>,
+) -> Result<CallResult, BoxFuture<'s, CallResult>> {
+    let (slot, parsed) = match found.and_then(|slot| parse(slot, call)) {
+        Ok(found) => found,
+        Err(why) => return Ok(rejected(call, why)),
+    };
+    let mut state = call_state(scope, slot, call, parsed, approval);
+    let name = slot.spec().name.as_str();
+    let before = scope.inherited.before_for(name).chain(&slot.before);
+    let has_after = has_after(scope, slot);
+    let gated = match admit(gate_now(before, &mut state, call), slot, &state, call) {
+        ControlFlow::Continue(gated) => gated,
+        ControlFlow::Break(waiting) => return Ok(waiting),
+    };
+    let (outcome, duration, state) = match gated {
+        Some(outcome) => (outcome, Duration::ZERO, Some(state)),
+        None => {
+            let (args, ctx, reporter, state) = hand_over(scope, position, state, has_after);
+            let started = tokio::time::Instant::now();
+            let tool = &slot.tool;
+            let result = tool::reporting_now(reporter, || catch_panic(|| tool.call_now(args, ctx)));
+            (
+                outcome_of(Some(result), call, slot),
+                started.elapsed(),
+                state,
+            )
+        }
+    };
+    let preliminary = scope.progress.count(position);
+    let state = state.filter(|_| has_after);
+    if preliminary > 0 {
+        return Err(Box::pin(async move {
+            tokio::task::yield_now().await;
+            finish_now(scope, call, slot, state, outcome, duration, preliminary)
+        }));
+    }
+    Ok(finish_now(scope, call, slot, state, outcome, duration, 0))
+}
+
+/// The end of a call run on the spot: the text the model reads, after_tool_call (when `state`
+/// is kept for it) and the result.
+fn finish_now(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    slot: &ToolSlot,
+    state: Option<CallState<'_>>,
+    outcome: ToolOutcome,
+    duration: Duration,
+    preliminary: usize,
+) -> CallResult {
+    let (content, is_error) = guarded_model_text(&call.name, &outcome);
+    let kind = outcome.kind();
+    let error = state.and_then(|mut state| {
+        state.preliminary = preliminary;
+        let after = scope.inherited.after_for(&slot.name).chain(&slot.after);
+        observe_now(after, &mut state, outcome, duration)
+    });
+    let checked = tool_results::Checked::unchanged(content, is_error);
+    finished(call, checked, kind, duration, error)
+}
+
+/// A call's state for its hooks and its tool, before any hook ran.
+fn call_state<'c>(
+    scope: &'c CallScope<'_>,
+    slot: &'c ToolSlot,
+    call: &ToolCall,
+    parsed: Arc<AnyValue>,
+    approval: Option<&CallAnswer>,
+) -> CallState<'c> {
+    CallState {
+        agent: scope.me,
+        request_id: scope.request_id,
+        // Shared with the call's `Text`, not copied.
+        call_id: Arc::from(&call.id),
+        tool_name: &slot.name,
+        step: scope.step,
+        dynamic: slot.dynamic,
+        messages: scope.messages,
+        cancel: scope.cancel,
+        tool: &slot.tool,
+        model_input: parsed.clone(),
+        effective_input: parsed,
+        preliminary: 0,
+        approval: approval.cloned(),
+        input_json: None,
+    }
+}
+
+/// Whether after_tool_call hooks (the tool's, or inherited) will read the call.
+fn has_after(scope: &CallScope<'_>, slot: &ToolSlot) -> bool {
+    !slot.after.is_empty() || scope.inherited.after_for(&slot.name).next().is_some()
+}
+
+/// What the before_tool_call chain's verdict leaves of the call: go on with the outcome a hook
+/// decided (the tool does not run) or none (it runs), or stop with the result of a call left
+/// waiting.
+fn admit(
+    gate: Gate,
+    slot: &ToolSlot,
+    state: &CallState<'_>,
+    call: &ToolCall,
+) -> ControlFlow<CallResult, Option<ToolOutcome>> {
+    let client = slot.tool.runs_on_client();
+    let (kind, reason) = match gate {
+        Gate::Decided(outcome) => return ControlFlow::Continue(Some(outcome)),
+        Gate::Defer(reason) => (PendingKind::Deferred, reason),
+        Gate::Run if client => (PendingKind::Client, None),
+        Gate::Ask(reason) if client => (PendingKind::Client, reason),
+        // An approval given satisfies every ask.
+        Gate::Run | Gate::Ask(_) if state.approval.is_some() => return ControlFlow::Continue(None),
+        Gate::Ask(reason) => (PendingKind::Approval, reason),
+        Gate::Run if slot.tool.needs_approval(&state.effective_input) => {
+            (PendingKind::Approval, None)
+        }
+        Gate::Run => return ControlFlow::Continue(None),
+    };
+    ControlFlow::Break(waiting(call, state, kind, reason))
+}
+
+/// A finished call's result.
+fn finished(
+    call: &ToolCall,
+    checked: tool_results::Checked,
+    outcome: ToolOutcomeKind,
+    duration: Duration,
+    error: Option<TurnError>,
+) -> CallResult {
     let record = ToolResultRecord {
         call_id: call.id.clone(),
         name: call.name.clone(),
         content: checked.content,
         is_error: checked.is_error,
-        outcome: kind,
+        outcome,
         duration,
     };
     CallResult {
@@ -321,20 +495,20 @@ async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState<'_>)
     Some(snapshot)
 }
 
-/// The call's tool and its parsed arguments; for an unknown tool, arguments that do not parse
-/// or a parser that panics, the error text the model reads.
-fn lookup<'s>(
-    scope: &'s CallScope<'_>,
-    call: &ToolCall,
-) -> Result<(&'s ToolSlot, Arc<AnyValue>), String> {
-    let Some(slot) = scope.tools.get(&call.name) else {
+/// The call's tool; for an unknown tool, the error text the model reads.
+fn find<'s>(scope: &'s CallScope<'_>, call: &ToolCall) -> Result<&'s ToolSlot, String> {
+    scope.tools.get(&call.name).ok_or_else(|| {
         let available = scope.tools.names().join(", ");
-        let unknown = format!(
+        format!(
             "unknown tool `{}`; available tools: {available}",
             clip(&call.name)
-        );
-        return Err(unknown);
-    };
+        )
+    })
+}
+
+/// The call's tool with its parsed arguments; for arguments that do not parse or a parser that
+/// panics, the error text the model reads.
+fn parse<'s>(slot: &'s ToolSlot, call: &ToolCall) -> Result<(&'s ToolSlot, Arc<AnyValue>), String> {
     // Everything user code runs for a call (parsing, the tool, serializing its output, building
     // hook contexts) is guarded: a panic becomes an error result, never the turn's end.
     match catch_panic(|| slot.tool.parse_args(&call.arguments)) {
@@ -389,34 +563,85 @@ async fn gate<'h>(
                 .await
                 .unwrap_or_else(|panic| Err(HookFailure::Panic(panic))),
         };
-        match run {
-            Ok(ErasedDecision::Allow) => {}
-            Ok(ErasedDecision::Modify(input)) => state.input_changed(input),
-            Ok(ErasedDecision::Block(reason)) => {
-                let reason =
-                    reason.unwrap_or_else(|| format!("tool `{}` was blocked by a hook", call.name));
-                return Gate::Decided(ToolOutcome::Blocked(reason));
-            }
-            Ok(ErasedDecision::Substitute(output)) => {
-                return Gate::Decided(ToolOutcome::Substituted(output));
-            }
-            Ok(ErasedDecision::Ask(reason)) => asked = Some(asked.flatten().or(reason)),
-            Ok(ErasedDecision::Defer(reason)) => return Gate::Defer(reason),
-            Err(failure) => {
-                // Failing closed, the call does not run: the model reads why.
-                if let Err(error) =
-                    hooks::settle("before_tool_call", &meta.name, meta.policy, &failure)
-                {
-                    let message = format!("tool `{}` did not run: {}", call.name, error.message);
-                    return Gate::Decided(ToolOutcome::Failed(ToolError::new(message)));
-                }
-            }
+        if let Some(gate) = decided(run, meta, state, call, &mut asked) {
+            return gate;
         }
     }
-    match asked {
-        Some(reason) => Gate::Ask(reason),
-        None => Gate::Run,
+    Gate::asked(asked)
+}
+
+/// [`gate`] for sync hooks ([`ToolSlot::now`]), on the spot.
+fn gate_now<'h>(
+    hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
+    state: &mut CallState<'_>,
+    call: &ToolCall,
+) -> Gate {
+    let mut asked: Option<Option<String>> = None;
+    for hook in hooks {
+        let meta = hook.meta();
+        let span = hooks::span("before_tool_call", &meta.name);
+        let run = span
+            .in_scope(|| hook.run_now(state))
+            .unwrap_or_else(|| Err(not_sync(meta)));
+        if let Some(gate) = decided(run, meta, state, call, &mut asked) {
+            return gate;
+        }
     }
+    Gate::asked(asked)
+}
+
+/// What one before_tool_call hook's run does to the chain: `Some` when it ends it.
+fn decided(
+    run: Result<ErasedDecision, HookFailure>,
+    meta: &ToolHookMeta,
+    state: &mut CallState<'_>,
+    call: &ToolCall,
+    asked: &mut Option<Option<String>>,
+) -> Option<Gate> {
+    match run {
+        Ok(ErasedDecision::Allow) => None,
+        Ok(ErasedDecision::Modify(input)) => {
+            state.input_changed(input);
+            None
+        }
+        Ok(ErasedDecision::Block(reason)) => {
+            let reason =
+                reason.unwrap_or_else(|| format!("tool `{}` was blocked by a hook", call.name));
+            Some(Gate::Decided(ToolOutcome::Blocked(reason)))
+        }
+        Ok(ErasedDecision::Substitute(output)) => {
+            Some(Gate::Decided(ToolOutcome::Substituted(output)))
+        }
+        Ok(ErasedDecision::Ask(reason)) => {
+            *asked = Some(asked.take().flatten().or(reason));
+            None
+        }
+        Ok(ErasedDecision::Defer(reason)) => Some(Gate::Defer(reason)),
+        Err(failure) => {
+            // Failing closed, the call does not run: the model reads why.
+            let error =
+                hooks::settle("before_tool_call", &meta.name, meta.policy, &failure).err()?;
+            let message = format!("tool `{}` did not run: {}", call.name, error.message);
+            Some(Gate::Decided(ToolOutcome::Failed(ToolError::new(message))))
+        }
+    }
+}
+
+impl Gate {
+    /// The end of a chain no hook stopped: ask (the first reason given) if one asked, else run.
+    fn asked(asked: Option<Option<String>>) -> Gate {
+        match asked {
+            Some(reason) => Gate::Ask(reason),
+            None => Gate::Run,
+        }
+    }
+}
+
+/// A hook a call run on the spot found async: [`ToolSlot::now`] rules that out, so this is
+/// the engine's error, reported as the hook's failure rather than a panic.
+#[cold]
+fn not_sync(meta: &ToolHookMeta) -> HookFailure {
+    HookFailure::Error(format!("internal: hook `{}` is not sync", meta.name))
 }
 
 /// What running a subagent's tool gave.
@@ -595,13 +820,38 @@ async fn observe_outcome<'h>(
                 .await
                 .unwrap_or_else(|panic| Err(HookFailure::Panic(panic))),
         };
-        if let Err(failure) = run
-            && let Err(failed) = hooks::settle("after_tool_call", &meta.name, meta.policy, &failure)
-        {
+        if let Some(failed) = failed_closed(run, meta) {
             return Some(failed);
         }
     }
     None
+}
+
+/// [`observe_outcome`] for sync hooks ([`ToolSlot::now`]), on the spot.
+fn observe_now<'h>(
+    hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
+    state: &mut CallState<'_>,
+    outcome: ToolOutcome,
+    duration: Duration,
+) -> Option<TurnError> {
+    let outcome = Arc::new(outcome);
+    for hook in hooks {
+        let meta = hook.meta();
+        let span = hooks::span("after_tool_call", &meta.name);
+        let run = span
+            .in_scope(|| hook.run_now(state, &outcome, duration))
+            .unwrap_or_else(|| Err(not_sync(meta)));
+        if let Some(failed) = failed_closed(run, meta) {
+            return Some(failed);
+        }
+    }
+    None
+}
+
+/// The error that fails the turn when an after_tool_call hook failed closed.
+fn failed_closed(run: Result<(), HookFailure>, meta: &ToolHookMeta) -> Option<TurnError> {
+    let failure = run.err()?;
+    hooks::settle("after_tool_call", &meta.name, meta.policy, &failure).err()
 }
 
 /// The text the model reads for an outcome, and whether it is an error.

@@ -18,7 +18,8 @@ use super::run_scope;
 use super::state::{AnswerRow, End, Flow, Turn, store_error};
 use super::step::{CallsDone, Reply};
 use super::subagent::Resume;
-use super::tool_call::{CallResult, execute};
+use super::tool_call::{self, CallResult, Started};
+use super::tool_results;
 use crate::hooks::{Chunk, ErrorStage, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, NewMessage, SuspendedCall};
@@ -236,6 +237,9 @@ impl Turn<'_> {
             inherited: &self.inherited,
             extensions: &self.extensions,
             progress: &progress,
+            now: self.extensions.is_empty()
+                && self.inherited.is_sync()
+                && !tool_results::wanted_any(&plan.tools.agent.hooks),
         };
         // A call of a tool approved for good runs as approved; a resumed one by its answer.
         let standing = CallAnswer::ApproveAlways;
@@ -247,33 +251,54 @@ impl Turn<'_> {
                 .and_then(Option::as_ref)
                 .or_else(|| granted.then_some(&standing))
         };
+        // A cancelled turn runs none of its calls, not even those that would run on the spot.
+        if self.cancel.is_cancelled() {
+            return None;
+        }
         // The first transfer call of the step is decided by before_handoff; another is refused.
         let mut handoffs = 0;
         let mut resumes = resumes.into_iter();
-        let futures = calls
-            .iter()
-            .enumerate()
-            .map(|(position, call)| {
-                let resume = resumes.next().flatten();
-                match plan.tools.handoff(&call.name) {
-                    Some(index) => {
-                        handoffs += 1;
-                        Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
-                            as BoxFuture<'_, CallResult>
-                    }
-                    None => match output::answered(plan, position) {
-                        Some(answered) => Box::pin(std::future::ready(answered)),
-                        None => Box::pin(execute(
-                            &scope,
-                            position,
-                            call,
-                            approval(position, call),
-                            resume,
-                        )) as BoxFuture<'_, CallResult>,
-                    },
+        // The calls that finish on the spot, in order, until the first that goes on as a
+        // future: it and those after it are joined below (so the calls still start in the
+        // model's order).
+        let mut results = Vec::with_capacity(calls.len());
+        let mut futures: Vec<BoxFuture<'_, CallResult>> = Vec::new();
+        for (position, call) in calls.iter().enumerate() {
+            let resume = resumes.next().flatten();
+            let future = match plan.tools.handoff(&call.name) {
+                Some(index) => {
+                    handoffs += 1;
+                    Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                 }
-            })
-            .collect();
+                None => match output::answered(plan, position) {
+                    Some(answered) if futures.is_empty() => {
+                        results.push(answered);
+                        continue;
+                    }
+                    Some(answered) => Box::pin(std::future::ready(answered)),
+                    None if futures.is_empty() => {
+                        let approval = approval(position, call);
+                        match tool_call::start(&scope, position, call, approval, resume) {
+                            Started::Done(result) => {
+                                results.push(result);
+                                continue;
+                            }
+                            Started::Running(future) => future,
+                        }
+                    }
+                    None => {
+                        let approval = approval(position, call);
+                        Box::pin(tool_call::execute(&scope, position, call, approval, resume))
+                    }
+                },
+            };
+            futures.push(future);
+        }
+        // Every call finished on the spot (they reported nothing: a call that reports goes on
+        // as a future): nothing to join, wait on or forward.
+        if futures.is_empty() {
+            return Some((results, None));
+        }
         // A subagent's turn started by one of the calls joins this turn's run.
         let joined = limits::calling(
             self.limits.clone(),
@@ -286,8 +311,12 @@ impl Turn<'_> {
         let mut cancelled = std::pin::pin!(self.cancel.cancelled());
         let mut stream = StepStream::new(self, step);
         let mut failed = None;
-        let results = loop {
-            // A cancel first, then a preliminary result, then the calls. The token's waiter (a
+        let mut first = true;
+        let finished = loop {
+            // A cancel first, then a preliminary result, then the calls; the first time, the
+            // calls before the results: a call run on the spot may have reported already, and
+            // the calls after it start before its results are forwarded, as when every call
+            // is a future (nothing is reported before their first poll). The token's waiter (a
             // lock and a waker clone) is only polled while the calls wait: calls that finish
             // at once never register one (`whole_turn_agent` in
             // agent-providers/benches/stream.rs).
@@ -295,11 +324,15 @@ impl Turn<'_> {
                 if self.cancel.is_cancelled() {
                     return Poll::Ready(Next::Cancelled);
                 }
-                if let Poll::Ready(reported) = progress.poll_next(cx) {
+                let calls_first = std::mem::take(&mut first);
+                if !calls_first && let Poll::Ready(reported) = progress.poll_next(cx) {
                     return Poll::Ready(Next::Reported(reported));
                 }
                 if let Poll::Ready(results) = joined.as_mut().poll(cx) {
                     return Poll::Ready(Next::Done(results));
+                }
+                if calls_first && let Poll::Ready(reported) = progress.poll_next(cx) {
+                    return Poll::Ready(Next::Reported(reported));
                 }
                 cancelled.as_mut().poll(cx).map(|()| Next::Cancelled)
             });
@@ -309,9 +342,10 @@ impl Turn<'_> {
                     let chunk = preliminary::chunk(reported);
                     failed = failed.or(stream.chunk(chunk).await.err());
                 }
-                Next::Done(results) => break results,
+                Next::Done(finished) => break finished,
             }
         };
+        results.extend(finished);
         while let Some(reported) = progress.take() {
             let chunk = preliminary::chunk(reported);
             failed = failed.or(stream.chunk(chunk).await.err());

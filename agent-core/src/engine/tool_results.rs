@@ -1,8 +1,8 @@
 //! after_tool_call_success / after_tool_call_failure: the turn-wide hooks that may replace a
 //! call's result, or drop the call from history, before the result is stored.
 
-use crate::hooks::chain;
 use crate::hooks::{ToolOutcomeKind, ToolResultContext, ToolResultDecision, TurnError};
+use crate::hooks::{TurnHooks, chain};
 use crate::message::ToolCall;
 use crate::text::Text;
 
@@ -40,6 +40,11 @@ pub(super) fn wanted(scope: &CallScope<'_>, is_error: bool) -> bool {
     } else {
         !hooks.after_tool_call_success.is_empty()
     }
+}
+
+/// Whether the agent has success or failure hooks: its calls' results may wait on them.
+pub(super) fn wanted_any(hooks: &TurnHooks) -> bool {
+    !hooks.after_tool_call_success.is_empty() || !hooks.after_tool_call_failure.is_empty()
 }
 
 /// Runs the success hooks (the model got a valid result) or the failure hooks (an error); see

@@ -102,6 +102,8 @@ pub(crate) trait BeforeHook: Send + Sync {
     /// [`run`](Self::run) then runs. Saves a boxed future per sync hook per call (the slope of
     /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
     fn run_now(&self, call: &mut CallState<'_>) -> Option<Result<ErasedDecision, HookFailure>>;
+    /// Whether the hook is sync: [`run_now`](Self::run_now) always runs it.
+    fn is_sync(&self) -> bool;
     fn run<'a>(
         &'a self,
         call: &'a mut CallState<'_>,
@@ -117,6 +119,8 @@ pub(crate) trait AfterHook: Send + Sync {
         outcome: &Arc<ToolOutcome>,
         duration: Duration,
     ) -> Option<Result<(), HookFailure>>;
+    /// Whether the hook is sync, as [`BeforeHook::is_sync`].
+    fn is_sync(&self) -> bool;
     fn run<'a>(
         &'a self,
         call: &'a mut CallState<'_>,
@@ -197,6 +201,10 @@ impl<I: ToolInput> BeforeHook for TypedBefore<I> {
         }))
     }
 
+    fn is_sync(&self) -> bool {
+        matches!(self.hook.body, HookBody::Sync(_))
+    }
+
     fn run<'a>(
         &'a self,
         call: &'a mut CallState<'_>,
@@ -236,6 +244,10 @@ impl<I: ToolInput, O: Send + Sync + 'static> AfterHook for TypedAfter<I, O> {
             call.keep_input(&mut ctx.effective_input);
             run
         }))
+    }
+
+    fn is_sync(&self) -> bool {
+        matches!(self.hook.body, HookBody::Sync(_))
     }
 
     fn run<'a>(

@@ -185,6 +185,22 @@ pub trait DynTool: Send + Sync + 'static {
         args: Arc<AnyValue>,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<AnyValue, ToolError>>;
+
+    /// Whether [`call_now`](Self::call_now) runs the tool (see [`Tool::RUNS_NOW`]). The
+    /// default: no.
+    fn runs_now(&self) -> bool {
+        false
+    }
+
+    /// Runs the tool on the spot, as [`call`](Self::call) does without a future; called only
+    /// when [`runs_now`](Self::runs_now) says so. The default is an error result saying so.
+    fn call_now(&self, args: Arc<AnyValue>, ctx: ToolContext) -> Result<AnyValue, ToolError> {
+        let _ = (args, ctx);
+        Err(ToolError::new(format!(
+            "tool `{}` does not run on the spot",
+            self.spec().name
+        )))
+    }
 }
 
 impl fmt::Debug for dyn DynTool {
@@ -289,19 +305,34 @@ impl<T: Tool> DynTool for TypedTool<T> {
     ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
         let tool = Arc::clone(&self.tool);
         Box::pin(async move {
-            let args = match Arc::try_unwrap(args) {
-                Ok(owned) => owned.downcast::<T::Args>().ok(),
-                Err(shared) => shared.downcast_ref::<T::Args>().cloned(),
-            };
-            let Some(args) = args else {
-                return Err(ToolError::new(format!(
-                    "internal: arguments of the wrong type for tool `{}`",
-                    T::NAME
-                )));
-            };
+            let args = typed_args::<T>(args)?;
             tool.call(args, ctx).await.map(AnyValue::new)
         })
     }
+
+    fn runs_now(&self) -> bool {
+        T::RUNS_NOW
+    }
+
+    fn call_now(&self, args: Arc<AnyValue>, ctx: ToolContext) -> Result<AnyValue, ToolError> {
+        let args = typed_args::<T>(args)?;
+        self.tool.call_now(args, ctx).map(AnyValue::new)
+    }
+}
+
+/// The typed arguments of a call of `T`: taken out when the call holds the only reference,
+/// else cloned.
+fn typed_args<T: Tool>(args: Arc<AnyValue>) -> Result<T::Args, ToolError> {
+    let args = match Arc::try_unwrap(args) {
+        Ok(owned) => owned.downcast::<T::Args>().ok(),
+        Err(shared) => shared.downcast_ref::<T::Args>().cloned(),
+    };
+    args.ok_or_else(|| {
+        ToolError::new(format!(
+            "internal: arguments of the wrong type for tool `{}`",
+            T::NAME
+        ))
+    })
 }
 
 type FnToolBody =

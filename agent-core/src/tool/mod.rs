@@ -22,7 +22,7 @@ use crate::run_agent::RunAgent;
 pub use erased::{AnyValue, ArgsError, ClientTool, DynTool, FnTool, TypedTool};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
-pub(crate) use stream::{Preliminary, Report, Reported, reporting};
+pub(crate) use stream::{Preliminary, Report, Reported, reporting, reporting_now};
 pub use stream::{ToolStream, ToolUpdate, tool_progress};
 
 /// A tool the model can call, with typed arguments and output.
@@ -63,12 +63,28 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether the tool never waits, so that [`call_now`](Self::call_now) runs it: `#[tool]`
+    /// sets it for a plain (not `async`) function that does not return a [`ToolStream`]. A
+    /// call of such a tool whose hooks are sync too runs on the spot, without a future. The
+    /// default: no.
+    const RUNS_NOW: bool = false;
+
     /// Runs the tool.
     fn call(
         &self,
         args: Self::Args,
         ctx: ToolContext,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// Runs the tool on the spot; the engine calls it instead of [`call`](Self::call) only when
+    /// [`RUNS_NOW`](Self::RUNS_NOW) is set. The default is an error result saying so.
+    fn call_now(&self, args: Self::Args, ctx: ToolContext) -> Result<Self::Output, ToolError> {
+        let _ = (args, ctx);
+        Err(ToolError::new(format!(
+            "tool `{}` sets `RUNS_NOW` but does not implement `call_now`",
+            Self::NAME
+        )))
+    }
 
     /// The tool as the model sees it.
     fn spec() -> ToolSpec {

@@ -114,6 +114,12 @@ pub(crate) fn reporting<F: Future>(report: Report, future: F) -> impl Future<Out
     REPORT.scope(report, future)
 }
 
+/// Runs `call` (a tool's, on the spot) so that preliminary results reported inside it go to
+/// `report`.
+pub(crate) fn reporting_now<T>(report: Report, call: impl FnOnce() -> T) -> T {
+    REPORT.sync_scope(report, call)
+}
+
 /// Sends `content` to the reporter of the call running; `false` outside a tool call.
 fn report(content: Value) -> bool {
     REPORT

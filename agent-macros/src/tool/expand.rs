@@ -394,6 +394,46 @@ pub(crate) fn tool_code(
         }
     });
 
+    let signature = quote! {
+        &self,
+        __args: #module::#args_ty,
+        __ctx: #krate::ToolContext,
+    };
+    let future = quote! {
+        impl ::core::future::Future<
+            Output = ::core::result::Result<#output_ty, #krate::ToolError>,
+        > + ::core::marker::Send
+    };
+    // A plain `fn` (whose output is not a stream, which is awaited) runs on the spot: the
+    // engine calls `call_now` without making a future, and `call` is a future of it.
+    let call = if tool.is_async || matches!(tool.output, Output::Stream { .. }) {
+        quote! {
+            #[allow(unused_variables)]
+            fn call(#signature) -> #future {
+                async move {
+                    #run_context
+                    let __output = #callee(#(#call_args),*)#awaited;
+                    #wrap
+                }
+            }
+        }
+    } else {
+        quote! {
+            const RUNS_NOW: bool = true;
+
+            fn call(#signature) -> #future {
+                async move { <Self as #krate::Tool>::call_now(self, __args, __ctx) }
+            }
+
+            #[allow(unused_variables)]
+            fn call_now(#signature) -> ::core::result::Result<#output_ty, #krate::ToolError> {
+                #run_context
+                let __output = #callee(#(#call_args),*);
+                #wrap
+            }
+        }
+    };
+
     let impls = quote! {
         #(#param_checks)*
 
@@ -414,20 +454,7 @@ pub(crate) fn tool_code(
                 SCHEMA.get_or_init(#krate::schema_for::<#module::#args_ty>)
             }
 
-            #[allow(unused_variables)]
-            fn call(
-                &self,
-                __args: #module::#args_ty,
-                __ctx: #krate::ToolContext,
-            ) -> impl ::core::future::Future<
-                Output = ::core::result::Result<#output_ty, #krate::ToolError>,
-            > + ::core::marker::Send {
-                async move {
-                    #run_context
-                    let __output = #callee(#(#call_args),*)#awaited;
-                    #wrap
-                }
-            }
+            #call
         }
 
         // The bound (made higher-ranked so it is checked where used, not here) keeps an output

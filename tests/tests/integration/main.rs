@@ -48,6 +48,7 @@ mod store_sqlite;
 mod store_turn_lease;
 mod streaming_tool_streams;
 mod streaming_tools;
+mod tools_on_the_spot;
 mod tracing_spans;
 mod two_sided;
 mod typed_output;
