@@ -196,11 +196,14 @@ pub trait DynTool: Send + Sync + 'static {
     /// when [`runs_now`](Self::runs_now) says so. The default is an error result saying so.
     fn call_now(&self, args: Arc<AnyValue>, ctx: ToolContext) -> Result<AnyValue, ToolError> {
         let _ = (args, ctx);
-        Err(ToolError::new(format!(
-            "tool `{}` does not run on the spot",
-            self.spec().name
-        )))
+        Err(not_now(&self.spec().name))
     }
+}
+
+/// The error of a tool asked to run on the spot that does not.
+#[cold]
+fn not_now(tool: &str) -> ToolError {
+    ToolError::new(format!("tool `{tool}` does not run on the spot"))
 }
 
 impl fmt::Debug for dyn DynTool {
@@ -338,6 +341,16 @@ fn typed_args<T: Tool>(args: Arc<AnyValue>) -> Result<T::Args, ToolError> {
 type FnToolBody =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
+type SyncBody = dyn Fn(Value, ToolContext) -> Result<Value, ToolError> + Send + Sync;
+
+/// What an [`FnTool`] runs.
+enum FnBody {
+    /// A closure returning a future ([`FnTool::new`]).
+    Async(Box<FnToolBody>),
+    /// A closure that never waits ([`FnTool::sync`]): run on the spot.
+    Sync(Arc<SyncBody>),
+}
+
 type ApprovalRule = dyn Fn(&Value) -> bool + Send + Sync;
 
 /// A tool made at run time from a name, a description, a JSON Schema and a closure over JSON.
@@ -350,7 +363,7 @@ type ApprovalRule = dyn Fn(&Value) -> bool + Send + Sync;
 /// ```
 pub struct FnTool {
     spec: Arc<ToolSpec>,
-    body: Box<FnToolBody>,
+    body: FnBody,
     timeout: Option<Duration>,
     approval: Option<Box<ApprovalRule>>,
     idempotent: bool,
@@ -373,9 +386,48 @@ impl FnTool {
             description: description.into(),
             parameters,
         };
+        FnTool::with_body(
+            spec,
+            FnBody::Async(Box::new(move |args, ctx| Box::pin(body(args, ctx)))),
+        )
+    }
+
+    /// A tool whose `body` never waits: a call whose hooks are sync too runs on the spot,
+    /// without a future, as a `#[tool]` on a plain `fn` does (see [`Tool::RUNS_NOW`]).
+    ///
+    /// ```
+    /// use agent_core::{FnTool, ToolError};
+    /// use serde_json::json;
+    /// let add = FnTool::sync("add", "Adds a and b.", json!({"type": "object"}), |args, _ctx| {
+    ///     let (a, b) = (args["a"].as_i64(), args["b"].as_i64());
+    ///     match a.zip(b) {
+    ///         Some((a, b)) => Ok(json!(a + b)),
+    ///         None => Err(ToolError::new("a and b must be integers")),
+    ///     }
+    /// });
+    /// # let _ = add;
+    /// ```
+    pub fn sync<F>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        body: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        };
+        FnTool::with_body(spec, FnBody::Sync(Arc::new(body)))
+    }
+
+    fn with_body(spec: ToolSpec, body: FnBody) -> Self {
         FnTool {
             spec: Arc::new(spec),
-            body: Box::new(move |args, ctx| Box::pin(body(args, ctx))),
+            body,
             timeout: None,
             approval: None,
             idempotent: false,
@@ -492,12 +544,37 @@ impl DynTool for FnTool {
         args: Arc<AnyValue>,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<AnyValue, ToolError>> {
-        let args = match Arc::try_unwrap(args) {
-            Ok(owned) => owned.downcast::<Value>().unwrap_or_default(),
-            Err(shared) => shared.downcast_ref::<Value>().cloned().unwrap_or_default(),
-        };
-        let future = (self.body)(args, ctx);
-        Box::pin(async move { future.await.map(AnyValue::new) })
+        let args = json_args(args);
+        match &self.body {
+            FnBody::Async(body) => {
+                let future = body(args, ctx);
+                Box::pin(async move { future.await.map(AnyValue::new) })
+            }
+            FnBody::Sync(body) => {
+                let body = Arc::clone(body);
+                Box::pin(async move { body(args, ctx).map(AnyValue::new) })
+            }
+        }
+    }
+
+    fn runs_now(&self) -> bool {
+        matches!(self.body, FnBody::Sync(_))
+    }
+
+    fn call_now(&self, args: Arc<AnyValue>, ctx: ToolContext) -> Result<AnyValue, ToolError> {
+        match &self.body {
+            FnBody::Sync(body) => body(json_args(args), ctx).map(AnyValue::new),
+            FnBody::Async(_) => Err(not_now(&self.spec.name)),
+        }
+    }
+}
+
+/// An [`FnTool`] call's JSON arguments: taken out when the call holds the only reference,
+/// else cloned.
+fn json_args(args: Arc<AnyValue>) -> Value {
+    match Arc::try_unwrap(args) {
+        Ok(owned) => owned.downcast::<Value>().unwrap_or_default(),
+        Err(shared) => shared.downcast_ref::<Value>().cloned().unwrap_or_default(),
     }
 }
 

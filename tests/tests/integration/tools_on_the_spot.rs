@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CancelToken, Hook, Matcher, RunAgent, RunHooks, ScriptedModel, ScriptedStep,
-    Tool, ToolCall, ToolCallContext, ToolContext, ToolResultRecord, TurnRequest, TurnStatus, event,
-    tool, tool_progress,
+    AgentBuilder, CancelToken, DynTool, FnTool, Hook, Matcher, RunAgent, RunHooks, ScriptedModel,
+    ScriptedStep, Tool, ToolCall, ToolCallContext, ToolContext, ToolResultRecord, TurnRequest,
+    TurnStatus, event, tool, tool_progress,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 use tests::{Trace, describe_chunk, lines};
 
 /// Upper-cases the text.
@@ -320,4 +320,48 @@ async fn a_tool_that_runs_now_without_call_now_is_an_error_result_saying_so() {
         read,
         "tool `halfway` sets `RUNS_NOW` but does not implement `call_now`"
     );
+}
+
+#[tokio::test]
+async fn an_fn_tool_made_sync_runs_on_the_spot_and_its_panic_is_an_error_result() {
+    let add = FnTool::sync(
+        "add",
+        "Adds a and b.",
+        json!({"type": "object"}),
+        |args, _| {
+            let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
+            Ok(json!(sum))
+        },
+    );
+    let boom = FnTool::sync("boom", "Panics.", json!({"type": "object"}), |_, _| {
+        panic!("sync body")
+    });
+    assert!(add.runs_now());
+    assert!(!FnTool::new("later", "Waits.", json!({}), |args, _| async { Ok(args) }).runs_now());
+    let model = model(&[("c1", "add", r#"{"a":2,"b":3}"#), ("c2", "boom", "{}")]);
+    let trace = Trace::new();
+    let seen = trace.clone();
+    let result = AgentBuilder::new("spot")
+        .model(model.clone())
+        .dyn_tool(add)
+        .dyn_tool(boom)
+        .after_tool_call(
+            Matcher::all(),
+            Hook::<event::AfterToolCall<Value>>::sync("audit", move |ctx| {
+                seen.push(format!("after:{} {}", ctx.call_id, ctx.success()));
+            }),
+        )
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(trace.take(), lines(&["after:c1 true", "after:c2 false"]));
+    let read: Vec<String> = model.requests()[1]
+        .messages
+        .iter()
+        .filter(|message| message.role() == "tool")
+        .map(|message| message.text().to_owned())
+        .collect();
+    assert_eq!(read, ["5", "tool `boom` panicked: sync body"]);
 }
