@@ -145,7 +145,9 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
 
 /// A call as [`start`] leaves it: finished on the spot, or a future to await.
 pub(crate) enum Started<'s> {
+    /// The call finished on the spot.
     Done(CallResult),
+    /// The call goes on as a future (all of it, or what is left after a tool that reported).
     Running(BoxFuture<'s, CallResult>),
 }
 
@@ -352,14 +354,8 @@ fn execute_now<'s>(
         Some(outcome) => (outcome, Duration::ZERO, Some(state)),
         None => {
             let (args, ctx, reporter, state) = hand_over(scope, position, state, has_after);
-            let started = tokio::time::Instant::now();
-            let tool = &slot.tool;
-            let result = tool::reporting_now(reporter, || catch_panic(|| tool.call_now(args, ctx)));
-            (
-                outcome_of(Some(result), call, slot),
-                started.elapsed(),
-                state,
-            )
+            let (outcome, duration) = invoke_now(slot, call, args, ctx, reporter);
+            (outcome, duration, state)
         }
     };
     let preliminary = scope.progress.count(position);
@@ -662,6 +658,11 @@ async fn invoke(
     ctx: ToolContext,
     reporter: Report,
 ) -> (ToolOutcome, Duration) {
+    // A tool that runs on the spot needs no future whatever waits around it (an async hook, an
+    // extension): its future would finish at its first poll, before any timeout.
+    if slot.tool.runs_now() {
+        return invoke_now(slot, call, args, ctx, reporter);
+    }
     // A turn a plain tool starts inherits nothing: inside a call that passes hooks on, the tool
     // is scoped with none; elsewhere there is nothing to hide, and no scope is polled.
     let isolate = Inherited::passed_here();
@@ -683,6 +684,23 @@ async fn invoke(
     let result = guarded(slot.timeout, run).await;
     let duration = started.elapsed();
     (outcome_of(result, call, slot), duration)
+}
+
+/// Runs a tool that runs on the spot ([`DynTool::runs_now`](crate::DynTool::runs_now)), a
+/// panic becoming a failed outcome and its preliminary results reported: the outcome and how
+/// long it ran.
+fn invoke_now(
+    slot: &ToolSlot,
+    call: &ToolCall,
+    args: Arc<AnyValue>,
+    ctx: ToolContext,
+    reporter: Report,
+) -> (ToolOutcome, Duration) {
+    // tokio's clock, as in `invoke`.
+    let started = tokio::time::Instant::now();
+    let tool = &slot.tool;
+    let result = tool::reporting_now(reporter, || catch_panic(|| tool.call_now(args, ctx)));
+    (outcome_of(Some(result), call, slot), started.elapsed())
 }
 
 /// Runs a subagent's tool, as [`invoke`] a plain one, with what a subagent adds:
