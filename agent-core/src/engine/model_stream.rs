@@ -19,7 +19,7 @@ use crate::message::ToolCall;
 use crate::model::{
     DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage,
 };
-use crate::util::panic_message;
+use crate::util::{BoxFuture, panic_message};
 
 use super::state::Turn;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
@@ -93,14 +93,28 @@ impl<'t, 'a> StepStream<'t, 'a> {
 
     /// Fires on_chunk for one chunk and forwards it to the stream API.
     pub(super) async fn chunk(&mut self, chunk: Chunk) -> Result<(), TurnError> {
+        match self.show(chunk)? {
+            None => Ok(()),
+            Some(rest) => self.rest(rest).await,
+        }
+    }
+
+    /// [`Self::chunk`] on the spot: `None` when the chunk is shown (or nobody listens), else
+    /// what is left of it to await with [`Self::rest`]. A caller that shows a chunk so (a
+    /// step's tool results) makes no future for it, nor polls one (the slope of
+    /// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    pub(super) fn show(&mut self, chunk: Chunk) -> Result<Option<ChunkRest>, TurnError> {
         if !self.listening() {
-            return Ok(());
+            return Ok(None);
         }
         self.context().chunk = chunk;
-        if let Some(rest) = self.chunk_now()? {
-            Box::pin(self.chunk_rest(rest)).await?;
-        }
-        Ok(())
+        self.chunk_now()
+    }
+
+    /// What is left of a chunk [`Self::show`] could not show on the spot, boxed: its code and
+    /// state stay out of the caller's.
+    pub(super) fn rest(&mut self, rest: ChunkRest) -> BoxFuture<'_, Result<(), TurnError>> {
+        Box::pin(self.chunk_rest(rest))
     }
 
     /// The on_chunk context, made at the first chunk shown: each chunk is put in it in turn.
@@ -361,7 +375,7 @@ impl<'t, 'a> StepStream<'t, 'a> {
 }
 
 /// What is left of the chunk in the context when it awaits (see [`StepStream::chunk_now`]).
-enum ChunkRest {
+pub(super) enum ChunkRest {
     /// Its hooks (one is async, or an extension asks for chunks), its extensions and its
     /// event: all of it.
     Hooks,

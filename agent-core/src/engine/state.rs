@@ -1,6 +1,7 @@
 //! A running turn's state ([`Turn`]: what it runs in and what it has produced), how it ends
 //! ([`End`], [`Flow`]), and the writes every part of the turn makes through the message hooks.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -21,7 +22,7 @@ use crate::hooks::{
 use crate::message::Message;
 use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
-use crate::store::{MessageUpdate, NewMessage, PendingCall, StoreError, SuspendedCall};
+use crate::store::{MessageUpdate, NewMessage, NowOrLater, PendingCall, StoreError, SuspendedCall};
 use crate::text::Text;
 
 /// One running turn: what it runs in and what it has produced so far.
@@ -157,10 +158,26 @@ impl Turn<'_> {
         } else {
             writer.insert_id(row, Strictness::Policy).await
         };
-        match written {
-            Ok(id) => (Some(id), Ok(())),
-            Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
-            Err(error) => (None, Err(write_failed(error))),
+        tracked(written)
+    }
+
+    /// [`insert_tracked`](Self::insert_tracked) on the spot, when no message hook reads the
+    /// write and the store writes on the spot (`SessionStore::insert_id_now`): `Break` with
+    /// what `insert_tracked` gives; else `Continue` with the row, unwritten, for
+    /// `insert_tracked`. A caller that writes so makes no future for the write, nor polls one
+    /// (the slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+    pub(super) fn insert_now(
+        &self,
+        row: NewMessage,
+    ) -> ControlFlow<(Option<i64>, Flow), NewMessage> {
+        if !self.writer().inserts_plain() {
+            return ControlFlow::Continue(row);
+        }
+        match self.agent.store.insert_id_now(self.session_id, row) {
+            NowOrLater::Now(inserted) => {
+                ControlFlow::Break(tracked(inserted.map_err(WriteError::Store)))
+            }
+            NowOrLater::Later(row) => ControlFlow::Continue(row),
         }
     }
 
@@ -215,6 +232,15 @@ impl Turn<'_> {
 
 /// A failed write ends the turn: at stage `persist` when the store failed, `turn` when a
 /// fail-closed message hook did.
+/// A tracked insert's row id, when written, and whether the turn goes on.
+fn tracked(written: Result<i64, WriteError>) -> (Option<i64>, Flow) {
+    match written {
+        Ok(id) => (Some(id), Ok(())),
+        Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
+        Err(error) => (None, Err(write_failed(error))),
+    }
+}
+
 pub(super) fn write_failed(error: WriteError) -> End {
     match error {
         WriteError::Store(error) => End::Failed(store_error(error), ErrorStage::Persist),

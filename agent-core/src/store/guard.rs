@@ -84,13 +84,17 @@ impl<T: Unpin> Future for Guarded<'_, T> {
             },
             Call::Panicked(message) => Err(std::mem::take(message)),
         };
-        polled.unwrap_or_else(|message| {
-            Poll::Ready(Err(StoreError::new(
-                StoreErrorKind::Panicked,
-                format!("the store panicked in {what}: {message}"),
-            )))
-        })
+        polled.unwrap_or_else(|message| Poll::Ready(Err(panicked(what, &message))))
     }
+}
+
+/// The error of a store call that panicked.
+#[cold]
+fn panicked(what: &str, message: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Panicked,
+        format!("the store panicked in {what}: {message}"),
+    )
 }
 
 /// For each async store call: `PanicSafe`'s own method, which returns [`Guarded`] (what the
@@ -194,6 +198,16 @@ impl PanicSafe {
         let store = &self.0;
         let now = |row| store.insert_id_now(session, row);
         written("insert", row, now, |row| store.insert_id(session, row))
+    }
+
+    /// [`SessionStore::insert_id_now`], with a panic caught (an error, as a write's).
+    pub(crate) fn insert_id_now(
+        &self,
+        session: &str,
+        row: NewMessage,
+    ) -> NowOrLater<i64, NewMessage> {
+        catch_panic(|| self.0.insert_id_now(session, row))
+            .unwrap_or_else(|message| NowOrLater::Now(Err(panicked("insert", &message))))
     }
 
     /// [`SessionStore::update`], with panics caught: [`SessionStore::update_now`] first.

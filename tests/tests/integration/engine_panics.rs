@@ -55,6 +55,57 @@ impl Model for Panicky {
 /// the ones done on the spot (`insert_id_now`, which the engine asks first).
 struct PanickyStore(MemoryStore, bool);
 
+/// A memory store whose inserts of tool results done on the spot panic.
+struct PanickyResults(MemoryStore);
+
+impl SessionStore for PanickyResults {
+    fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.0.load(s)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        s: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.0.insert(s, row)
+    }
+
+    fn insert_id_now(&self, s: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
+        if row.message.role() == "tool" {
+            panic!("disk on fire");
+        }
+        self.0.insert_id_now(s, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        s: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.update(s, id, update)
+    }
+
+    fn delete<'a>(&'a self, s: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.delete(s, id)
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        s: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
+        self.0.lock_turn(s, wait)
+    }
+}
+
+/// Echoes its text.
+#[agent_core::tool]
+fn echo(text: String) -> String {
+    text
+}
+
 impl SessionStore for PanickyStore {
     fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
         self.0.load(s)
@@ -208,6 +259,39 @@ async fn a_panicking_store_ends_the_turn_at_stage_persist() {
         )
         .await;
     }
+}
+
+/// A tool result is stored on the spot (the store writes so, no message hook reads it): a
+/// panic there is the store's error too, and the turn ends at stage persist.
+#[tokio::test]
+async fn a_store_panicking_on_a_tool_result_written_on_the_spot_ends_the_turn_at_persist() {
+    let trace = Trace::new();
+    let result = AgentBuilder::new("p")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c1", "echo", r#"{"text":"hi"}"#),
+            ScriptedStep::new().text("never"),
+        ]))
+        .tool(echo_tool::Echo)
+        .store(Arc::new(PanickyResults(MemoryStore::new())))
+        .record_turn(&trace)
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.expect("an error");
+    assert!(
+        error
+            .message
+            .contains("the store panicked in insert: disk on fire"),
+        "{error:?}"
+    );
+    let ended: Vec<String> = trace
+        .take()
+        .into_iter()
+        .filter(|line| line.starts_with("on_chat_error("))
+        .collect();
+    assert_eq!(ended, ["on_chat_error(persist)"]);
 }
 
 #[tokio::test]
