@@ -11,6 +11,27 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// A boxed, sendable future (what async hooks and dynamic tools return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A value ready now, or a boxed future of it: what a call that mostly finishes on the spot
+/// returns, so that its callers' futures hold and poll no state machine of its for the common
+/// case (`Turn::insert_tracked`).
+pub(crate) enum NowOr<'a, T> {
+    /// Ready.
+    Now(std::future::Ready<T>),
+    /// To await.
+    Later(BoxFuture<'a, T>),
+}
+
+impl<T> Future for NowOr<'_, T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.get_mut() {
+            NowOr::Now(ready) => Pin::new(ready).poll(cx),
+            NowOr::Later(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
 /// Runs futures concurrently, at most `limit` at a time, and returns their outputs in the order
 /// given (not the order they finish).
 pub(crate) fn join_ordered<'a, T>(

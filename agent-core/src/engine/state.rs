@@ -1,7 +1,6 @@
 //! A running turn's state ([`Turn`]: what it runs in and what it has produced), how it ends
 //! ([`End`], [`Flow`]), and the writes every part of the turn makes through the message hooks.
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -24,6 +23,7 @@ use crate::model::Usage;
 use crate::session::{OpenSession, Opened};
 use crate::store::{MessageUpdate, NewMessage, NowOrLater, PendingCall, StoreError, SuspendedCall};
 use crate::text::Text;
+use crate::util::NowOr;
 
 /// One running turn: what it runs in and what it has produced so far.
 pub(super) struct Turn<'a> {
@@ -146,56 +146,66 @@ impl Turn<'_> {
     }
 
     /// Stores a row; when the turn must end, also says whether the row was written (a
-    /// fail-closed after_create_message hook fails after the insert).
-    pub(super) async fn insert_tracked(&self, row: NewMessage) -> (Option<i64>, Flow) {
+    /// fail-closed after_create_message hook fails after the insert). Written on the spot
+    /// when no message hook reads the write and the store writes so
+    /// (`SessionStore::insert_id_now`): a turn's writes then make no future, nor poll one
+    /// (`whole_turn_agent` and the slope of `whole_turn_calls_agent` in
+    /// agent-providers/benches/stream.rs); otherwise awaited, boxed.
+    pub(super) fn insert_tracked(&self, row: NewMessage) -> NowOr<'_, (Option<i64>, Flow)> {
+        let row = if self.writer().inserts_plain() {
+            match self.agent.store.insert_id_now(self.session_id, row) {
+                NowOrLater::Now(inserted) => {
+                    let written = inserted.map_err(WriteError::Store);
+                    return NowOr::Now(std::future::ready(inserted_row(written)));
+                }
+                NowOrLater::Later(row) => row,
+            }
+        } else {
+            row
+        };
+        NowOr::Later(Box::pin(self.insert_awaited(row)))
+    }
+
+    /// [`insert_tracked`](Self::insert_tracked) awaited: through the message hooks, or to a
+    /// store that does not write on the spot.
+    async fn insert_awaited(&self, row: NewMessage) -> (Option<i64>, Flow) {
         let writer = self.writer();
-        // Without message hooks, straight to the store (which writes on the spot when it can):
-        // no writer's future for each of a turn's rows (`whole_turn_agent` in
-        // agent-providers/benches/stream.rs).
         let written = if writer.inserts_plain() {
             let inserted = self.agent.store.insert_id(self.session_id, row).await;
             inserted.map_err(WriteError::Store)
         } else {
             writer.insert_id(row, Strictness::Policy).await
         };
-        tracked(written)
+        inserted_row(written)
     }
 
-    /// [`insert_tracked`](Self::insert_tracked) on the spot, when no message hook reads the
-    /// write and the store writes on the spot (`SessionStore::insert_id_now`): `Break` with
-    /// what `insert_tracked` gives; else `Continue` with the row, unwritten, for
-    /// `insert_tracked`. A caller that writes so makes no future for the write, nor polls one
-    /// (the slope of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-    pub(super) fn insert_now(
-        &self,
-        row: NewMessage,
-    ) -> ControlFlow<(Option<i64>, Flow), NewMessage> {
-        if !self.writer().inserts_plain() {
-            return ControlFlow::Continue(row);
-        }
-        match self.agent.store.insert_id_now(self.session_id, row) {
-            NowOrLater::Now(inserted) => {
-                ControlFlow::Break(tracked(inserted.map_err(WriteError::Store)))
+    /// Updates a row; when the turn must end, also says whether the update was written. On the
+    /// spot when it can, as [`insert_tracked`](Self::insert_tracked).
+    pub(super) fn update_tracked(&self, id: i64, update: MessageUpdate) -> NowOr<'_, (bool, Flow)> {
+        let update = if self.writer().updates_plain() {
+            match self.agent.store.update_now(self.session_id, id, update) {
+                NowOrLater::Now(updated) => {
+                    let written = updated.map_err(WriteError::Store);
+                    return NowOr::Now(std::future::ready(updated_row(written)));
+                }
+                NowOrLater::Later(update) => update,
             }
-            NowOrLater::Later(row) => ControlFlow::Continue(row),
-        }
+        } else {
+            update
+        };
+        NowOr::Later(Box::pin(self.update_awaited(id, update)))
     }
 
-    /// Updates a row; when the turn must end, also says whether the update was written.
-    pub(super) async fn update_tracked(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
+    /// [`update_tracked`](Self::update_tracked) awaited.
+    async fn update_awaited(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
         let writer = self.writer();
-        // As `insert_tracked`.
         let written = if writer.updates_plain() {
             let updated = self.agent.store.update(self.session_id, id, update).await;
             updated.map_err(WriteError::Store)
         } else {
             writer.update(id, update).await
         };
-        match written {
-            Ok(()) => (true, Ok(())),
-            Err(WriteError::After(error, _)) => (true, Err(End::turn(error))),
-            Err(error) => (false, Err(write_failed(error))),
-        }
+        updated_row(written)
     }
 
     /// Writes this session's rows through the message hooks (`persist.rs`).
@@ -233,11 +243,20 @@ impl Turn<'_> {
 /// A failed write ends the turn: at stage `persist` when the store failed, `turn` when a
 /// fail-closed message hook did.
 /// A tracked insert's row id, when written, and whether the turn goes on.
-fn tracked(written: Result<i64, WriteError>) -> (Option<i64>, Flow) {
+fn inserted_row(written: Result<i64, WriteError>) -> (Option<i64>, Flow) {
     match written {
         Ok(id) => (Some(id), Ok(())),
         Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
         Err(error) => (None, Err(write_failed(error))),
+    }
+}
+
+/// Whether a tracked update was written, and whether the turn goes on.
+fn updated_row(written: Result<(), WriteError>) -> (bool, Flow) {
+    match written {
+        Ok(()) => (true, Ok(())),
+        Err(WriteError::After(error, _)) => (true, Err(End::turn(error))),
+        Err(error) => (false, Err(write_failed(error))),
     }
 }
 

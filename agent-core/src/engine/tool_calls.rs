@@ -3,7 +3,6 @@
 //! calls that wait for an answer are kept with the session first (`resume` runs them later).
 
 use std::collections::HashSet;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -193,16 +192,10 @@ impl Turn<'_> {
                     stream.rest(rest).await.map_err(End::turn)?;
                 }
             }
-            // Each result is stored as it is appended, in the model's call order: on the spot
-            // when the store writes so.
-            let row = NewMessage::completed(message.clone());
-            let (written, flow) = match self.insert_now(row) {
-                ControlFlow::Break(written) => written,
-                ControlFlow::Continue(row) => {
-                    let inserted: BoxFuture<'_, _> = Box::pin(self.insert_tracked(row));
-                    inserted.await
-                }
-            };
+            // Each result is stored as it is appended, in the model's call order.
+            let (written, flow) = self
+                .insert_tracked(NewMessage::completed(message.clone()))
+                .await;
             if let Some(row) = written {
                 self.open.answered(position);
                 self.outcome.added.push(message.clone());

@@ -210,6 +210,17 @@ impl PanicSafe {
             .unwrap_or_else(|message| NowOrLater::Now(Err(panicked("insert", &message))))
     }
 
+    /// [`SessionStore::update_now`], with a panic caught (an error, as a write's).
+    pub(crate) fn update_now(
+        &self,
+        session: &str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> NowOrLater<(), MessageUpdate> {
+        catch_panic(|| self.0.update_now(session, id, update))
+            .unwrap_or_else(|message| NowOrLater::Now(Err(panicked("update", &message))))
+    }
+
     /// [`SessionStore::update`], with panics caught: [`SessionStore::update_now`] first.
     pub(crate) fn update<'a>(
         &'a self,
