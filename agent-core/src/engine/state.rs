@@ -171,7 +171,8 @@ impl Turn<'_> {
     async fn insert_awaited(&self, row: NewMessage) -> (Option<i64>, Flow) {
         let writer = self.writer();
         let written = if writer.inserts_plain() {
-            let inserted = self.agent.store.insert_id(self.session_id, row).await;
+            // The store gave the row back from `insert_id_now`: not asked again.
+            let inserted = self.agent.store.insert_id_later(self.session_id, row).await;
             inserted.map_err(WriteError::Store)
         } else {
             writer.insert_id(row, Strictness::Policy).await
@@ -200,8 +201,9 @@ impl Turn<'_> {
     async fn update_awaited(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
         let writer = self.writer();
         let written = if writer.updates_plain() {
-            let updated = self.agent.store.update(self.session_id, id, update).await;
-            updated.map_err(WriteError::Store)
+            // The store gave the update back from `update_now`: not asked again.
+            let updated = self.agent.store.update_later(self.session_id, id, update);
+            updated.await.map_err(WriteError::Store)
         } else {
             writer.update(id, update).await
         };

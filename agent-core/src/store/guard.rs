@@ -50,24 +50,13 @@ fn guarded<'a, T>(
     Guarded { what, call }
 }
 
-/// Makes a write with panics caught, done on the spot when the store can (`now` gives the
-/// write back otherwise) and else awaited (`later`).
-fn written<'a, T, W>(
-    what: &'static str,
-    write: W,
-    now: impl FnOnce(W) -> NowOrLater<T, W>,
-    later: impl FnOnce(W) -> BoxFuture<'a, Result<T, StoreError>>,
-) -> Guarded<'a, T> {
-    match catch_panic(|| now(write)) {
-        Ok(NowOrLater::Now(done)) => Guarded {
+impl<'a, T> Guarded<'a, T> {
+    /// A write the store did on the spot, until polled.
+    fn done(what: &'static str, done: Result<T, StoreError>) -> Self {
+        Guarded {
             what,
             call: Call::Done(Some(done)),
-        },
-        Ok(NowOrLater::Later(write)) => guarded(what, || later(write)),
-        Err(message) => Guarded {
-            what,
-            call: Call::Panicked(message),
-        },
+        }
     }
 }
 
@@ -193,11 +182,12 @@ guard! {
 /// The engine's writes: done on the spot by a store that can (one in memory), with no boxed
 /// future each (`whole_turn_calls_agent` in agent-providers/benches/stream.rs).
 impl PanicSafe {
-    /// [`SessionStore::insert_id`], with panics caught: [`SessionStore::insert_id_now`] first.
+    /// [`SessionStore::insert_id`], with panics caught: [`Self::insert_id_now`] first.
     pub(crate) fn insert_id<'a>(&'a self, session: &'a str, row: NewMessage) -> Guarded<'a, i64> {
-        let store = &self.0;
-        let now = |row| store.insert_id_now(session, row);
-        written("insert", row, now, |row| store.insert_id(session, row))
+        match self.insert_id_now(session, row) {
+            NowOrLater::Now(done) => Guarded::done("insert", done),
+            NowOrLater::Later(row) => self.insert_id_later(session, row),
+        }
     }
 
     /// [`SessionStore::insert_id_now`], with a panic caught (an error, as a write's).
@@ -208,6 +198,29 @@ impl PanicSafe {
     ) -> NowOrLater<i64, NewMessage> {
         catch_panic(|| self.0.insert_id_now(session, row))
             .unwrap_or_else(|message| NowOrLater::Now(Err(panicked("insert", &message))))
+    }
+
+    /// [`SessionStore::insert_id`] alone, with panics caught: for a row the store gave back
+    /// from [`Self::insert_id_now`], which is not asked again.
+    pub(crate) fn insert_id_later<'a>(
+        &'a self,
+        session: &'a str,
+        row: NewMessage,
+    ) -> Guarded<'a, i64> {
+        guarded("insert", || self.0.insert_id(session, row))
+    }
+
+    /// [`SessionStore::update`], with panics caught: [`Self::update_now`] first.
+    pub(crate) fn update<'a>(
+        &'a self,
+        session: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> Guarded<'a, ()> {
+        match self.update_now(session, id, update) {
+            NowOrLater::Now(done) => Guarded::done("update", done),
+            NowOrLater::Later(update) => self.update_later(session, id, update),
+        }
     }
 
     /// [`SessionStore::update_now`], with a panic caught (an error, as a write's).
@@ -221,17 +234,14 @@ impl PanicSafe {
             .unwrap_or_else(|message| NowOrLater::Now(Err(panicked("update", &message))))
     }
 
-    /// [`SessionStore::update`], with panics caught: [`SessionStore::update_now`] first.
-    pub(crate) fn update<'a>(
+    /// [`SessionStore::update`] alone, with panics caught: for an update the store gave back
+    /// from [`Self::update_now`], which is not asked again.
+    pub(crate) fn update_later<'a>(
         &'a self,
         session: &'a str,
         id: i64,
         update: MessageUpdate,
     ) -> Guarded<'a, ()> {
-        let store = &self.0;
-        let now = |update| store.update_now(session, id, update);
-        written("update", update, now, |update| {
-            store.update(session, id, update)
-        })
+        guarded("update", || self.0.update(session, id, update))
     }
 }
