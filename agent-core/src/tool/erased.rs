@@ -381,15 +381,8 @@ impl FnTool {
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
     {
-        let spec = ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-        };
-        FnTool::with_body(
-            spec,
-            FnBody::Async(Box::new(move |args, ctx| Box::pin(body(args, ctx)))),
-        )
+        let body = FnBody::Async(Box::new(move |args, ctx| Box::pin(body(args, ctx))));
+        FnTool::with_body(name.into(), description.into(), parameters, body)
     }
 
     /// A tool whose `body` never waits: a call whose hooks are sync too runs on the spot,
@@ -416,15 +409,16 @@ impl FnTool {
     where
         F: Fn(Value, ToolContext) -> Result<Value, ToolError> + Send + Sync + 'static,
     {
-        let spec = ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-        };
-        FnTool::with_body(spec, FnBody::Sync(Arc::new(body)))
+        let body = FnBody::Sync(Arc::new(body));
+        FnTool::with_body(name.into(), description.into(), parameters, body)
     }
 
-    fn with_body(spec: ToolSpec, body: FnBody) -> Self {
+    fn with_body(name: String, description: String, parameters: Value, body: FnBody) -> Self {
+        let spec = ToolSpec {
+            name,
+            description,
+            parameters,
+        };
         FnTool {
             spec: Arc::new(spec),
             body,

@@ -51,54 +51,10 @@ impl Model for Panicky {
     }
 }
 
-/// A memory store whose inserts of assistant rows panic: awaited ones, or (`on_the_spot`)
-/// the ones done on the spot (`insert_id_now`, which the engine asks first).
-struct PanickyStore(MemoryStore, bool);
-
-/// A memory store whose inserts of tool results done on the spot panic.
-struct PanickyResults(MemoryStore);
-
-impl SessionStore for PanickyResults {
-    fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
-        self.0.load(s)
-    }
-
-    fn insert<'a>(
-        &'a self,
-        s: &'a str,
-        row: NewMessage,
-    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        self.0.insert(s, row)
-    }
-
-    fn insert_id_now(&self, s: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
-        if row.message.role() == "tool" {
-            panic!("disk on fire");
-        }
-        self.0.insert_id_now(s, row)
-    }
-
-    fn update<'a>(
-        &'a self,
-        s: &'a str,
-        id: i64,
-        update: MessageUpdate,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.update(s, id, update)
-    }
-
-    fn delete<'a>(&'a self, s: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.0.delete(s, id)
-    }
-
-    fn lock_turn<'a>(
-        &'a self,
-        s: &'a str,
-        wait: bool,
-    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
-        self.0.lock_turn(s, wait)
-    }
-}
+/// A memory store whose inserts of rows of one role panic: awaited ones, or (`on_the_spot`)
+/// the ones done on the spot (`insert_id_now`, which the engine asks first; it hands every
+/// other row back, to be awaited).
+struct PanickyStore(MemoryStore, bool, &'static str);
 
 /// Echoes its text.
 #[agent_core::tool]
@@ -116,14 +72,14 @@ impl SessionStore for PanickyStore {
         s: &'a str,
         row: NewMessage,
     ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
-        if row.message.role() == "assistant" && !self.1 {
+        if row.message.role() == self.2 && !self.1 {
             panic!("disk on fire");
         }
         self.0.insert(s, row)
     }
 
     fn insert_id_now(&self, _: &str, row: NewMessage) -> NowOrLater<i64, NewMessage> {
-        if row.message.role() == "assistant" && self.1 {
+        if row.message.role() == self.2 && self.1 {
             panic!("disk on fire");
         }
         NowOrLater::Later(row)
@@ -247,7 +203,11 @@ async fn a_panicking_store_ends_the_turn_at_stage_persist() {
             |_| {
                 AgentBuilder::new("p")
                     .model(ScriptedModel::new([ScriptedStep::new().text("never")]))
-                    .store(Arc::new(PanickyStore(MemoryStore::new(), on_the_spot)))
+                    .store(Arc::new(PanickyStore(
+                        MemoryStore::new(),
+                        on_the_spot,
+                        "assistant",
+                    )))
             },
             ErrorStage::Persist,
             "the store panicked in insert: disk on fire",
@@ -272,7 +232,7 @@ async fn a_store_panicking_on_a_tool_result_written_on_the_spot_ends_the_turn_at
             ScriptedStep::new().text("never"),
         ]))
         .tool(echo_tool::Echo)
-        .store(Arc::new(PanickyResults(MemoryStore::new())))
+        .store(Arc::new(PanickyStore(MemoryStore::new(), true, "tool")))
         .record_turn(&trace)
         .build()
         .unwrap()
