@@ -21,6 +21,7 @@
 //! The engine depends on the hooks, the session configuration and the leaves (message, model,
 //! tool, store, cancel), never on the facade (`agent`).
 
+mod call_hooks;
 mod classify;
 mod compact;
 mod events;
