@@ -155,9 +155,9 @@ pub(crate) enum Started<'s> {
 /// Starts one call, at `position` in its step: a call of a tool that runs on the spot
 /// ([`ToolSlot::now`]: a plain `fn` tool whose hooks are sync) runs here and now, without a
 /// future, when nothing else in its step waits either ([`CallScope::now`]), and so does a call
-/// of an unknown tool; any other call is the future of [`execute`]. A call run on the spot
-/// makes no boxed future, no state machine and no tool future (the slope of
-/// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+/// of an unknown tool; any other call is the future of [`execute`], the tool found once. A
+/// call run on the spot makes no boxed future, no state machine and no tool future (the slope
+/// of `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
 pub(crate) fn start<'s>(
     scope: &'s CallScope<'_>,
     position: usize,
@@ -167,7 +167,8 @@ pub(crate) fn start<'s>(
 ) -> Started<'s> {
     let found = find(scope, call);
     if found.as_ref().is_ok_and(|slot| !(slot.now && scope.now)) {
-        return Started::Running(Box::pin(execute(scope, position, call, approval, resume)));
+        let call = execute(scope, position, call, approval, resume, found);
+        return Started::Running(Box::pin(call));
     }
     let span = traced::recording(call_span(call));
     tool_started(scope, call);
@@ -191,19 +192,35 @@ pub(crate) fn start<'s>(
     }
 }
 
-/// Runs one call, at `position` in its step; `approval` is the answer that approved a call which
-/// waited for one, and `resume` the suspended turn a call to a subagent resumes. Never panics on
-/// anything the model sent: unknown tools and bad arguments become error results.
-pub(crate) async fn execute(
+/// A call as a future of [`execute`], not started before it is polled: a call after one that
+/// goes on as a future (the calls start in the model's order).
+pub(crate) fn later<'s>(
+    scope: &'s CallScope<'_>,
+    position: usize,
+    call: &'s ToolCall,
+    approval: Option<&'s CallAnswer>,
+    resume: Option<Resume>,
+) -> BoxFuture<'s, CallResult> {
+    let found = find(scope, call);
+    Box::pin(execute(scope, position, call, approval, resume, found))
+}
+
+/// Runs one call, at `position` in its step, of the tool `found` (or the error the model reads
+/// for an unknown one); `approval` is the answer that approved a call which waited for one, and
+/// `resume` the suspended turn a call to a subagent resumes. Never panics on anything the
+/// model sent: unknown tools and bad arguments become error results.
+async fn execute(
     scope: &CallScope<'_>,
     position: usize,
     call: &ToolCall,
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
+    found: Result<&ToolSlot, String>,
 ) -> CallResult {
     let span = call_span(call);
     tool_started(scope, call);
-    let result = in_span!(span, execute_inner(scope, position, call, approval, resume));
+    let inner = execute_inner(scope, position, call, approval, resume, found);
+    let result = in_span!(span, inner);
     tool_ended(scope, &result);
     result
 }
@@ -244,8 +261,9 @@ async fn execute_inner(
     call: &ToolCall,
     approval: Option<&CallAnswer>,
     resume: Option<Resume>,
+    found: Result<&ToolSlot, String>,
 ) -> CallResult {
-    let (slot, parsed) = match find(scope, call).and_then(|slot| parse(slot, call)) {
+    let (slot, parsed) = match found.and_then(|slot| parse(slot, call)) {
         Ok(found) => found,
         Err(why) => return rejected(call, why),
     };

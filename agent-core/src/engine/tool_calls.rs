@@ -290,7 +290,7 @@ impl Turn<'_> {
                     }
                     None => {
                         let approval = approval(position, call);
-                        Box::pin(tool_call::execute(&scope, position, call, approval, resume))
+                        tool_call::later(&scope, position, call, approval, resume)
                     }
                 },
             };
