@@ -50,7 +50,8 @@ pub(super) async fn gate<'h>(
     Gate::asked(asked)
 }
 
-/// [`gate`] for sync hooks ([`ToolSlot::now`](super::runtime::ToolSlot::now)), on the spot.
+/// [`gate`] on the spot, for sync hooks
+/// ([`ToolSlot::now`](super::runtime::ToolSlot::now)).
 pub(super) fn gate_now<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
     state: &mut CallState<'_>,
@@ -152,7 +153,8 @@ pub(super) async fn observe_outcome<'h>(
     None
 }
 
-/// [`observe_outcome`] for sync hooks ([`ToolSlot::now`](super::runtime::ToolSlot::now)), on the spot.
+/// [`observe_outcome`] on the spot, for sync hooks
+/// ([`ToolSlot::now`](super::runtime::ToolSlot::now)).
 pub(super) fn observe_now<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
     state: &mut CallState<'_>,

@@ -323,14 +323,18 @@ impl<T: Tool> DynTool for TypedTool<T> {
     }
 }
 
-/// The typed arguments of a call of `T`: taken out when the call holds the only reference,
-/// else cloned.
+/// A call's arguments as an `A`: taken out when the call holds the only reference, else
+/// cloned; `None` when they are not an `A`.
+fn owned_args<A: Clone + 'static>(args: Arc<AnyValue>) -> Option<A> {
+    match Arc::try_unwrap(args) {
+        Ok(owned) => owned.downcast::<A>().ok(),
+        Err(shared) => shared.downcast_ref::<A>().cloned(),
+    }
+}
+
+/// The typed arguments of a call of `T` (see [`owned_args`]).
 fn typed_args<T: Tool>(args: Arc<AnyValue>) -> Result<T::Args, ToolError> {
-    let args = match Arc::try_unwrap(args) {
-        Ok(owned) => owned.downcast::<T::Args>().ok(),
-        Err(shared) => shared.downcast_ref::<T::Args>().cloned(),
-    };
-    args.ok_or_else(|| {
+    owned_args::<T::Args>(args).ok_or_else(|| {
         ToolError::new(format!(
             "internal: arguments of the wrong type for tool `{}`",
             T::NAME
@@ -563,13 +567,9 @@ impl DynTool for FnTool {
     }
 }
 
-/// An [`FnTool`] call's JSON arguments: taken out when the call holds the only reference,
-/// else cloned.
+/// An [`FnTool`] call's JSON arguments (see [`owned_args`]).
 fn json_args(args: Arc<AnyValue>) -> Value {
-    match Arc::try_unwrap(args) {
-        Ok(owned) => owned.downcast::<Value>().unwrap_or_default(),
-        Err(shared) => shared.downcast_ref::<Value>().cloned().unwrap_or_default(),
-    }
+    owned_args::<Value>(args).unwrap_or_default()
 }
 
 /// A tool the client runs: the model sees its name, description and JSON Schema, and a call
