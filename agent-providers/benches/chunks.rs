@@ -11,6 +11,10 @@
 //! chunk are the slope of those: the provider alone (`*_model`), the provider and the engine
 //! (`*_agent`), the engine being their difference.
 //!
+//! `*_call_*` streams one tool call whose arguments come in N chunks (as models stream them, a
+//! few characters at a time) instead of text: per extra argument chunk, the same three against
+//! a floor appending `arguments`, with the agent's on_chunk hook seeing each delta.
+//!
 //! `*_history` measures the other end of a call: a request carrying `n` messages of history
 //! (a question, an answer calling a tool, the tool's result, in turn) answered with one chunk,
 //! through each provider alone: what writing a long conversation costs a call, in allocations
@@ -24,8 +28,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentBuilder, Hook, Message, Model, ModelEvent, ModelRequest, ToolCall, TurnStatus,
-    event,
+    Agent, AgentBuilder, FnTool, Hook, Message, Model, ModelEvent, ModelRequest, ToolCall,
+    TurnStatus, event,
 };
 use agent_providers::{Anthropic, OpenAi};
 use divan::counter::ItemsCount;
@@ -76,6 +80,56 @@ fn anthropic_body(n: usize) -> Vec<u8> {
     body.push_str(
         "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
          event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n\
+         event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    body.into_bytes()
+}
+
+/// The argument text of [`call_body`]'s chunk `i` of `n`: together `{"q":"tok1 tok2 ..."}`,
+/// each piece a few bytes, as a model streams them.
+fn argument_piece(i: usize, n: usize) -> String {
+    match i {
+        0 => r#"{"q":""#.to_owned(),
+        _ if i + 1 == n => r#""}"#.to_owned(),
+        _ => format!("tok{i} "),
+    }
+}
+
+/// An OpenAI Chat Completions stream of one `lookup` call whose arguments come in `n` chunks,
+/// then its finish chunk, usage and `[DONE]`.
+fn openai_call_body(n: usize) -> Vec<u8> {
+    let head = r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"bench","system_fingerprint":"fp_1","choices":"#;
+    let mut body = format!(
+        "data: {head}[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{{\"name\":\"lookup\",\"arguments\":\"\"}}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+    );
+    for i in 0..n {
+        let piece = serde_json::to_string(&argument_piece(i, n)).expect("piece");
+        body.push_str(&format!(
+            "data: {head}[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":{piece}}}}}]}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n"
+        ));
+    }
+    body.push_str(&format!("data: {head}[{{\"index\":0,\"delta\":{{}},\"logprobs\":null,\"finish_reason\":\"tool_calls\"}}]}}\n\n"));
+    body.push_str(&format!("data: {head}[],\"usage\":{{\"prompt_tokens\":5,\"completion_tokens\":5,\"total_tokens\":10}}}}\n\n"));
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+/// An Anthropic Messages stream of one `lookup` tool use whose input comes in `n`
+/// `input_json_delta`s.
+fn anthropic_call_body(n: usize) -> Vec<u8> {
+    let mut body = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"bench\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n\
+         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"lookup\",\"input\":{}}}\n\n",
+    );
+    for i in 0..n {
+        let piece = serde_json::to_string(&argument_piece(i, n)).expect("piece");
+        body.push_str(&format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{piece}}}}}\n\n"
+        ));
+    }
+    body.push_str(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+         event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n\
          event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     );
     body.into_bytes()
@@ -162,6 +216,38 @@ fn agent(model: impl Model + 'static) -> Agent {
         .expect("agent")
 }
 
+/// An agent on `model` with one sync on_chunk hook, a `lookup` tool run on the spot and one
+/// step: the turn streams the call, runs it and ends at its step limit.
+fn call_agent(model: impl Model + 'static) -> Agent {
+    let lookup = FnTool::sync(
+        "lookup",
+        "Looks a query up.",
+        serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        |args, _| {
+            Ok(serde_json::Value::from(
+                args["q"].as_str().map_or(0, str::len),
+            ))
+        },
+    );
+    AgentBuilder::new("bench")
+        .model(model)
+        .dyn_tool(lookup)
+        .max_steps(1)
+        .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
+            black_box(&ctx.chunk);
+        }))
+        .build()
+        .expect("agent")
+}
+
+/// Runs one turn of `agent` and checks that it ran its call.
+fn call_turn(runtime: &Runtime, agent: &Agent) -> agent_core::TurnResult {
+    let result = runtime.block_on(agent.run("go"));
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(result.steps[0].tool_results.len(), 1);
+    result
+}
+
 /// Reads a provider's stream to its end, appending the text as the engine would.
 async fn read_model(model: &dyn Model) -> String {
     read_reply(model, ModelRequest::new("bench")).await
@@ -226,6 +312,50 @@ struct OpenAiChoice<'a> {
 struct OpenAiDelta<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiCallChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<OpenAiCallChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiCallChoice<'a> {
+    #[serde(borrow)]
+    delta: OpenAiCallDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiCallDelta<'a> {
+    #[serde(borrow, default)]
+    tool_calls: Vec<OpenAiCallPart<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiCallPart<'a> {
+    #[serde(borrow)]
+    function: OpenAiFunctionPart<'a>,
+}
+
+#[derive(Deserialize)]
+struct OpenAiFunctionPart<'a> {
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicInputFrame<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    delta: Option<AnthropicInputDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AnthropicInputDelta<'a> {
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -383,4 +513,96 @@ fn anthropic_agent(bencher: Bencher, n: usize) {
         assert_eq!(result.status, TurnStatus::Completed);
         black_box(result)
     });
+}
+
+/// The OpenAI floor of a streamed call: `choices[0].delta.tool_calls[0].function.arguments`
+/// appended.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_call_floor(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let url = format!(
+        "{}/v1/chat/completions",
+        serve(&runtime, openai_call_body(n))
+    );
+    let client = reqwest::Client::new();
+    let body = br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let mut arguments = String::new();
+        runtime.block_on(floor(&client, url.clone(), body, |data| {
+            if data == "[DONE]" {
+                return false;
+            }
+            let chunk: OpenAiCallChunk<'_> = serde_json::from_str(data).expect("chunk");
+            let part = chunk
+                .choices
+                .first()
+                .and_then(|c| c.delta.tool_calls.first());
+            if let Some(piece) = part.and_then(|p| p.function.arguments.as_deref()) {
+                arguments.push_str(piece);
+            }
+            true
+        }));
+        black_box(arguments)
+    });
+}
+
+/// `OpenAi`'s stream of a call read to its end, no engine.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_call_model(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = openai(&serve(&runtime, openai_call_body(n)));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+}
+
+/// An agent turn through `OpenAi` and the engine streaming a call, with an on_chunk hook.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn openai_call_agent(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let agent = call_agent(openai(&serve(&runtime, openai_call_body(n))));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(call_turn(&runtime, &agent)));
+}
+
+/// The Anthropic floor of a streamed call: the frame's `type` and its `delta.partial_json`.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_call_floor(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let url = format!("{}/v1/messages", serve(&runtime, anthropic_call_body(n)));
+    let client = reqwest::Client::new();
+    let body = br#"{"model":"bench","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let mut input = String::new();
+        runtime.block_on(floor(&client, url.clone(), body, |data| {
+            let frame: AnthropicInputFrame<'_> = serde_json::from_str(data).expect("frame");
+            if let Some(piece) = frame.delta.as_ref().and_then(|d| d.partial_json.as_deref()) {
+                input.push_str(piece);
+            }
+            frame.kind != "message_stop"
+        }));
+        black_box(input)
+    });
+}
+
+/// `Anthropic`'s stream of a tool use read to its end, no engine.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_call_model(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let model = anthropic(&serve(&runtime, anthropic_call_body(n)));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+}
+
+/// An agent turn through `Anthropic` and the engine streaming a tool use, with an on_chunk
+/// hook.
+#[divan::bench(args = CHUNKS, sample_count = 100)]
+fn anthropic_call_agent(bencher: Bencher, n: usize) {
+    let runtime = runtime();
+    let agent = call_agent(anthropic(&serve(&runtime, anthropic_call_body(n))));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(call_turn(&runtime, &agent)));
 }

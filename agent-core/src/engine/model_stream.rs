@@ -19,6 +19,7 @@ use crate::message::ToolCall;
 use crate::model::{
     DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage,
 };
+use crate::text::Text;
 use crate::util::{BoxFuture, panic_message};
 
 use super::state::Turn;
@@ -416,7 +417,7 @@ enum Absorbed {
     /// It was only recorded.
     Quiet,
     /// A tool call began (only the typed answer's reader reads it).
-    CallStart { id: String, name: String },
+    CallStart { id: Text, name: Text },
     /// It ended the stream: finished, or an in-band error.
     End(Result<FinishReason, Option<TurnError>>),
 }
@@ -508,12 +509,29 @@ impl Streamed {
             }
             ModelEvent::ReasoningDelta(delta) => {
                 self.reasoning.extend_from_slice(delta.as_bytes());
-                shown_as(shown, Chunk::ReasoningDelta(delta))
+                match shown {
+                    Some(Chunk::ReasoningDelta(text)) => {
+                        *text = delta;
+                        Absorbed::Chunk
+                    }
+                    shown => shown_as(shown, Chunk::ReasoningDelta(delta)),
+                }
             }
             ModelEvent::ToolCallStart { id, name } => Absorbed::CallStart { id, name },
-            ModelEvent::ToolInputDelta { id, delta } => {
-                shown_as(shown, Chunk::ToolInputDelta { id, delta })
-            }
+            // As text: a call's arguments stream as a run of deltas, each replacing the one
+            // before in place (about 25 instructions per argument chunk,
+            // `anthropic_call_agent` in `agent-providers/benches/chunks.rs`).
+            ModelEvent::ToolInputDelta { id, delta } => match shown {
+                Some(Chunk::ToolInputDelta {
+                    id: shown_id,
+                    delta: shown_delta,
+                }) => {
+                    *shown_id = id;
+                    *shown_delta = delta;
+                    Absorbed::Chunk
+                }
+                shown => shown_as(shown, Chunk::ToolInputDelta { id, delta }),
+            },
             ModelEvent::ToolCall(call) if shown.is_some() => {
                 self.tool_calls.push(call.clone());
                 shown_as(shown, Chunk::ToolCall(call))

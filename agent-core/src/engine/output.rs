@@ -182,7 +182,7 @@ pub(super) struct PartialAnswer {
     /// `response` when wrapped), or the text.
     tool: Option<bool>,
     /// The final-answer call read: see [`Named`].
-    call: Option<String>,
+    call: Option<Text>,
     /// Which call is the answer.
     named: Named,
     /// With one tool per variant: the variant whose tool the call read calls.
@@ -247,7 +247,7 @@ impl OutputSpec {
 impl PartialAnswer {
     /// A tool call of the step began: with other tools offered, or one per variant, the first
     /// one calling a final-answer tool is the one read.
-    pub(super) fn start(&mut self, id: &str, name: &str) {
+    pub(super) fn start(&mut self, id: &Text, name: &str) {
         if self.call.is_some() {
             return;
         }
@@ -255,12 +255,12 @@ impl PartialAnswer {
             Named::First => {}
             Named::Tool(tool) => {
                 if tool.name == name {
-                    self.call = Some(id.to_owned());
+                    self.call = Some(id.clone());
                 }
             }
             Named::Variants(variants) => {
                 if let Some(at) = variants.iter().position(|v| v.tool.name == name) {
-                    self.call = Some(id.to_owned());
+                    self.call = Some(id.clone());
                     self.variant = Some(at);
                 }
             }

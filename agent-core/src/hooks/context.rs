@@ -395,8 +395,8 @@ pub struct ChunkContext {
 pub enum Chunk {
     /// Visible text (short text held inline, see [`DeltaText`]).
     TextDelta(DeltaText),
-    /// Reasoning.
-    ReasoningDelta(String),
+    /// Reasoning (short text held inline, see [`DeltaText`]).
+    ReasoningDelta(DeltaText),
     /// A broken stream is being retried from the start of its step: drop (or mark as void)
     /// every text, reasoning and tool-input chunk this step streamed so far. The retried
     /// attempt's chunks follow from the beginning, and the step's record, the turn's result
@@ -408,10 +408,10 @@ pub enum Chunk {
     },
     /// A piece of a tool call's arguments.
     ToolInputDelta {
-        /// The call id.
-        id: String,
-        /// The argument text added.
-        delta: String,
+        /// The call id (shared with the call's).
+        id: Text,
+        /// The argument text added (short text held inline, see [`DeltaText`]).
+        delta: DeltaText,
     },
     /// A complete tool call from the model.
     ToolCall(ToolCall),

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::{Message, ToolCall};
+use crate::text::Text;
 use crate::tool::{ToolSpec, schema_for};
 
 pub use delta_text::DeltaText;
@@ -179,8 +180,8 @@ impl CallSettings {
 pub enum ModelEvent {
     /// A piece of visible text (short text held inline: make it with `"text".into()`).
     TextDelta(DeltaText),
-    /// A piece of reasoning.
-    ReasoningDelta(String),
+    /// A piece of reasoning (short text held inline, as [`TextDelta`](Self::TextDelta)).
+    ReasoningDelta(DeltaText),
     /// The provider's signature over this call's reasoning, kept on the assistant message so
     /// the reasoning can be sent back (Anthropic's thinking blocks).
     ReasoningSignature(String),
@@ -189,17 +190,20 @@ pub enum ModelEvent {
     /// deltas); the engine reads it to stream a final-answer call's partial values in a step
     /// that offers other tools too. Not shown to on_chunk.
     ToolCallStart {
-        /// The call id, as its deltas and its complete call carry it.
-        id: String,
+        /// The call id, as its deltas and its complete call carry it (shared: a decoder hands
+        /// out the one it keeps, without a copy).
+        id: Text,
         /// The tool's name.
-        name: String,
+        name: Text,
     },
-    /// A piece of a tool call's arguments, as it streams (for observers).
+    /// A piece of a tool call's arguments, as it streams (for observers). Neither field costs
+    /// an allocation on its way to on_chunk hooks: the id is shared, and a short piece (a few
+    /// characters, as models stream arguments) is held inline.
     ToolInputDelta {
         /// The call id.
-        id: String,
+        id: Text,
         /// The argument text added.
-        delta: String,
+        delta: DeltaText,
     },
     /// A complete tool call.
     ToolCall(ToolCall),

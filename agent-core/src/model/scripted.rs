@@ -9,6 +9,7 @@ use super::{
     ModelStream, Usage,
 };
 use crate::message::ToolCall;
+use crate::text::Text;
 
 /// A model that answers each call with the next [`ScriptedStep`] and records every request.
 ///
@@ -158,7 +159,7 @@ impl ScriptedStep {
 
     /// Streams a piece of reasoning.
     pub fn reasoning(self, text: impl Into<String>) -> Self {
-        self.event(ModelEvent::ReasoningDelta(text.into()))
+        self.event(ModelEvent::ReasoningDelta(DeltaText::from(text.into())))
     }
 
     /// Streams a tool call: its start, its arguments as one input delta, then the complete
@@ -182,7 +183,7 @@ impl ScriptedStep {
         name: impl Into<String>,
         pieces: impl IntoIterator<Item = P>,
     ) -> Self {
-        let (id, name) = (id.into(), name.into());
+        let (id, name) = (Text::from(id.into()), Text::from(name.into()));
         let mut arguments = String::new();
         let start = ModelEvent::ToolCallStart {
             id: id.clone(),
@@ -194,7 +195,7 @@ impl ScriptedStep {
             arguments.push_str(&delta);
             step = step.event(ModelEvent::ToolInputDelta {
                 id: id.clone(),
-                delta,
+                delta: delta.into(),
             });
         }
         step.event(ModelEvent::ToolCall(ToolCall::new(id, name, arguments)))

@@ -117,11 +117,14 @@ enum BlockKind {
 struct Delta {
     #[serde(rename = "type")]
     kind: Option<DeltaKind>,
-    /// Read inline when short (no allocation for a typical text delta).
+    /// The delta's piece of text: a `text_delta`'s `text`, a `thinking_delta`'s `thinking` or
+    /// an `input_json_delta`'s `partial_json` (a delta carries one), read inline when short:
+    /// no allocation for a typical text, thinking or tool-input chunk (`anthropic_model` and
+    /// `anthropic_call_model` in `benches/chunks.rs`). One field for the three keeps the delta
+    /// small (see above).
+    #[serde(alias = "thinking", alias = "partial_json")]
     text: Option<DeltaText>,
-    thinking: Option<String>,
     signature: Option<Box<str>>,
-    partial_json: Option<String>,
     stop_reason: Option<Box<str>>,
     /// `message_delta`: the code-execution container the server tools ran in.
     container: Option<Box<serde_json::Value>>,
@@ -249,11 +252,12 @@ impl AnthropicDecoder {
     ) -> OpenBlock {
         match head.kind {
             BlockKind::Text => {
-                push_delta(out, head.text);
+                push_delta(out, head.text, ModelEvent::TextDelta);
                 OpenBlock::Passive
             }
             BlockKind::Thinking => {
-                push_text(out, head.thinking, ModelEvent::ReasoningDelta);
+                let thinking = head.thinking.map(DeltaText::from);
+                push_delta(out, thinking, ModelEvent::ReasoningDelta);
                 push_text(out, head.signature, ModelEvent::ReasoningSignature);
                 OpenBlock::Passive
             }
@@ -272,15 +276,17 @@ impl AnthropicDecoder {
                         OpenBlock::Answer { streamed: false }
                     }
                 } else {
-                    let id = head.id.unwrap_or_default();
-                    // The call keeps shared copies, which move into its `ToolCall`; the read
-                    // strings move into the start event (not cloned for it, then copied again
-                    // into the call).
-                    let (shared_id, shared_name) = (Text::from(&id), Text::from(&name));
-                    out.push(ModelEvent::ToolCallStart { id, name });
+                    // Shared: the start event, each input delta and the `ToolCall` hold the
+                    // call's one copy of each.
+                    let id = Text::from(head.id.unwrap_or_default());
+                    let name = Text::from(name);
+                    out.push(ModelEvent::ToolCallStart {
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
                     OpenBlock::Tool {
-                        id: shared_id,
-                        name: shared_name,
+                        id,
+                        name,
                         arguments: String::new(),
                         given,
                         metadata: head
@@ -306,9 +312,9 @@ impl AnthropicDecoder {
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         match delta.kind {
-            Some(DeltaKind::TextDelta) => push_delta(out, delta.text),
+            Some(DeltaKind::TextDelta) => push_delta(out, delta.text, ModelEvent::TextDelta),
             Some(DeltaKind::ThinkingDelta) => {
-                push_text(out, delta.thinking, ModelEvent::ReasoningDelta)
+                push_delta(out, delta.text, ModelEvent::ReasoningDelta)
             }
             Some(DeltaKind::SignatureDelta) => push_text(
                 out,
@@ -321,7 +327,7 @@ impl AnthropicDecoder {
                         "input_json_delta for block {index}, which never started"
                     )));
                 };
-                let piece = delta.partial_json.unwrap_or_default();
+                let piece = delta.text.unwrap_or_default();
                 if piece.is_empty() {
                     return Ok(());
                 }
@@ -329,13 +335,13 @@ impl AnthropicDecoder {
                     OpenBlock::Tool { id, arguments, .. } => {
                         arguments.push_str(&piece);
                         out.push(ModelEvent::ToolInputDelta {
-                            id: id.as_str().to_owned(),
+                            id: id.clone(),
                             delta: piece,
                         });
                     }
                     OpenBlock::Answer { streamed } => {
                         *streamed = true;
-                        out.push(ModelEvent::TextDelta(piece.into()));
+                        out.push(ModelEvent::TextDelta(piece));
                     }
                     OpenBlock::Server { input, .. } => input.push_str(&piece),
                     OpenBlock::Passive => {}
@@ -552,10 +558,15 @@ fn push_text(out: &mut Vec<ModelEvent>, text: Option<String>, event: fn(String) 
     }
 }
 
-/// Pushes a piece of visible text, unless it is empty.
-fn push_delta(out: &mut Vec<ModelEvent>, text: Option<DeltaText>) {
+/// Pushes a streamed piece of text or reasoning, unless it is empty.
+#[inline]
+fn push_delta(
+    out: &mut Vec<ModelEvent>,
+    text: Option<DeltaText>,
+    event: fn(DeltaText) -> ModelEvent,
+) {
     if let Some(text) = text.filter(|text| !text.is_empty()) {
-        out.push(ModelEvent::TextDelta(text));
+        out.push(event(text));
     }
 }
 

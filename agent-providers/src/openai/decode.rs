@@ -119,7 +119,7 @@ impl OpenAiDecoder {
                 .or(delta.reasoning.take())
                 .filter(non_empty)
             {
-                out.push(ModelEvent::ReasoningDelta(reasoning.into_string()));
+                out.push(ModelEvent::ReasoningDelta(reasoning.into_delta()));
             }
             match delta.content.take() {
                 Some(Content::Text(text)) if non_empty(&text) => {
@@ -231,16 +231,19 @@ impl OpenAiDecoder {
             if call.id.is_empty() {
                 call.id = format!("call_{}", call.index).into();
             }
+            // The call's id and name are shared, and a short piece is held inline: an
+            // argument chunk costs no allocation on its way to on_chunk (`openai_call_model`
+            // in benches/chunks.rs).
             if !call.started && !call.name.is_empty() {
                 call.started = true;
                 out.push(ModelEvent::ToolCallStart {
-                    id: call.id.as_str().to_owned(),
-                    name: call.name.as_str().to_owned(),
+                    id: call.id.clone(),
+                    name: call.name.clone(),
                 });
             }
             out.push(ModelEvent::ToolInputDelta {
-                id: call.id.as_str().to_owned(),
-                delta: arguments.into_string(),
+                id: call.id.clone(),
+                delta: arguments.into_delta(),
             });
         }
     }
@@ -305,7 +308,7 @@ fn content_parts(parts: Vec<ContentPart>, out: &mut Vec<ModelEvent>) {
                     _ => {}
                 }
                 if !reasoning.is_empty() {
-                    out.push(ModelEvent::ReasoningDelta(reasoning));
+                    out.push(ModelEvent::ReasoningDelta(reasoning.into()));
                 }
             }
             other => tracing::debug!(
@@ -561,8 +564,8 @@ mod tests {
         assert_eq!(
             events,
             [
-                ModelEvent::ReasoningDelta("Two and two.".to_owned()),
-                ModelEvent::ReasoningDelta("Four.".to_owned()),
+                ModelEvent::ReasoningDelta("Two and two.".into()),
+                ModelEvent::ReasoningDelta("Four.".into()),
                 ModelEvent::TextDelta("2 + 2 = 4".into()),
                 ModelEvent::Finish(FinishReason::Stop),
             ]

@@ -361,10 +361,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 impl Text<'_> {
-    pub(super) fn into_string(self) -> String {
-        self.0.into_owned()
-    }
-
     /// The text as a delta's: short text copied inline from the borrowed input, no `String`
     /// made (`benches/chunks.rs`: one allocation less per streamed text chunk).
     pub(super) fn into_delta(self) -> DeltaText {

@@ -214,17 +214,17 @@ fn full_stream_events() -> Vec<ModelEvent> {
         cached_input_tokens: 30,
     };
     let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
-        id: id.to_owned(),
-        name: name.to_owned(),
+        id: id.into(),
+        name: name.into(),
     };
     let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
-        id: id.to_owned(),
-        delta: delta.to_owned(),
+        id: id.into(),
+        delta: delta.into(),
     };
     vec![
         ModelEvent::Usage(usage(1)),
-        ModelEvent::ReasoningDelta("The weather in Zürich, é".to_owned()),
-        ModelEvent::ReasoningDelta(" then the time 🦀.".to_owned()),
+        ModelEvent::ReasoningDelta("The weather in Zürich, é".into()),
+        ModelEvent::ReasoningDelta(" then the time 🦀.".into()),
         ModelEvent::ReasoningSignature(
             "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".to_owned(),
         ),

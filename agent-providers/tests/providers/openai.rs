@@ -97,15 +97,15 @@ fn recorded_events() -> Vec<ModelEvent> {
     );
     // Each call's start comes before its first argument delta (the calls interleave).
     let start = |id: &str| ModelEvent::ToolCallStart {
-        id: id.to_owned(),
-        name: "get_weather".to_owned(),
+        id: id.into(),
+        name: "get_weather".into(),
     };
     let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
-        id: id.to_owned(),
-        delta: delta.to_owned(),
+        id: id.into(),
+        delta: delta.into(),
     };
     vec![
-        ModelEvent::ReasoningDelta("Le café? 🦀 needs weather".to_owned()),
+        ModelEvent::ReasoningDelta("Le café? 🦀 needs weather".into()),
         ModelEvent::TextDelta("Checking Paris ".into()),
         ModelEvent::TextDelta("and Zürich 🦀 \"now\"\n".into()),
         start(paris),
