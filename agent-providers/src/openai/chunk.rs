@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde_json::Value;
 
 use super::decode::OpenAiDecoder;
-use super::wire::{Delta, Text, WireUsage};
+use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
 
 /// What a chunk holds besides its choices.
 #[derive(Default)]
@@ -99,6 +99,117 @@ keys! {
         Reasoning = "reasoning",
         Refusal = "refusal",
         ToolCalls = "tool_calls",
+    }
+}
+
+keys! {
+    /// The keys of a tool call's delta this client reads.
+    enum CallField {
+        Index = "index",
+        Id = "id",
+        Function = "function",
+    }
+}
+
+keys! {
+    /// The keys of a tool call delta's `function`.
+    enum FunctionField {
+        Name = "name",
+        Arguments = "arguments",
+    }
+}
+
+/// Reads a field's value into its slot, unless the field came already (an error, as a derived
+/// `Deserialize` makes it).
+#[inline]
+fn read_once<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut M,
+    slot: &mut Option<T>,
+    seen: &mut bool,
+    name: &'static str,
+) -> Result<(), M::Error> {
+    if std::mem::replace(seen, true) {
+        return Err(de::Error::duplicate_field(name));
+    }
+    *slot = map.next_value()?;
+    Ok(())
+}
+
+/// A tool call's delta, read with its keys matched as a chunk's are (see [`keys!`]) instead of
+/// through a derived `Deserialize`, whose field visitors and struct-or-sequence reading made a
+/// streamed call's chunks run the most code of any chunk (`openai_call_model` in
+/// `benches/chunks.rs`, `whole_turn_calls_agent` in `benches/stream.rs`).
+impl<'de: 'a, 'a> Deserialize<'de> for ToolCallDelta<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CallVisitor;
+
+        impl<'de> Visitor<'de> for CallVisitor {
+            type Value = ToolCallDelta<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tool call delta object")
+            }
+
+            #[inline]
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut call = ToolCallDelta::default();
+                let mut seen = [false; 3];
+                while let Some(key) = map.next_key()? {
+                    match key {
+                        CallField::Index => {
+                            read_once(&mut map, &mut call.index, &mut seen[0], "index")?
+                        }
+                        CallField::Id => read_once(&mut map, &mut call.id, &mut seen[1], "id")?,
+                        CallField::Function => {
+                            read_once(&mut map, &mut call.function, &mut seen[2], "function")?
+                        }
+                        CallField::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(call)
+            }
+        }
+
+        deserializer.deserialize_map(CallVisitor)
+    }
+}
+
+/// A call delta's `function`, read as [`ToolCallDelta`] is.
+impl<'de: 'a, 'a> Deserialize<'de> for FunctionDelta<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FunctionVisitor;
+
+        impl<'de> Visitor<'de> for FunctionVisitor {
+            type Value = FunctionDelta<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a function delta object")
+            }
+
+            #[inline]
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut function = FunctionDelta::default();
+                let mut seen = [false; 2];
+                while let Some(key) = map.next_key()? {
+                    match key {
+                        FunctionField::Name => {
+                            read_once(&mut map, &mut function.name, &mut seen[0], "name")?
+                        }
+                        FunctionField::Arguments => {
+                            read_once(&mut map, &mut function.arguments, &mut seen[1], "arguments")?
+                        }
+                        FunctionField::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(function)
+            }
+        }
+
+        deserializer.deserialize_map(FunctionVisitor)
     }
 }
 
@@ -295,37 +406,27 @@ impl<'de> Visitor<'de> for DeltaSeed<'_, 'de> {
 
     #[inline]
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        /// Reads a field's value into its slot, unless the field came already.
-        #[inline]
-        fn read<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
-            map: &mut M,
-            slot: &mut Option<T>,
-            seen: &mut bool,
-            name: &'static str,
-        ) -> Result<(), M::Error> {
-            if std::mem::replace(seen, true) {
-                return Err(de::Error::duplicate_field(name));
-            }
-            *slot = map.next_value()?;
-            Ok(())
-        }
         let delta = self.delta.insert(Delta::default());
         let mut seen = [false; 5];
         while let Some(key) = map.next_key()? {
             match key {
-                DeltaField::Content => read(&mut map, &mut delta.content, &mut seen[0], "content")?,
-                DeltaField::ReasoningContent => read(
+                DeltaField::Content => {
+                    read_once(&mut map, &mut delta.content, &mut seen[0], "content")?
+                }
+                DeltaField::ReasoningContent => read_once(
                     &mut map,
                     &mut delta.reasoning_content,
                     &mut seen[1],
                     "reasoning_content",
                 )?,
                 DeltaField::Reasoning => {
-                    read(&mut map, &mut delta.reasoning, &mut seen[2], "reasoning")?
+                    read_once(&mut map, &mut delta.reasoning, &mut seen[2], "reasoning")?
                 }
-                DeltaField::Refusal => read(&mut map, &mut delta.refusal, &mut seen[3], "refusal")?,
+                DeltaField::Refusal => {
+                    read_once(&mut map, &mut delta.refusal, &mut seen[3], "refusal")?
+                }
                 DeltaField::ToolCalls => {
-                    read(&mut map, &mut delta.tool_calls, &mut seen[4], "tool_calls")?
+                    read_once(&mut map, &mut delta.tool_calls, &mut seen[4], "tool_calls")?
                 }
                 DeltaField::Other => {
                     map.next_value::<IgnoredAny>()?;

@@ -482,21 +482,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for ToolCallDeltas<'a> {
     }
 }
 
-#[derive(Deserialize)]
+/// One call's delta in `delta.tool_calls`; read by `chunk.rs` (a field it lacks is `None`).
+#[derive(Default)]
 pub(super) struct ToolCallDelta<'a> {
-    #[serde(default)]
     pub(super) index: Option<u32>,
-    #[serde(default, borrow)]
     pub(super) id: Option<Text<'a>>,
-    #[serde(default, borrow)]
     pub(super) function: Option<FunctionDelta<'a>>,
 }
 
-#[derive(Deserialize)]
+/// A call delta's `function`; read by `chunk.rs`.
+#[derive(Default)]
 pub(super) struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
     pub(super) name: Option<Text<'a>>,
-    #[serde(default, borrow)]
     pub(super) arguments: Option<Text<'a>>,
 }
 
