@@ -12,7 +12,7 @@
 //! (`*_agent`), the engine being their difference.
 //!
 //! `*_call_*` streams one tool call whose arguments come in N chunks (as models stream them, a
-//! few characters at a time) instead of text: per extra argument chunk, the same three against
+//! few characters at a time, half of them ending a line with an escaped newline) instead of text: per extra argument chunk, the same three against
 //! a floor appending `arguments`, with the agent's on_chunk hook seeing each delta.
 //!
 //! `*_history` measures the other end of a call: a request carrying `n` messages of history
@@ -85,12 +85,14 @@ fn anthropic_body(n: usize) -> Vec<u8> {
     body.into_bytes()
 }
 
-/// The argument text of [`call_body`]'s chunk `i` of `n`: together `{"q":"tok1 tok2 ..."}`,
-/// each piece a few bytes, as a model streams them.
+/// The argument text of chunk `i` of `n` of a streamed call: together `{"q":"..."}`, a file's
+/// text, say, a few characters a piece, every other piece ending its line with an escaped
+/// newline (`\n`, escaped once more in the chunk's JSON), as models stream such arguments.
 fn argument_piece(i: usize, n: usize) -> String {
     match i {
         0 => r#"{"q":""#.to_owned(),
         _ if i + 1 == n => r#""}"#.to_owned(),
+        _ if i % 2 == 1 => format!(r"line{i}\n"),
         _ => format!("tok{i} "),
     }
 }

@@ -122,8 +122,8 @@ impl OpenAiDecoder {
                 out.push(ModelEvent::ReasoningDelta(reasoning.into_delta()));
             }
             match delta.content.take() {
-                Some(Content::Text(text)) if non_empty(&text) => {
-                    out.push(ModelEvent::TextDelta(text.into_delta()));
+                Some(Content::Text(text)) if !text.is_empty() => {
+                    out.push(ModelEvent::TextDelta(text));
                 }
                 Some(Content::Parts(parts)) => content_parts(parts, out),
                 _ => {}
