@@ -539,6 +539,13 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":null,"tool_calls":[]}}]}"#,
             r#"{"choices":[{"index":0,"delta":7}]}"#,
+            // A tool call's delta and its function are read by hand, with the same rule.
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"index":1}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","id":"b"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"f","name":"g"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{","arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":"0"}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":7}]}}]}"#,
         ] {
             let error = decode(&[frame]).unwrap_err();
             assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{frame}");

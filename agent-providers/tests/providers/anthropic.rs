@@ -842,6 +842,19 @@ async fn invalid_json_in_a_data_line_is_malformed() {
     assert_eq!(server.requests().len(), 1);
 }
 
+/// A delta's text, thinking and tool input are one field (a delta carries one of them): a delta
+/// carrying two is malformed, as a key given twice is.
+#[tokio::test]
+async fn a_delta_carrying_two_pieces_of_text_is_malformed() {
+    let broken = message_start(10)
+        + &text_block(0, &["Hello"])
+        + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\",\"partial_json\":\"b\"}}\n\n";
+    let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+    let (_, error) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{error}");
+    assert!(error.message.contains("duplicate field"), "{error}");
+}
+
 #[tokio::test]
 async fn an_overloaded_529_is_retried() {
     let server = TestServer::start([
