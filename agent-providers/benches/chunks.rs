@@ -298,6 +298,68 @@ async fn floor(
     }
 }
 
+/// Where the floors post: each provider's path under the server's URL.
+const OPENAI_PATH: &str = "/v1/chat/completions";
+const ANTHROPIC_PATH: &str = "/v1/messages";
+/// The request bodies the floors post.
+const OPENAI_REQUEST: &[u8] =
+    br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+const ANTHROPIC_REQUEST: &[u8] = br#"{"model":"bench","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"go"}]}"#;
+
+/// A floor against a server answering `reply`: each chunk's data given to `read`, with the text
+/// it gathered so far, until `read` says the stream ended.
+fn floor_bench(
+    bencher: Bencher,
+    n: usize,
+    reply: Vec<u8>,
+    path: &str,
+    request: &'static [u8],
+    read: impl Fn(&str, &mut String) -> bool,
+) {
+    let runtime = runtime();
+    let url = format!("{}{path}", serve(&runtime, reply));
+    let client = reqwest::Client::new();
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        let mut text = String::new();
+        runtime.block_on(floor(&client, url.clone(), request, |data| {
+            read(data, &mut text)
+        }));
+        black_box(text)
+    });
+}
+
+/// The stream of the model `make` builds for a server answering `reply`, read to its end, no
+/// engine.
+fn model_bench<M: Model>(bencher: Bencher, n: usize, reply: Vec<u8>, make: fn(&str) -> M) {
+    let runtime = runtime();
+    let model = make(&serve(&runtime, reply));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+}
+
+/// Turns of the agent `make` builds for a server answering `reply`, each run by `turn`.
+fn agent_bench(
+    bencher: Bencher,
+    n: usize,
+    reply: Vec<u8>,
+    make: impl FnOnce(&str) -> Agent,
+    turn: fn(&Runtime, &Agent) -> agent_core::TurnResult,
+) {
+    let runtime = runtime();
+    let agent = make(&serve(&runtime, reply));
+    bencher
+        .counter(ItemsCount::new(n))
+        .bench_local(|| black_box(turn(&runtime, &agent)));
+}
+
+/// Runs one turn of `agent`, a text answer.
+fn text_turn(runtime: &Runtime, agent: &Agent) -> agent_core::TurnResult {
+    let result = runtime.block_on(agent.run("go"));
+    assert_eq!(result.status, TurnStatus::Completed);
+    result
+}
+
 #[derive(Deserialize)]
 struct OpenAiChunk<'a> {
     #[serde(borrow)]
@@ -377,13 +439,13 @@ struct AnthropicDelta<'a> {
 /// The OpenAI floor: only `choices[0].delta.content` is read.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_floor(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let url = format!("{}/v1/chat/completions", serve(&runtime, openai_body(n)));
-    let client = reqwest::Client::new();
-    let body = br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#;
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let mut text = String::new();
-        runtime.block_on(floor(&client, url.clone(), body, |data| {
+    floor_bench(
+        bencher,
+        n,
+        openai_body(n),
+        OPENAI_PATH,
+        OPENAI_REQUEST,
+        |data, text| {
             if data == "[DONE]" {
                 return false;
             }
@@ -396,51 +458,45 @@ fn openai_floor(bencher: Bencher, n: usize) {
                 text.push_str(content);
             }
             true
-        }));
-        black_box(text)
-    });
+        },
+    );
 }
 
 /// `OpenAi`'s stream read to its end, no engine.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_model(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let model = openai(&serve(&runtime, openai_body(n)));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+    model_bench(bencher, n, openai_body(n), openai);
 }
 
 /// An agent turn through `OpenAi` and the engine, with an on_chunk hook.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_agent(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let agent = agent(openai(&serve(&runtime, openai_body(n))));
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let result = runtime.block_on(agent.run("go"));
-        assert_eq!(result.status, TurnStatus::Completed);
-        black_box(result)
-    });
+    agent_bench(
+        bencher,
+        n,
+        openai_body(n),
+        |url| agent(openai(url)),
+        text_turn,
+    );
 }
 
 /// The Anthropic floor: the frame's `type` and its `delta.text` are read.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_floor(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let url = format!("{}/v1/messages", serve(&runtime, anthropic_body(n)));
-    let client = reqwest::Client::new();
-    let body = br#"{"model":"bench","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"go"}]}"#;
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let mut text = String::new();
-        runtime.block_on(floor(&client, url.clone(), body, |data| {
+    floor_bench(
+        bencher,
+        n,
+        anthropic_body(n),
+        ANTHROPIC_PATH,
+        ANTHROPIC_REQUEST,
+        |data, text| {
             let frame: AnthropicFrame<'_> = serde_json::from_str(data).expect("frame");
             if let Some(delta) = frame.delta.as_ref().and_then(|d| d.text.as_deref()) {
                 text.push_str(delta);
             }
             frame.kind != "message_stop"
-        }));
-        black_box(text)
-    });
+        },
+    );
 }
 
 /// A request of `n` messages: a question, an answer calling a tool, the tool's result, in turn.
@@ -498,39 +554,32 @@ fn anthropic_history(bencher: Bencher, n: usize) {
 /// `Anthropic`'s stream read to its end, no engine.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_model(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let model = anthropic(&serve(&runtime, anthropic_body(n)));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+    model_bench(bencher, n, anthropic_body(n), anthropic);
 }
 
 /// An agent turn through `Anthropic` and the engine, with an on_chunk hook.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_agent(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let agent = agent(anthropic(&serve(&runtime, anthropic_body(n))));
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let result = runtime.block_on(agent.run("go"));
-        assert_eq!(result.status, TurnStatus::Completed);
-        black_box(result)
-    });
+    agent_bench(
+        bencher,
+        n,
+        anthropic_body(n),
+        |url| agent(anthropic(url)),
+        text_turn,
+    );
 }
 
 /// The OpenAI floor of a streamed call: `choices[0].delta.tool_calls[0].function.arguments`
 /// appended.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_call_floor(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let url = format!(
-        "{}/v1/chat/completions",
-        serve(&runtime, openai_call_body(n))
-    );
-    let client = reqwest::Client::new();
-    let body = br#"{"model":"bench","stream":true,"messages":[{"role":"user","content":"go"}]}"#;
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let mut arguments = String::new();
-        runtime.block_on(floor(&client, url.clone(), body, |data| {
+    floor_bench(
+        bencher,
+        n,
+        openai_call_body(n),
+        OPENAI_PATH,
+        OPENAI_REQUEST,
+        |data, arguments| {
             if data == "[DONE]" {
                 return false;
             }
@@ -543,68 +592,63 @@ fn openai_call_floor(bencher: Bencher, n: usize) {
                 arguments.push_str(piece);
             }
             true
-        }));
-        black_box(arguments)
-    });
+        },
+    );
 }
 
 /// `OpenAi`'s stream of a call read to its end, no engine.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_call_model(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let model = openai(&serve(&runtime, openai_call_body(n)));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+    model_bench(bencher, n, openai_call_body(n), openai);
 }
 
 /// An agent turn through `OpenAi` and the engine streaming a call, with an on_chunk hook.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn openai_call_agent(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let agent = call_agent(openai(&serve(&runtime, openai_call_body(n))));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(call_turn(&runtime, &agent)));
+    agent_bench(
+        bencher,
+        n,
+        openai_call_body(n),
+        |url| call_agent(openai(url)),
+        call_turn,
+    );
 }
 
 /// The Anthropic floor of a streamed call: the frame's `type` and its `delta.partial_json`.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_call_floor(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let url = format!("{}/v1/messages", serve(&runtime, anthropic_call_body(n)));
-    let client = reqwest::Client::new();
-    let body = br#"{"model":"bench","max_tokens":4096,"stream":true,"messages":[{"role":"user","content":"go"}]}"#;
-    bencher.counter(ItemsCount::new(n)).bench_local(|| {
-        let mut input = String::new();
-        runtime.block_on(floor(&client, url.clone(), body, |data| {
+    let reply = anthropic_call_body(n);
+    floor_bench(
+        bencher,
+        n,
+        reply,
+        ANTHROPIC_PATH,
+        ANTHROPIC_REQUEST,
+        |data, input| {
             let frame: AnthropicInputFrame<'_> = serde_json::from_str(data).expect("frame");
             if let Some(piece) = frame.delta.as_ref().and_then(|d| d.partial_json.as_deref()) {
                 input.push_str(piece);
             }
             frame.kind != "message_stop"
-        }));
-        black_box(input)
-    });
+        },
+    );
 }
 
 /// `Anthropic`'s stream of a tool use read to its end, no engine.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_call_model(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let model = anthropic(&serve(&runtime, anthropic_call_body(n)));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(runtime.block_on(read_model(&model))));
+    model_bench(bencher, n, anthropic_call_body(n), anthropic);
 }
 
 /// An agent turn through `Anthropic` and the engine streaming a tool use, with an on_chunk
 /// hook.
 #[divan::bench(args = CHUNKS, sample_count = 100)]
 fn anthropic_call_agent(bencher: Bencher, n: usize) {
-    let runtime = runtime();
-    let agent = call_agent(anthropic(&serve(&runtime, anthropic_call_body(n))));
-    bencher
-        .counter(ItemsCount::new(n))
-        .bench_local(|| black_box(call_turn(&runtime, &agent)));
+    agent_bench(
+        bencher,
+        n,
+        anthropic_call_body(n),
+        |url| call_agent(anthropic(url)),
+        call_turn,
+    );
 }
