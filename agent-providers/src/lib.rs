@@ -12,6 +12,7 @@
 mod anthropic;
 mod config;
 mod drive;
+mod json_keys;
 mod openai;
 mod retry;
 mod sse;

@@ -22,135 +22,13 @@ use agent_core::{
     DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, Text, ToolCall, Usage,
     is_context_overflow,
 };
-use serde::Deserialize;
+use serde::de::DeserializeSeed;
 
+use super::frame::{
+    BlockHead, BlockKind, Delta, DeltaKind, ErrorBody, Frame, FrameKind, FrameSeed, MessageHead,
+    WireUsage,
+};
 use crate::drive::Decoder;
-
-/// One SSE frame's data, whatever its type: only the fields of its type are present. The
-/// fields of rare frames are boxed, so that a text delta's frame, moved several times while
-/// serde builds it, stays small (at 600 bytes, those moves cost more than reading its JSON:
-/// `benches/chunks.rs`); a field that is absent costs no allocation.
-#[derive(Deserialize)]
-struct Frame {
-    #[serde(rename = "type")]
-    kind: FrameKind,
-    #[serde(default)]
-    index: u32,
-    /// `message_start`.
-    message: Option<Box<MessageHead>>,
-    /// `content_block_start`.
-    content_block: Option<Box<BlockHead>>,
-    /// `content_block_delta` (a block's delta) and `message_delta` (the stop reason).
-    delta: Option<Delta>,
-    /// `message_delta`.
-    usage: Option<Box<WireUsage>>,
-    /// `error`.
-    error: Option<Box<ErrorBody>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum FrameKind {
-    MessageStart,
-    ContentBlockStart,
-    ContentBlockDelta,
-    ContentBlockStop,
-    MessageDelta,
-    MessageStop,
-    Ping,
-    Error,
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-struct MessageHead {
-    id: Option<String>,
-    usage: Option<WireUsage>,
-    /// Whole blocks a message may already hold when it starts (a response that resumes a
-    /// server tool's work starts with the client tool call it makes).
-    #[serde(default)]
-    content: Vec<BlockHead>,
-    stop_reason: Option<String>,
-}
-
-/// Token counts. Anthropic's `input_tokens` leaves out the tokens read from or written to the
-/// prompt cache, which are counted apart.
-#[derive(Deserialize)]
-struct WireUsage {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct BlockHead {
-    #[serde(rename = "type")]
-    kind: BlockKind,
-    id: Option<String>,
-    name: Option<String>,
-    text: Option<DeltaText>,
-    thinking: Option<String>,
-    signature: Option<String>,
-    /// A `tool_use` block's whole input, when the block arrives complete rather than streamed.
-    input: Option<serde_json::Value>,
-    /// Who called the tool (a server tool calling a client tool), kept as call metadata.
-    caller: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum BlockKind {
-    Text,
-    Thinking,
-    ToolUse,
-    #[serde(other)]
-    Other,
-}
-
-/// A delta. Its rare strings are `Box<str>` (16 bytes, not 24), which keeps the delta within
-/// the 128 bytes a move copies inline: larger, each of its three moves while serde builds it
-/// was a `memcpy` call (`anthropic_model` in `benches/chunks.rs`: 4,309 -> 4,243 instructions
-/// per chunk).
-#[derive(Deserialize)]
-struct Delta {
-    #[serde(rename = "type")]
-    kind: Option<DeltaKind>,
-    /// The delta's piece of text: a `text_delta`'s `text`, a `thinking_delta`'s `thinking` or
-    /// an `input_json_delta`'s `partial_json` (a delta carries one), read inline when short:
-    /// no allocation for a typical text, thinking or tool-input chunk (`anthropic_model` and
-    /// `anthropic_call_model` in `benches/chunks.rs`). One field for the three keeps the delta
-    /// small (see above).
-    #[serde(alias = "thinking", alias = "partial_json")]
-    text: Option<DeltaText>,
-    signature: Option<Box<str>>,
-    stop_reason: Option<Box<str>>,
-    /// `message_delta`: the code-execution container the server tools ran in.
-    container: Option<Box<serde_json::Value>>,
-    /// `citations_delta`: a source the text being streamed cites.
-    citation: Option<Box<serde_json::Value>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum DeltaKind {
-    TextDelta,
-    ThinkingDelta,
-    SignatureDelta,
-    InputJsonDelta,
-    CitationsDelta,
-    #[serde(other)]
-    Other,
-}
-
-#[derive(Default, Deserialize)]
-struct ErrorBody {
-    #[serde(rename = "type", default)]
-    kind: String,
-    #[serde(default)]
-    message: String,
-}
 
 /// A content block between its start and its stop.
 struct Open {
@@ -455,19 +333,26 @@ impl Decoder for AnthropicDecoder {
         if !data.starts_with('{') && data.trim().is_empty() {
             return Ok(());
         }
-        // Read through a deserializer of our own rather than `serde_json::from_str`, whose
-        // layers each moved the frame once more (a `memcpy` call apiece for its 168 bytes:
-        // `anthropic_model` in benches/chunks.rs, about 70 instructions per chunk).
+        // Read in place through a deserializer of our own (see `FrameSeed`) rather than
+        // `serde_json::from_str`, whose layers each moved the frame once more.
+        let mut frame = Frame::default();
         let mut json = serde_json::Deserializer::from_str(data);
-        let frame = Frame::deserialize(&mut json)
-            .and_then(|frame| json.end().map(|()| frame))
+        FrameSeed { frame: &mut frame }
+            .deserialize(&mut json)
+            .and_then(|()| json.end())
             .map_err(|error| {
                 malformed(format!(
                     "an event that is not valid JSON ({error}): {}",
                     excerpt(data)
                 ))
             })?;
-        match frame.kind {
+        let Some(kind) = frame.kind else {
+            return Err(malformed(format!(
+                "an event without its type: {}",
+                excerpt(data)
+            )));
+        };
+        match kind {
             FrameKind::MessageStart => {
                 let Some(message) = frame.message else {
                     return Err(malformed("message_start without its message".to_owned()));
@@ -532,7 +417,7 @@ impl Decoder for AnthropicDecoder {
             FrameKind::Error => {
                 return Err(stream_error(frame.error.map(|e| *e).unwrap_or_default()));
             }
-            FrameKind::Ping | FrameKind::Unknown => {}
+            FrameKind::Other => {}
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! The request mapping is in `wire`, the stream decoding in `decode`.
 
 mod decode;
+mod frame;
 mod wire;
 
 use std::fmt;

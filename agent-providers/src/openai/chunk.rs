@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::decode::OpenAiDecoder;
 use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
+use crate::json_keys::{keys, read_once};
 
 /// What a chunk holds besides its choices.
 #[derive(Default)]
@@ -24,49 +25,6 @@ pub(super) struct ChunkRest {
     pub(super) error: bool,
     /// Sources a search-backed model cites (Perplexity), kept as provider metadata.
     pub(super) citations: Option<Box<Value>>,
-}
-
-/// Declares the keys of an object this client reads as a one-byte identifier enum with a
-/// catch-all `Other`, matched from the key's text: what `#[serde(field_identifier)]` derives,
-/// with the inline hint the derive leaves out. Without it, a default release build (16 codegen
-/// units) called each key's match as a function of its own, about nine calls a chunk for the
-/// keys alone, where one codegen unit or LTO inlined them (`whole_turn_agent` in
-/// benches/stream.rs).
-macro_rules! keys {
-    ($(#[$doc:meta])* enum $name:ident { $($variant:ident = $key:literal,)* }) => {
-        $(#[$doc])*
-        enum $name {
-            $($variant,)*
-            /// A key this client does not read.
-            Other,
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            #[inline]
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                /// Matches a key's text.
-                struct Key;
-
-                impl Visitor<'_> for Key {
-                    type Value = $name;
-
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str("a key")
-                    }
-
-                    #[inline]
-                    fn visit_str<E: de::Error>(self, key: &str) -> Result<$name, E> {
-                        Ok(match key {
-                            $($key => $name::$variant,)*
-                            _ => $name::Other,
-                        })
-                    }
-                }
-
-                deserializer.deserialize_identifier(Key)
-            }
-        }
-    };
 }
 
 keys! {
@@ -117,22 +75,6 @@ keys! {
         Name = "name",
         Arguments = "arguments",
     }
-}
-
-/// Reads a field's value into its slot, unless the field came already (an error, as a derived
-/// `Deserialize` makes it).
-#[inline]
-fn read_once<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
-    map: &mut M,
-    slot: &mut Option<T>,
-    seen: &mut bool,
-    name: &'static str,
-) -> Result<(), M::Error> {
-    if std::mem::replace(seen, true) {
-        return Err(de::Error::duplicate_field(name));
-    }
-    *slot = map.next_value()?;
-    Ok(())
 }
 
 /// A tool call's delta, read with its keys matched as a chunk's are (see [`keys!`]) instead of

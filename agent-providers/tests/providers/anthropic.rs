@@ -855,6 +855,70 @@ async fn a_delta_carrying_two_pieces_of_text_is_malformed() {
     assert!(error.message.contains("duplicate field"), "{error}");
 }
 
+/// Frames are read by hand: as a derived reader did, a key given twice is malformed, a frame
+/// needs its type, and keys and types this client does not read are skipped.
+#[tokio::test]
+async fn frames_with_repeated_keys_or_no_type_are_malformed_and_unknown_keys_are_skipped() {
+    let frame = |data: &str| format!("event: content_block_delta\ndata: {data}\n\n");
+    let broken = [
+        (
+            r#"{"type":"content_block_delta","type":"ping","index":0,"delta":{"type":"text_delta","text":"a"}}"#,
+            "duplicate field `type`",
+        ),
+        (
+            r#"{"type":"content_block_delta","index":0,"index":1,"delta":{"type":"text_delta","text":"a"}}"#,
+            "duplicate field `index`",
+        ),
+        (
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"},"delta":null}"#,
+            "duplicate field `delta`",
+        ),
+        (
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","type":"text_delta","text":"a"}}"#,
+            "duplicate field `type`",
+        ),
+        (
+            r#"{"index":0,"delta":{"type":"text_delta","text":"a"}}"#,
+            "an event without its type",
+        ),
+        (
+            r#"{"type":7,"index":0,"delta":{"type":"text_delta","text":"a"}}"#,
+            "expected a string",
+        ),
+        (r#"["content_block_delta",0]"#, "expected an event object"),
+    ];
+    for (data, says) in broken {
+        let stream = message_start(10) + &text_block(0, &["Hello"]) + &frame(data);
+        let server = TestServer::start([Reply::sse_split(&stream, 64)]).await;
+        let (_, error) = error(&client(&server, 0), user("hi")).await;
+        assert_eq!(
+            error.kind,
+            ModelErrorKind::StreamMalformed,
+            "{data}: {error}"
+        );
+        assert!(error.message.contains(says), "{data}: {error}");
+    }
+    // Unknown keys (of any JSON type) and frame types are skipped; a `null` delta is none.
+    let stream = message_start(10)
+        + &frame(
+            r#"{"type":"content_block_start","extra":{"a":[1,{"b":null}]},"index":0,"content_block":{"type":"text","text":""}}"#,
+        )
+        + &frame(
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","new":[true],"text":"Hi"},"more":"x"}"#,
+        )
+        + &frame(r#"{"type":"future_event","index":0,"delta":{"type":"novel"}}"#)
+        + &frame(r#"{"type":"ping","delta":null}"#)
+        + &frame(r#"{"type":"content_block_stop","index":0}"#)
+        + &message_end("end_turn", 5);
+    let server = TestServer::start([Reply::sse_split(&stream, 64)]).await;
+    let got = events(&client(&server, 0), user("hi")).await;
+    assert_eq!(text_of(&got), "Hi");
+    assert!(
+        matches!(got.last(), Some(ModelEvent::Finish(FinishReason::Stop))),
+        "{got:?}"
+    );
+}
+
 #[tokio::test]
 async fn an_overloaded_529_is_retried() {
     let server = TestServer::start([
