@@ -215,27 +215,86 @@ pub(crate) fn is_paired(messages: &[Message]) -> bool {
     true
 }
 
-/// Whether `results` answer `calls` one to one, by id.
+/// Whether `results` answer `calls` one to one, by id. Each result takes the first call of its
+/// id not yet answered. Marks on the stack for a step of up to 64 calls: a lent history is
+/// checked whole at each turn's start, and a vector of ids per step with calls was an
+/// allocation each (`whole_turn_conversation_agent` in agent-providers/benches/stream.rs).
 fn answers_each_once(calls: &[ToolCall], results: &[Message]) -> bool {
+    const ON_STACK: usize = 64;
     if calls.len() != results.len() {
         return false;
     }
-    let mut open: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-    results.iter().all(|result| match result {
-        Message::Tool { call_id, .. } => match open.iter().position(|id| id == call_id) {
-            Some(at) => {
-                open.swap_remove(at);
-                true
-            }
-            None => false,
-        },
-        _ => false,
+    let mut on_stack = [false; ON_STACK];
+    let mut wide = Vec::new();
+    let answered: &mut [bool] = if calls.len() <= ON_STACK {
+        &mut on_stack[..calls.len()]
+    } else {
+        wide.resize(calls.len(), false);
+        &mut wide
+    };
+    results.iter().all(|result| {
+        let Message::Tool { call_id, .. } = result else {
+            return false;
+        };
+        let first = calls
+            .iter()
+            .zip(answered.iter_mut())
+            .find(|(call, answered)| !**answered && call.id.as_str() == call_id.as_str());
+        first.map(|(_, answered)| *answered = true).is_some()
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::no_arguments;
+    use super::{Message, ToolCall, is_paired, no_arguments};
+
+    fn calls(ids: &[&str]) -> Message {
+        Message::Assistant {
+            content: "".into(),
+            reasoning: "".into(),
+            tool_calls: ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect(),
+            reasoning_signature: None,
+            provider_blocks: Vec::new(),
+        }
+    }
+
+    fn result(id: &str) -> Message {
+        Message::Tool {
+            call_id: id.into(),
+            name: "t".into(),
+            content: "ok".into(),
+            is_error: false,
+        }
+    }
+
+    /// A step is paired when its results answer its calls one to one, in any order, a repeated
+    /// id answered as often as it was called; on the stack or, past 64 calls, in a vector.
+    #[test]
+    fn results_pair_with_calls_one_to_one_however_many() {
+        let paired = |ids: &[&str], answers: &[&str]| {
+            let mut messages = vec![Message::user("go"), calls(ids)];
+            messages.extend(answers.iter().map(|id| result(id)));
+            messages.push(Message::assistant("done"));
+            is_paired(&messages)
+        };
+        assert!(paired(&["a", "b"], &["b", "a"]));
+        assert!(paired(&["a", "a"], &["a", "a"]));
+        assert!(!paired(&["a", "b"], &["a", "a"]));
+        assert!(!paired(&["a", "b"], &["a", "c"]));
+        assert!(!paired(&["a", "b"], &["a"]));
+        assert!(!paired(&["a"], &["a", "a"]));
+        for n in [64, 65, 200] {
+            let ids: Vec<String> = (0..n).map(|i| format!("call_{i}")).collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let reversed: Vec<&str> = ids.iter().rev().copied().collect();
+            assert!(paired(&ids, &reversed), "{n}");
+            let mut twice = reversed.clone();
+            twice[0] = twice[1];
+            assert!(!paired(&ids, &twice), "{n}");
+        }
+        // A result outside a step with calls answers nothing.
+        assert!(!is_paired(&[Message::user("go"), result("a")]));
+    }
 
     /// Arguments that are only whitespace (of any kind `trim` takes away) are no arguments;
     /// anything else is parsed as it is.

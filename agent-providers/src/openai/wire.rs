@@ -131,76 +131,83 @@ impl Serialize for Messages<'_> {
         let len = self.messages.len() + usize::from(self.system.is_some());
         let mut seq = serializer.serialize_seq(Some(len))?;
         if let Some(content) = self.system {
-            seq.serialize_element(&WireMessage::System(content))?;
+            seq.serialize_element(&Plain {
+                role: "system",
+                content,
+            })?;
         }
         for message in self.messages {
-            seq.serialize_element(&WireMessage::Core(message, self.send_reasoning))?;
+            seq.serialize_element(&WireMessage {
+                message,
+                send_reasoning: self.send_reasoning,
+            })?;
         }
         seq.end()
     }
 }
 
-/// One message as Chat Completions reads it. Written field by field from the core's message
-/// (no borrowed copy of it first, nor serde's internally tagged enum): a long history is
-/// written twice a turn, and this was 55 instructions a message more than a plain struct's
-/// derived `Serialize` (`whole_turn_conversation_*` in agent-providers/benches/stream.rs).
-enum WireMessage<'a> {
-    /// The system prompt.
-    System(&'a str),
-    /// A message of the conversation, with whether earlier reasoning is sent back.
-    Core(&'a Message, bool),
+/// One message of the conversation as Chat Completions reads it, with whether earlier
+/// reasoning is sent back. Written field by field from the core's message (no borrowed copy of
+/// it first, nor serde's internally tagged enum): a long history is written twice a turn, and
+/// this was 55 instructions a message more than a plain struct's derived `Serialize`
+/// (`whole_turn_conversation_*` in agent-providers/benches/stream.rs). Its kinds are told apart
+/// by two tests (an assistant message? a tool result?) rather than one four-way `match`, which
+/// compiled to a jump table whose target changes from message to message (user, call, results,
+/// answer): a mispredicted jump for most messages of a long history (the same bench).
+struct WireMessage<'a> {
+    message: &'a Message,
+    send_reasoning: bool,
+}
+
+/// A message of text alone: the system prompt, a system or a user message.
+#[derive(Serialize)]
+struct Plain<'a> {
+    role: &'static str,
+    content: &'a str,
 }
 
 impl Serialize for WireMessage<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (role, content) = match *self {
-            WireMessage::System(content) => ("system", content),
-            WireMessage::Core(Message::System { content }, _) => ("system", content.as_str()),
-            WireMessage::Core(Message::User { content }, _) => ("user", content.as_str()),
-            WireMessage::Core(
-                Message::Assistant {
-                    content,
-                    reasoning,
-                    tool_calls,
-                    ..
-                },
-                send_reasoning,
-            ) => {
-                let reasoning = (send_reasoning && !reasoning.is_empty()).then_some(reasoning);
-                let fields =
-                    2 + usize::from(reasoning.is_some()) + usize::from(!tool_calls.is_empty());
-                let mut message = serializer.serialize_struct("Message", fields)?;
-                message.serialize_field("role", "assistant")?;
-                // `null` when the reply is only tool calls.
-                let content =
-                    (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str());
-                message.serialize_field("content", &content)?;
-                // Earlier reasoning, sent back the way compatible servers read it.
-                if let Some(reasoning) = reasoning {
-                    message.serialize_field("reasoning_content", reasoning.as_str())?;
-                }
-                if !tool_calls.is_empty() {
-                    message.serialize_field("tool_calls", &ToolCalls(tool_calls))?;
-                }
-                return message.end();
+        if let Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            ..
+        } = self.message
+        {
+            let reasoning = (self.send_reasoning && !reasoning.is_empty()).then_some(reasoning);
+            let fields = 2 + usize::from(reasoning.is_some()) + usize::from(!tool_calls.is_empty());
+            let mut message = serializer.serialize_struct("Message", fields)?;
+            message.serialize_field("role", "assistant")?;
+            // `null` when the reply is only tool calls.
+            let content =
+                (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str());
+            message.serialize_field("content", &content)?;
+            // Earlier reasoning, sent back the way compatible servers read it.
+            if let Some(reasoning) = reasoning {
+                message.serialize_field("reasoning_content", reasoning.as_str())?;
             }
-            WireMessage::Core(
-                Message::Tool {
-                    call_id, content, ..
-                },
-                _,
-            ) => {
-                let mut message = serializer.serialize_struct("Message", 3)?;
-                message.serialize_field("role", "tool")?;
-                message.serialize_field("tool_call_id", call_id.as_str())?;
-                message.serialize_field("content", content.as_str())?;
-                return message.end();
+            if !tool_calls.is_empty() {
+                message.serialize_field("tool_calls", &ToolCalls(tool_calls))?;
             }
-        };
-        let mut message = serializer.serialize_struct("Message", 2)?;
-        message.serialize_field("role", role)?;
-        message.serialize_field("content", content)?;
-        message.end()
+            return message.end();
+        }
+        if let Message::Tool {
+            call_id, content, ..
+        } = self.message
+        {
+            let mut message = serializer.serialize_struct("Message", 3)?;
+            message.serialize_field("role", "tool")?;
+            message.serialize_field("tool_call_id", call_id.as_str())?;
+            message.serialize_field("content", content.as_str())?;
+            return message.end();
+        }
+        // A system or a user message: its role and text read without another test of its kind.
+        Plain {
+            role: self.message.role(),
+            content: self.message.text(),
+        }
+        .serialize(serializer)
     }
 }
 
