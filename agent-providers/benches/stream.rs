@@ -57,10 +57,14 @@ fn rss_over_turns(agent: bool, turns: usize) {
             black_box(runtime.block_on(floor.turn(Vec::new())));
         }
         if turn.is_multiple_of(1000) {
+            // Resident memory, split into the heap and stacks (`RssAnon`) and the pages of
+            // the binary and libraries the process touched (`RssFile`).
             println!(
-                "{side}: turn {turn}: VmRSS {}, VmHWM {}",
+                "{side}: turn {turn}: VmRSS {}, VmHWM {}, RssAnon {}, RssFile {}",
                 status("VmRSS:"),
-                status("VmHWM:")
+                status("VmHWM:"),
+                status("RssAnon:"),
+                status("RssFile:")
             );
         }
     }
