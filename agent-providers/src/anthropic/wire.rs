@@ -83,33 +83,44 @@ enum Role {
     Assistant,
 }
 
-/// A content block of a message.
+/// A content block of a message, one struct per kind, each written with its `type` first. Not
+/// one enum: its `match` compiled to a jump table whose target changes from block to block,
+/// mispredicted for most blocks of a long history (`anthropic_history` in benches/chunks.rs).
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block<'a> {
-    Text {
-        text: &'a str,
-    },
-    Thinking {
-        thinking: &'a str,
-        signature: &'a str,
-    },
-    ToolUse {
-        id: &'a str,
-        name: &'a str,
-        /// The call's arguments, written as its input ([`Input`]).
-        #[serde(serialize_with = "tool_input")]
-        input: &'a str,
-    },
-    ToolResult {
-        tool_use_id: &'a str,
-        content: &'a str,
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        is_error: bool,
-    },
-    /// A block the reply held as the server sent it (a server tool's use or result), sent back.
-    #[serde(untagged)]
-    Raw(&'a Value),
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// Earlier reasoning sent back with its signature.
+#[derive(Serialize)]
+struct ThinkingBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    thinking: &'a str,
+    signature: &'a str,
+}
+
+/// A tool call.
+#[derive(Serialize)]
+struct ToolUseBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    name: &'a str,
+    input: Input<'a>,
+}
+
+/// A tool's result.
+#[derive(Serialize)]
+struct ToolResultBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tool_use_id: &'a str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
 }
 
 /// The tools offered to the model.
@@ -361,70 +372,37 @@ impl Serialize for Conversation<'_> {
     }
 }
 
-/// The role of the message that carries `message`'s blocks; `None` when it sends none.
+/// The role of the message that carries `message`'s blocks; `None` when it sends none (a
+/// system message, an empty reply). Two tests of the message's kind, not a `match` over its
+/// four (see [`Blocks`]).
 fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
-    match message {
-        Message::User { .. } | Message::Tool { .. } => Some(Role::User),
-        Message::Assistant { .. } => {
-            let sends = blocks(message, with_thinking).next().is_some();
-            sends.then_some(Role::Assistant)
-        }
-        Message::System { .. } => None,
+    if let Message::Assistant {
+        content,
+        reasoning,
+        tool_calls,
+        reasoning_signature,
+        provider_blocks,
+    } = message
+    {
+        let sends = signed(reasoning, reasoning_signature, with_thinking).is_some()
+            || !provider_blocks.is_empty()
+            || !content.is_empty()
+            || !tool_calls.is_empty();
+        return sends.then_some(Role::Assistant);
     }
+    (!matches!(message, Message::System { .. })).then_some(Role::User)
 }
 
-/// The content blocks `message` sends, in order. An assistant message's earlier reasoning goes
-/// first, as a `thinking` block, when it was streamed with a signature and `with_thinking`
-/// holds; then the server-tool blocks as they came, before the text that draws on them; then
-/// the text and the tool calls.
-fn blocks(message: &Message, with_thinking: bool) -> impl Iterator<Item = Block<'_>> {
-    let (mut thinking, mut raw, mut text, mut calls, mut result) =
-        (None, &[][..], None, &[][..], None);
-    match message {
-        Message::System { .. } => {}
-        Message::User { content } => text = Some(content.as_str()),
-        Message::Assistant {
-            content,
-            reasoning,
-            tool_calls,
-            reasoning_signature,
-            provider_blocks,
-        } => {
-            thinking = reasoning_signature
-                .as_deref()
-                .filter(|_| with_thinking && !reasoning.is_empty())
-                .map(|signature| Block::Thinking {
-                    thinking: reasoning,
-                    signature,
-                });
-            raw = provider_blocks;
-            text = (!content.is_empty()).then_some(content.as_str());
-            calls = tool_calls;
-        }
-        Message::Tool {
-            call_id,
-            content,
-            is_error,
-            ..
-        } => {
-            result = Some(Block::ToolResult {
-                tool_use_id: call_id,
-                content,
-                is_error: *is_error,
-            });
-        }
-    }
-    let calls = calls.iter().map(|call| Block::ToolUse {
-        id: &call.id,
-        name: &call.name,
-        input: &call.arguments,
-    });
-    thinking
-        .into_iter()
-        .chain(raw.iter().map(Block::Raw))
-        .chain(text.map(|text| Block::Text { text }))
-        .chain(calls)
-        .chain(result)
+/// The signature an assistant message's reasoning goes back with, as a `thinking` block: when it
+/// was streamed with one and `with_thinking` holds.
+fn signed<'a>(
+    reasoning: &str,
+    signature: &'a Option<String>,
+    with_thinking: bool,
+) -> Option<&'a str> {
+    signature
+        .as_deref()
+        .filter(|_| with_thinking && !reasoning.is_empty())
 }
 
 /// One Anthropic message: the blocks of consecutive core messages of one role.
@@ -449,7 +427,16 @@ impl Serialize for WireMessage<'_> {
     }
 }
 
-/// The content blocks of consecutive core messages.
+/// The content blocks of consecutive core messages, in order. An assistant message's earlier
+/// reasoning goes first, as a `thinking` block, when it was streamed with a signature and
+/// `with_thinking` holds; then the server-tool blocks as they came, before the text that draws
+/// on them; then the text and the tool calls. A user message is its text, a tool result its
+/// `tool_result` block, a system message nothing (it goes in the top-level system prompt).
+///
+/// A message's kind is told apart by tests in turn (an assistant message? a tool result? a
+/// user message?) rather than one `match` over its four kinds, which compiled to a jump table
+/// whose target changes from message to message: about two mispredicted jumps a message here
+/// and in [`role_of`] (`anthropic_history` in benches/chunks.rs).
 struct Blocks<'a> {
     messages: &'a [Message],
     with_thinking: bool,
@@ -459,8 +446,59 @@ impl Serialize for Blocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         for message in self.messages {
-            for block in blocks(message, self.with_thinking) {
-                seq.serialize_element(&block)?;
+            if let Message::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+                reasoning_signature,
+                provider_blocks,
+            } = message
+            {
+                if let Some(signature) = signed(reasoning, reasoning_signature, self.with_thinking)
+                {
+                    seq.serialize_element(&ThinkingBlock {
+                        kind: "thinking",
+                        thinking: reasoning,
+                        signature,
+                    })?;
+                }
+                // Blocks the reply held as the server sent them (a server tool's use or
+                // result), sent back as they came.
+                for block in provider_blocks {
+                    seq.serialize_element(block)?;
+                }
+                if !content.is_empty() {
+                    seq.serialize_element(&TextBlock {
+                        kind: "text",
+                        text: content,
+                    })?;
+                }
+                for call in tool_calls {
+                    seq.serialize_element(&ToolUseBlock {
+                        kind: "tool_use",
+                        id: &call.id,
+                        name: &call.name,
+                        input: Input::of(&call.arguments),
+                    })?;
+                }
+            } else if let Message::Tool {
+                call_id,
+                content,
+                is_error,
+                ..
+            } = message
+            {
+                seq.serialize_element(&ToolResultBlock {
+                    kind: "tool_result",
+                    tool_use_id: call_id,
+                    content,
+                    is_error: *is_error,
+                })?;
+            } else if let Message::User { content } = message {
+                seq.serialize_element(&TextBlock {
+                    kind: "text",
+                    text: content,
+                })?;
             }
         }
         seq.end()
@@ -483,11 +521,6 @@ impl<'a> Input<'a> {
             _ => Input::Empty,
         }
     }
-}
-
-/// Writes a tool call's arguments as its `tool_use` input.
-fn tool_input<S: Serializer>(arguments: &&str, serializer: S) -> Result<S::Ok, S::Error> {
-    Input::of(arguments).serialize(serializer)
 }
 
 impl Serialize for Input<'_> {

@@ -403,6 +403,39 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
     );
 }
 
+/// With thinking off, signed reasoning is not sent back; a reply that then sends nothing is
+/// left out, and the user messages around it become one message (roles must alternate).
+#[tokio::test]
+async fn without_thinking_signed_reasoning_stays_home_and_an_empty_reply_sends_nothing() {
+    let server = TestServer::start([Reply::sse_split(&text_stream("ok"), 64)]).await;
+    let reply = |content: &str| Message::Assistant {
+        content: content.into(),
+        reasoning: "Thought.".into(),
+        tool_calls: Vec::new(),
+        reasoning_signature: Some("sig".to_owned()),
+        provider_blocks: Vec::new(),
+    };
+    let mut request = ModelRequest::default();
+    request.messages = vec![
+        Message::user("a"),
+        reply(""),
+        Message::user("b"),
+        reply("x"),
+        Message::user(""),
+    ]
+    .into();
+    let got = events(&client(&server, 0), request).await;
+    assert_eq!(text_of(&got), "ok");
+    assert_eq!(
+        server.requests()[0].json()["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "x"}]},
+            {"role": "user", "content": [{"type": "text", "text": ""}]}
+        ])
+    );
+}
+
 #[tokio::test]
 async fn tool_choices_limits_models_and_option_overrides() {
     let tools = vec![
