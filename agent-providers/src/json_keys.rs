@@ -71,7 +71,14 @@ pub(crate) fn read_once<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
 #[inline]
 pub(crate) fn first<E: de::Error>(seen: &mut bool, name: &'static str) -> Result<(), E> {
     if std::mem::replace(seen, true) {
-        return Err(E::duplicate_field(name));
+        return Err(duplicate(name));
     }
     Ok(())
+}
+
+/// The error of a field given twice, out of line: its code stays apart from the readers'.
+#[cold]
+#[inline(never)]
+fn duplicate<E: de::Error>(name: &'static str) -> E {
+    E::duplicate_field(name)
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::decode::OpenAiDecoder;
 use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
-use crate::json_keys::{keys, read_once};
+use crate::json_keys::{first, keys, read_once};
 
 /// What a chunk holds besides its choices.
 #[derive(Default)]
@@ -181,18 +181,27 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<ChunkRest, M::Error> {
         let mut rest = ChunkRest::default();
         let mut chosen = false;
+        // A key given twice is an error, as a derived `Deserialize` makes it: a second
+        // `choices` or `usage` would otherwise replace or drop the first one's content.
+        let mut seen = [false; 4];
         while let Some(key) = map.next_key()? {
             match key {
-                ChunkField::Choices => map.next_value_seed(ChoicesSeed {
-                    decoder: &mut *self.decoder,
-                    out: &mut *self.out,
-                    chosen: &mut chosen,
-                })?,
-                ChunkField::Usage => rest.usage = map.next_value()?,
+                ChunkField::Choices => {
+                    first(&mut seen[0], "choices")?;
+                    map.next_value_seed(ChoicesSeed {
+                        decoder: &mut *self.decoder,
+                        out: &mut *self.out,
+                        chosen: &mut chosen,
+                    })?
+                }
+                ChunkField::Usage => read_once(&mut map, &mut rest.usage, &mut seen[1], "usage")?,
                 ChunkField::Error => {
+                    first(&mut seen[2], "error")?;
                     rest.error = map.next_value::<Option<IgnoredAny>>()?.is_some();
                 }
-                ChunkField::Citations => rest.citations = map.next_value()?,
+                ChunkField::Citations => {
+                    read_once(&mut map, &mut rest.citations, &mut seen[3], "citations")?
+                }
                 ChunkField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -285,12 +294,25 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
         let mut delta: Option<Delta<'de>> = None;
         let mut finish: Option<Text<'de>> = None;
         let mut logprobs: Option<Box<Value>> = None;
+        // A key given twice is an error (see `ChunkSeed`): a second `delta` would replace the
+        // first one's text.
+        let mut seen = [false; 4];
         while let Some(key) = map.next_key()? {
             match key {
-                ChoiceField::Index => index = map.next_value()?,
-                ChoiceField::Delta => map.next_value_seed(DeltaSeed { delta: &mut delta })?,
-                ChoiceField::FinishReason => finish = map.next_value()?,
-                ChoiceField::Logprobs => logprobs = map.next_value()?,
+                ChoiceField::Index => {
+                    first(&mut seen[0], "index")?;
+                    index = map.next_value()?;
+                }
+                ChoiceField::Delta => {
+                    first(&mut seen[1], "delta")?;
+                    map.next_value_seed(DeltaSeed { delta: &mut delta })?;
+                }
+                ChoiceField::FinishReason => {
+                    read_once(&mut map, &mut finish, &mut seen[2], "finish_reason")?
+                }
+                ChoiceField::Logprobs => {
+                    read_once(&mut map, &mut logprobs, &mut seen[3], "logprobs")?
+                }
                 ChoiceField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -534,8 +534,17 @@ mod tests {
     }
 
     #[test]
-    fn a_delta_field_given_twice_is_malformed() {
+    fn a_key_given_twice_is_malformed() {
         for frame in [
+            // A chunk's and a choice's keys: a second one would replace or drop the first's.
+            r#"{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[{"index":0,"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[{"index":0,"index":1,"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"finish_reason":"stop","finish_reason":"length"}]}"#,
+            r#"{"choices":[{"index":0,"logprobs":null,"logprobs":null}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}}"#,
+            r#"{"choices":[],"error":null,"error":{"message":"x"}}"#,
+            r#"{"choices":[],"citations":[],"citations":["https://a"]}"#,
             r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":null,"tool_calls":[]}}]}"#,
             r#"{"choices":[{"index":0,"delta":7}]}"#,

@@ -10,7 +10,7 @@ use crate::support::{Reply, TestServer, collect, request, settings};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelEvent};
 use agent_providers::{Anthropic, OpenAi};
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -191,6 +191,74 @@ fn is_stream_error(error: &ModelError) -> bool {
     )
 }
 
+/// JSON values a server may add under keys this client does not read.
+const UNREAD: [&str; 6] = [
+    "null",
+    "true",
+    "-12.5e3",
+    "\"text \\\" ü\"",
+    "[1,{\"a\":null}]",
+    "{\"b\":[{}]}",
+];
+
+/// `value` written with each object's keys in an order `next` picks, and with up to two keys
+/// this client does not read added to every object but a tool's input (which is the call's).
+fn scramble(value: &Value, next: &mut impl FnMut() -> usize, in_input: bool) -> String {
+    match value {
+        Value::Object(fields) => {
+            let mut entries: Vec<String> = fields
+                .iter()
+                .map(|(key, field)| {
+                    let field = scramble(field, next, in_input || key == "input");
+                    format!("{}:{field}", Value::String(key.clone()))
+                })
+                .collect();
+            if !in_input {
+                for extra in 0..next() % 3 {
+                    entries.push(format!(
+                        "\"zz_unread_{extra}\":{}",
+                        UNREAD[next() % UNREAD.len()]
+                    ));
+                }
+            }
+            for at in (1..entries.len()).rev() {
+                entries.swap(at, next() % (at + 1));
+            }
+            format!("{{{}}}", entries.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|item| scramble(item, next, in_input))
+                .collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The intact stream with every event's JSON scrambled (see [`scramble`]) from `seed`.
+fn scrambled(provider: Provider, seed: u64) -> String {
+    let mut state = seed | 1;
+    // xorshift64: the same scramble for the same seed, so a failing case can be replayed.
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 33) as usize
+    };
+    stream_of(provider)
+        .split_inclusive('\n')
+        .map(|line| {
+            let data = line.strip_prefix("data: ").map(str::trim_end);
+            match data.and_then(|data| serde_json::from_str::<Value>(data).ok()) {
+                Some(value) => format!("data: {}\n", scramble(&value, &mut next, false)),
+                None => line.to_owned(),
+            }
+        })
+        .collect()
+}
+
 fn provider() -> impl Strategy<Value = Provider> {
     prop_oneof![Just(Provider::OpenAi), Just(Provider::Anthropic)]
 }
@@ -207,6 +275,20 @@ proptest! {
     ) {
         let body = pieces(stream_of(provider).as_bytes(), &sizes);
         let (events, error) = call(provider, vec![Reply::Sse(body)], 0);
+        prop_assert_eq!(error, None);
+        prop_assert_eq!(events.as_slice(), intact(provider));
+    }
+
+    /// The decoders read objects by key, whatever their order and whatever keys they do not
+    /// read come with them (of any JSON type, in every object but a tool's input): the events
+    /// are those of the intact stream.
+    #[test]
+    fn any_key_order_and_unread_keys_decode_to_the_same_events(
+        provider in provider(),
+        seed in any::<u64>(),
+    ) {
+        let body = scrambled(provider, seed).into_bytes();
+        let (events, error) = call(provider, vec![Reply::Sse(vec![body])], 0);
         prop_assert_eq!(error, None);
         prop_assert_eq!(events.as_slice(), intact(provider));
     }
