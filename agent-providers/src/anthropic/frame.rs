@@ -10,9 +10,9 @@ use std::fmt;
 
 use agent_core::DeltaText;
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::json_keys::{first, keys, read_once};
+use crate::json_keys::{Fields, InPlace, first, keys, read_once};
 
 /// One SSE frame's data, whatever its type: only the fields of its type are present. The
 /// fields of rare frames are boxed, so that the frame stays small; a field that is absent costs
@@ -201,9 +201,7 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
                 )?,
                 FrameField::Delta => {
                     first(&mut seen[4], "delta")?;
-                    map.next_value_seed(DeltaSeed {
-                        delta: &mut frame.delta,
-                    })?;
+                    map.next_value_seed(InPlace(&mut frame.delta))?;
                 }
                 FrameField::Usage => read_once(&mut map, &mut frame.usage, &mut seen[5], "usage")?,
                 FrameField::Error => read_once(&mut map, &mut frame.error, &mut seen[6], "error")?,
@@ -216,45 +214,13 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
     }
 }
 
-/// Reads a frame's `delta` (an object, or `null`) into the frame in place.
-struct DeltaSeed<'f> {
-    delta: &'f mut Option<Delta>,
-}
-
-impl<'de> DeserializeSeed<'de> for DeltaSeed<'_> {
-    type Value = ();
+/// A frame's `delta`, read in place (see [`InPlace`]).
+impl<'de> Fields<'de> for Delta {
+    const WHAT: &'static str = "a delta object";
 
     #[inline]
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DeltaSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a delta object")
-    }
-
-    #[inline]
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    #[inline]
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    #[inline]
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-
-    #[inline]
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        let delta = self.delta.insert(Delta::default());
+    fn read<M: MapAccess<'de>>(&mut self, mut map: M) -> Result<(), M::Error> {
+        let delta = self;
         let mut seen = [false; 6];
         while let Some(key) = map.next_key()? {
             match key {

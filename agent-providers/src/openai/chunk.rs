@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::decode::OpenAiDecoder;
 use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
-use crate::json_keys::{first, keys, read_once};
+use crate::json_keys::{Fields, InPlace, first, keys, read_once};
 
 /// What a chunk holds besides its choices.
 #[derive(Default)]
@@ -290,7 +290,7 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
     #[inline]
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         let mut index = 0u32;
-        // Read in place (see `DeltaSeed`).
+        // Read in place (see `InPlace`).
         let mut delta: Option<Delta<'de>> = None;
         let mut finish: Option<Text<'de>> = None;
         let mut logprobs: Option<Box<Value>> = None;
@@ -305,7 +305,7 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
                 }
                 ChoiceField::Delta => {
                     first(&mut seen[1], "delta")?;
-                    map.next_value_seed(DeltaSeed { delta: &mut delta })?;
+                    map.next_value_seed(InPlace(&mut delta))?;
                 }
                 ChoiceField::FinishReason => {
                     read_once(&mut map, &mut finish, &mut seen[2], "finish_reason")?
@@ -327,50 +327,14 @@ impl<'de> Visitor<'de> for ChoiceSeed<'_> {
     }
 }
 
-/// Reads a choice's `delta` (an object, or `null`) into the choice's [`Delta`] in place. A
-/// delta is about 200 bytes (a tool call's delta is held inline, see `ToolCallDeltas`): built
-/// and returned as a value, it was moved with a `memcpy` at each level of serde's return
-/// values, for every chunk (`whole_turn_agent` in benches/stream.rs). As a derived
-/// `Deserialize` did, a field given twice is an error.
-struct DeltaSeed<'d, 'de> {
-    delta: &'d mut Option<Delta<'de>>,
-}
-
-impl<'de> DeserializeSeed<'de> for DeltaSeed<'_, 'de> {
-    type Value = ();
+/// A choice's `delta`, read in place (see [`InPlace`]; a tool call's delta is held inline, see
+/// `ToolCallDeltas`). As a derived `Deserialize` did, a field given twice is an error.
+impl<'de> Fields<'de> for Delta<'de> {
+    const WHAT: &'static str = "a delta object";
 
     #[inline]
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DeltaSeed<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("struct Delta")
-    }
-
-    #[inline]
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        *self.delta = None;
-        Ok(())
-    }
-
-    #[inline]
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.visit_none()
-    }
-
-    #[inline]
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-
-    #[inline]
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        let delta = self.delta.insert(Delta::default());
+    fn read<M: MapAccess<'de>>(&mut self, mut map: M) -> Result<(), M::Error> {
+        let delta = self;
         let mut seen = [false; 5];
         while let Some(key) = map.next_key()? {
             match key {

@@ -428,7 +428,7 @@ impl<'de> Deserialize<'de> for Content {
     }
 }
 
-/// A choice's `delta`, read in place by `chunk::DeltaSeed`; a field it lacks is `None`.
+/// A choice's `delta`, read in place by `chunk`'s reader; a field it lacks is `None`.
 #[derive(Default)]
 pub(super) struct Delta<'a> {
     pub(super) content: Option<Content>,
