@@ -2,6 +2,11 @@
 //! the chunk's data: keys (and names such as an event's `type`) matched as one-byte enums, each
 //! field read once, and an optional object read into its slot in place.
 
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+
 /// Declares the names of an object's keys (or of a string value's kinds) this client reads as a
 /// one-byte identifier enum with a catch-all `Other`, matched from the text: what
 /// `#[serde(field_identifier)]` derives, with the inline hint the derive leaves out. Without
@@ -49,11 +54,6 @@ macro_rules! keys {
 
 pub(crate) use keys;
 
-use std::fmt;
-
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
-
 /// Reads a field's value into its slot, unless the field came already (an error, as a derived
 /// `Deserialize` makes it).
 #[inline]
@@ -95,9 +95,9 @@ pub(crate) trait Fields<'de>: Default {
 }
 
 /// Reads an object (or `null`, which leaves it `None`) into its empty slot in place; the key it
-/// is read for must come once ([`first`]). A stream's delta
-/// is 100-200 bytes: built and returned as a value, it was moved with a `memcpy` at each level
-/// of serde's return values, for every chunk (`whole_turn_agent` in benches/stream.rs).
+/// is read for must come once ([`first`]). A stream's delta is 100-200 bytes: built and
+/// returned as a value, it was moved with a `memcpy` at each level of serde's return values,
+/// for every chunk (`whole_turn_agent` in benches/stream.rs).
 pub(crate) struct InPlace<'s, T>(pub(crate) &'s mut Option<T>);
 
 impl<'de, T: Fields<'de>> DeserializeSeed<'de> for InPlace<'_, T> {
