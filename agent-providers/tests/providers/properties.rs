@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::{Reply, TestServer, collect, request, settings};
-use agent_core::{Model, ModelError, ModelErrorKind, ModelEvent};
+use agent_core::{Message, Model, ModelError, ModelErrorKind, ModelEvent, ToolCall};
 use agent_providers::{Anthropic, OpenAi};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -360,5 +360,95 @@ proptest! {
         prop_assert_eq!(error, None);
         prop_assert_eq!(events.as_slice(), intact(provider));
         prop_assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+/// A message of a generated conversation: its kind and the parts that decide its blocks.
+fn message() -> impl Strategy<Value = Message> {
+    let text = prop_oneof![Just(String::new()), "[a-z ]{1,8}"];
+    prop_oneof![
+        text.clone().prop_map(Message::user),
+        text.clone().prop_map(Message::system),
+        (
+            text.clone(),
+            text.clone(),
+            any::<bool>(),
+            prop::collection::vec(
+                (
+                    "[a-z]{1,4}",
+                    prop_oneof![Just("{}"), Just("{\"a\":1}"), Just("{bad")]
+                ),
+                0..3
+            ),
+        )
+            .prop_map(|(content, reasoning, signed, calls)| Message::Assistant {
+                content: content.into(),
+                reasoning: reasoning.into(),
+                tool_calls: calls
+                    .into_iter()
+                    .map(|(id, arguments)| ToolCall::new(id, "t", arguments))
+                    .collect(),
+                reasoning_signature: signed.then(|| "sig".to_owned()),
+                provider_blocks: Vec::new(),
+            }),
+        (text, any::<bool>()).prop_map(|(content, is_error)| Message::Tool {
+            call_id: "c".into(),
+            name: "t".into(),
+            content: content.into(),
+            is_error,
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whatever the conversation, Anthropic's request alternates roles, sends no message
+    /// without blocks and sends each message's blocks: a user message's text (even empty), an
+    /// assistant message's signed reasoning (with thinking on), text (unless empty) and tool
+    /// calls (their input always an object), a tool result's block; a system message none.
+    #[test]
+    fn anthropic_requests_alternate_roles_and_carry_every_block(
+        messages in prop::collection::vec(message(), 0..12),
+        thinking in any::<bool>(),
+    ) {
+        let mut request = request();
+        request.messages = messages.clone().into();
+        if thinking {
+            request.provider_options = json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+        }
+        let sent = runtime().block_on(async {
+            let server = TestServer::start([Reply::Sse(vec![stream_of(Provider::Anthropic).as_bytes().to_vec()])]).await;
+            let (_, error) = collect(model(Provider::Anthropic, &server.url, 0).stream(request)).await;
+            assert_eq!(error, None);
+            server.requests()[0].json()
+        });
+        let sent = sent["messages"].as_array().cloned().unwrap_or_default();
+        let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
+        prop_assert!(roles.windows(2).all(|pair| pair[0] != pair[1]), "{:?}", roles);
+        let blocks: Vec<&Value> = sent
+            .iter()
+            .flat_map(|m| m["content"].as_array().map(|c| c.iter().collect()).unwrap_or_else(Vec::new))
+            .collect();
+        prop_assert!(sent.iter().all(|m| m["content"].as_array().is_some_and(|c| !c.is_empty())));
+        let count = |kind: &str| blocks.iter().filter(|b| b["type"] == kind).count();
+        let mut want = [0usize; 4];
+        for message in &messages {
+            match message {
+                Message::User { .. } => want[0] += 1,
+                Message::Assistant { content, reasoning, tool_calls, reasoning_signature, .. } => {
+                    want[0] += usize::from(!content.is_empty());
+                    want[1] += usize::from(thinking && reasoning_signature.is_some() && !reasoning.is_empty());
+                    want[2] += tool_calls.len();
+                }
+                Message::Tool { .. } => want[3] += 1,
+                Message::System { .. } => {}
+            }
+        }
+        prop_assert_eq!([count("text"), count("thinking"), count("tool_use"), count("tool_result")], want);
+        prop_assert!(blocks.iter().filter(|b| b["type"] == "tool_use").all(|b| b["input"].is_object()));
     }
 }
