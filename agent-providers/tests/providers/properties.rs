@@ -452,3 +452,47 @@ proptest! {
         prop_assert!(blocks.iter().filter(|b| b["type"] == "tool_use").all(|b| b["input"].is_object()));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whatever the conversation, OpenAI's request carries one message for each of its own, in
+    /// order and with its role: a user's or system message's text, an assistant's text (`null`
+    /// when it is empty and the reply calls tools) and its calls, a tool result's call id and
+    /// text.
+    #[test]
+    fn openai_requests_carry_each_message_with_its_role(
+        messages in prop::collection::vec(message(), 0..12),
+    ) {
+        let mut request = request();
+        request.system = None;
+        request.messages = messages.clone().into();
+        let sent = runtime().block_on(async {
+            let server = TestServer::start([Reply::Sse(vec![stream_of(Provider::OpenAi).as_bytes().to_vec()])]).await;
+            let (_, error) = collect(model(Provider::OpenAi, &server.url, 0).stream(request)).await;
+            assert_eq!(error, None);
+            server.requests()[0].json()
+        });
+        let sent = sent["messages"].as_array().cloned().unwrap_or_default();
+        prop_assert_eq!(sent.len(), messages.len());
+        for (message, sent) in messages.iter().zip(&sent) {
+            prop_assert_eq!(sent["role"].as_str(), Some(message.role()));
+            match message {
+                Message::Assistant { content, tool_calls, .. } => {
+                    let calls = sent["tool_calls"].as_array().map_or(0, Vec::len);
+                    prop_assert_eq!(calls, tool_calls.len());
+                    if content.is_empty() && !tool_calls.is_empty() {
+                        prop_assert!(sent["content"].is_null(), "{}", sent);
+                    } else {
+                        prop_assert_eq!(sent["content"].as_str(), Some(content.as_str()));
+                    }
+                }
+                Message::Tool { call_id, content, .. } => {
+                    prop_assert_eq!(sent["tool_call_id"].as_str(), Some(call_id.as_str()));
+                    prop_assert_eq!(sent["content"].as_str(), Some(content.as_str()));
+                }
+                other => prop_assert_eq!(sent["content"].as_str(), Some(other.text())),
+            }
+        }
+    }
+}
