@@ -363,6 +363,18 @@ proptest! {
     }
 }
 
+/// The `messages` of the body `provider` sends for `request` (answered with its whole stream).
+fn sent_messages(provider: Provider, request: agent_core::ModelRequest) -> Vec<Value> {
+    runtime().block_on(async {
+        let reply = Reply::Sse(vec![stream_of(provider).as_bytes().to_vec()]);
+        let server = TestServer::start([reply]).await;
+        let (_, error) = collect(model(provider, &server.url, 0).stream(request)).await;
+        assert_eq!(error, None);
+        let body = server.requests()[0].json();
+        body["messages"].as_array().cloned().unwrap_or_default()
+    })
+}
+
 /// A message of a generated conversation: its kind and the parts that decide its blocks.
 fn message() -> impl Strategy<Value = Message> {
     let text = prop_oneof![Just(String::new()), "[a-z ]{1,8}"];
@@ -420,13 +432,7 @@ proptest! {
                 .cloned()
                 .unwrap_or_default();
         }
-        let sent = runtime().block_on(async {
-            let server = TestServer::start([Reply::Sse(vec![stream_of(Provider::Anthropic).as_bytes().to_vec()])]).await;
-            let (_, error) = collect(model(Provider::Anthropic, &server.url, 0).stream(request)).await;
-            assert_eq!(error, None);
-            server.requests()[0].json()
-        });
-        let sent = sent["messages"].as_array().cloned().unwrap_or_default();
+        let sent = sent_messages(Provider::Anthropic, request);
         let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
         prop_assert!(roles.windows(2).all(|pair| pair[0] != pair[1]), "{:?}", roles);
         let blocks: Vec<&Value> = sent
@@ -467,13 +473,7 @@ proptest! {
         let mut request = request();
         request.system = None;
         request.messages = messages.clone().into();
-        let sent = runtime().block_on(async {
-            let server = TestServer::start([Reply::Sse(vec![stream_of(Provider::OpenAi).as_bytes().to_vec()])]).await;
-            let (_, error) = collect(model(Provider::OpenAi, &server.url, 0).stream(request)).await;
-            assert_eq!(error, None);
-            server.requests()[0].json()
-        });
-        let sent = sent["messages"].as_array().cloned().unwrap_or_default();
+        let sent = sent_messages(Provider::OpenAi, request);
         prop_assert_eq!(sent.len(), messages.len());
         for (message, sent) in messages.iter().zip(&sent) {
             prop_assert_eq!(sent["role"].as_str(), Some(message.role()));
