@@ -3,6 +3,7 @@
 //! field read once, and an optional object read into its slot in place.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -85,7 +86,8 @@ fn duplicate<E: de::Error>(name: &'static str) -> E {
     E::duplicate_field(name)
 }
 
-/// An object whose fields a hand-written reader fills in place (see [`InPlace`]).
+/// An object whose fields a hand-written reader fills: in place ([`InPlace`]) or as a new value
+/// ([`object`]).
 pub(crate) trait Fields<'de>: Default {
     /// What the object is, for an error message ("a delta object").
     const WHAT: &'static str;
@@ -137,5 +139,31 @@ impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, T> {
     #[inline]
     fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<(), M::Error> {
         self.0.insert(T::default()).read(map)
+    }
+}
+
+/// Reads an object into a new `T` (see [`Fields`]): for objects read as values, where
+/// [`InPlace`] fills a slot.
+pub(crate) fn object<'de, D: Deserializer<'de>, T: Fields<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    deserializer.deserialize_map(Whole(PhantomData))
+}
+
+/// The visitor of [`object`].
+struct Whole<T>(PhantomData<T>);
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Whole<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::WHAT)
+    }
+
+    #[inline]
+    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
+        let mut value = T::default();
+        value.read(map)?;
+        Ok(value)
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::decode::OpenAiDecoder;
 use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
-use crate::json_keys::{Fields, InPlace, first, keys, read_once};
+use crate::json_keys::{Fields, InPlace, first, keys, object, read_once};
 
 /// What a chunk holds besides its choices.
 #[derive(Default)]
@@ -82,76 +82,60 @@ keys! {
 /// streamed call's chunks run the most code of any chunk (`openai_call_model` in
 /// `benches/chunks.rs`, `whole_turn_calls_agent` in `benches/stream.rs`).
 impl<'de: 'a, 'a> Deserialize<'de> for ToolCallDelta<'a> {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct CallVisitor;
+        object::<_, ToolCallDelta<'de>>(deserializer)
+    }
+}
 
-        impl<'de> Visitor<'de> for CallVisitor {
-            type Value = ToolCallDelta<'de>;
+impl<'de> Fields<'de> for ToolCallDelta<'de> {
+    const WHAT: &'static str = "a tool call delta object";
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a tool call delta object")
-            }
-
-            #[inline]
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-                let mut call = ToolCallDelta::default();
-                let mut seen = [false; 3];
-                while let Some(key) = map.next_key()? {
-                    match key {
-                        CallField::Index => {
-                            read_once(&mut map, &mut call.index, &mut seen[0], "index")?
-                        }
-                        CallField::Id => read_once(&mut map, &mut call.id, &mut seen[1], "id")?,
-                        CallField::Function => {
-                            read_once(&mut map, &mut call.function, &mut seen[2], "function")?
-                        }
-                        CallField::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
+    #[inline]
+    fn read<M: MapAccess<'de>>(&mut self, mut map: M) -> Result<(), M::Error> {
+        let mut seen = [false; 3];
+        while let Some(key) = map.next_key()? {
+            match key {
+                CallField::Index => read_once(&mut map, &mut self.index, &mut seen[0], "index")?,
+                CallField::Id => read_once(&mut map, &mut self.id, &mut seen[1], "id")?,
+                CallField::Function => {
+                    read_once(&mut map, &mut self.function, &mut seen[2], "function")?
                 }
-                Ok(call)
+                CallField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-
-        deserializer.deserialize_map(CallVisitor)
+        Ok(())
     }
 }
 
 /// A call delta's `function`, read as [`ToolCallDelta`] is.
 impl<'de: 'a, 'a> Deserialize<'de> for FunctionDelta<'a> {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FunctionVisitor;
+        object::<_, FunctionDelta<'de>>(deserializer)
+    }
+}
 
-        impl<'de> Visitor<'de> for FunctionVisitor {
-            type Value = FunctionDelta<'de>;
+impl<'de> Fields<'de> for FunctionDelta<'de> {
+    const WHAT: &'static str = "a function delta object";
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a function delta object")
-            }
-
-            #[inline]
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-                let mut function = FunctionDelta::default();
-                let mut seen = [false; 2];
-                while let Some(key) = map.next_key()? {
-                    match key {
-                        FunctionField::Name => {
-                            read_once(&mut map, &mut function.name, &mut seen[0], "name")?
-                        }
-                        FunctionField::Arguments => {
-                            read_once(&mut map, &mut function.arguments, &mut seen[1], "arguments")?
-                        }
-                        FunctionField::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
+    #[inline]
+    fn read<M: MapAccess<'de>>(&mut self, mut map: M) -> Result<(), M::Error> {
+        let mut seen = [false; 2];
+        while let Some(key) = map.next_key()? {
+            match key {
+                FunctionField::Name => read_once(&mut map, &mut self.name, &mut seen[0], "name")?,
+                FunctionField::Arguments => {
+                    read_once(&mut map, &mut self.arguments, &mut seen[1], "arguments")?
                 }
-                Ok(function)
+                FunctionField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-
-        deserializer.deserialize_map(FunctionVisitor)
+        Ok(())
     }
 }
 
