@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use agent_core::{Message, ModelError, ModelErrorKind, ModelRequest, OutputSchema, ToolChoice};
+use agent_core::{
+    Message, ModelError, ModelErrorKind, ModelRequest, OutputSchema, ToolCall, ToolChoice,
+};
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
@@ -376,33 +378,55 @@ impl Serialize for Conversation<'_> {
 /// system message, an empty reply). Two tests of the message's kind, not a `match` over its
 /// four (see [`Blocks`]).
 fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
-    if let Message::Assistant {
-        content,
-        reasoning,
-        tool_calls,
-        reasoning_signature,
-        provider_blocks,
-    } = message
-    {
-        let sends = signed(reasoning, reasoning_signature, with_thinking).is_some()
-            || !provider_blocks.is_empty()
-            || !content.is_empty()
-            || !tool_calls.is_empty();
-        return sends.then_some(Role::Assistant);
+    if let Some(reply) = Reply::of(message, with_thinking) {
+        return (!reply.is_empty()).then_some(Role::Assistant);
     }
     (!matches!(message, Message::System { .. })).then_some(Role::User)
 }
 
-/// The signature an assistant message's reasoning goes back with, as a `thinking` block: when it
-/// was streamed with one and `with_thinking` holds.
-fn signed<'a>(
-    reasoning: &str,
-    signature: &'a Option<String>,
-    with_thinking: bool,
-) -> Option<&'a str> {
-    signature
-        .as_deref()
-        .filter(|_| with_thinking && !reasoning.is_empty())
+/// What an assistant message sends, in its blocks' order: its earlier reasoning and signature,
+/// as a `thinking` block, when it was streamed with a signature and `with_thinking` holds; the
+/// server-tool blocks as they came, before the text that draws on them; its text, unless
+/// empty; its tool calls. One reading for [`role_of`] and [`Blocks`], so that a message is
+/// left out exactly when it would have no blocks.
+struct Reply<'a> {
+    thinking: Option<(&'a str, &'a str)>,
+    raw: &'a [Value],
+    text: Option<&'a str>,
+    calls: &'a [ToolCall],
+}
+
+impl<'a> Reply<'a> {
+    /// The parts `message` sends, if it is an assistant message.
+    fn of(message: &'a Message, with_thinking: bool) -> Option<Self> {
+        let Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+        } = message
+        else {
+            return None;
+        };
+        let thinking = reasoning_signature
+            .as_deref()
+            .filter(|_| with_thinking && !reasoning.is_empty())
+            .map(|signature| (reasoning.as_str(), signature));
+        Some(Reply {
+            thinking,
+            raw: provider_blocks,
+            text: (!content.is_empty()).then_some(content.as_str()),
+            calls: tool_calls,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.thinking.is_none()
+            && self.raw.is_empty()
+            && self.text.is_none()
+            && self.calls.is_empty()
+    }
 }
 
 /// One Anthropic message: the blocks of consecutive core messages of one role.
@@ -427,11 +451,9 @@ impl Serialize for WireMessage<'_> {
     }
 }
 
-/// The content blocks of consecutive core messages, in order. An assistant message's earlier
-/// reasoning goes first, as a `thinking` block, when it was streamed with a signature and
-/// `with_thinking` holds; then the server-tool blocks as they came, before the text that draws
-/// on them; then the text and the tool calls. A user message is its text, a tool result its
-/// `tool_result` block, a system message nothing (it goes in the top-level system prompt).
+/// The content blocks of consecutive core messages, in order: an assistant message's [`Reply`],
+/// a user message's text, a tool result's `tool_result` block, a system message nothing (it
+/// goes in the top-level system prompt).
 ///
 /// A message's kind is told apart by tests in turn (an assistant message? a tool result? a
 /// user message?) rather than one `match` over its four kinds, which compiled to a jump table
@@ -446,34 +468,21 @@ impl Serialize for Blocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
         for message in self.messages {
-            if let Message::Assistant {
-                content,
-                reasoning,
-                tool_calls,
-                reasoning_signature,
-                provider_blocks,
-            } = message
-            {
-                if let Some(signature) = signed(reasoning, reasoning_signature, self.with_thinking)
-                {
+            if let Some(reply) = Reply::of(message, self.with_thinking) {
+                if let Some((thinking, signature)) = reply.thinking {
                     seq.serialize_element(&ThinkingBlock {
                         kind: "thinking",
-                        thinking: reasoning,
+                        thinking,
                         signature,
                     })?;
                 }
-                // Blocks the reply held as the server sent them (a server tool's use or
-                // result), sent back as they came.
-                for block in provider_blocks {
+                for block in reply.raw {
                     seq.serialize_element(block)?;
                 }
-                if !content.is_empty() {
-                    seq.serialize_element(&TextBlock {
-                        kind: "text",
-                        text: content,
-                    })?;
+                if let Some(text) = reply.text {
+                    seq.serialize_element(&TextBlock { kind: "text", text })?;
                 }
-                for call in tool_calls {
+                for call in reply.calls {
                     seq.serialize_element(&ToolUseBlock {
                         kind: "tool_use",
                         id: &call.id,
