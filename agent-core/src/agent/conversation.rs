@@ -14,6 +14,7 @@ use crate::hooks::{OutputType, StoredOutputError, TurnResult};
 use crate::message::Message;
 use crate::session::Opened;
 use crate::store::{StoreError, StoredMessage};
+use crate::util::BoxFuture;
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
 /// turns that never overlap (a second turn waits for the first, whichever agent or handle on
@@ -174,20 +175,27 @@ impl Conversation {
     /// task of its own, as `aborted`, with its rows settled and on_chat_response fired once.
     /// The token of the request is left alone (the turn runs on a child of it).
     pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
-        let mut request = request.into();
+        self.start(request.into()).await
+    }
+
+    /// The turn [`run`](Self::run) awaits, boxed as a trait object here. The future of an
+    /// async block is compiled in the crate that polls it: generic `run`, polled in the
+    /// application's crate, would compile the whole engine's async code (a megabyte of it)
+    /// again there, beside this crate's copy for subagents, and a turn would run code from
+    /// both copies, far apart in the binary. Behind `dyn Future` the engine is compiled once,
+    /// here (`whole_turn_agent` in agent-providers/benches/stream.rs, and `WHOLE_TURN_RSS`).
+    fn start(&self, mut request: TurnRequest) -> FinishOnDrop {
         request.cancel = request.cancel.child();
         let cancel = request.cancel.clone();
         let conversation = self.clone();
         let request = Box::new(request);
-        let turn = Box::pin(async move {
-            let session = conversation.session_ref();
-            run_turn(&conversation.agent.inner, session, request, None).await
-        });
         FinishOnDrop {
-            turn: Some(turn),
+            turn: Some(Box::pin(async move {
+                let session = conversation.session_ref();
+                run_turn(&conversation.agent.inner, session, request, None).await
+            })),
             cancel,
         }
-        .await
     }
 
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
@@ -201,9 +209,14 @@ impl Conversation {
     /// since the step began, as `examples/chat_cli.rs` does; `StepFinished` and `Finished`
     /// hold only the attempt that completed.
     pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
+        self.spawn_stream(request.into())
+    }
+
+    /// [`stream`](Self::stream)'s turn, spawned here so the engine is compiled in this crate
+    /// (see [`start`](Self::start)).
+    fn spawn_stream(&self, mut request: TurnRequest) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
         let conversation = self.clone();
-        let mut request = request.into();
         request.cancel = request.cancel.child();
         let cancel = request.cancel.clone();
         let request = Box::new(request);
@@ -217,12 +230,12 @@ impl Conversation {
 
 /// A turn driven in the caller's future that, dropped before it ended, is cancelled and
 /// finished on a task of its own (rows settled, on_chat_response fired).
-struct FinishOnDrop<F: Future<Output = TurnResult> + Send + 'static> {
-    turn: Option<Pin<Box<F>>>,
+struct FinishOnDrop {
+    turn: Option<BoxFuture<'static, TurnResult>>,
     cancel: CancelToken,
 }
 
-impl<F: Future<Output = TurnResult> + Send + 'static> Future for FinishOnDrop<F> {
+impl Future for FinishOnDrop {
     type Output = TurnResult;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnResult> {
@@ -235,7 +248,7 @@ impl<F: Future<Output = TurnResult> + Send + 'static> Future for FinishOnDrop<F>
     }
 }
 
-impl<F: Future<Output = TurnResult> + Send + 'static> Drop for FinishOnDrop<F> {
+impl Drop for FinishOnDrop {
     fn drop(&mut self) {
         let Some(turn) = self.turn.take() else {
             return;

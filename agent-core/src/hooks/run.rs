@@ -51,8 +51,9 @@ pub(super) fn run_sync<E: Event>(body: &SyncBody<E>, ctx: &E::Ctx) -> Result<E::
 /// then await through [`run_hook`]. A sync hook so costs no future made, moved and polled
 /// through `Instrumented` (on_chunk runs its hooks on every streamed chunk).
 // Inlined into `observe_now`: its call and result cost about 25 instructions per on_chunk hook
-// and chunk (`agent-providers/benches/chunks.rs`).
-#[inline]
+// and chunk (`agent-providers/benches/chunks.rs`). Always: with more than one caller in a
+// codegen unit, LLVM calls it instead.
+#[inline(always)]
 fn run_now<E: TurnWideEvent>(hook: &Hook<E>, ctx: &E::Ctx) -> Option<Result<E::Out, HookFailure>> {
     match &hook.body {
         // The span only when debug spans can be recorded at all: making and entering a
@@ -224,8 +225,8 @@ pub(crate) async fn observe<E: TurnWideEvent<Out = ()>>(
 /// [`observe`] on the spot, when every hook is sync: a chunk's sync on_chunk hooks so cost no
 /// future. `None` when a hook is async (then none has run).
 // Inlined into the stream reader: the call (its frame set up for the span's path) cost about
-// 15 instructions per chunk (`agent-providers/benches/chunks.rs`).
-#[inline]
+// 15 instructions per chunk (`agent-providers/benches/chunks.rs`). Always, as `run_now`.
+#[inline(always)]
 pub(crate) fn observe_now<E: TurnWideEvent<Out = ()>>(
     hooks: &[Hook<E>],
     ctx: &E::Ctx,
