@@ -11,6 +11,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// A boxed, sendable future (what async hooks and dynamic tools return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// `Box::pin(make())` with the future made in its box. `Box::pin(future)` makes the future on
+/// the stack and then copies it into the box, its whole size (2.7 KB for a step's answer),
+/// though a future not yet polled holds only its arguments.
+#[inline(always)]
+pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
+}
+
 /// A value ready now, or a boxed future of it: what a call that mostly finishes on the spot
 /// returns, so that its callers' futures hold and poll no state machine of its for the common
 /// case (`Turn::insert_tracked`).

@@ -21,7 +21,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelRequest, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate};
 use crate::text::Text;
-use crate::util::BoxFuture;
+use crate::util::{BoxFuture, boxed};
 
 /// A step's reply once post-processed and stored.
 pub(super) struct Reply {
@@ -103,7 +103,7 @@ impl<'a> Turn<'a> {
         // alone, which a turn waits on for as long as its model takes (the calls' future, 3.5
         // KB, is no longer reserved in it meanwhile, per turn in flight: `cargo bench -p
         // agent-core --bench sessions`). One allocation per step.
-        Box::pin(self.answered(plan, step, &*model, answer)).await
+        boxed(|| self.answered(plan, step, &*model, answer)).await
     }
 
     /// The rest of a step once its model answered: the reply settled, its typed answer

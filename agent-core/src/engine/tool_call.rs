@@ -24,7 +24,7 @@ use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
 use crate::text::Text;
 use crate::tool::{self, AnyValue, Report, ToolContext, ToolError};
-use crate::util::{BoxFuture, catch_panic, catch_unwind, clip};
+use crate::util::{BoxFuture, boxed, catch_panic, catch_unwind, clip};
 
 /// What a finished call contributes to the step. Its rare parts are boxed: a result is moved
 /// from the call to the step about five times (224 bytes, not 320 with them inline: the slope
@@ -202,7 +202,7 @@ pub(crate) fn later<'s>(
     resume: Option<Resume>,
 ) -> BoxFuture<'s, CallResult> {
     let found = find(scope, call);
-    Box::pin(execute(scope, position, call, approval, resume, found))
+    boxed(|| execute(scope, position, call, approval, resume, found))
 }
 
 /// Runs one call, at `position` in its step, of the tool `found` (or the error the model reads

@@ -35,7 +35,7 @@ use crate::store::{
     self, MessageStatus, MessageUpdate, NewMessage, StoredMessage, SuspendedCall, TurnLease,
 };
 use crate::text::Text;
-use crate::util::{catch_unwind, new_id};
+use crate::util::{boxed, catch_unwind, new_id};
 
 /// The session a turn runs in: its id and its open mark.
 pub(crate) struct SessionRef<'a> {
@@ -136,7 +136,7 @@ impl<'a> Turn<'a> {
                 return Box::pin(self.unstarted(TurnStatus::Error, Some(error))).await;
             }
             // Boxed too (460 bytes): it waits only while another turn holds the session.
-            let lease = match Box::pin(self.take_session()).await {
+            let lease = match boxed(|| self.take_session()).await {
                 Ok(lease) => lease,
                 Err((status, error)) => return Box::pin(self.unstarted(status, error)).await,
             };
@@ -144,7 +144,7 @@ impl<'a> Turn<'a> {
             // its error hooks and on_chat_response.
             // Boxed before it is wrapped: the steps' future is large, and is moved once.
             let cancel = self.cancel.clone();
-            let steps = stopped_on_cancel(cancel, Box::pin(self.drive(request)));
+            let steps = stopped_on_cancel(cancel, boxed(|| self.drive(request)));
             let end = match catch_unwind(Box::pin(steps)).await {
                 Ok(end) => end,
                 Err(message) => End::Failed(
@@ -160,7 +160,7 @@ impl<'a> Turn<'a> {
                 End::Failed(..) if self.cancel.is_cancelled() => End::Aborted,
                 end => end,
             };
-            Box::pin(self.end(end, lease)).await
+            boxed(|| self.end(end, lease)).await
         }
     }
 
@@ -307,7 +307,7 @@ impl<'a> Turn<'a> {
     async fn drive(&mut self, request: Box<TurnRequest>) -> End {
         // Boxed: the turn's start (2 KB) would otherwise size the steps' future while they
         // run; the box is gone before the first model call.
-        let mut plan = match Box::pin(self.begin(request)).await {
+        let mut plan = match boxed(|| self.begin(request)).await {
             Ok(plan) => plan,
             Err(end) => return end,
         };
