@@ -1,6 +1,6 @@
 //! Guardrails: checks on the user's input (before the first model call) and on the final
 //! output (before it is stored, streamed or reported), each passing or tripping with a reason;
-//! a trip ends the turn with [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail).
+//! a trip ends the turn with [`TurnErrorKind::Guardrail`].
 
 use std::fmt;
 use std::sync::Arc;

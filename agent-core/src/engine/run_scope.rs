@@ -29,7 +29,7 @@ struct TurnScope {
 }
 
 /// A turn's run context: a value of the application's own type (read typed with
-/// [`run_context`](super::run_context)), with the name of its type.
+/// [`run_context`](super::run_context())), with the name of its type.
 #[derive(Clone)]
 pub(crate) struct RunContextValue {
     value: Arc<dyn Any + Send + Sync>,
@@ -117,7 +117,7 @@ impl RunAgent {
 }
 
 /// Runs `future` (a whole turn) with `agent` readable through [`current_agent`] and `context`
-/// through [`run_context`](super::run_context).
+/// through [`run_context`](super::run_context()).
 ///
 /// Not an `async fn`: one keeps its `future` argument beside the scoped copy it awaits, so it
 /// would be twice the size of the turn's future (11.6 KB of a turn's 24 KB before this was a
@@ -181,7 +181,7 @@ impl RunScope {
 }
 
 /// Runs `future` (a step's tool calls) so that a subagent's turn it starts joins `scope`.
-/// (A plain function, not twice the size of `future`: see [`working`].)
+/// (A plain function, not twice the size of `future`: see [`running`].)
 pub(crate) fn calling<F: Future>(
     scope: Option<RunScope>,
     future: F,
