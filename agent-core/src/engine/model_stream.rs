@@ -136,8 +136,9 @@ impl<'t, 'a> StepStream<'t, 'a> {
     /// future and no allocation; otherwise what is left, for [`Self::chunk_rest`] (boxed by
     /// the caller). A reader waiting for its next chunk so keeps no room for one chunk's hooks
     /// and event (1.25 KB of the reader's future).
-    // Always inlined: with two callers in one codegen unit (`show` and the burst) LLVM calls it
-    // instead, about 80 instructions more per chunk (`agent-providers/benches/chunks.rs`).
+    // Always inlined, as `observe_now` and `run_now` under it: with two callers in one codegen
+    // unit (`show` and the burst) LLVM called them instead, about 45 instructions more per
+    // chunk (+2,300 a turn of 50 chunks, `whole_turn_agent` in agent-providers/benches/stream.rs).
     #[inline(always)]
     fn chunk_now(&mut self) -> Result<Option<ChunkRest>, TurnError> {
         let (turn, step) = (self.turn, self.step);

@@ -1,8 +1,7 @@
 //! Streaming tools, the engine's side: each call's preliminary results (reported with
 //! [`tool_progress`](crate::tool_progress) or yielded by a [`ToolStream`](crate::ToolStream))
 //! are counted for after_tool_call and sent to the step, which delivers them to on_chunk and
-//! the stream API as [`Chunk::ToolPreliminary`] while the
-//! model reads only the final value.
+//! the stream API as [`Chunk::ToolPreliminary`] while the model reads only the final value.
 
 use std::sync::Arc;
 
