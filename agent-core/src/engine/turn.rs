@@ -160,27 +160,7 @@ impl<'a> Turn<'a> {
                 End::Failed(..) if self.cancel.is_cancelled() => End::Aborted,
                 end => end,
             };
-            boxed(|| self.end(end, lease)).await
-        }
-    }
-
-    /// Settles the rows the steps left open, then finishes the turn (boxed by [`Turn::run`]).
-    /// Not an `async fn`, and neither is [`Turn::finish`]: each would keep the turn (880
-    /// bytes), its end and its lease twice, as arguments and as moved, in a future the box
-    /// copies whole (5.9 KB, now 3.4: `-Zprint-type-sizes`; `whole_turn_agent` in
-    /// agent-providers/benches/stream.rs).
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an async fn would keep `self`, `end` and `lease` twice"
-    )]
-    fn end(mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
-        async move {
-            let end = if self.open.is_settled() {
-                end
-            } else {
-                self.settle(end).await
-            };
-            self.finish(end, lease).await
+            boxed(|| self.finish(end, lease)).await
         }
     }
 
@@ -536,14 +516,26 @@ impl<'a> Turn<'a> {
         Ok(config)
     }
 
-    /// Builds the result, runs after_run (whose failure fails the turn after its result is
-    /// built), classifies an error and runs on_chat_error, then the response hooks.
+    /// Settles the rows the steps left open, builds the result, runs after_run (whose failure
+    /// fails the turn after its result is built), classifies an error and runs on_chat_error,
+    /// then the response hooks (boxed by [`Turn::run`]).
+    ///
+    /// Not an `async fn`: one would keep the turn (880 bytes), its end and its lease twice, as
+    /// arguments and as moved, in a future the box holds whole (`-Zprint-type-sizes`). And one
+    /// future, not the settling's awaiting the finishing's: Rust makes an awaited future on
+    /// the stack and copies it into its caller's, 2.4 KB twice a turn for this one
+    /// (`whole_turn_agent` in agent-providers/benches/stream.rs).
     #[expect(
         clippy::manual_async_fn,
         reason = "an async fn would keep `self`, `end` and `lease` twice"
     )]
-    fn finish(self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
+    fn finish(mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
         async move {
+            let end = if self.open.is_settled() {
+                end
+            } else {
+                self.settle(end).await
+            };
             if let Some(run) = &self.run {
                 if let Some(report) = &self.outcome.attempts.last {
                     run.fire(&self.me, "on_agent_output", |hooks, agent| {
