@@ -184,11 +184,8 @@ impl Conversation {
     /// again there, beside this crate's copy for subagents, and a turn would run code from
     /// both copies, far apart in the binary. Behind `dyn Future` the engine is compiled once,
     /// here (`whole_turn_agent` in agent-providers/benches/stream.rs, and `WHOLE_TURN_RSS`).
-    fn start(&self, mut request: TurnRequest) -> FinishOnDrop {
-        request.cancel = request.cancel.child();
-        let cancel = request.cancel.clone();
-        let conversation = self.clone();
-        let request = Box::new(request);
+    fn start(&self, request: TurnRequest) -> FinishOnDrop {
+        let (conversation, request, cancel) = self.handed(request);
         FinishOnDrop {
             turn: Some(Box::pin(async move {
                 let session = conversation.session_ref();
@@ -214,17 +211,22 @@ impl Conversation {
 
     /// [`stream`](Self::stream)'s turn, spawned here so the engine is compiled in this crate
     /// (see [`start`](Self::start)).
-    fn spawn_stream(&self, mut request: TurnRequest) -> TurnStream {
+    fn spawn_stream(&self, request: TurnRequest) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
-        let conversation = self.clone();
-        request.cancel = request.cancel.child();
-        let cancel = request.cancel.clone();
-        let request = Box::new(request);
+        let (conversation, request, cancel) = self.handed(request);
         tokio::spawn(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, Some(sender)).await;
         });
         TurnStream::new(receiver, cancel)
+    }
+
+    /// What a turn of `request` takes with it: a handle on this conversation, the request
+    /// (boxed, see `run_turn`) on a child of its token, and that child, which cancels the turn.
+    fn handed(&self, mut request: TurnRequest) -> (Conversation, Box<TurnRequest>, CancelToken) {
+        request.cancel = request.cancel.child();
+        let cancel = request.cancel.clone();
+        (self.clone(), Box::new(request), cancel)
     }
 }
 
