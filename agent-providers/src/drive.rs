@@ -7,8 +7,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -145,7 +145,17 @@ pub(crate) struct Transport {
     /// conversation grew about ten times, each growth a copy (`whole_turn_history_agent` in
     /// benches/stream.rs).
     body_size: AtomicUsize,
+    /// The buffer of a finished call's body, taken back for the next call's. A body freshly
+    /// allocated each step grew the heap at its top and glibc gave it back when the body was
+    /// freed (its trim threshold is 128 KB): a conversation of 1,000 messages paid about 20
+    /// page faults a turn for it, and wrote its bodies into memory no cache held
+    /// (`whole_turn_conversation_agent` in benches/stream.rs). One buffer per client.
+    spare: Mutex<Vec<u8>>,
 }
+
+/// The largest body buffer a client keeps between calls (1 MiB): past it a buffer is freed
+/// with its call, so one very long request does not hold its memory for good.
+const SPARE_LIMIT: usize = 1 << 20;
 
 impl Transport {
     pub(crate) fn new(settings: HttpSettings) -> Result<Self, ConfigError> {
@@ -157,7 +167,33 @@ impl Transport {
             client,
             settings,
             body_size: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
         })
+    }
+
+    /// An empty buffer for a body with room for `room` bytes: the spare one if there is one.
+    fn buffer(&self, room: usize) -> Vec<u8> {
+        let mut buffer =
+            std::mem::take(&mut *self.spare.lock().unwrap_or_else(PoisonError::into_inner));
+        buffer.reserve(room);
+        buffer
+    }
+
+    /// Keeps `body`'s buffer, emptied, for the next call: when nothing else holds it, it is
+    /// at most [`SPARE_LIMIT`] and larger than the buffer kept, if any.
+    fn recycle(&self, body: bytes::Bytes) {
+        let Ok(body) = body.try_into_mut() else {
+            return;
+        };
+        let mut buffer = Vec::from(body);
+        if buffer.capacity() > SPARE_LIMIT {
+            return;
+        }
+        buffer.clear();
+        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.capacity() < buffer.capacity() {
+            *spare = buffer;
+        }
     }
 }
 
@@ -170,7 +206,7 @@ pub(crate) fn stream<W: Wire>(
     // Room for the last body and an eighth more: a conversation's next request is a little
     // longer than its last.
     let last = transport.body_size.load(Ordering::Relaxed);
-    let buffer = Vec::with_capacity(last + last / 8);
+    let buffer = transport.buffer(last + last / 8);
     let http = match wire.request(&request, buffer) {
         Ok(http) => http,
         Err(error) => return failed(error),
@@ -385,6 +421,13 @@ where
                 Some(Ok(bytes)) => self.frames.push(bytes),
             }
         }
+    }
+}
+
+/// A finished call's body buffer goes back to its client for the next call's body.
+impl<W: Wire, B> Drop for Call<W, B> {
+    fn drop(&mut self) {
+        self.transport.recycle(std::mem::take(&mut self.http.body));
     }
 }
 
@@ -734,5 +777,43 @@ mod tests {
         let item = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, Some(limit))).await;
         assert_eq!(item, None, "the idle timer fired");
         assert_eq!(last_byte.elapsed(), limit);
+    }
+
+    #[test]
+    fn a_finished_bodys_buffer_is_the_next_bodys_empty() {
+        let transport = Transport::new(HttpSettings::default()).unwrap();
+        let mut body = transport.buffer(16);
+        body.extend_from_slice(br#"{"model":"m","messages":[]}"#);
+        let (at, room) = (body.as_ptr(), body.capacity());
+        transport.recycle(bytes::Bytes::from(body));
+        let next = transport.buffer(4);
+        assert!(next.is_empty());
+        assert_eq!((next.as_ptr(), next.capacity()), (at, room));
+        // Taken: a second call at the same time gets a buffer of its own.
+        let other = transport.buffer(4);
+        assert_ne!(other.as_ptr(), at);
+    }
+
+    #[test]
+    fn a_body_still_held_elsewhere_or_too_large_is_not_kept() {
+        let transport = Transport::new(HttpSettings::default()).unwrap();
+        let body = bytes::Bytes::from(b"held".to_vec());
+        let held = body.clone();
+        transport.recycle(body);
+        assert_eq!(transport.buffer(0).capacity(), 0);
+        drop(held);
+        let mut large = Vec::with_capacity(SPARE_LIMIT + 1);
+        large.push(b'x');
+        transport.recycle(bytes::Bytes::from(large));
+        assert_eq!(transport.buffer(0).capacity(), 0);
+        // Of two buffers back at once, the larger is kept.
+        let small = Vec::with_capacity(64);
+        let mut big = Vec::with_capacity(4096);
+        big.push(b'x');
+        let at = big.as_ptr();
+        transport.recycle(bytes::Bytes::from(big));
+        transport.recycle(bytes::Bytes::from(small));
+        let kept = transport.buffer(0);
+        assert_eq!(kept.as_ptr(), at);
     }
 }
