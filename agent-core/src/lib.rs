@@ -71,7 +71,7 @@ pub use hooks::{
     TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
     UpdateMessageContext, event,
 };
-pub use message::{Message, ToolCall, no_arguments};
+pub use message::{Message, ToolCall, is_paired, no_arguments};
 pub use model::{
     CallSettings, DeltaText, FinishReason, Model, ModelError, ModelErrorKind, ModelEvent,
     ModelRequest, ModelStream, OutputSchema, ScriptedModel, ScriptedStep, ToolChoice, Usage,

@@ -192,8 +192,11 @@ pub(crate) fn paired(messages: Vec<Message>) -> Vec<Message> {
     out
 }
 
-/// Whether every call has exactly one result in its step's window and every result answers one.
-pub(crate) fn is_paired(messages: &[Message]) -> bool {
+/// Whether `messages` are paired, as a model must read them: each assistant message's tool
+/// calls answered by the tool results right after it, each call by exactly one (by id, within
+/// its step), and no result outside a step's results. A store that lends only paired
+/// histories says so with [`SessionStore::lends_paired`](crate::SessionStore::lends_paired).
+pub fn is_paired(messages: &[Message]) -> bool {
     let mut at = 0;
     while at < messages.len() {
         match &messages[at] {

@@ -4,7 +4,8 @@
 //! mid-way, one turn at a time holds a session (store calls and whole agents), and a suspended
 //! turn's waiting calls (with their answers and execution records) and the standing approvals
 //! are kept, seen from another handle, and answered and resumed there; a history given back to
-//! the store never changes what it lends next.
+//! the store never changes what it lends next, and a store that lends only paired histories
+//! lends no other.
 //!
 //! Each test is an async function over a [`Subject`]: a fresh, empty store and a second handle
 //! on the same sessions. [`store_conformance!`](crate::store_conformance) expands to one test per
@@ -48,6 +49,7 @@ macro_rules! store_conformance {
             writes_on_the_spot_keep_what_awaited_ones_keep,
             load_history_is_what_a_model_reads_or_nothing,
             a_history_given_back_never_changes_what_load_history_gives,
+            a_store_that_lends_only_paired_histories_lends_no_other,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
             delete_removes_only_its_row,
@@ -403,6 +405,41 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     store.insert("clean", pending).await.expect("insert");
     let pending_row = store.load_history("clean", &exact).await;
     assert_eq!(pending_row.expect("load_history"), None);
+}
+
+/// A store that says it lends only paired histories ([`SessionStore::lends_paired`]) lends
+/// none whose results do not answer their step's calls one to one: not one with a result no
+/// call asked for, first or after a history was given back and kept.
+pub async fn a_store_that_lends_only_paired_histories_lends_no_other(subject: Subject) {
+    let store = subject.store;
+    if !store.lends_paired() {
+        return;
+    }
+    let stray = || NewMessage::completed(tool_result("call_9", "weather", "sunny", false));
+    store.insert("stray", stray()).await.expect("insert");
+    let lent = store
+        .load_history("stray", &exact)
+        .await
+        .expect("load_history");
+    assert_eq!(lent, None);
+    // Seventy messages: a store may keep only a long history (`MemoryStore` from 64).
+    for i in 0..70 {
+        let row = NewMessage::completed(Message::user(format!("m{i}")));
+        store.insert("kept", row).await.expect("insert");
+    }
+    let lent = store
+        .load_history("kept", &exact)
+        .await
+        .expect("load_history");
+    let history = lent.expect("a paired history is lent");
+    assert!(agent_core::is_paired(&history));
+    store.keep_history("kept", history);
+    store.insert("kept", stray()).await.expect("insert");
+    let lent = store
+        .load_history("kept", &exact)
+        .await
+        .expect("load_history");
+    assert!(lent.is_none_or(|lent| agent_core::is_paired(&lent)));
 }
 
 /// The messages of the completed rows of `session` that are not silent, in order.

@@ -435,7 +435,12 @@ impl<'a> Turn<'a> {
             None
         };
         let (mut messages, lent) = match direct {
-            Some(messages) if message::is_paired(&messages) => (messages, true),
+            // A store that lends only paired histories is taken at its word: no pass over a
+            // long history each turn (`whole_turn_conversation_agent` in
+            // agent-providers/benches/stream.rs).
+            Some(messages) if agent.store.lends_paired() || message::is_paired(&messages) => {
+                (messages, true)
+            }
             Some(messages) => (message::paired(messages), false),
             None => (self.history_rows(suspended, resume).await?, false),
         };

@@ -125,6 +125,14 @@ macro_rules! guard {
                 })
             }
 
+            /// [`SessionStore::lends_paired`]; a panic is logged and read as `false`.
+            pub(crate) fn lends_paired(&self) -> bool {
+                catch_panic(|| self.0.lends_paired()).unwrap_or_else(|message| {
+                    tracing::error!("the store panicked in lends_paired: {message}");
+                    false
+                })
+            }
+
             /// [`SessionStore::release`], with a panic logged.
             pub(crate) fn release(&self, session: &str) {
                 if let Err(message) = catch_panic(|| self.0.release(session)) {
@@ -155,6 +163,10 @@ macro_rules! guard {
 
             fn keeps_history(&self, messages: usize) -> bool {
                 PanicSafe::keeps_history(self, messages)
+            }
+
+            fn lends_paired(&self) -> bool {
+                PanicSafe::lends_paired(self)
             }
 
             fn release(&self, session: &str) {

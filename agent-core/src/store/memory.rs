@@ -10,7 +10,7 @@ use super::{
     MessageStatus, MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoreErrorKind,
     StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, last_step_open, now_micros,
 };
-use crate::message::Message;
+use crate::message::{self, Message};
 use crate::text::Text;
 use crate::util::BoxFuture;
 
@@ -106,8 +106,13 @@ enum History {
     /// [`KEEP_FROM`], or one a change to a row made stale, or one that cannot come back.
     #[default]
     Copied,
-    /// Kept, in step with the rows as they are inserted.
-    Kept(Vec<Message>),
+    /// Kept, in step with the rows as they are inserted; its first `checked` messages are
+    /// known to be paired (see [`SessionStore::lends_paired`]), the rest are checked when it
+    /// is next lent.
+    Kept {
+        messages: Vec<Message>,
+        checked: usize,
+    },
     /// Lent to a turn when the session had `rows` rows, `visible` of them read by a model.
     Lent { rows: usize, visible: usize },
 }
@@ -127,8 +132,10 @@ struct Row {
 
 impl Session {
     /// The messages a model reads, with room for `capacity`; `None` when a repair is due (a
-    /// pending row, or a call of the last step without a result). The kept vector itself when
-    /// it is here, else a copy of the rows' messages; either way lent until `keep_history`.
+    /// pending row, a call of the last step without a result, or messages that are not
+    /// paired). The kept vector itself when it is here, else a copy of the rows' messages;
+    /// either way lent until `keep_history`. Only what was not checked yet is checked: the
+    /// messages a kept vector gained since it was last lent, or a whole copy.
     fn lend(&mut self, capacity: &dyn Fn(usize) -> usize) -> Option<Vec<Message>> {
         if self.pending > 0 || last_step_open(&self.rows, |row| (row.status, &row.message)) {
             return None;
@@ -136,12 +143,20 @@ impl Session {
         let rows = self.rows.len();
         let (messages, history) = match std::mem::take(&mut self.history) {
             // As it is: it grows by doubling as turns push onto it (room made for each turn
-            // would move it all each time).
-            History::Kept(kept) => (kept, None),
+            // would move it all each time). A paired start followed by paired messages is
+            // paired: a paired start ends with a whole step, and paired messages do not start
+            // with a result.
+            History::Kept { messages, checked } => {
+                if !messages.get(checked..).is_some_and(message::is_paired) {
+                    self.history = History::Kept { messages, checked };
+                    return None;
+                }
+                (messages, None)
+            }
             // Lent twice (a turn dropped before it gave its copy back, or a second reader):
             // neither copy is taken back, since either may hold what the other's turn added.
-            History::Lent { .. } => (self.copy(capacity(rows)), Some(History::Copied)),
-            History::Copied => (self.copy(capacity(rows)), None),
+            History::Lent { .. } => (self.copy(capacity(rows))?, Some(History::Copied)),
+            History::Copied => (self.copy(capacity(rows))?, None),
         };
         let visible = messages.len();
         self.history = history.unwrap_or(History::Lent { rows, visible });
@@ -152,12 +167,13 @@ impl Session {
     /// long session holds more of than the caches do (a second pass cost a cache miss per
     /// row); sized up front: a filtered `collect` grows from empty, copying what it holds at
     /// each doubling (`whole_turn_history_agent` in agent-providers/benches/stream.rs).
-    fn copy(&self, room: usize) -> Vec<Message> {
+    /// `None` when they are not paired.
+    fn copy(&self, room: usize) -> Option<Vec<Message>> {
         let mut messages = Vec::with_capacity(room);
         for row in self.rows.iter().filter(|row| row.visible()) {
             messages.push(row.message.clone());
         }
-        messages
+        message::is_paired(&messages).then_some(messages)
     }
 
     /// Takes back the lent messages, with the turn's own pushed after them: kept when there
@@ -183,7 +199,11 @@ impl Session {
         if !same {
             return Some(messages);
         }
-        self.history = History::Kept(messages);
+        // The lent messages were paired (`lend`); what the turn added is checked next time.
+        self.history = History::Kept {
+            messages,
+            checked: visible,
+        };
         None
     }
 
@@ -309,7 +329,9 @@ impl Inner {
         let (id, created_at) = (self.next_id, now_micros());
         let kept = self.session(session);
         kept.pending += usize::from(row.status == MessageStatus::Pending);
-        if let History::Kept(visible) = &mut kept.history
+        if let History::Kept {
+            messages: visible, ..
+        } = &mut kept.history
             && row.status == MessageStatus::Completed
             && !row.silent
         {
@@ -376,6 +398,14 @@ impl SessionStore for MemoryStore {
     /// From 64 messages on (`KEEP_FROM`).
     fn keeps_history(&self, messages: usize) -> bool {
         messages >= self.keep_from
+    }
+
+    /// It checks a copy of its rows' messages whole, a kept history only for what was added
+    /// to it since it was last lent (a turn's messages): a long session's turn no longer pays
+    /// a pass over its whole history (`whole_turn_conversation_agent` in
+    /// agent-providers/benches/stream.rs).
+    fn lends_paired(&self) -> bool {
+        true
     }
 
     fn insert<'a>(
@@ -537,7 +567,7 @@ impl SessionStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::MemoryStore;
-    use crate::message::{Message, ToolCall};
+    use crate::message::{self, Message, ToolCall};
     use crate::store::{
         self, MessageStatus, MessageUpdate, NewMessage, SessionStore, StoreErrorKind,
     };
@@ -692,6 +722,51 @@ mod tests {
         assert_eq!(again, from_rows(&store).await);
     }
 
+    /// Only a paired history is lent: a kept one is checked for what was added to it since it
+    /// was lent (a result no call of its step asked for, inserted while it was kept or given
+    /// back by a turn), a copy of the rows whole; the rows' history goes on being what the
+    /// engine pairs itself.
+    #[tokio::test]
+    async fn a_history_that_is_not_paired_is_not_lent() {
+        let store = MemoryStore::keeping_every_history();
+        let stray = || NewMessage::completed(kind(3, 0));
+        for given_back in [false, true] {
+            let session = if given_back { "back" } else { "kept" };
+            for of in [0, 2, 3, 1] {
+                let row = NewMessage::completed(kind(of, 1));
+                store.insert(session, row).await.expect("insert");
+            }
+            let lent = store.load_history(session, &|n| n).await.expect("load");
+            let mut history = lent.expect("paired: lent");
+            if given_back {
+                // The turn's own messages, stored and pushed, end with a stray result.
+                for message in [kind(0, 2), stray().message] {
+                    let row = NewMessage::completed(message.clone());
+                    store.insert(session, row).await.expect("insert");
+                    history.push(message);
+                }
+                store.keep_history(session, history);
+            } else {
+                store.keep_history(session, history);
+                store.insert(session, stray()).await.expect("insert");
+            }
+            for _ in 0..2 {
+                let lent = store.load_history(session, &|n| n).await.expect("load");
+                assert_eq!(lent, None, "{session}");
+            }
+            // The engine then reads the rows and pairs them: only the stray result is left out.
+            let rows = store.load(session).await.expect("load");
+            let visible = rows.len();
+            let repaired = store::history(rows);
+            assert!(message::is_paired(&repaired));
+            assert_eq!(repaired.len(), visible - 1, "{session}");
+        }
+        // A copy of rows that are not paired is not lent either.
+        store.insert("copied", stray()).await.expect("insert");
+        let lent = store.load_history("copied", &|n| n).await.expect("load");
+        assert_eq!(lent, None);
+    }
+
     /// A history that is not what the rows show is not kept: one with a message no row holds,
     /// one lent before a row it holds changed, and two lent at once.
     #[tokio::test]
@@ -746,11 +821,33 @@ mod tests {
     /// One change to a session, for [`lent_history_is_always_what_the_rows_show`].
     #[derive(Clone, Debug)]
     enum Change {
-        Insert(MessageStatus, bool),
+        /// A row of a message of this kind (see [`kind`]), with this status and silence.
+        Insert(MessageStatus, bool, u8),
         Update(usize, Option<MessageStatus>, Option<bool>, bool),
         Delete(usize),
         Lend,
         GiveBack(bool),
+    }
+
+    /// Message `n` of kind `of`: a question, an answer, an answer calling `c`, or `c`'s result.
+    fn kind(of: u8, n: usize) -> Message {
+        match of {
+            0 => Message::user(format!("m{n}")),
+            1 => Message::assistant(format!("a{n}")),
+            2 => Message::Assistant {
+                content: "".into(),
+                reasoning: "".into(),
+                tool_calls: vec![ToolCall::new("c", "weather", "{}")],
+                reasoning_signature: None,
+                provider_blocks: Vec::new(),
+            },
+            _ => Message::Tool {
+                call_id: "c".into(),
+                name: "weather".into(),
+                content: format!("r{n}").into(),
+                is_error: false,
+            },
+        }
     }
 
     fn change() -> impl proptest::strategy::Strategy<Value = Change> {
@@ -761,8 +858,8 @@ mod tests {
             Just(MessageStatus::Failed),
         ];
         prop_oneof![
-            (status.clone(), any::<bool>())
-                .prop_map(|(status, silent)| Change::Insert(status, silent)),
+            (status.clone(), any::<bool>(), 0..4u8)
+                .prop_map(|(status, silent, kind)| Change::Insert(status, silent, kind)),
             (
                 any::<usize>(),
                 proptest::option::of(status),
@@ -779,10 +876,11 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
-        /// Whatever rows are inserted, updated and deleted, and whatever is given back (the
-        /// turn's messages after the lent ones, or a history with one message more), every
-        /// history lent is the messages of the completed rows that are not silent, and one is lent
-        /// whenever no row is pending.
+        /// Whatever rows are inserted (questions, answers, calls and results, in any order),
+        /// updated and deleted, and whatever is given back (the turn's messages after the lent
+        /// ones, or a history with one message more), every history lent is the messages of
+        /// the completed rows that are not silent, and one is lent exactly when they are paired
+        /// and no repair is due (no pending row, no call of the last step without a result).
         #[test]
         fn lent_history_is_always_what_the_rows_show(changes in proptest::collection::vec(change(), 1..40)) {
             let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
@@ -794,9 +892,9 @@ mod tests {
                     n += 1;
                     let rows = store.load("s").await.expect("load");
                     match change {
-                        Change::Insert(status, silent) => {
+                        Change::Insert(status, silent, of) => {
                             let row = NewMessage {
-                                message: Message::user(format!("m{n}")),
+                                message: kind(of, n),
                                 status,
                                 request_sent_at: None,
                                 silent,
@@ -817,10 +915,11 @@ mod tests {
                             store.delete("s", rows[at % rows.len()].id).await.expect("delete");
                         }
                         Change::Lend => {
-                            // Only a pending row makes these rows (no tool calls) need a repair.
                             let pending = rows.iter().any(|row| row.status == MessageStatus::Pending);
+                            let open = store::last_step_open(&rows, |row| (row.status, &row.message));
+                            let paired = message::is_paired(&from_rows(&store).await);
                             let lent = store.load_history("s", &|n| n).await.expect("load");
-                            assert_eq!(lent.is_none(), pending);
+                            assert_eq!(lent.is_some(), !pending && !open && paired);
                             if let Some(lent) = lent {
                                 assert_eq!(lent, from_rows(&store).await);
                                 out = Some((lent, rows.len()));

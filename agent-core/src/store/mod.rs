@@ -280,6 +280,15 @@ pub trait SessionStore: Send + Sync {
         false
     }
 
+    /// Whether every history [`load_history`](Self::load_history) gives is paired
+    /// ([`is_paired`](crate::is_paired)), the store returning `None` for a session whose
+    /// messages are not. The engine then sends a lent history as it is; otherwise (the
+    /// default) it checks each one, a pass over the whole history every turn, and pairs one
+    /// that is not. [`MemoryStore`] says so.
+    fn lends_paired(&self) -> bool {
+        false
+    }
+
     /// Inserts a row and returns it as stored.
     fn insert<'a>(
         &'a self,

@@ -118,6 +118,52 @@ async fn the_history_leaves_out_what_cannot_be_paired() {
     );
 }
 
+/// A long session's history, kept by the store from turn to turn, that gains a result no call
+/// asked for between two turns: the store no longer lends it (it lends only paired histories,
+/// and the engine takes it at its word), and the model reads the rows paired, the result left
+/// out.
+#[tokio::test]
+async fn a_result_added_to_a_kept_history_is_left_out_of_the_next_request() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    assert!(store.lends_paired());
+    for i in 0..70 {
+        let text = format!("m{i}");
+        let message = if i % 2 == 0 {
+            Message::user(text)
+        } else {
+            Message::assistant(text)
+        };
+        store
+            .insert("s", NewMessage::completed(message))
+            .await
+            .unwrap();
+    }
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one"),
+        ScriptedStep::new().text("two"),
+    ]);
+    let agent = AgentBuilder::new("ids")
+        .model(model.clone())
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let first = conversation.run("first").await;
+    assert_eq!(first.status, TurnStatus::Completed, "{first:?}");
+    store
+        .insert("s", NewMessage::completed(answer("call_9")))
+        .await
+        .unwrap();
+    let second = conversation.run("second").await;
+    assert_eq!(second.status, TurnStatus::Completed, "{second:?}");
+    let requests = model.requests();
+    let sent = &requests[1].messages;
+    assert_paired(sent);
+    let mut expected = requests[0].messages.to_vec();
+    expected.extend([Message::assistant("one"), Message::user("second")]);
+    assert_eq!(**sent, expected);
+}
+
 #[test]
 fn compaction_cuts_between_steps_that_reuse_an_id() {
     let history = vec![
