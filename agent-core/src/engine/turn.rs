@@ -525,16 +525,17 @@ impl<'a> Turn<'a> {
     /// fails the turn after its result is built), classifies an error and runs on_chat_error,
     /// then the response hooks (boxed by [`Turn::run`]).
     ///
-    /// Not an `async fn`: one would keep the turn (880 bytes), its end and its lease twice, as
-    /// arguments and as moved, in a future the box holds whole (`-Zprint-type-sizes`). And one
-    /// future, not the settling's awaiting the finishing's: Rust makes an awaited future on
-    /// the stack and copies it into its caller's, 2.4 KB twice a turn for this one
-    /// (`whole_turn_agent` in agent-providers/benches/stream.rs).
+    /// The turn is borrowed, not moved in: moved, its 880 bytes were copied twice on the way
+    /// into this future, which then held them too (`whole_turn_agent` in
+    /// agent-providers/benches/stream.rs). Not an `async fn`: one would keep its end and its
+    /// lease twice, as arguments and as moved (`-Zprint-type-sizes`). And one future, not the
+    /// settling's awaiting the finishing's: Rust makes an awaited future on the stack and
+    /// copies it into its caller's, 2.4 KB twice a turn for this one.
     #[expect(
         clippy::manual_async_fn,
-        reason = "an async fn would keep `self`, `end` and `lease` twice"
+        reason = "an async fn would keep `end` and `lease` twice"
     )]
-    fn finish(mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + 'a {
+    fn finish(&mut self, end: End, lease: TurnLease) -> impl Future<Output = TurnResult> + '_ {
         async move {
             let end = if self.open.is_settled() {
                 end
@@ -555,23 +556,12 @@ impl<'a> Turn<'a> {
                     hooks.on_agent_end(agent, output)
                 });
             }
-            let Turn {
-                agent,
-                frame,
-                me,
-                session_id,
-                request_id,
-                continuation,
-                outcome,
-                sink,
-                span,
-                session,
-                ..
-            } = self;
+            let agent = self.agent;
+            let outcome = std::mem::take(&mut self.outcome);
             let hooks = &agent.hooks;
             let mut result = TurnResult {
-                request_id: request_id.clone(),
-                agent: me,
+                request_id: self.request_id.clone(),
+                agent: self.me.clone(),
                 status: TurnStatus::Completed,
                 text: outcome.text,
                 stop_reason: None,
@@ -584,8 +574,10 @@ impl<'a> Turn<'a> {
                 resumed: outcome.resumed,
                 output: outcome.output,
             };
-            span.record("gen_ai.usage.input_tokens", result.usage.input_tokens);
-            span.record("gen_ai.usage.output_tokens", result.usage.output_tokens);
+            self.span
+                .record("gen_ai.usage.input_tokens", result.usage.input_tokens);
+            self.span
+                .record("gen_ai.usage.output_tokens", result.usage.output_tokens);
             let failed = match end {
                 End::Completed(reason) => {
                     result.stop_reason = Some(reason);
@@ -608,7 +600,9 @@ impl<'a> Turn<'a> {
                     result.status = TurnStatus::Suspended;
                     None
                 }
-                End::Failed(error, stage) => Some((error, stage, session.classification)),
+                End::Failed(error, stage) => {
+                    Some((error, stage, self.session.classification.take()))
+                }
             };
             if let Some((error, stage, classification)) = failed {
                 let failure = Failure {
@@ -617,21 +611,21 @@ impl<'a> Turn<'a> {
                     classification,
                     messages_persisted: outcome.user_persisted,
                 };
-                fail(&agent.hooks, &frame, failure, &mut result).await;
+                fail(&agent.hooks, &self.frame, failure, &mut result).await;
             }
             // The session is released before on_chat_response, so the hook may start a new turn.
             lease.release().await;
             if !hooks.on_chat_response.is_empty() {
                 // Built only for a hook: it copies the last answer, the waiting calls and the error.
                 let answer = outcome.attempts.last;
-                let response =
-                    chat_response(frame.clone(), request_id, continuation, &result, answer);
+                let (frame, request_id) = (self.frame.clone(), self.request_id.clone());
+                let response = chat_response(frame, request_id, self.continuation, &result, answer);
                 let _ = observe_every(&hooks.on_chat_response, &response).await;
             }
             if !hooks.on_session_end.is_empty() {
-                lifecycle::session_end(agent, &frame, session_id, &result).await;
+                lifecycle::session_end(agent, &self.frame, self.session_id, &result).await;
             }
-            if let Some(sink) = &sink {
+            if let Some(sink) = &self.sink {
                 let _ = sink.send(TurnEvent::Finished(result.clone())).await;
             }
             result
