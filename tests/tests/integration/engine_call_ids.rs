@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agent_core::{
-    AgentBuilder, Hook, MemoryStore, Message, NewMessage, ScriptedModel, ScriptedStep,
+    Agent, AgentBuilder, Hook, MemoryStore, Message, NewMessage, ScriptedModel, ScriptedStep,
     SessionStore, ToolCall, ToolResultDecision, TurnStatus, cut_point, event,
 };
 use serde_json::json;
@@ -35,6 +35,15 @@ fn answer(id: &str) -> Message {
     }
 }
 
+/// An agent of `model` whose sessions are in `store`.
+fn on_store(model: &ScriptedModel, store: &Arc<dyn SessionStore>) -> Agent {
+    AgentBuilder::new("ids")
+        .model(model.clone())
+        .store(store.clone())
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_cut_off_call_reusing_an_earlier_id_is_answered_by_the_repair() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
@@ -53,11 +62,7 @@ async fn a_cut_off_call_reusing_an_earlier_id_is_answered_by_the_repair() {
             .unwrap();
     }
     let model = ScriptedModel::new([ScriptedStep::new().text("ok")]);
-    let agent = AgentBuilder::new("ids")
-        .model(model.clone())
-        .store(store.clone())
-        .build()
-        .unwrap();
+    let agent = on_store(&model, &store);
     let conversation = agent.session("s");
     let result = conversation.run("third").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
@@ -97,11 +102,7 @@ async fn the_history_leaves_out_what_cannot_be_paired() {
             .unwrap();
     }
     let model = ScriptedModel::new([ScriptedStep::new().text("ok")]);
-    let agent = AgentBuilder::new("ids")
-        .model(model.clone())
-        .store(store)
-        .build()
-        .unwrap();
+    let agent = on_store(&model, &store);
     let result = agent.session("s").run("third").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     let sent = model.requests()[0].messages.clone();
@@ -142,11 +143,7 @@ async fn a_result_added_to_a_kept_history_is_left_out_of_the_next_request() {
         ScriptedStep::new().text("one"),
         ScriptedStep::new().text("two"),
     ]);
-    let agent = AgentBuilder::new("ids")
-        .model(model.clone())
-        .store(store.clone())
-        .build()
-        .unwrap();
+    let agent = on_store(&model, &store);
     let conversation = agent.session("s");
     let first = conversation.run("first").await;
     assert_eq!(first.status, TurnStatus::Completed, "{first:?}");
