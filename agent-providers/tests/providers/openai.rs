@@ -190,6 +190,28 @@ async fn text_only_stream_finishes_with_stop_and_length() {
 
 const DONE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
 
+/// A client writes each request body into the buffer of its last finished one: a short request
+/// after a long one is sent whole and alone, nothing of the long one left after it.
+#[tokio::test]
+async fn a_short_request_after_a_long_one_is_sent_alone() {
+    let server = TestServer::start([Reply::sse_split(DONE, 64), Reply::sse_split(DONE, 64)]).await;
+    let model = client(&server);
+    let ask = |text: String| {
+        let mut request = ModelRequest::default();
+        request.messages = vec![Message::user(text)].into();
+        request
+    };
+    for text in ["a long question ".repeat(1_000), "short".to_owned()] {
+        let (events, error) = collect(model.stream(ask(text))).await;
+        assert!(error.is_none(), "{error:?} after {events:?}");
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].body.len() < requests[0].body.len() / 10);
+    let messages = &requests[1].json()["messages"];
+    assert_eq!(*messages, json!([{"role": "user", "content": "short"}]));
+}
+
 fn spec(name: &str, description: &str, parameters: Value) -> Arc<ToolSpec> {
     Arc::new(ToolSpec {
         name: name.to_owned(),
