@@ -102,9 +102,14 @@ struct Session {
 /// agent-providers/benches/stream.rs).
 #[derive(Debug, Default)]
 enum History {
-    /// Nothing kept: the next load copies the rows' messages. A history shorter than
-    /// [`KEEP_FROM`], or one a change to a row made stale, or one that cannot come back.
+    /// Nothing kept yet: a session's history is kept from its [`KEEP_FROM`]th row on, as its
+    /// rows are inserted (`Inner::push`), so that even its first turn lends it instead of
+    /// copying every message (`whole_turn_history_agent` in agent-providers/benches/stream.rs);
+    /// until then the next load copies the rows' messages.
     #[default]
+    Unkept,
+    /// Nothing kept: the next load copies the rows' messages. One a change to a row made
+    /// stale, one that cannot come back, or one shorter than [`KEEP_FROM`] given back.
     Copied,
     /// Kept, in step with the rows as they are inserted; its first `checked` messages are
     /// known to be paired (see [`SessionStore::lends_paired`]), the rest are checked when it
@@ -156,7 +161,7 @@ impl Session {
             // Lent twice (a turn dropped before it gave its copy back, or a second reader):
             // neither copy is taken back, since either may hold what the other's turn added.
             History::Lent { .. } => (self.copy(capacity(rows))?, Some(History::Copied)),
-            History::Copied => (self.copy(capacity(rows))?, None),
+            History::Unkept | History::Copied => (self.copy(capacity(rows))?, None),
         };
         let visible = messages.len();
         self.history = history.unwrap_or(History::Lent { rows, visible });
@@ -212,7 +217,28 @@ impl Session {
     fn changed(&mut self, at: usize) {
         match self.history {
             History::Lent { rows, .. } if at >= rows => {}
+            History::Unkept => {}
             _ => self.history = History::Copied,
+        }
+    }
+
+    /// Starts keeping the history of a session not kept yet once it has `keep_from` rows and
+    /// none pending: one copy of its messages, with room to grow, which the inserts after it
+    /// follow. A session that has it kept and made stale again waits for a turn to give it
+    /// back: an insert after each change would otherwise copy it all each time.
+    /// Rows that are not paired are not kept (see [`SessionStore::lends_paired`]).
+    fn keep_from(&mut self, keep_from: usize) {
+        if matches!(self.history, History::Unkept)
+            && self.rows.len() >= keep_from
+            && self.pending == 0
+        {
+            self.history = match self.copy(2 * self.rows.len()) {
+                Some(messages) => History::Kept {
+                    checked: messages.len(),
+                    messages,
+                },
+                None => History::Copied,
+            };
         }
     }
 }
@@ -275,7 +301,7 @@ impl MemoryStore {
 
     /// Numbers a new row of `session` and keeps it.
     fn insert_row(&self, session: &str, row: NewMessage) -> Result<i64, StoreError> {
-        let (id, ..) = self.lock().push(session, row);
+        let (id, ..) = self.lock().push(session, row, self.keep_from);
         Ok(id)
     }
 
@@ -324,7 +350,7 @@ impl Inner {
 
     /// Numbers a new row of `session` and keeps it; gives the row's id and time, and the
     /// session's id as it keeps it.
-    fn push(&mut self, session: &str, row: NewMessage) -> (i64, i64, &Text) {
+    fn push(&mut self, session: &str, row: NewMessage, keep_from: usize) -> (i64, i64, &Text) {
         self.next_id += 1;
         let (id, created_at) = (self.next_id, now_micros());
         let kept = self.session(session);
@@ -348,6 +374,7 @@ impl Inner {
             status: row.status,
             silent: row.silent,
         });
+        kept.keep_from(keep_from);
         (id, created_at, &kept.id)
     }
 }
@@ -417,7 +444,7 @@ impl SessionStore for MemoryStore {
         let message = row.message.clone();
         let (request_sent_at, status, silent) = (row.request_sent_at, row.status, row.silent);
         let mut inner = self.lock();
-        let (id, created_at, session_id) = inner.push(session, row);
+        let (id, created_at, session_id) = inner.push(session, row, self.keep_from);
         let stored = StoredMessage {
             id,
             session_id: session_id.clone(),
@@ -799,8 +826,10 @@ mod tests {
         assert_eq!(lent(&store).await, from_rows(&store).await);
     }
 
-    /// The store keeps a history from turn to turn from 64 messages on: a shorter one given
-    /// back is dropped, and the next turn gets a copy (told by the room it was made with).
+    /// The store keeps a history from 64 messages on, from the 64th row inserted: a session's
+    /// first turn borrows it as its later turns do, not a copy (told by the room a copy is
+    /// made with), and gets the same vector back after giving it back; a shorter history is a
+    /// copy each time, and one given back is dropped.
     #[tokio::test]
     async fn only_a_history_of_sixty_four_messages_or_more_is_kept() {
         for (messages, kept) in [(63, false), (64, true)] {
@@ -810,11 +839,20 @@ mod tests {
                 let row = NewMessage::completed(Message::user(format!("m{i}")));
                 store.insert("s", row).await.expect("insert");
             }
-            let history = store.load_history("s", &|n| n).await.expect("load");
-            store.keep_history("s", history.expect("lent"));
-            let again = store.load_history("s", &|n| n + 1_000).await.expect("load");
-            let room = if kept { messages } else { messages + 1_000 };
-            assert_eq!(again.map(|again| again.capacity()), Some(room));
+            let room = |n| n + 1_000;
+            let first = store.load_history("s", &room).await.expect("load");
+            let first = first.expect("lent");
+            assert_eq!(first.capacity() == messages + 1_000, !kept, "{messages}");
+            assert_eq!(first, from_rows(&store).await);
+            let at = first.as_ptr();
+            store.keep_history("s", first);
+            let again = store.load_history("s", &room).await.expect("load");
+            let again = again.expect("lent");
+            // (A copy may reuse the freed block of the last: only the room tells it apart.)
+            assert_eq!(again.capacity() == messages + 1_000, !kept, "{messages}");
+            if kept {
+                assert_eq!(again.as_ptr(), at);
+            }
         }
     }
 
@@ -878,14 +916,21 @@ mod tests {
 
         /// Whatever rows are inserted (questions, answers, calls and results, in any order),
         /// updated and deleted, and whatever is given back (the turn's messages after the lent
-        /// ones, or a history with one message more), every history lent is the messages of
-        /// the completed rows that are not silent, and one is lent exactly when they are paired
-        /// and no repair is due (no pending row, no call of the last step without a result).
+        /// ones, or a history with one message more), with histories kept from any number of
+        /// rows on, every history lent is the messages of the completed rows that are not
+        /// silent, and one is lent exactly when they are paired and no repair is due (no
+        /// pending row, no call of the last step without a result).
         #[test]
-        fn lent_history_is_always_what_the_rows_show(changes in proptest::collection::vec(change(), 1..40)) {
+        fn lent_history_is_always_what_the_rows_show(
+            changes in proptest::collection::vec(change(), 1..40),
+            keep_from in 0..8usize,
+        ) {
             let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
             runtime.block_on(async {
-                let store = MemoryStore::keeping_every_history();
+                let store = MemoryStore {
+                    keep_from,
+                    ..MemoryStore::default()
+                };
                 let mut out: Option<(Vec<Message>, usize)> = None;
                 let mut n = 0;
                 for change in changes.into_iter().chain([Change::Lend]) {
