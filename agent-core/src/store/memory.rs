@@ -45,15 +45,16 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// One turn at a time per session, for every agent using this store.
     locks: TurnLocks,
-    /// The shortest history kept from turn to turn ([`KEEP_FROM`]).
+    /// The number of rows from which a session's history is kept ([`KEEP_FROM`]).
     keep_from: usize,
 }
 
-/// A session's history is kept from turn to turn (see [`History`]) from this many
-/// messages on: a shorter one costs less to copy for each turn (about 240 instructions a
-/// message) than to keep (120 bytes a message, which an idle session would hold: `cargo bench
-/// -p agent-core --bench sessions`); a long one is neither copied nor freed per turn
-/// (`whole_turn_conversation_agent` in agent-providers/benches/stream.rs).
+/// A session's history is kept (see [`History`]) from this many messages on, from the row
+/// that reaches it or from the turn that gives it back: a shorter one costs less to copy for
+/// each turn (about 240 instructions a message) than to keep (120 bytes a message, which an
+/// idle session would hold: `cargo bench -p agent-core --bench sessions`); a long one is
+/// neither copied nor freed per turn (`whole_turn_conversation_agent` and
+/// `whole_turn_history_agent` in agent-providers/benches/stream.rs).
 const KEEP_FROM: usize = 64;
 
 impl Default for MemoryStore {
