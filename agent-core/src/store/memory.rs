@@ -147,7 +147,8 @@ impl Session {
             return None;
         }
         let rows = self.rows.len();
-        let (messages, history) = match std::mem::take(&mut self.history) {
+        // What stays when nothing is lent (rows that are not paired): the next load copies.
+        let (messages, history) = match std::mem::replace(&mut self.history, History::Copied) {
             // As it is: it grows by doubling as turns push onto it (room made for each turn
             // would move it all each time). A paired start followed by paired messages is
             // paired: a paired start ends with a whole step, and paired messages do not start
