@@ -102,9 +102,7 @@ impl Turn<'_> {
             && let Ok(reason) = &mut streamed.finish
         {
             let reason = std::mem::replace(reason, FinishReason::Stop);
-            self.count_usage(model.id(), &streamed.usage);
-            let calls = std::mem::take(&mut streamed.tool_calls);
-            let text = streamed.take_text();
+            let (text, calls) = self.unread_end(model.id(), &mut streamed);
             return Ok(Answer::of(row, &span, text, calls, reason, streamed));
         }
         let answer: BoxFuture<'_, _> =
@@ -128,9 +126,8 @@ impl Turn<'_> {
             if self.current.hooks.on_llm_end.is_empty() && self.run.is_none() {
                 // Nobody reads the step's end: no context is made (the model's id copied, the
                 // text and calls moved in and back, the error cloned).
-                self.count_usage(model.id(), &streamed.usage);
-                let calls = std::mem::take(&mut streamed.tool_calls);
-                (Ok(()), streamed.take_text(), calls)
+                let (text, calls) = self.unread_end(model.id(), &mut streamed);
+                (Ok(()), text, calls)
             } else {
                 let end_ctx = LlmEndContext {
                     agent: self.me.clone(),
@@ -178,6 +175,13 @@ impl Turn<'_> {
             finish_reason,
             streamed,
         ))
+    }
+
+    /// A step's end that nobody reads: its usage counted, its text and calls taken out.
+    fn unread_end(&mut self, model: &str, streamed: &mut Streamed) -> (String, Vec<ToolCall>) {
+        self.count_usage(model, &streamed.usage);
+        let calls = std::mem::take(&mut streamed.tool_calls);
+        (streamed.take_text(), calls)
     }
 
     /// Asks the model for its stream of `request`, with the typed answer's partial reader when
