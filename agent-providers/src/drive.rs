@@ -147,7 +147,7 @@ pub(crate) struct Transport {
     body_size: AtomicUsize,
     /// The buffer of a finished call's body, taken back for the next call's. A body freshly
     /// allocated each step grew the heap at its top and glibc gave it back when the body was
-    /// freed (its trim threshold is 128 KB): a conversation of 1,000 messages paid about 20
+    /// freed (past its trim threshold): a conversation of 1,000 messages paid about 20
     /// page faults a turn for it, and wrote its bodies into memory no cache held
     /// (`whole_turn_conversation_agent` in benches/stream.rs). One buffer per client.
     spare: Mutex<Vec<u8>>,
