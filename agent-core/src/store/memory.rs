@@ -357,13 +357,28 @@ impl Inner {
         let (id, created_at) = (self.next_id, now_micros());
         let kept = self.session(session);
         kept.pending += usize::from(row.status == MessageStatus::Pending);
-        if let History::Kept {
-            messages: visible, ..
-        } = &mut kept.history
+        if let History::Kept { messages, checked } = &mut kept.history
             && row.status == MessageStatus::Completed
             && !row.silent
         {
-            visible.push(row.message.clone());
+            messages.push(row.message.clone());
+            // A message that ends a step (not a call, not a result) closes what is unchecked
+            // before it: checked now, a few messages, rather than at the next loan, where a
+            // history kept from its rows would be checked whole (`whole_turn_history_agent`).
+            let ends_step = match &row.message {
+                Message::Assistant { tool_calls, .. } => tool_calls.is_empty(),
+                Message::Tool { .. } => false,
+                _ => true,
+            };
+            if ends_step {
+                if messages.get(*checked..).is_some_and(message::is_paired) {
+                    *checked = messages.len();
+                } else {
+                    // Not paired before a step's end: no message after it pairs it again, so
+                    // it is not kept (the next load copies the rows, and lends nothing).
+                    kept.history = History::Copied;
+                }
+            }
         }
         // Built in place: a row moved through a local first is copied once more (`Row` is
         // 176 bytes).
@@ -753,8 +768,8 @@ mod tests {
 
     /// Only a paired history is lent: a kept one is checked for what was added to it since it
     /// was lent (a result no call of its step asked for, inserted while it was kept or given
-    /// back by a turn), a copy of the rows whole; the rows' history goes on being what the
-    /// engine pairs itself.
+    /// back by a turn; a call left unanswered), a copy of the rows whole; the rows' history
+    /// goes on being what the engine pairs itself.
     #[tokio::test]
     async fn a_history_that_is_not_paired_is_not_lent() {
         let store = MemoryStore::keeping_every_history();
@@ -790,6 +805,17 @@ mod tests {
             assert!(message::is_paired(&repaired));
             assert_eq!(repaired.len(), visible - 1, "{session}");
         }
+        // A call that a question follows unanswered, inserted while kept: checked at the
+        // question, which ends the step, and never lent however many answers follow.
+        for of in [0, 2, 0, 1, 0] {
+            let row = NewMessage::completed(kind(of, 1));
+            store.insert("unanswered", row).await.expect("insert");
+        }
+        let lent = store
+            .load_history("unanswered", &|n| n)
+            .await
+            .expect("load");
+        assert_eq!(lent, None);
         // A copy of rows that are not paired is not lent either.
         store.insert("copied", stray()).await.expect("insert");
         let lent = store.load_history("copied", &|n| n).await.expect("load");
