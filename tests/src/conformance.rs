@@ -4,8 +4,8 @@
 //! mid-way, one turn at a time holds a session (store calls and whole agents), and a suspended
 //! turn's waiting calls (with their answers and execution records) and the standing approvals
 //! are kept, seen from another handle, and answered and resumed there; a history given back to
-//! the store never changes what it lends next, and a store that lends only paired histories
-//! lends no other.
+//! the store never changes what it lends next, and a result no call asked for never reaches the
+//! model.
 //!
 //! Each test is an async function over a [`Subject`]: a fresh, empty store and a second handle
 //! on the same sessions. [`store_conformance!`](crate::store_conformance) expands to one test per
@@ -49,7 +49,7 @@ macro_rules! store_conformance {
             writes_on_the_spot_keep_what_awaited_ones_keep,
             load_history_is_what_a_model_reads_or_nothing,
             a_history_given_back_never_changes_what_load_history_gives,
-            a_store_that_lends_only_paired_histories_lends_no_other,
+            a_result_no_call_asked_for_never_reaches_the_model,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
             delete_removes_only_its_row,
@@ -407,39 +407,57 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     assert_eq!(pending_row.expect("load_history"), None);
 }
 
-/// A store that says it lends only paired histories ([`SessionStore::lends_paired`]) lends
-/// none whose results do not answer their step's calls one to one: not one with a result no
-/// call asked for, first or after a history was given back and kept.
-pub async fn a_store_that_lends_only_paired_histories_lends_no_other(subject: Subject) {
+/// A result no call asked for never reaches the model, on every store: a store that vouches
+/// for what it lends ([`SessionStore::lends_paired`]) lends no history holding one, and the
+/// engine pairs the rows; any other store's history is checked and paired by the engine. A
+/// store that vouches lends no such history either after a history was given back and kept.
+pub async fn a_result_no_call_asked_for_never_reaches_the_model(subject: Subject) {
     let store = subject.store;
+    let stray = || NewMessage::completed(tool_result("call_9", "weather", "sunny", false));
+    for row in [
+        NewMessage::completed(Message::user("What is the weather?")),
+        NewMessage::completed(Message::assistant("Sunny.")),
+        stray(),
+    ] {
+        store.insert("stray", row).await.expect("insert");
+    }
+    let model = ScriptedModel::new([ScriptedStep::new().text("Still sunny.")]);
+    // Kept open while the store is read after the turn (an in-memory store frees a session
+    // with its last handle).
+    let conversation = AgentBuilder::new("paired")
+        .model(model.clone())
+        .store(store.clone())
+        .build()
+        .expect("agent")
+        .session("stray");
+    let result = conversation.run("And now?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        *model.requests()[0].messages,
+        [
+            Message::user("What is the weather?"),
+            Message::assistant("Sunny."),
+            Message::user("And now?"),
+        ]
+    );
     if !store.lends_paired() {
         return;
     }
-    let stray = || NewMessage::completed(tool_result("call_9", "weather", "sunny", false));
-    store.insert("stray", stray()).await.expect("insert");
-    let lent = store
-        .load_history("stray", &exact)
-        .await
-        .expect("load_history");
-    assert_eq!(lent, None);
+    let lent = store.load_history("stray", &exact).await;
+    assert_eq!(lent.expect("load_history"), None);
     // Seventy messages: a store may keep only a long history (`MemoryStore` from 64).
     for i in 0..70 {
         let row = NewMessage::completed(Message::user(format!("m{i}")));
         store.insert("kept", row).await.expect("insert");
     }
-    let lent = store
-        .load_history("kept", &exact)
-        .await
-        .expect("load_history");
-    let history = lent.expect("a paired history is lent");
-    assert!(agent_core::is_paired(&history));
-    store.keep_history("kept", history);
+    let lent = store.load_history("kept", &exact).await;
+    if let Some(history) = lent.expect("load_history") {
+        assert!(agent_core::is_paired(&history));
+        store.keep_history("kept", history);
+    }
     store.insert("kept", stray()).await.expect("insert");
-    let lent = store
-        .load_history("kept", &exact)
-        .await
-        .expect("load_history");
-    assert!(lent.is_none_or(|lent| agent_core::is_paired(&lent)));
+    let lent = store.load_history("kept", &exact).await;
+    assert_eq!(lent.expect("load_history"), None);
 }
 
 /// The messages of the completed rows of `session` that are not silent, in order.
