@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CallAnswer, FnTool, Message, MessageStatus, MessageUpdate, NewMessage,
-    NowOrLater, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
+    AgentBuilder, CallAnswer, Conversation, FnTool, Message, MessageStatus, MessageUpdate,
+    NewMessage, NowOrLater, PendingCall, PendingKind, ScriptedModel, ScriptedStep, SessionStore,
     StoreErrorKind, StoredMessage, SubagentTurn, SuspendedCall, ToolCall, ToolError, ToolStatus,
     TurnStatus,
 };
@@ -407,6 +407,26 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
     assert_eq!(pending_row.expect("load_history"), None);
 }
 
+/// `rows` inserted into `session`, and a conversation on it of an agent answering with
+/// `model`. The caller keeps the conversation open while it reads the store after a turn (an
+/// in-memory store frees a session with its last handle).
+async fn seeded(
+    store: &Arc<dyn SessionStore>,
+    session: &str,
+    rows: impl IntoIterator<Item = NewMessage>,
+    model: &ScriptedModel,
+) -> Conversation {
+    for row in rows {
+        store.insert(session, row).await.expect("insert");
+    }
+    AgentBuilder::new("seeded")
+        .model(model.clone())
+        .store(store.clone())
+        .build()
+        .expect("agent")
+        .session(session)
+}
+
 /// A result no call asked for never reaches the model, on every store: a store that vouches
 /// for what it lends ([`SessionStore::lends_paired`]) lends no history holding one, and the
 /// engine pairs the rows; any other store's history is checked and paired by the engine. A
@@ -414,22 +434,13 @@ pub async fn load_history_is_what_a_model_reads_or_nothing(subject: Subject) {
 pub async fn a_result_no_call_asked_for_never_reaches_the_model(subject: Subject) {
     let store = subject.store;
     let stray = || NewMessage::completed(tool_result("call_9", "weather", "sunny", false));
-    for row in [
+    let rows = [
         NewMessage::completed(Message::user("What is the weather?")),
         NewMessage::completed(Message::assistant("Sunny.")),
         stray(),
-    ] {
-        store.insert("stray", row).await.expect("insert");
-    }
+    ];
     let model = ScriptedModel::new([ScriptedStep::new().text("Still sunny.")]);
-    // Kept open while the store is read after the turn (an in-memory store frees a session
-    // with its last handle).
-    let conversation = AgentBuilder::new("paired")
-        .model(model.clone())
-        .store(store.clone())
-        .build()
-        .expect("agent")
-        .session("stray");
+    let conversation = seeded(&store, "stray", rows, &model).await;
     let result = conversation.run("And now?").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     assert_eq!(
@@ -819,18 +830,8 @@ pub async fn the_next_turn_repairs_a_turn_cut_off_mid_way(subject: Subject) {
             silent: false,
         },
     ];
-    for row in cut {
-        store.insert("cut", row).await.expect("insert");
-    }
     let model = ScriptedModel::new([ScriptedStep::new().text("Sorry, the clock was cut off.")]);
-    // The conversation stays open while the rows are read (an in-memory store frees a session
-    // with its last handle).
-    let conversation = AgentBuilder::new("next")
-        .model(model.clone())
-        .store(store.clone())
-        .build()
-        .expect("agent")
-        .session("cut");
+    let conversation = seeded(&store, "cut", cut, &model).await;
     let result = conversation.run("Well?").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     let interrupted = tool_result(
