@@ -378,13 +378,7 @@ fn floor_history(n: usize) -> Vec<FloorMessage> {
 /// pair and an on_chunk hook.
 fn turn_agent(url: &str, store: Option<Arc<dyn agent_core::SessionStore>>) -> agent_core::Agent {
     use agent_core::{Hook, Matcher, event};
-    let model = OpenAi::new("bench-key")
-        .base_url(format!("{url}/v1"))
-        .model("bench");
-    let mut builder = AgentBuilder::new("bench")
-        .model(model)
-        .tool(get_weather_tool::GetWeather)
-        .tool(get_time_tool::GetTime)
+    let mut builder = bare_builder(url)
         .before_tool_call(
             Matcher::all(),
             Hook::<event::BeforeToolCall<serde_json::Value>>::sync("gate", |ctx| {
@@ -404,6 +398,17 @@ fn turn_agent(url: &str, store: Option<Arc<dyn agent_core::SessionStore>>) -> ag
         builder = builder.store(store);
     }
     builder.build().expect("agent")
+}
+
+/// The bench agent's model and tools, without hooks or a store.
+fn bare_builder(url: &str) -> AgentBuilder {
+    let model = OpenAi::new("bench-key")
+        .base_url(format!("{url}/v1"))
+        .model("bench");
+    AgentBuilder::new("bench")
+        .model(model)
+        .tool(get_weather_tool::GetWeather)
+        .tool(get_time_tool::GetTime)
 }
 
 /// The whole stack: an agent turn through `OpenAi` with two tool calls, fifty streamed text
@@ -436,7 +441,7 @@ fn whole_turn_floor_typed(bencher: Bencher) {
 /// call with its before/after hooks.
 #[divan::bench(args = CALLS, sample_count = 200)]
 fn whole_turn_calls_agent(bencher: Bencher, calls: usize) {
-    agent_turns(bencher, calls, None);
+    agent_turns(bencher, calls, |url| turn_agent(url, None));
 }
 
 /// [`whole_turn_agent`] on a store that keeps nothing ([`no_store::NoStore`]): set beside
@@ -444,20 +449,32 @@ fn whole_turn_calls_agent(bencher: Bencher, calls: usize) {
 /// to a whole turn.
 #[divan::bench(sample_count = 200)]
 fn whole_turn_agent_no_store(bencher: Bencher) {
-    agent_turns(
-        bencher,
-        TWO_CALLS,
-        Some(Arc::new(no_store::NoStore::default())),
-    );
+    agent_turns(bencher, TWO_CALLS, |url| {
+        turn_agent(url, Some(Arc::new(no_store::NoStore::default())))
+    });
 }
 
-/// Whole turns of [`turn_agent`] with `calls` tool calls in step one, on `store` (the default
-/// store when `None`).
-fn agent_turns(bencher: Bencher, calls: usize, store: Option<Arc<dyn agent_core::SessionStore>>) {
+/// The engine's skeleton: [`whole_turn_agent`]'s turn with neither hooks nor a store (on
+/// [`no_store::NoStore`]). Set beside `whole_turn_agent` and `whole_turn_floor_typed`, it
+/// splits the agent's cost over the floor between the engine's own path and what its hooks
+/// and its store add (docs/performance.md, twentieth pass).
+#[divan::bench(sample_count = 200)]
+fn whole_turn_agent_bare(bencher: Bencher) {
+    agent_turns(bencher, TWO_CALLS, |url| {
+        bare_builder(url)
+            .store(Arc::new(no_store::NoStore::default()))
+            .build()
+            .expect("agent")
+    });
+}
+
+/// Whole turns of the agent `make` builds for the mock server's address, with `calls` tool
+/// calls in step one.
+fn agent_turns(bencher: Bencher, calls: usize, make: impl FnOnce(&str) -> agent_core::Agent) {
     let runtime = runtime();
     let (first, second) = turn_bodies(calls);
     let url = serve_pair(&runtime, first, second);
-    let agent = turn_agent(&url, store);
+    let agent = make(&url);
     bencher.bench_local(|| {
         let result = runtime.block_on(agent.run(INPUT));
         assert_eq!(result.status, TurnStatus::Completed);
