@@ -468,7 +468,6 @@ impl AgentBuilder {
             extensions: extensions.into(),
             sessions: Default::default(),
             configure_session,
-            session_states: Default::default(),
             output,
         })
     }

@@ -26,8 +26,11 @@ use crate::util::BoxFuture;
 pub struct Conversation {
     pub(crate) agent: Agent,
     pub(crate) session: Arc<str>,
-    /// The session's open mark, shared by every handle on it in this agent.
-    pub(crate) opened: Arc<Opened>,
+    /// The session's open mark, shared by every handle on it in this agent; none when the
+    /// agent does not configure its sessions (nothing would read it, and a one-shot
+    /// [`Agent::run`] would lock and grow the agent's table of marks for it each turn:
+    /// `whole_turn_agent_bare` in agent-providers/benches/stream.rs).
+    pub(crate) opened: Option<Arc<Opened>>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -59,8 +62,12 @@ impl Drop for Conversation {
 impl Conversation {
     pub(crate) fn new(agent: Agent, session: String) -> Self {
         let session: Arc<str> = session.into();
-        let opened = agent.inner.sessions.opened(&session);
-        agent.inner.store.retain(&session);
+        let inner = &agent.inner;
+        let opened = inner
+            .configure_session
+            .as_ref()
+            .map(|_| inner.sessions.opened(&session));
+        inner.store.retain(&session);
         Conversation {
             agent,
             session,
@@ -72,7 +79,7 @@ impl Conversation {
     fn session_ref(&self) -> SessionRef<'_> {
         SessionRef {
             id: &self.session,
-            opened: &self.opened,
+            opened: self.opened.as_ref(),
         }
     }
 
@@ -185,6 +192,11 @@ impl Conversation {
     /// both copies, far apart in the binary. Behind `dyn Future` the engine is compiled once,
     /// here (`whole_turn_agent` in agent-providers/benches/stream.rs, and `WHOLE_TURN_RSS`).
     fn start(&self, request: TurnRequest) -> FinishOnDrop {
+        self.clone().start_owned(request)
+    }
+
+    /// [`start`](Self::start) on this handle itself, for a turn that takes it.
+    pub(super) fn start_owned(self, request: TurnRequest) -> FinishOnDrop {
         let (conversation, request, cancel) = self.handed(request);
         FinishOnDrop {
             turn: Some(Box::pin(async move {
@@ -213,7 +225,7 @@ impl Conversation {
     /// (see [`start`](Self::start)).
     fn spawn_stream(&self, request: TurnRequest) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
-        let (conversation, request, cancel) = self.handed(request);
+        let (conversation, request, cancel) = self.clone().handed(request);
         tokio::spawn(async move {
             let session = conversation.session_ref();
             run_turn(&conversation.agent.inner, session, request, Some(sender)).await;
@@ -221,18 +233,18 @@ impl Conversation {
         TurnStream::new(receiver, cancel)
     }
 
-    /// What a turn of `request` takes with it: a handle on this conversation, the request
-    /// (boxed, see `run_turn`) on a child of its token, and that child, which cancels the turn.
-    fn handed(&self, mut request: TurnRequest) -> (Conversation, Box<TurnRequest>, CancelToken) {
+    /// What a turn of `request` takes with it: this handle, the request (boxed, see
+    /// `run_turn`) on a child of its token, and that child, which cancels the turn.
+    fn handed(self, mut request: TurnRequest) -> (Conversation, Box<TurnRequest>, CancelToken) {
         request.cancel = request.cancel.child();
         let cancel = request.cancel.clone();
-        (self.clone(), Box::new(request), cancel)
+        (self, Box::new(request), cancel)
     }
 }
 
 /// A turn driven in the caller's future that, dropped before it ended, is cancelled and
 /// finished on a task of its own (rows settled, on_chat_response fired).
-struct FinishOnDrop {
+pub(super) struct FinishOnDrop {
     turn: Option<BoxFuture<'static, TurnResult>>,
     cancel: CancelToken,
 }

@@ -127,6 +127,8 @@ impl Agent {
 
     /// Runs one turn on a new conversation.
     pub async fn run(&self, request: impl Into<TurnRequest>) -> crate::hooks::TurnResult {
-        self.conversation().run(request).await
+        // The new conversation is handed to the turn, not cloned for it (a clone retains the
+        // session in the store and the drop of each releases it: `whole_turn_agent`).
+        self.conversation().start_owned(request.into()).await
     }
 }

@@ -22,8 +22,8 @@ impl<'a> Turn<'a> {
         configure: &Configure,
     ) -> Result<Option<String>, End> {
         let agent = self.agent;
-        let open = match agent.session_states.get(self.session_id, self.opened) {
-            Some(open) => open,
+        let open = match self.opened.and_then(|opened| opened.state()) {
+            Some(open) => open.clone(),
             None => {
                 let info = SessionInfo {
                     agent: agent.name.to_string(),
@@ -33,10 +33,12 @@ impl<'a> Turn<'a> {
                     .await
                     .map(Arc::new)
                     .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
-                agent
-                    .session_states
-                    .put(self.session_id, self.opened, open.clone());
-                open
+                // Every handle of an agent that configures its sessions carries a mark
+                // (`Conversation::new`); without one the configuration serves this turn alone.
+                match self.opened {
+                    Some(opened) => opened.keep(open),
+                    None => open,
+                }
             }
         };
         let system = open.system.clone();

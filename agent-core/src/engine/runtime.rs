@@ -19,7 +19,7 @@ use crate::hooks::TurnHooks;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
 use crate::hooks::{TurnError, TurnErrorKind};
 use crate::model::{CallSettings, Model};
-use crate::session::{Configure, Opened, SessionStates};
+use crate::session::{Configure, Opened};
 use crate::store::PanicSafe;
 use crate::tool::{DynTool, ToolSpec};
 
@@ -62,12 +62,10 @@ pub(crate) struct AgentRuntime {
     /// The teams of the agents this one holds as handoff targets or subagents: held (never
     /// read) so that their links to teammates, which are weak, stay alive as long as this agent.
     pub(crate) _teams: Vec<TeamAgents>,
-    /// The mark of each open session.
+    /// The mark of each open session (kept when the agent configures its sessions).
     pub(crate) sessions: OpenSessions,
     /// Builds each session's configuration when it opens.
     pub(crate) configure_session: Option<Configure>,
-    /// The configuration and system prompt of each open session.
-    pub(crate) session_states: SessionStates,
     /// The type the agent's final answer must parse into, when it has one (`output.rs`).
     pub(crate) output: Option<Arc<OutputSpec>>,
 }
@@ -146,8 +144,9 @@ impl ToolSlot {
     }
 }
 
-/// An agent's open sessions: every [`Conversation`](crate::Conversation) opened on one session
-/// id shares one [`Opened`] mark while any is alive (the session's configuration lives as long).
+/// The open sessions of an agent that configures its sessions: every
+/// [`Conversation`](crate::Conversation) opened on one session id shares one [`Opened`] mark,
+/// which holds the session's configuration, while any is alive.
 #[derive(Default)]
 pub(crate) struct OpenSessions {
     inner: std::sync::Mutex<MarkTable>,
@@ -171,7 +170,7 @@ impl OpenSessions {
             table.marks.retain(|_, opened| opened.strong_count() > 0);
             table.prune_at = (table.marks.len() * 2).max(64);
         }
-        let opened = Arc::new(Opened);
+        let opened = Arc::new(Opened::default());
         table.marks.insert(session.clone(), Arc::downgrade(&opened));
         opened
     }

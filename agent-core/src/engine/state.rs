@@ -34,8 +34,9 @@ pub(super) struct Turn<'a> {
     /// The agents the turn may hand off to, held while it runs (`handoff.rs`).
     pub(super) reach: &'a Reach,
     pub(super) session_id: &'a Arc<str>,
-    /// The session's open mark (its configuration lives as long as it).
-    pub(super) opened: &'a Arc<Opened>,
+    /// The session's open mark (its configuration lives as long as it), when the agent
+    /// configures its sessions.
+    pub(super) opened: Option<&'a Arc<Opened>>,
     pub(super) request_id: Arc<str>,
     pub(super) continuation: bool,
     pub(super) cancel: CancelToken,

@@ -129,10 +129,13 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
             (Held::open(&agent), request)
         }
     };
-    let opened = Arc::new(Opened);
+    let opened = agent
+        .configure_session
+        .as_ref()
+        .map(|_| Arc::new(Opened::default()));
     let turn = SessionRef {
         id: &session.id,
-        opened: &opened,
+        opened: opened.as_ref(),
     };
     // Boxed: a turn inside a tool call of a turn.
     let result = Box::pin(run_turn(&agent, turn, Box::new(request), None)).await;

@@ -41,8 +41,9 @@ use crate::util::{boxed, catch_unwind, new_id};
 pub(crate) struct SessionRef<'a> {
     /// The session id.
     pub(crate) id: &'a Arc<str>,
-    /// The session's open mark, shared by every handle on it.
-    pub(crate) opened: &'a Arc<Opened>,
+    /// The session's open mark, shared by every handle on it (`None` when the agent does not
+    /// configure its sessions: nothing reads it).
+    pub(crate) opened: Option<&'a Arc<Opened>>,
 }
 
 /// Runs one turn of `agent` in `session`; events go to `sink` when streaming.

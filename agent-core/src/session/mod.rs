@@ -8,9 +8,8 @@ mod compaction;
 mod config;
 mod prompt;
 
-use hashbrown::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, OnceLock};
 
 pub(crate) use compaction::{Compaction, compact, splice};
 pub use compaction::{SUMMARY_HEADING, cut_point, is_boundary, summary_message};
@@ -68,43 +67,23 @@ pub(crate) async fn open(
     })
 }
 
-/// One opening of a session by an agent: shared by every handle on the session, dropped with
-/// the last one.
-#[derive(Debug)]
-pub(crate) struct Opened;
-
-/// The open sessions of an agent. An entry lives as long as the session's [`Opened`] mark
-/// (shared by every handle on the session), so a session is configured again once every handle
-/// is gone.
+/// One opening of a session by an agent that configures its sessions: shared by every handle
+/// on the session, dropped with the last one, and holding the session's configuration once
+/// its first turn built it (so a session is configured again once every handle is gone).
 #[derive(Default)]
-pub(crate) struct SessionStates {
-    inner: std::sync::Mutex<StateTable>,
+pub(crate) struct Opened {
+    state: OnceLock<Arc<OpenSession>>,
 }
 
-#[derive(Default)]
-struct StateTable {
-    open: HashMap<Arc<str>, (Weak<Opened>, Arc<OpenSession>)>,
-    /// Entries whose mark is gone are forgotten when the table grows to this size.
-    prune_at: usize,
-}
-
-impl SessionStates {
-    /// The open state of `session`, if it was opened under this mark.
-    pub(crate) fn get(&self, session: &str, opened: &Arc<Opened>) -> Option<Arc<OpenSession>> {
-        let table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (owner, state) = table.open.get(session)?;
-        (owner.as_ptr() == Arc::as_ptr(opened)).then(|| state.clone())
+impl Opened {
+    /// The session's configuration, if a turn built it under this mark.
+    pub(crate) fn state(&self) -> Option<&Arc<OpenSession>> {
+        self.state.get()
     }
 
-    /// Records `session` as opened under this mark.
-    pub(crate) fn put(&self, session: &Arc<str>, opened: &Arc<Opened>, state: Arc<OpenSession>) {
-        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if table.open.len() >= table.prune_at {
-            table.open.retain(|_, (owner, _)| owner.strong_count() > 0);
-            table.prune_at = (table.open.len() * 2).max(64);
-        }
-        table
-            .open
-            .insert(session.clone(), (Arc::downgrade(opened), state));
+    /// Keeps `state` as the session's configuration; gives the one kept (another turn's, should
+    /// one have been kept first).
+    pub(crate) fn keep(&self, state: Arc<OpenSession>) -> Arc<OpenSession> {
+        self.state.get_or_init(|| state).clone()
     }
 }

@@ -60,7 +60,7 @@ fn overflow() -> ScriptedStep {
 async fn context_blocks_compose_the_system_prompt_once_per_open() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
-    let model = ScriptedModel::new([ScriptedStep::new().text("a"), ScriptedStep::new().text("b")]);
+    let model = ScriptedModel::new(["a", "b", "c", "d"].map(|text| ScriptedStep::new().text(text)));
     let agent = AgentBuilder::new("a")
         .instructions("Be brief.")
         .model(model.clone())
@@ -85,11 +85,22 @@ async fn context_blocks_compose_the_system_prompt_once_per_open() {
         TurnStatus::Completed
     );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // A second handle on the open session shares its configuration.
+    let second = agent.session("s1");
+    assert_eq!(second.run("more").await.status, TurnStatus::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // Once every handle is gone, the session opens again: configured anew.
+    drop((conversation, second));
+    let reopened = agent.session("s1");
+    assert_eq!(reopened.run("back").await.status, TurnStatus::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
     let requests = model.requests();
     let expected =
         "Be brief.\n\n## soul\nYou are kind.\n\n## memory\n01234567\n\n## user\nsession s1";
-    assert_eq!(requests[0].system.as_deref(), Some(expected));
-    assert_eq!(requests[1].system.as_deref(), Some(expected));
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(request.system.as_deref(), Some(expected));
+    }
 }
 
 #[test]
