@@ -65,6 +65,17 @@ impl CancelToken {
         CancelToken { inner: child }
     }
 
+    /// Makes this token one that cancels nobody else's: a child of it when the token is held
+    /// elsewhere too (the caller's), itself when nothing else holds it (a request's own
+    /// default token), which a child would only copy: an allocation, and the parent's list of
+    /// children locked and grown, a turn (`whole_turn_agent_bare` in
+    /// agent-providers/benches/stream.rs). A parent's cancel reaches it either way.
+    pub(crate) fn make_own(&mut self) {
+        if Arc::strong_count(&self.inner) > 1 {
+            *self = self.child();
+        }
+    }
+
     /// Whether [`cancel`](Self::cancel) was called, on this token or a parent.
     // Inlined: the model's stream reader asks before each event (`agent-providers/benches/
     // chunks.rs`).
@@ -110,6 +121,7 @@ impl CancelInner {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::Duration;
 
     use super::CancelToken;
@@ -142,6 +154,29 @@ mod tests {
         assert_eq!(waiting.await.unwrap(), (true, true));
         assert!(child.child().is_cancelled(), "a child of a cancelled token");
         assert!(hears(&child.child().child()).await, "and its own children");
+    }
+
+    /// A token held nowhere else is made the turn's own as it is; one the caller holds too is
+    /// replaced by a child, which the caller's cancel reaches and whose cancel leaves the
+    /// caller's alone.
+    #[tokio::test(start_paused = true)]
+    async fn a_token_is_made_its_holders_own() {
+        let mut alone = CancelToken::new();
+        let before = Arc::as_ptr(&alone.inner);
+        alone.make_own();
+        assert_eq!(Arc::as_ptr(&alone.inner), before, "no child made");
+
+        let callers = CancelToken::new();
+        let mut turns = callers.clone();
+        turns.make_own();
+        assert!(!Arc::ptr_eq(&turns.inner, &callers.inner));
+        turns.cancel();
+        assert!(turns.is_cancelled() && !callers.is_cancelled());
+
+        let mut turns = callers.clone();
+        turns.make_own();
+        callers.cancel();
+        assert!(turns.is_cancelled() && hears(&turns).await);
     }
 
     /// A token that lives for many requests keeps no list of their dropped children, and still

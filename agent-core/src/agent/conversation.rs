@@ -180,7 +180,7 @@ impl Conversation {
     /// Dropping the returned future (a `tokio::time::timeout` around it, a server handler whose
     /// client went away) cancels the turn, as its token would: the turn then finishes on a
     /// task of its own, as `aborted`, with its rows settled and on_chat_response fired once.
-    /// The token of the request is left alone (the turn runs on a child of it).
+    /// A token the caller holds is left alone (the turn runs on a child of it).
     pub async fn run(&self, request: impl Into<TurnRequest>) -> TurnResult {
         self.start(request.into()).await
     }
@@ -234,9 +234,10 @@ impl Conversation {
     }
 
     /// What a turn of `request` takes with it: this handle, the request (boxed, see
-    /// `run_turn`) on a child of its token, and that child, which cancels the turn.
+    /// `run_turn`) on a token of the turn's own (a child of the request's when the caller
+    /// holds that one too), and that token, which cancels the turn.
     fn handed(self, mut request: TurnRequest) -> (Conversation, Box<TurnRequest>, CancelToken) {
-        request.cancel = request.cancel.child();
+        request.cancel.make_own();
         let cancel = request.cancel.clone();
         (self, Box::new(request), cancel)
     }

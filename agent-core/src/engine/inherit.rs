@@ -3,7 +3,7 @@
 //! they run, matched by their matchers against the other agent's tools, before its own.
 //! Without the mark each agent runs its own hooks only (isolate, the default).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use super::runtime::AgentRuntime;
 use crate::hooks::tool_hooks::{AfterHook, BeforeHook};
@@ -32,13 +32,16 @@ impl Inherited {
         Arc::new(passed)
     }
 
-    /// The hooks a new turn inherits: those its subagent call passed on, or none.
+    /// The hooks a new turn inherits: those its subagent call passed on, or none: one empty
+    /// set shared by every such turn (an allocation and its free a turn fewer,
+    /// `whole_turn_agent_bare` in agent-providers/benches/stream.rs).
     pub(crate) fn for_new_turn() -> Arc<Inherited> {
+        static NONE: LazyLock<Arc<Inherited>> = LazyLock::new(Arc::default);
         PASSED
             .try_with(Clone::clone)
             .ok()
             .flatten()
-            .unwrap_or_default()
+            .unwrap_or_else(|| NONE.clone())
     }
 
     /// Whether the code running now is inside a call that passes hooks on: a plain tool called

@@ -69,7 +69,9 @@ impl<'a> TurnPlan<'a> {
             })
             .collect();
         let mut provider_options = agent.provider_options.clone();
-        provider_options.extend(config.provider_options.unwrap_or_default());
+        if let Some(more) = config.provider_options {
+            provider_options.extend(more);
+        }
         TurnPlan {
             model: config.model.unwrap_or_else(|| agent.model.clone()),
             system: config.system.or(system),
