@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use agent_core::{
-    BoxFuture, MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoredMessage,
-    TurnLease, TurnLocks,
+    BoxFuture, Message, MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError,
+    StoredMessage, TurnLease, TurnLocks,
 };
 
 /// A store that keeps nothing: every session reads empty, every write only numbers its row. The
@@ -60,6 +60,24 @@ impl SessionStore for NoStore {
         wait: bool,
     ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
         Box::pin(async move { Ok(self.locks.lock(session, wait).await.map(TurnLease::local)) })
+    }
+
+    /// Every session reads empty: lent as an empty history with the room the turn asks for, so
+    /// a turn neither loads rows nor builds its history from them (as on `MemoryStore`, which
+    /// lends what it keeps).
+    fn load_history<'a>(
+        &'a self,
+        _: &'a str,
+        capacity: &'a (dyn Fn(usize) -> usize + Sync),
+    ) -> BoxFuture<'a, Result<Option<Vec<Message>>, StoreError>> {
+        Box::pin(std::future::ready(Ok(Some(Vec::with_capacity(capacity(
+            0,
+        ))))))
+    }
+
+    /// An empty history is paired.
+    fn lends_paired(&self) -> bool {
+        true
     }
 
     /// On the spot, as the engine asks first: no future for a write that does nothing.
