@@ -43,6 +43,7 @@ mod store;
 mod text;
 mod tool;
 mod util;
+mod weak_table;
 
 pub use agent::{
     Agent, AgentBuilder, AgentSpec, AnswerError, BuildError, CommandEvent, CommandHook,

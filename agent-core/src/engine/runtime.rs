@@ -4,7 +4,7 @@
 
 use hashbrown::HashMap;
 use std::any::TypeId;
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -22,6 +22,7 @@ use crate::model::{CallSettings, Model};
 use crate::session::{Configure, Opened};
 use crate::store::PanicSafe;
 use crate::tool::{DynTool, ToolSpec};
+use crate::weak_table::WeakTable;
 
 /// A built agent's runtime state, shared by every handle and turn.
 pub(crate) struct AgentRuntime {
@@ -149,30 +150,13 @@ impl ToolSlot {
 /// which holds the session's configuration, while any is alive.
 #[derive(Default)]
 pub(crate) struct OpenSessions {
-    inner: std::sync::Mutex<MarkTable>,
-}
-
-#[derive(Default)]
-struct MarkTable {
-    marks: HashMap<Arc<str>, Weak<Opened>>,
-    /// Sessions no handle keeps open are forgotten when the table grows to this size.
-    prune_at: usize,
+    marks: WeakTable<Opened>,
 }
 
 impl OpenSessions {
     /// The mark of `session`, shared with every open handle on it.
-    pub(crate) fn opened(&self, session: &Arc<str>) -> Arc<Opened> {
-        let mut table = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(opened) = table.marks.get(session).and_then(Weak::upgrade) {
-            return opened;
-        }
-        if table.marks.len() >= table.prune_at {
-            table.marks.retain(|_, opened| opened.strong_count() > 0);
-            table.prune_at = (table.marks.len() * 2).max(64);
-        }
-        let opened = Arc::new(Opened::default());
-        table.marks.insert(session.clone(), Arc::downgrade(&opened));
-        opened
+    pub(crate) fn opened(&self, session: &str) -> Arc<Opened> {
+        self.marks.get_or_make(session, Opened::default)
     }
 }
 

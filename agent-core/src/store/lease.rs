@@ -2,11 +2,11 @@
 //! in-process turn locks every store keeps ([`TurnLocks`]).
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use tokio::sync::OwnedMutexGuard;
 
 use crate::util::BoxFuture;
+use crate::weak_table::WeakTable;
 
 /// A session's turn, held: while it lives no other turn of that session starts, whichever
 /// agent or handle asks (and, for a store shared between processes, whichever process).
@@ -83,16 +83,8 @@ impl fmt::Debug for TurnLease {
 /// (a store shared between processes adds its own cross-process lease on top).
 #[derive(Default)]
 pub struct TurnLocks {
-    table: Mutex<LockTable>,
-}
-
-#[derive(Default)]
-struct LockTable {
-    /// hashbrown's map with its default hasher (foldhash, seeded at random per map): every
-    /// turn looks its session up here, and SipHash over the id cost more than the lookup.
-    locks: hashbrown::HashMap<Arc<str>, Weak<tokio::sync::Mutex<()>>>,
-    /// Sessions nobody waits on or holds are forgotten when the table grows to this size.
-    prune_at: usize,
+    /// Each session's lock, while a turn holds it or waits on it.
+    locks: WeakTable<tokio::sync::Mutex<()>>,
 }
 
 impl TurnLocks {
@@ -104,7 +96,9 @@ impl TurnLocks {
     /// Takes the turn of `session` in this process: waits for it when `wait` is true (in the
     /// order turns asked), else returns `None` at once when another turn holds it.
     pub async fn lock(&self, session: &str, wait: bool) -> Option<OwnedMutexGuard<()>> {
-        let lock = self.lock_of(session);
+        let lock = self
+            .locks
+            .get_or_make(session, || tokio::sync::Mutex::new(()));
         // Tried first even when waiting: a free lock is taken without making the waiting
         // future (`whole_turn_agent` in agent-providers/benches/stream.rs). No turn jumps the
         // queue: Tokio's mutex hands a released lock to its first waiter, never leaves it free
@@ -115,30 +109,12 @@ impl TurnLocks {
             Err(_) => None,
         }
     }
-
-    /// The lock of `session`, shared with every turn that holds it or waits on it.
-    fn lock_of(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lock) = table.locks.get(session).and_then(Weak::upgrade) {
-            return lock;
-        }
-        if table.locks.len() >= table.prune_at {
-            table.locks.retain(|_, lock| lock.strong_count() > 0);
-            table.prune_at = (table.locks.len() * 2).max(64);
-        }
-        let lock = Arc::new(tokio::sync::Mutex::new(()));
-        table
-            .locks
-            .insert(Arc::from(session), Arc::downgrade(&lock));
-        lock
-    }
 }
 
 impl fmt::Debug for TurnLocks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("TurnLocks")
-            .field("sessions", &table.locks.len())
+            .field("sessions", &self.locks.len())
             .finish()
     }
 }
@@ -158,7 +134,7 @@ mod tests {
         for n in 0..1000 {
             drop(locks.lock(&format!("s{n}"), false).await);
         }
-        let size = locks.table.lock().unwrap().locks.len();
+        let size = locks.locks.len();
         assert!(size <= 128, "free sessions are pruned: {size} kept");
     }
 

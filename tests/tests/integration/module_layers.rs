@@ -17,7 +17,14 @@ const LAYERS: &[&[&str]] = &[
     &["hooks"],
     &["model", "store"],
     &["tool"],
-    &["message", "cancel", "run_agent", "util", "partial_json"],
+    &[
+        "message",
+        "cancel",
+        "run_agent",
+        "util",
+        "partial_json",
+        "weak_table",
+    ],
     &["text"],
 ];
 
