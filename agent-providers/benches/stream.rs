@@ -491,49 +491,40 @@ fn whole_turn_calls_agent_typed(bencher: Bencher, calls: usize) {
     use agent_core::{Hook, Matcher, event};
     use get_time_tool::GetTimeArgs;
     use get_weather_tool::GetWeatherArgs;
-    let runtime = runtime();
-    let (first, second) = turn_bodies(calls);
-    let url = serve_pair(&runtime, first, second);
-    let model = OpenAi::new("bench-key")
-        .base_url(format!("{url}/v1"))
-        .model("bench");
-    let agent = AgentBuilder::new("bench")
-        .model(model)
-        .tool(get_weather_tool::GetWeather)
-        .tool(get_time_tool::GetTime)
-        .before_tool_call(
-            Matcher::tool("get_weather"),
-            Hook::<event::BeforeToolCall<GetWeatherArgs>>::sync("gate weather", |ctx| {
-                black_box(&ctx.input.city);
-            }),
-        )
-        .before_tool_call(
-            Matcher::tool("get_time"),
-            Hook::<event::BeforeToolCall<GetTimeArgs>>::sync("gate time", |ctx| {
-                black_box(&ctx.input.city);
-            }),
-        )
-        .after_tool_call(
-            Matcher::tool("get_weather"),
-            Hook::<event::AfterToolCall<GetWeatherArgs, String>>::sync("audit weather", |ctx| {
-                black_box(ctx.success());
-            }),
-        )
-        .after_tool_call(
-            Matcher::tool("get_time"),
-            Hook::<event::AfterToolCall<GetTimeArgs, String>>::sync("audit time", |ctx| {
-                black_box(ctx.success());
-            }),
-        )
-        .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
-            black_box(&ctx.chunk);
-        }))
-        .build()
-        .expect("agent");
-    bencher.bench_local(|| {
-        let result = runtime.block_on(agent.run(INPUT));
-        assert_eq!(result.status, TurnStatus::Completed);
-        black_box(result)
+    agent_turns(bencher, calls, |url| {
+        bare_builder(url)
+            .before_tool_call(
+                Matcher::tool("get_weather"),
+                Hook::<event::BeforeToolCall<GetWeatherArgs>>::sync("gate weather", |ctx| {
+                    black_box(&ctx.input.city);
+                }),
+            )
+            .before_tool_call(
+                Matcher::tool("get_time"),
+                Hook::<event::BeforeToolCall<GetTimeArgs>>::sync("gate time", |ctx| {
+                    black_box(&ctx.input.city);
+                }),
+            )
+            .after_tool_call(
+                Matcher::tool("get_weather"),
+                Hook::<event::AfterToolCall<GetWeatherArgs, String>>::sync(
+                    "audit weather",
+                    |ctx| {
+                        black_box(ctx.success());
+                    },
+                ),
+            )
+            .after_tool_call(
+                Matcher::tool("get_time"),
+                Hook::<event::AfterToolCall<GetTimeArgs, String>>::sync("audit time", |ctx| {
+                    black_box(ctx.success());
+                }),
+            )
+            .hook(Hook::<event::OnChunk>::sync("meter", |ctx| {
+                black_box(&ctx.chunk);
+            }))
+            .build()
+            .expect("agent")
     });
 }
 
