@@ -123,7 +123,8 @@ fn turn() -> Turn {
                     r#"{"city":"Paris","when":"afternoon"}"#,
                 ),
                 call("call_2", "weather", r#"{"city":"Rome","when":"afternoon"}"#),
-            ],
+            ]
+            .into(),
             reasoning_signature: None,
             provider_blocks: Vec::new(),
         },
@@ -246,7 +247,8 @@ fn long_session() -> PathBuf {
                         &format!("call_{i}"),
                         "search",
                         &format!(r#"{{"query":"item {i}","limit":5}}"#),
-                    )],
+                    )]
+                    .into(),
                     reasoning_signature: Some("c2lnbmF0dXJl".repeat(8)),
                     provider_blocks: Vec::new(),
                 },

@@ -1,5 +1,7 @@
 //! Conversation messages: what the model reads and what a store keeps.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::text::Text;
@@ -25,9 +27,13 @@ pub enum Message {
         /// Reasoning the model streamed, if any.
         #[serde(default, skip_serializing_if = "str::is_empty")]
         reasoning: Text,
-        /// The tool calls of this reply, in the model's order.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
+        /// The tool calls of this reply, in the model's order. Shared: the stored row, the
+        /// history, the turn's added messages and the step's record hold one list, and a copy
+        /// of the message copies a pointer (`whole_turn_calls_agent` in
+        /// `agent-providers/benches/stream.rs`). Build it from a `Vec` with `.into()`;
+        /// `Arc::default()` is an empty list that allocates nothing.
+        #[serde(default, skip_serializing_if = "<[ToolCall]>::is_empty")]
+        tool_calls: Arc<[ToolCall]>,
         /// The provider's signature over the reasoning (Anthropic's thinking blocks), which it
         /// needs to take the reasoning back in a later request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +77,7 @@ impl Message {
         Message::Assistant {
             content: content.into(),
             reasoning: Text::new(),
-            tool_calls: Vec::new(),
+            tool_calls: Arc::default(),
             reasoning_signature: None,
             provider_blocks: Vec::new(),
         }
@@ -112,6 +118,16 @@ pub struct ToolCall {
     /// when a server tool called this client tool). `None` for most calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Value>,
+}
+
+/// Calls made shared, as a message holds them; no calls share the empty list, which allocates
+/// nothing (`Arc::from` an empty `Vec` allocates, `Arc::default` does not).
+pub(crate) fn shared_calls(calls: Vec<ToolCall>) -> Arc<[ToolCall]> {
+    if calls.is_empty() {
+        Arc::default()
+    } else {
+        calls.into()
+    }
 }
 
 impl ToolCall {
@@ -169,20 +185,20 @@ pub(crate) fn paired(messages: Vec<Message>) -> Vec<Message> {
         }
         let mut kept_results = Vec::with_capacity(results.len());
         let mut kept_calls = Vec::with_capacity(tool_calls.len());
-        for call in tool_calls {
+        for call in tool_calls.iter() {
             let answer = results.iter().position(
                 |result| matches!(result, Message::Tool { call_id, .. } if *call_id == call.id),
             );
             if let Some(at) = answer {
                 kept_results.push(results.remove(at));
-                kept_calls.push(call);
+                kept_calls.push(call.clone());
             }
         }
         if !(content.is_empty() && kept_calls.is_empty() && provider_blocks.is_empty()) {
             out.push(Message::Assistant {
                 content,
                 reasoning,
-                tool_calls: kept_calls,
+                tool_calls: shared_calls(kept_calls),
                 reasoning_signature,
                 provider_blocks,
             });

@@ -511,7 +511,8 @@ fn history_request(n: usize) -> ModelRequest {
                     format!("call_{i}"),
                     "get_weather",
                     r#"{"city":"Oslo","unit":"c"}"#,
-                )],
+                )]
+                .into(),
                 reasoning_signature: None,
                 provider_blocks: Vec::new(),
             },

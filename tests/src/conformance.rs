@@ -93,7 +93,8 @@ pub fn assistant_with_calls() -> Message {
         tool_calls: vec![
             tool_call("call_1", "weather", r#"{"city":"Paris"}"#),
             tool_call("call_2", "clock", "{not json"),
-        ],
+        ]
+        .into(),
         reasoning_signature: Some("sig-abc123==".into()),
         provider_blocks: vec![
             json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris"}}),
@@ -142,7 +143,7 @@ pub fn every_kind() -> Vec<NewMessage> {
         NewMessage::completed(Message::Assistant {
             content: Default::default(),
             reasoning: Default::default(),
-            tool_calls: Vec::new(),
+            tool_calls: Arc::default(),
             reasoning_signature: Some(String::new()),
             provider_blocks: Vec::new(),
         }),
@@ -815,7 +816,8 @@ pub async fn the_next_turn_repairs_a_turn_cut_off_mid_way(subject: Subject) {
         tool_calls: vec![
             tool_call("call_1", "weather", "{}"),
             tool_call("call_2", "clock", "{}"),
-        ],
+        ]
+        .into(),
         reasoning_signature: None,
         provider_blocks: Vec::new(),
     };

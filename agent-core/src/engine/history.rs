@@ -12,7 +12,7 @@ use crate::hooks::{
     FilterMessagesContext, HistoryDecision, LlmHistoryContext, PostProcessContext, RunAgent,
     StopReason, StoreToolResultContext, ToolResultRecord, TurnError, TurnHooks,
 };
-use crate::message::{Message, ToolCall};
+use crate::message::{self, Message, ToolCall};
 use crate::store::{MessageUpdate, StoredMessage};
 use crate::text::Text;
 
@@ -93,7 +93,7 @@ pub(crate) async fn prefilter(
 pub(crate) struct Reply {
     pub(crate) message: Message,
     pub(crate) text: Text,
-    pub(crate) tool_calls: Vec<ToolCall>,
+    pub(crate) tool_calls: Arc<[ToolCall]>,
 }
 
 /// post_process_message: the reply to store; its text and tool calls become the step's. A
@@ -221,7 +221,7 @@ fn without_calls(message: &Message, dropped: &HashSet<usize>) -> (Message, bool)
             let message = Message::Assistant {
                 content: content.clone(),
                 reasoning: reasoning.clone(),
-                tool_calls: kept,
+                tool_calls: message::shared_calls(kept),
                 reasoning_signature: reasoning_signature.clone(),
                 provider_blocks: provider_blocks.clone(),
             };

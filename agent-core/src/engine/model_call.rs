@@ -9,7 +9,7 @@ use super::output::PartialAnswer;
 use super::state::{End, Flow, Turn};
 use super::traced::in_span;
 use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};
-use crate::message::{Message, ToolCall};
+use crate::message::{self, Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, ModelStream, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
 use crate::text::Text;
@@ -21,7 +21,7 @@ pub(super) struct Answer {
     pub(super) text: Text,
     pub(super) reasoning: Text,
     pub(super) reasoning_signature: Option<String>,
-    pub(super) tool_calls: Vec<ToolCall>,
+    pub(super) tool_calls: Arc<[ToolCall]>,
     pub(super) provider_blocks: Vec<serde_json::Value>,
     pub(super) provider_metadata: Vec<serde_json::Value>,
     pub(super) finish_reason: FinishReason,
@@ -30,9 +30,10 @@ pub(super) struct Answer {
 
 impl Answer {
     /// The answer of a finished stream, its text and calls (passed through on_llm_end) taken
-    /// out of it. Its text and reasoning are made shared once here: the reply's message, its
-    /// stored row, the history, the turn's added messages, the step's record and the turn's
-    /// text hold them, not copies (`whole_turn_agent` in `agent-providers/benches/stream.rs`).
+    /// out of it. Its text, reasoning and calls are made shared once here: the reply's message,
+    /// its stored row, the history, the turn's added messages, the step's record and the turn's
+    /// text hold them, not copies (`whole_turn_agent` and `whole_turn_calls_agent` in
+    /// `agent-providers/benches/stream.rs`).
     fn of(
         row: i64,
         span: &tracing::Span,
@@ -47,7 +48,7 @@ impl Answer {
             text: Text::from(text),
             reasoning: Text::from(streamed.take_reasoning()),
             reasoning_signature: streamed.reasoning_signature,
-            tool_calls,
+            tool_calls: message::shared_calls(tool_calls),
             provider_blocks: streamed.provider_blocks,
             provider_metadata: streamed.provider_metadata,
             finish_reason,
@@ -161,7 +162,7 @@ impl Turn<'_> {
             self.open.partial(&Message::Assistant {
                 content: Text::from(text),
                 reasoning: Text::from(streamed.take_reasoning()),
-                tool_calls: Vec::new(),
+                tool_calls: Arc::default(),
                 reasoning_signature: streamed.reasoning_signature,
                 provider_blocks: Vec::new(),
             });
@@ -283,7 +284,7 @@ impl Turn<'_> {
         let partial = Message::Assistant {
             content: partial.text,
             reasoning: partial.reasoning,
-            tool_calls: Vec::new(),
+            tool_calls: Arc::default(),
             reasoning_signature: partial.reasoning_signature,
             provider_blocks: Vec::new(),
         };

@@ -3,6 +3,8 @@
 //! ends, however it ends: the pending row stored as failed with the text it had, every open
 //! call answered with an error result. The stored session is whole the moment the turn ends.
 
+use std::sync::Arc;
+
 use super::persist::{Strictness, WriteError};
 use super::state::{AnswerRow, End, OpenCall, OpenRows, Turn, store_error};
 use crate::hooks::ErrorStage;
@@ -36,7 +38,7 @@ impl OpenRows {
             *held = Message::Assistant {
                 content: content.clone(),
                 reasoning: reasoning.clone(),
-                tool_calls: Vec::new(),
+                tool_calls: Arc::default(),
                 reasoning_signature: reasoning_signature.clone(),
                 provider_blocks: Vec::new(),
             };

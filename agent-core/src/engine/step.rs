@@ -32,7 +32,7 @@ pub(super) struct Reply {
     pub(super) at: (usize, usize),
     pub(super) text: Text,
     pub(super) reasoning: Text,
-    pub(super) tool_calls: Vec<ToolCall>,
+    pub(super) tool_calls: Arc<[ToolCall]>,
     pub(super) finish_reason: FinishReason,
     pub(super) usage: Usage,
     pub(super) provider_metadata: Vec<serde_json::Value>,

@@ -28,8 +28,8 @@ pub struct StepRecord {
     pub text: Text,
     /// The reasoning streamed.
     pub reasoning: Text,
-    /// The tool calls asked for, in the model's order.
-    pub tool_calls: Vec<ToolCall>,
+    /// The tool calls asked for, in the model's order (the reply's own list, shared).
+    pub tool_calls: Arc<[ToolCall]>,
     /// Their results, in the same order (none for a call an after_tool_call_success/failure
     /// hook dropped from history).
     pub tool_results: Vec<ToolResultRecord>,

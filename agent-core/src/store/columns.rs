@@ -3,7 +3,7 @@
 //! SQLite store and any other store that keeps rows the same way (agent-postgres).
 
 use super::{MessageStatus, StoredMessage, ToolStatus};
-use crate::message::{Message, ToolCall};
+use crate::message::{Message, ToolCall, shared_calls};
 use crate::text::Text;
 
 /// The columns a [`Message`] fills when it is written: role, content, tool calls as JSON,
@@ -128,6 +128,7 @@ impl MessageRow {
                 content,
                 reasoning: self.reasoning.map(Text::from).unwrap_or_default(),
                 tool_calls: json_list::<ToolCall>(self.tool_calls, "a JSON list of tool calls")
+                    .map(shared_calls)
                     .map_err(|error| format!("tool_calls is not {error}"))?,
                 reasoning_signature: self.reasoning_signature,
                 provider_blocks: json_list(self.provider_blocks, "a JSON list")

@@ -625,7 +625,7 @@ mod tests {
         let assistant = Message::Assistant {
             content: "Looking.".into(),
             reasoning: "".into(),
-            tool_calls: vec![call],
+            tool_calls: vec![call].into(),
             reasoning_signature: None,
             provider_blocks: Vec::new(),
         };
@@ -903,7 +903,7 @@ mod tests {
             2 => Message::Assistant {
                 content: "".into(),
                 reasoning: "".into(),
-                tool_calls: vec![ToolCall::new("c", "weather", "{}")],
+                tool_calls: vec![ToolCall::new("c", "weather", "{}")].into(),
                 reasoning_signature: None,
                 provider_blocks: Vec::new(),
             },

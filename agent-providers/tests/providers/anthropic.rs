@@ -316,7 +316,8 @@ async fn the_request_carries_the_conversation_in_anthropic_form() {
                         arguments: "{not json".into(),
                         metadata: None,
                     },
-                ],
+                ]
+                .into(),
                 // With thinking on, the signed reasoning goes back before the tool calls.
                 reasoning_signature: Some("sig-1".to_owned()),
                 provider_blocks: Vec::new(),
@@ -411,7 +412,7 @@ async fn without_thinking_signed_reasoning_stays_home_and_an_empty_reply_sends_n
     let reply = |content: &str| Message::Assistant {
         content: content.into(),
         reasoning: "Thought.".into(),
-        tool_calls: Vec::new(),
+        tool_calls: Arc::default(),
         reasoning_signature: Some("sig".to_owned()),
         provider_blocks: Vec::new(),
     };

@@ -254,7 +254,8 @@ async fn the_request_body_maps_every_part_of_the_model_request() {
                         arguments: Default::default(),
                         metadata: None,
                     },
-                ],
+                ]
+                .into(),
                 reasoning_signature: None,
                 provider_blocks: Vec::new(),
             },
@@ -374,7 +375,7 @@ async fn tool_choice_variants_reasoning_model_override_and_removed_fields() {
             Message::Assistant {
                 content: "Hello".into(),
                 reasoning: "greet".into(),
-                tool_calls: Vec::new(),
+                tool_calls: Arc::default(),
                 reasoning_signature: None,
                 provider_blocks: Vec::new(),
             },

@@ -20,7 +20,8 @@ fn call(id: &str) -> Message {
             id,
             "add",
             json!({"a": 1, "b": 2}).to_string(),
-        )],
+        )]
+        .into(),
         reasoning_signature: None,
         provider_blocks: Vec::new(),
     }

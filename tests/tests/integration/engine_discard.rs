@@ -89,7 +89,7 @@ async fn a_reasoning_signature_is_kept_on_the_assistant_message_and_dropped_with
         [agent_core::Message::Assistant {
             content: "Answer.".into(),
             reasoning: "Think.".into(),
-            tool_calls: Vec::new(),
+            tool_calls: Default::default(),
             reasoning_signature: Some("sig-1".to_owned()),
             provider_blocks: Vec::new(),
         }]

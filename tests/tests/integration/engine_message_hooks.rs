@@ -344,7 +344,7 @@ fn assistant(text: &str, calls: Vec<ToolCall>) -> Message {
     Message::Assistant {
         content: text.into(),
         reasoning: Default::default(),
-        tool_calls: calls,
+        tool_calls: calls.into(),
         reasoning_signature: None,
         provider_blocks: Vec::new(),
     }

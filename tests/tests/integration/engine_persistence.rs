@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use agent_core::{
-    AgentBuilder, BoxFuture, Conversation, Hook, MessageStatus, MessageUpdate, NewMessage,
+    AgentBuilder, BoxFuture, Conversation, Hook, Message, MessageStatus, MessageUpdate, NewMessage,
     ScriptedModel, ScriptedStep, SessionStore, StoreError, StoreErrorKind, StoredMessage,
     TurnStatus, event,
 };
@@ -252,4 +252,47 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
         "later",
         "the session is free again"
     );
+}
+
+/// A reply's tool calls are made one shared list when its stream ends: the step's record, the
+/// turn's messages, the stored row (on `MemoryStore`, which keeps the message it is given) and
+/// the next request hold that list, not copies of it.
+#[tokio::test]
+async fn a_replys_tool_calls_are_one_shared_list() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "add", r#"{"a":4,"b":5}"#),
+        ScriptedStep::new().text("5 and 9"),
+    ]);
+    let agent = AgentBuilder::new("shared")
+        .model(model.clone())
+        .tool(Add::traced(&Trace::new()))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let result = conversation.run("add").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+
+    let calls_of = |message: &Message| match message {
+        Message::Assistant { tool_calls, .. } => tool_calls.clone(),
+        other => panic!("not an assistant message: {other:?}"),
+    };
+    let recorded = &result.steps[0].tool_calls;
+    let ids: Vec<&str> = recorded.iter().map(|call| &*call.id).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+    let rows = conversation.rows().await.unwrap();
+    let holders = [
+        ("the turn's messages", calls_of(&result.messages[0])),
+        ("the stored row", calls_of(&rows[1].message)),
+        (
+            "the next request",
+            calls_of(&model.requests()[1].messages[1]),
+        ),
+    ];
+    for (holder, calls) in holders {
+        assert!(Arc::ptr_eq(recorded, &calls), "{holder} holds a copy");
+    }
+    // A reply without calls holds the empty list.
+    assert!(result.steps[1].tool_calls.is_empty());
 }

@@ -19,7 +19,8 @@ fn call(id: &str) -> Message {
             name: "t".into(),
             arguments: "{}".into(),
             metadata: None,
-        }],
+        }]
+        .into(),
         reasoning_signature: None,
         provider_blocks: Vec::new(),
     }
