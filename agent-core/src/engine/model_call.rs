@@ -9,7 +9,7 @@ use super::output::PartialAnswer;
 use super::state::{End, Flow, Turn};
 use super::traced::in_span;
 use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};
-use crate::message::{self, Message, ToolCall};
+use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, Model, ModelErrorKind, ModelRequest, ModelStream, Usage};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
 use crate::text::Text;
@@ -30,15 +30,15 @@ pub(super) struct Answer {
 
 impl Answer {
     /// The answer of a finished stream, its text and calls (passed through on_llm_end) taken
-    /// out of it. Its text, reasoning and calls are made shared once here: the reply's message,
-    /// its stored row, the history, the turn's added messages, the step's record and the turn's
-    /// text hold them, not copies (`whole_turn_agent` and `whole_turn_calls_agent` in
+    /// out of it. Its text and reasoning are made shared once here, as its calls were when
+    /// taken: the reply's message, its stored row, the history, the turn's added messages, the
+    /// step's record and the turn's text hold them, not copies (`whole_turn_agent` in
     /// `agent-providers/benches/stream.rs`).
     fn of(
         row: i64,
         span: &tracing::Span,
         text: String,
-        tool_calls: Vec<ToolCall>,
+        tool_calls: Arc<[ToolCall]>,
         finish_reason: FinishReason,
         mut streamed: Streamed,
     ) -> Self {
@@ -48,7 +48,7 @@ impl Answer {
             text: Text::from(text),
             reasoning: Text::from(streamed.take_reasoning()),
             reasoning_signature: streamed.reasoning_signature,
-            tool_calls: message::shared_calls(tool_calls),
+            tool_calls,
             provider_blocks: streamed.provider_blocks,
             provider_metadata: streamed.provider_metadata,
             finish_reason,
@@ -136,7 +136,7 @@ impl Turn<'_> {
                     step,
                     model: model.id().to_owned(),
                     text: streamed.take_text(),
-                    tool_calls: std::mem::take(&mut streamed.tool_calls),
+                    tool_calls: streamed.take_calls(),
                     finish_reason: streamed.finish.as_ref().ok().cloned(),
                     usage: streamed.usage,
                     latency: started.elapsed(),
@@ -179,9 +179,9 @@ impl Turn<'_> {
     }
 
     /// A step's end that nobody reads: its usage counted, its text and calls taken out.
-    fn unread_end(&mut self, model: &str, streamed: &mut Streamed) -> (String, Vec<ToolCall>) {
+    fn unread_end(&mut self, model: &str, streamed: &mut Streamed) -> (String, Arc<[ToolCall]>) {
         self.count_usage(model, &streamed.usage);
-        let calls = std::mem::take(&mut streamed.tool_calls);
+        let calls = streamed.take_calls();
         (streamed.take_text(), calls)
     }
 
@@ -255,7 +255,7 @@ impl Turn<'_> {
     async fn llm_end(
         &mut self,
         end: LlmEndContext,
-    ) -> (Result<(), TurnError>, String, Vec<ToolCall>) {
+    ) -> (Result<(), TurnError>, String, Arc<[ToolCall]>) {
         self.count_usage(&end.model, &end.usage);
         let verdict = observe(&self.current.hooks.on_llm_end, &end).await;
         if let Some(run) = &self.run {

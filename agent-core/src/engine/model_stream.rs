@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll};
 
 use serde_json::Value;
@@ -15,7 +15,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::events::TurnEvent;
 use super::output::PartialAnswer;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
-use crate::message::ToolCall;
+use crate::message::{self, ToolCall};
 use crate::model::{
     DeltaText, FinishReason, ModelError, ModelErrorKind, ModelEvent, ModelStream, Usage,
 };
@@ -476,6 +476,13 @@ impl Streamed {
     /// The answer's text so far (the stream's is left empty).
     pub(super) fn take_text(&mut self) -> String {
         whole(std::mem::take(&mut self.text))
+    }
+
+    /// The answer's tool calls, made one shared list (the stream's is left empty): the
+    /// reply's message, its stored row, the history, the turn's messages and the step's record
+    /// hold it, not copies (`whole_turn_calls_agent` in `agent-providers/benches/stream.rs`).
+    pub(super) fn take_calls(&mut self) -> Arc<[ToolCall]> {
+        message::shared_calls(std::mem::take(&mut self.tool_calls))
     }
 
     /// The reasoning's text so far (the stream's is left empty).

@@ -359,8 +359,8 @@ pub struct LlmEndContext {
     pub model: String,
     /// The text streamed.
     pub text: String,
-    /// The tool calls asked for.
-    pub tool_calls: Vec<ToolCall>,
+    /// The tool calls asked for (the list the reply's message and the step's record share).
+    pub tool_calls: Arc<[ToolCall]>,
     /// Why the model stopped (`None` when the stream broke).
     pub finish_reason: Option<FinishReason>,
     /// Token usage.

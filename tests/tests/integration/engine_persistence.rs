@@ -254,9 +254,9 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
     );
 }
 
-/// A reply's tool calls are made one shared list when its stream ends: the step's record, the
-/// turn's messages, the stored row (on `MemoryStore`, which keeps the message it is given) and
-/// the next request hold that list, not copies of it.
+/// A reply's tool calls are made one shared list when its stream ends: on_llm_end's context,
+/// the step's record, the turn's messages, the stored row (on `MemoryStore`, which keeps the
+/// message it is given) and the next request hold that list, not copies of it.
 #[tokio::test]
 async fn a_replys_tool_calls_are_one_shared_list() {
     let model = ScriptedModel::new([
@@ -265,9 +265,14 @@ async fn a_replys_tool_calls_are_one_shared_list() {
             .tool_call("c2", "add", r#"{"a":4,"b":5}"#),
         ScriptedStep::new().text("5 and 9"),
     ]);
+    let seen = Arc::new(OnceLock::new());
+    let read = seen.clone();
     let agent = AgentBuilder::new("shared")
         .model(model.clone())
         .tool(Add::traced(&Trace::new()))
+        .hook(Hook::<event::OnLlmEnd>::sync("calls", move |ctx| {
+            let _ = read.set(ctx.tool_calls.clone());
+        }))
         .build()
         .unwrap();
     let conversation = agent.session("s");
@@ -283,6 +288,10 @@ async fn a_replys_tool_calls_are_one_shared_list() {
     assert_eq!(ids, ["c1", "c2"]);
     let rows = conversation.rows().await.unwrap();
     let holders = [
+        (
+            "on_llm_end's context",
+            seen.get().expect("on_llm_end ran").clone(),
+        ),
         ("the turn's messages", calls_of(&result.messages[0])),
         ("the stored row", calls_of(&rows[1].message)),
         (
