@@ -524,6 +524,17 @@ mod tests {
         );
     }
 
+    /// The id and arguments of each complete call among `events`.
+    fn ids_and_arguments(events: &[ModelEvent]) -> Vec<(&str, &str)> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCall(call) => Some((call.id.as_str(), call.arguments.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_chunk_may_carry_several_calls_deltas() {
         let (events, _) = decode(&[
@@ -531,13 +542,7 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[]},"finish_reason":"tool_calls"}]}"#,
         ])
         .unwrap();
-        let calls: Vec<_> = events
-            .iter()
-            .filter_map(|event| match event {
-                ModelEvent::ToolCall(call) => Some((call.id.as_str(), call.arguments.as_str())),
-                _ => None,
-            })
-            .collect();
+        let calls = ids_and_arguments(&events);
         assert_eq!(calls, [("a1", "{}"), ("b1", r#"{"x":2}"#)]);
     }
 
@@ -561,13 +566,7 @@ mod tests {
         ];
         let frames: Vec<&str> = frames.iter().map(String::as_str).collect();
         let (events, _) = decode(&frames).unwrap();
-        let calls: Vec<_> = events
-            .iter()
-            .filter_map(|event| match event {
-                ModelEvent::ToolCall(call) => Some((call.id.as_str(), call.arguments.as_str())),
-                _ => None,
-            })
-            .collect();
+        let calls = ids_and_arguments(&events);
         assert_eq!(
             calls,
             [("c0", r#"{"a":1}"#), ("c1", "{}"), ("c2", r#"{"c":3}"#)]
