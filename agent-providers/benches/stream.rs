@@ -277,8 +277,9 @@ fn floor_reqwest_sse_json(bencher: Bencher, n: usize) {
 
 /// The tool calls of the standard whole turn.
 const TWO_CALLS: usize = 2;
-/// Tool calls in step one, for the per-call cost (the slope between the rows; from 2 to 32
-/// calls, a set's noise moves the slope five times less than from 2 to 8 on this machine).
+/// Tool calls in step one, for the per-call cost (the slope between the rows; the same noise in
+/// a turn's time moves a slope over the 30 calls from 2 to 32 five times less than one over the
+/// 6 from 2 to 8).
 const CALLS: &[usize] = &[1, 2, 4, 8, 32];
 /// Messages of history before the turn, for the growth curve.
 const HISTORY: &[usize] = &[10, 100, 1000];
