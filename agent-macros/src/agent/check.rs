@@ -1,4 +1,4 @@
-//! Rules across the agent's items: unique tool names, matchers resolved against the tool set,
+//! Rules across the agent's items: unique tool names and type names, matchers resolved against the tool set,
 //! and which hook input enums to generate.
 
 use proc_macro2::{Span, TokenStream};
@@ -55,11 +55,46 @@ pub(crate) struct Plan {
     pub(crate) targets_module: Option<Ident>,
 }
 
+/// Two tools of one agent share neither a name nor a generated type name (`v1_2` and `v12` are
+/// both `V12`): each later one is reported and left out of the model, so that nothing generated
+/// for it collides with the earlier one's and the error is the only one.
+pub(crate) fn drop_colliding_tools(cx: &Ctxt, model: &mut AgentModel) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut keep = |name: String, ty: String, span: Span| {
+        let message = if seen.iter().any(|(earlier, _)| *earlier == name) {
+            format!("duplicate tool name `{name}`: every tool of an agent needs its own name")
+        } else if let Some((earlier, _)) = seen.iter().find(|(_, earlier)| *earlier == ty) {
+            format!(
+                "tools `{earlier}` and `{name}` both generate the type name `{ty}`: rename one of the two functions"
+            )
+        } else {
+            seen.push((name, ty));
+            return true;
+        };
+        cx.error_at(span, message);
+        false
+    };
+    model.tools.retain(|tool| {
+        keep(
+            tool.name.clone(),
+            tool.type_ident().to_string(),
+            tool.name_span,
+        )
+    });
+    model.attr.tools.retain(|path| {
+        let Some(last) = path.segments.last() else {
+            return true;
+        };
+        let name = last.ident.to_string();
+        let ty = pascal_case(&name);
+        keep(name, ty, last.ident.span())
+    });
+}
+
 pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
     let krate = crate_path(model.attr.crate_path.as_ref());
     let module = tools_module(&model.self_ty);
     let mut tools: Vec<StaticTool> = Vec::new();
-    let mut spans: Vec<Span> = Vec::new();
     for tool in &model.tools {
         tools.push(StaticTool {
             name: tool.name.clone(),
@@ -72,7 +107,6 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
             external: None,
             vis: tool.vis.clone(),
         });
-        spans.push(tool.name_span);
     }
     for path in &model.attr.tools {
         let Some(last) = path.segments.last() else {
@@ -96,23 +130,7 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
             external: Some(path.clone()),
             vis: syn::parse_quote!(pub),
         });
-        spans.push(last.ident.span());
     }
-    for (index, tool) in tools.iter().enumerate() {
-        if tools[..index]
-            .iter()
-            .any(|earlier| earlier.name == tool.name)
-        {
-            cx.error_at(
-                spans[index],
-                format!(
-                    "duplicate tool name `{}`: every tool of an agent needs its own name",
-                    tool.name
-                ),
-            );
-        }
-    }
-
     check_target_names(cx, &model.attr.handoffs, &model.attr.subagents);
     let targets_module = model
         .attr

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 
 use super::check::{Plan, StaticTool};
 use super::parse::AgentModel;
-use crate::common::{is_json_value, last_ident, pascal_case, respan, widest_vis};
+use crate::common::{crate_path, is_json_value, last_ident, pascal_case, respan, widest_vis};
 use crate::hook::{MatcherCode, MatcherSpec, registration};
 use crate::tool::{ToolOwner, declared_names, tool_code};
 
@@ -243,6 +243,35 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
                 #(#hook_registrations)*
                 #(#hook_sets)*
                 let _ = this;
+                builder
+            }
+        }
+    }
+}
+
+/// The `AgentSpec` of an agent on a generic impl block (an error, already reported): registers
+/// nothing, for every parameter choice the trait allows, so `.builder()` compiles on.
+pub(crate) fn generic_stub(model: &AgentModel, generics: &syn::Generics) -> TokenStream {
+    let krate = crate_path(model.attr.crate_path.as_ref());
+    let self_ty = &model.self_ty;
+    let name = last_ident(self_ty)
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "agent".to_owned());
+    let (impl_generics, _, where_clause) = generics.split_for_impl();
+    let mut where_clause = where_clause
+        .cloned()
+        .unwrap_or_else(|| syn::parse_quote!(where));
+    where_clause
+        .predicates
+        .push(syn::parse_quote!(#self_ty: ::core::marker::Send + ::core::marker::Sync + 'static));
+    quote! {
+        impl #impl_generics #krate::AgentSpec for #self_ty #where_clause {
+            const NAME: &'static str = #name;
+
+            fn register(
+                _: ::std::sync::Arc<Self>,
+                builder: #krate::AgentBuilder,
+            ) -> #krate::AgentBuilder {
                 builder
             }
         }

@@ -18,11 +18,18 @@ pub(crate) fn entry(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(item) => item,
         Err(_) => return not_an_impl(cx, &attr, input),
     };
-    let model = parse::collect(&cx, attr, &mut item);
-    let plan = check::check(&cx, &model);
-    // After an error the agent's types are still generated, with placeholder impls, so code
-    // using them (`.builder()`, its tool types) compiles on and the error is the only one.
-    let generated = expand::expand(&model, &plan, cx.has_errors());
+    let mut model = parse::collect(&cx, attr, &mut item);
+    let generated = if item.generics.params.is_empty() {
+        check::drop_colliding_tools(&cx, &mut model);
+        let plan = check::check(&cx, &model);
+        // After an error the agent's types are still generated, with placeholder impls, so
+        // code using them (`.builder()`, its tool types) compiles on and the error is the
+        // only one.
+        expand::expand(&model, &plan, cx.has_errors())
+    } else {
+        // Reported by `collect`: generated types could not name the impl's parameters.
+        expand::generic_stub(&model, &item.generics)
+    };
     let errors = cx.check();
     quote! {
         #item

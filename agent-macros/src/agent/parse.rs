@@ -243,7 +243,7 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
     if !item.generics.params.is_empty() {
         cx.error_spanned_by(
             &item.generics,
-            "`#[agent]` does not support generic impl blocks",
+            "`#[agent]` does not support generic impl blocks: put it on an impl of a concrete type, holding what varies in a field (a `Box<dyn Trait>` or an enum)",
         );
     }
     let description = doc_text(&item.attrs);

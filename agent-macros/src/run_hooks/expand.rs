@@ -1,5 +1,5 @@
 //! Writes the `impl RunHooks` of a `#[run_hooks]` impl block: its run hook methods, as written.
-//! Methods set aside after an error go to an inherent impl, so their bodies still compile and
+//! Methods and items set aside after an error go to an inherent impl, so their bodies still compile and
 //! the error is the only one reported.
 
 use proc_macro2::TokenStream;
@@ -17,11 +17,11 @@ pub(crate) fn expand(model: &RunHooksImpl, krate: Option<&Path>) -> TokenStream 
     let (impl_generics, _, where_clause) = item.generics.split_for_impl();
     let hooks = &model.hooks;
     let set_aside = (!model.set_aside.is_empty()).then(|| {
-        let methods = &model.set_aside;
+        let items = &model.set_aside;
         quote! {
             #[allow(dead_code)]
             impl #impl_generics #self_ty #where_clause {
-                #(#methods)*
+                #(#items)*
             }
         }
     });

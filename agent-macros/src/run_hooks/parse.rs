@@ -47,8 +47,9 @@ pub(crate) struct RunHooksImpl {
     pub(crate) item: ItemImpl,
     /// The run hooks, as written.
     pub(crate) hooks: Vec<ImplItemFn>,
-    /// Methods with a mistake (reported), kept so their bodies still compile.
-    pub(crate) set_aside: Vec<ImplItemFn>,
+    /// Methods with a mistake and other items (reported), kept so code using them still
+    /// compiles.
+    pub(crate) set_aside: Vec<ImplItem>,
 }
 
 /// Sorts the methods of an inherent impl block.
@@ -61,13 +62,20 @@ pub(crate) fn collect(cx: &Ctxt, mut item: ItemImpl, krate: Option<&Path>) -> Ru
                 if check_method(cx, &method, krate) {
                     hooks.push(method);
                 } else {
-                    set_aside.push(method);
+                    set_aside.push(ImplItem::Fn(method));
                 }
             }
-            other => cx.error_spanned_by(
-                &other,
-                "a `#[run_hooks]` impl holds only run hook methods: move this to an impl block of its own",
-            ),
+            other => {
+                cx.error_spanned_by(
+                    &other,
+                    "a `#[run_hooks]` impl holds only run hook methods: move this to an impl block of its own",
+                );
+                // Constants and macro calls are kept, so code using them compiles on (an
+                // inherent impl may not hold an associated type: that goes).
+                if matches!(other, ImplItem::Const(_) | ImplItem::Macro(_)) {
+                    set_aside.push(other);
+                }
+            }
         }
     }
     RunHooksImpl {

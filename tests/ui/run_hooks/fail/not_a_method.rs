@@ -7,7 +7,8 @@ impl Timeline {
     const PREFIX: &str = "run";
 
     fn on_agent_start(&self, agent: &RunAgent) {
-        println!("{}", agent.name);
+        // The constant is kept: using it adds no error.
+        println!("{} {}", Self::PREFIX, agent.name);
     }
 }
 
