@@ -139,7 +139,9 @@ impl SqliteStore {
 
     /// Opens the store at `path` with the default [`SqliteOptions`], creating the file and its
     /// schema if needed and migrating an older schema. A file written by a newer version, a file
-    /// that is not a database, or a path that cannot be written is an error naming the path.
+    /// that is not a database or is another program's database (its tables not those of the
+    /// schema version it records), or a path or file that cannot be written is an error naming
+    /// the path; such a file is left untouched.
     ///
     /// This touches the disk on the calling thread; from async code, call it once at start-up
     /// or inside `tokio::task::spawn_blocking`.
@@ -177,6 +179,14 @@ impl SqliteStore {
                 }
             })?;
         schema::migrate(&mut conn).map_err(|e| file.migrate(&e))?;
+        // SQLite opens a file it may not write read-only, without an error: an up-to-date
+        // schema writes nothing here, so it would otherwise surface at the first turn.
+        if conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| file.sqlite(&e))?
+        {
+            return Err(file.read_only());
+        }
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(Db::new(conn, options.synchronous))),
             file,

@@ -338,6 +338,118 @@ async fn a_corrupt_file_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn another_programs_database_with_a_schema_version_is_refused_untouched() {
+    let dir = TempDir::new("foreign");
+    let tables = |path: &Path| -> (i64, Vec<String>) {
+        let conn = rusqlite::Connection::open(path).expect("plain connection");
+        let version = conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .expect("user_version");
+        let mut names = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .expect("prepare");
+        let names = names
+            .query_map([], |row| row.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("names");
+        (version, names)
+    };
+    // A file of another program that keeps its own `user_version`: at this build's version
+    // (nothing to migrate) and at an older one (which would be migrated).
+    for version in [SqliteStore::SCHEMA_VERSION, 2] {
+        let path = dir.join(&format!("users-{version}.db"));
+        let conn = rusqlite::Connection::open(&path).expect("plain connection");
+        conn.execute_batch(&format!(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); PRAGMA user_version = {version};"
+        ))
+        .expect("create");
+        drop(conn);
+        let error = open_error(&path);
+        assert_names(
+            &error,
+            &path,
+            &[
+                "not an agent-core session store",
+                "`messages`",
+                "another program",
+            ],
+        );
+        assert_eq!(
+            tables(&path),
+            (version, vec!["users".to_owned()]),
+            "untouched"
+        );
+    }
+
+    // A store's own file missing a table of its version.
+    let path = dir.join("s.db");
+    drop(SqliteStore::open(&path).expect("open"));
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    conn.execute_batch("DROP TABLE approved_tools")
+        .expect("drop");
+    drop(conn);
+    let error = open_error(&path);
+    assert_names(&error, &path, &["`approved_tools`", "schema version 4"]);
+}
+
+/// Makes a file immutable (`chattr +i`) until dropped: even root then opens it read-only.
+struct Immutable<'a>(&'a Path);
+
+impl Immutable<'_> {
+    fn set(path: &Path) -> Option<Immutable<'_>> {
+        let status = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .stderr(std::process::Stdio::null())
+            .status();
+        status.is_ok_and(|s| s.success()).then_some(Immutable(path))
+    }
+}
+
+impl Drop for Immutable<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(self.0)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_file_is_refused_at_open() {
+    let dir = TempDir::new("read-only-file");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    store
+        .insert("s", NewMessage::completed(Message::user("kept")))
+        .await
+        .expect("insert");
+    drop(store);
+    set_mode(&path, 0o444);
+    // Root ignores the mode; an immutable file is read-only for root too (where the file
+    // system and the process allow `chattr`; with neither, there is nothing to check).
+    let immutable = match std::fs::OpenOptions::new().append(true).open(&path) {
+        Ok(_) => Immutable::set(&path),
+        Err(_) => None,
+    };
+    if std::fs::OpenOptions::new().append(true).open(&path).is_ok() {
+        return;
+    }
+    let error = open_error(&path);
+    assert_names(&error, &path, &["read-only"]);
+    assert_eq!(error.kind(), StoreErrorKind::Unwritable);
+    drop(immutable);
+    set_mode(&path, 0o644);
+    let store = SqliteStore::open(&path).expect("writable again");
+    assert_eq!(
+        store.load("s").await.expect("load").len(),
+        1,
+        "nothing lost"
+    );
+}
+
+#[tokio::test]
 async fn an_unwritable_location_is_a_clear_error() {
     let dir = TempDir::new("unwritable");
     // The parent is a regular file.

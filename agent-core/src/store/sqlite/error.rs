@@ -58,12 +58,9 @@ impl DbFile {
                  it aside"
                     .to_owned(),
             ),
-            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => (
-                StoreErrorKind::Unwritable,
-                "permission denied: the database is read-only for this process; make the file, its \
-                 directory and its -wal/-shm files writable"
-                    .to_owned(),
-            ),
+            Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied) => {
+                (StoreErrorKind::Unwritable, READ_ONLY.to_owned())
+            }
             Some(ErrorCode::CannotOpen) => cannot_open(&self.path),
             Some(ErrorCode::DiskFull) => (
                 StoreErrorKind::Io,
@@ -77,6 +74,11 @@ impl DbFile {
             _ => return self.at(brief(error)),
         };
         self.of(kind, format_args!("{advice} (sqlite: {})", brief(error)))
+    }
+
+    /// A file this process may read but not write.
+    pub(crate) fn read_only(&self) -> StoreError {
+        self.of(StoreErrorKind::Unwritable, READ_ONLY)
     }
 
     /// A schema that could not be brought up to date.
@@ -95,6 +97,10 @@ impl DbFile {
                 ))
             }
             MigrateError::Step(_, error) => self.sqlite(error),
+            MigrateError::Foreign(found, missing) => self.at(format_args!(
+                "not an agent-core session store: the file records schema version {found} but has \
+                 no {missing}; is this another program's database? choose another path"
+            )),
             MigrateError::Unsupported(found) => {
                 self.at(format_args!("unknown schema version {found}: this is not an agent-core session store"))
             }
@@ -121,6 +127,10 @@ impl DbFile {
         ))
     }
 }
+
+/// What a read-only database means and what to do about it.
+const READ_ONLY: &str = "permission denied: the database is read-only for this process; make the \
+                         file, its directory and its -wal/-shm files writable";
 
 /// SQLite's message, without the statement text it may carry.
 fn brief(error: &rusqlite::Error) -> String {

@@ -61,6 +61,10 @@ pub(super) enum MigrateError {
     Unsupported(i64),
     /// The step to this version failed (on a file of another program, say).
     Step(i64, rusqlite::Error),
+    /// The file records a schema version without the tables that version has: another
+    /// program's database, with a `user_version` of its own. Holds the version and what is
+    /// missing.
+    Foreign(i64, String),
 }
 
 impl From<rusqlite::Error> for MigrateError {
@@ -74,15 +78,46 @@ fn version(conn: &Connection) -> Result<i64, rusqlite::Error> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
+/// The tables and columns each schema version has (the key ones of each step): a file whose
+/// `user_version` claims a version without them is another program's.
+const EXPECTED: &[(i64, &str, &[&str])] = &[
+    (1, "messages", &["session_id", "role", "content", "status"]),
+    (2, "messages", &["provider_blocks"]),
+    (3, "turn_leases", &["session_id", "holder", "expires_at"]),
+    (4, "suspended_calls", &["session_id", "position", "record"]),
+    (4, "approved_tools", &["session_id", "tool"]),
+];
+
+/// Checks that the file holds what schema version `found` has, before anything is written to it.
+fn check_tables(conn: &Connection, found: i64) -> Result<(), MigrateError> {
+    let mut columns = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    for (since, table, expected) in EXPECTED.iter().filter(|(since, ..)| *since <= found) {
+        let present: Vec<String> = columns
+            .query_map([table], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        let missing = if present.is_empty() {
+            format!("the table `{table}`")
+        } else if let Some(column) = expected.iter().find(|c| !present.iter().any(|p| p == *c)) {
+            format!("the column `{table}.{column}` (of version {since})")
+        } else {
+            continue;
+        };
+        return Err(MigrateError::Foreign(found, missing));
+    }
+    Ok(())
+}
+
 /// Applies every missing migration step, in one immediate transaction (so two processes opening
-/// a new file at once do not both migrate it); a file from a newer version is refused untouched.
+/// a new file at once do not both migrate it); a file from a newer version, or one that lacks
+/// the tables its version has, is refused untouched.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
     let found = version(conn)?;
+    if !(0..=LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    check_tables(conn, found)?;
     if found == LATEST_VERSION {
         return Ok(());
-    }
-    if !(0..LATEST_VERSION).contains(&found) {
-        return Err(MigrateError::Unsupported(found));
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Another process may have migrated the file between the read above and the lock.
