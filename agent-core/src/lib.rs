@@ -192,19 +192,29 @@ pub mod __private {
         answer.answer()
     }
 
-    /// Compile-time proof that a tool parameter's type has a JSON Schema. `#[tool]` checks it
-    /// at each parameter's type, so a missing derive is one error there, in these words.
+    /// Compile-time proof that a tool parameter's type `T` has what its args struct needs: a
+    /// JSON Schema, serde both ways, `Clone` and `Debug`. `#[tool]` asks [`ParamProbe`] for
+    /// its verdict at each parameter's type ([`ParamOk`] or [`ParamLacking`]) and requires
+    /// this of it, so a type lacking any of them, or several, is one error there, in these
+    /// words, and the args struct's impls add none.
     #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be a tool parameter: it has no JSON Schema",
-        label = "add `#[derive(schemars::JsonSchema)]` to this type",
-        note = "the model reads a tool's parameters as JSON Schema: derive `schemars::JsonSchema` (schemars 1.x) on your type, or for a type from another crate enable its `schemars` feature or wrap it in a type of yours"
+        message = "`{T}` cannot be a tool parameter: it needs a JSON Schema, `Serialize`, `Deserialize`, `Clone` and `Debug`",
+        label = "add `#[derive(schemars::JsonSchema, serde::Serialize, serde::Deserialize, Clone, Debug)]` to this type",
+        note = "the model reads a tool's parameters as JSON Schema and sends them as JSON, and hooks read them typed: derive these on your type (schemars 1.x), or for a type from another crate enable its `serde` and `schemars` features or wrap it in a type of yours"
     )]
-    pub trait ToolParam {}
+    pub trait ToolParam<T> {}
 
-    impl<T: schemars::JsonSchema> ToolParam for T {}
+    impl<T> ToolParam<T> for ParamOk {}
 
-    /// Asserts [`ToolParam`] (called in a const context by `#[tool]`).
-    pub const fn tool_param<T: ToolParam>() {}
+    /// [`ParamProbe`]'s verdict on a type with every trait a tool parameter needs.
+    pub struct ParamOk;
+
+    /// [`ParamProbe`]'s verdict on a type lacking one of them.
+    pub struct ParamLacking;
+
+    /// Asserts [`ToolParam`] of a parameter type's verdict (in a function `#[tool]` generates
+    /// and never calls).
+    pub fn tool_param<T, V: ToolParam<T>>(_: V) {}
 
     /// The schema of a tool parameter's type `T`, resolved where `#[tool]` names the concrete
     /// type (autoref specialisation): `T`'s own schema when it has one ([`ParamHasSchema`]),
@@ -283,4 +293,73 @@ pub mod __private {
     }
 
     impl<T> ParamLacksSchema for &ParamProbe<T> {}
+
+    /// [`ParamProbe`] for a type with every trait a tool parameter needs: the verdict, and what
+    /// the args struct's impls of `Clone`, `Debug` and serde's traits call, field by field.
+    pub trait ParamHasTraits<T> {
+        /// The type has every trait: [`ParamOk`].
+        fn verdict(&self) -> ParamOk {
+            ParamOk
+        }
+        /// `T::clone`.
+        fn clone_param(&self, value: &T) -> T;
+        /// The value, as `Debug`.
+        fn debug_param<'v>(&self, value: &'v T) -> &'v dyn std::fmt::Debug;
+        /// The value, as `Serialize`.
+        fn serialize_param<'v>(&self, value: &'v T) -> &'v T;
+        /// `T::deserialize`.
+        fn deserialize_param<'de, D: serde::Deserializer<'de>>(&self, d: D) -> Result<T, D::Error>;
+    }
+
+    impl<T> ParamHasTraits<T> for ParamProbe<T>
+    where
+        T: schemars::JsonSchema
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + Clone
+            + std::fmt::Debug,
+    {
+        fn clone_param(&self, value: &T) -> T {
+            value.clone()
+        }
+        fn debug_param<'v>(&self, value: &'v T) -> &'v dyn std::fmt::Debug {
+            value
+        }
+        fn serialize_param<'v>(&self, value: &'v T) -> &'v T {
+            value
+        }
+        fn deserialize_param<'de, D: serde::Deserializer<'de>>(&self, d: D) -> Result<T, D::Error> {
+            T::deserialize(d)
+        }
+    }
+
+    /// [`ParamProbe`] for a type lacking one of [`ParamHasTraits`]' traits: placeholders, so
+    /// the args struct compiles and the [`ToolParam`] error is the only one (never run: the
+    /// tool does not compile).
+    pub trait ParamLacksTraits<T> {
+        /// The type lacks a trait: [`ParamLacking`], which [`ToolParam`] reports.
+        fn verdict(&self) -> ParamLacking {
+            ParamLacking
+        }
+        /// A placeholder.
+        fn clone_param(&self, _: &T) -> T {
+            unreachable!("a tool parameter without `Clone` does not compile")
+        }
+        /// A placeholder.
+        fn debug_param<'v>(&self, _: &'v T) -> &'v dyn std::fmt::Debug {
+            &"?"
+        }
+        /// A placeholder.
+        fn serialize_param<'v>(&self, _: &'v T) -> &'v () {
+            &()
+        }
+        /// A placeholder.
+        fn deserialize_param<'de, D: serde::Deserializer<'de>>(&self, _: D) -> Result<T, D::Error> {
+            Err(serde::de::Error::custom(
+                "a tool parameter without `Deserialize` does not compile",
+            ))
+        }
+    }
+
+    impl<T> ParamLacksTraits<T> for &ParamProbe<T> {}
 }

@@ -25,15 +25,13 @@ mod file_agent_tools {
     use super::*;
     ///Arguments of the `read_file` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct ReadFileArgs {
+        #[serde(deserialize_with = "ReadFileArgs::__de_path")]
         #[schemars(with = "__ReadFileArgs_path")]
         pub path: String,
     }
@@ -70,17 +68,16 @@ mod file_agent_tools {
     pub(super) struct ReadFile(pub ::std::sync::Arc<FileAgent>);
     ///Arguments of the `write_file` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct WriteFileArgs {
+        #[serde(deserialize_with = "WriteFileArgs::__de_path")]
         #[schemars(with = "__WriteFileArgs_path")]
         pub path: String,
+        #[serde(deserialize_with = "WriteFileArgs::__de_contents")]
         #[schemars(with = "__WriteFileArgs_contents")]
         pub contents: String,
     }
@@ -144,7 +141,64 @@ mod file_agent_tools {
     #[derive(::core::clone::Clone)]
     pub(super) struct WriteFile(pub ::std::sync::Arc<FileAgent>);
 }
-const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            String,
+            _,
+        >((&::agent_core::__private::ParamProbe::<String>::new()).verdict());
+    }
+};
+impl file_agent_tools::ReadFileArgs {
+    #[doc(hidden)]
+    fn __de_path<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<String, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<String>::new())
+            .deserialize_param(deserializer)
+    }
+}
+impl ::core::clone::Clone for file_agent_tools::ReadFileArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {
+            path: (&::agent_core::__private::ParamProbe::<String>::new())
+                .clone_param(&self.path),
+        }
+    }
+}
+impl ::core::fmt::Debug for file_agent_tools::ReadFileArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("ReadFileArgs")
+            .field(
+                "path",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .debug_param(&self.path),
+            )
+            .finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for file_agent_tools::ReadFileArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("ReadFileArgs", 1usize)?;
+        __state
+            .serialize_field(
+                "path",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .serialize_param(&self.path),
+            )?;
+        __state.end()
+    }
+}
 impl ::agent_core::Tool for file_agent_tools::ReadFile {
     const NAME: &'static str = "read_file";
     const DESCRIPTION: &'static str = "Read a UTF-8 text file.";
@@ -196,8 +250,95 @@ where
 }
 impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile>
 for file_agent_tools::ReadFileArgs {}
-const _: () = ::agent_core::__private::tool_param::<String>();
-const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            String,
+            _,
+        >((&::agent_core::__private::ParamProbe::<String>::new()).verdict());
+    }
+};
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            String,
+            _,
+        >((&::agent_core::__private::ParamProbe::<String>::new()).verdict());
+    }
+};
+impl file_agent_tools::WriteFileArgs {
+    #[doc(hidden)]
+    fn __de_path<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<String, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<String>::new())
+            .deserialize_param(deserializer)
+    }
+    #[doc(hidden)]
+    fn __de_contents<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<String, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<String>::new())
+            .deserialize_param(deserializer)
+    }
+}
+impl ::core::clone::Clone for file_agent_tools::WriteFileArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {
+            path: (&::agent_core::__private::ParamProbe::<String>::new())
+                .clone_param(&self.path),
+            contents: (&::agent_core::__private::ParamProbe::<String>::new())
+                .clone_param(&self.contents),
+        }
+    }
+}
+impl ::core::fmt::Debug for file_agent_tools::WriteFileArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("WriteFileArgs")
+            .field(
+                "path",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .debug_param(&self.path),
+            )
+            .field(
+                "contents",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .debug_param(&self.contents),
+            )
+            .finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for file_agent_tools::WriteFileArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("WriteFileArgs", 2usize)?;
+        __state
+            .serialize_field(
+                "path",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .serialize_param(&self.path),
+            )?;
+        __state
+            .serialize_field(
+                "contents",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .serialize_param(&self.contents),
+            )?;
+        __state.end()
+    }
+}
 impl ::agent_core::Tool for file_agent_tools::WriteFile {
     const NAME: &'static str = "write_file";
     const DESCRIPTION: &'static str = "Replace a file's contents.";

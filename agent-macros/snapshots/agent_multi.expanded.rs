@@ -14,11 +14,8 @@ mod triage_tools {
     use super::*;
     ///Arguments of the `whoami` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
@@ -26,6 +23,29 @@ mod triage_tools {
     ///The `whoami` tool: The name of the user asking.
     #[derive(::core::clone::Clone)]
     pub(super) struct Whoami(pub ::std::sync::Arc<Triage>);
+}
+impl ::core::clone::Clone for triage_tools::WhoamiArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {}
+    }
+}
+impl ::core::fmt::Debug for triage_tools::WhoamiArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("WhoamiArgs").finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for triage_tools::WhoamiArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("WhoamiArgs", 0usize)?;
+        __state.end()
+    }
 }
 impl ::agent_core::Tool for triage_tools::Whoami {
     const NAME: &'static str = "whoami";

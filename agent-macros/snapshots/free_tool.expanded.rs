@@ -13,16 +13,14 @@ pub mod search_tool {
     use super::*;
     ///Arguments of the `search-notes` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub struct SearchArgs {
         /// What to look for.
+        #[serde(deserialize_with = "SearchArgs::__de_query")]
         #[schemars(with = "__SearchArgs_query")]
         pub query: String,
         #[serde(
@@ -31,6 +29,7 @@ pub mod search_tool {
         )]
         #[schemars(with = "__SearchArgs_limit")]
         pub limit: u32,
+        #[serde(default, deserialize_with = "SearchArgs::__de_tag")]
         #[schemars(with = "__SearchArgs_tag")]
         pub tag: Option<String>,
     }
@@ -127,9 +126,36 @@ pub mod search_tool {
     )]
     pub struct Search;
 }
-const _: () = ::agent_core::__private::tool_param::<String>();
-const _: () = ::agent_core::__private::tool_param::<u32>();
-const _: () = ::agent_core::__private::tool_param::<Option<String>>();
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            String,
+            _,
+        >((&::agent_core::__private::ParamProbe::<String>::new()).verdict());
+    }
+};
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            u32,
+            _,
+        >((&::agent_core::__private::ParamProbe::<u32>::new()).verdict());
+    }
+};
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            Option<String>,
+            _,
+        >((&::agent_core::__private::ParamProbe::<Option<String>>::new()).verdict());
+    }
+};
 impl search_tool::SearchArgs {
     #[doc(hidden)]
     fn __default_limit() -> u32 {
@@ -139,10 +165,92 @@ impl search_tool::SearchArgs {
     fn __nullable_limit<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::core::result::Result<u32, D::Error> {
-        let value: ::core::option::Option<u32> = ::agent_core::__private::serde::Deserialize::deserialize(
-            deserializer,
-        )?;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let value = (&::agent_core::__private::ParamProbe::<
+            ::core::option::Option<u32>,
+        >::new())
+            .deserialize_param(deserializer)?;
         ::core::result::Result::Ok(value.unwrap_or_else(Self::__default_limit))
+    }
+    #[doc(hidden)]
+    fn __de_query<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<String, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<String>::new())
+            .deserialize_param(deserializer)
+    }
+    #[doc(hidden)]
+    fn __de_tag<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<Option<String>, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+            .deserialize_param(deserializer)
+    }
+}
+impl ::core::clone::Clone for search_tool::SearchArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {
+            query: (&::agent_core::__private::ParamProbe::<String>::new())
+                .clone_param(&self.query),
+            limit: (&::agent_core::__private::ParamProbe::<u32>::new())
+                .clone_param(&self.limit),
+            tag: (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                .clone_param(&self.tag),
+        }
+    }
+}
+impl ::core::fmt::Debug for search_tool::SearchArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("SearchArgs")
+            .field(
+                "query",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .debug_param(&self.query),
+            )
+            .field(
+                "limit",
+                (&::agent_core::__private::ParamProbe::<u32>::new())
+                    .debug_param(&self.limit),
+            )
+            .field(
+                "tag",
+                (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                    .debug_param(&self.tag),
+            )
+            .finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for search_tool::SearchArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("SearchArgs", 3usize)?;
+        __state
+            .serialize_field(
+                "query",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .serialize_param(&self.query),
+            )?;
+        __state
+            .serialize_field(
+                "limit",
+                (&::agent_core::__private::ParamProbe::<u32>::new())
+                    .serialize_param(&self.limit),
+            )?;
+        __state
+            .serialize_field(
+                "tag",
+                (&::agent_core::__private::ParamProbe::<Option<String>>::new())
+                    .serialize_param(&self.tag),
+            )?;
+        __state.end()
     }
 }
 impl ::agent_core::Tool for search_tool::Search {

@@ -8,15 +8,13 @@ mod index_tool {
     use super::*;
     ///Arguments of the `index` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct IndexArgs {
+        #[serde(deserialize_with = "IndexArgs::__de_root")]
         #[schemars(with = "__IndexArgs_root")]
         pub root: String,
     }
@@ -57,7 +55,64 @@ mod index_tool {
     )]
     pub(super) struct Index;
 }
-const _: () = ::agent_core::__private::tool_param::<String>();
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            String,
+            _,
+        >((&::agent_core::__private::ParamProbe::<String>::new()).verdict());
+    }
+};
+impl index_tool::IndexArgs {
+    #[doc(hidden)]
+    fn __de_root<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<String, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<String>::new())
+            .deserialize_param(deserializer)
+    }
+}
+impl ::core::clone::Clone for index_tool::IndexArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {
+            root: (&::agent_core::__private::ParamProbe::<String>::new())
+                .clone_param(&self.root),
+        }
+    }
+}
+impl ::core::fmt::Debug for index_tool::IndexArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("IndexArgs")
+            .field(
+                "root",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .debug_param(&self.root),
+            )
+            .finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for index_tool::IndexArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("IndexArgs", 1usize)?;
+        __state
+            .serialize_field(
+                "root",
+                (&::agent_core::__private::ParamProbe::<String>::new())
+                    .serialize_param(&self.root),
+            )?;
+        __state.end()
+    }
+}
 impl ::agent_core::Tool for index_tool::Index {
     const NAME: &'static str = "index";
     const DESCRIPTION: &'static str = "Index the files, reporting progress.";

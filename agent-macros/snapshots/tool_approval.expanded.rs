@@ -8,15 +8,13 @@ mod transfer_tool {
     use super::*;
     ///Arguments of the `transfer` tool.
     #[derive(
-        ::core::clone::Clone,
-        ::core::fmt::Debug,
-        ::agent_core::__private::serde::Serialize,
         ::agent_core::__private::serde::Deserialize,
-        ::agent_core::__private::schemars::JsonSchema,
+        ::agent_core::__private::schemars::JsonSchema
     )]
     #[serde(crate = "::agent_core::__private::serde")]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct TransferArgs {
+        #[serde(deserialize_with = "TransferArgs::__de_amount")]
         #[schemars(with = "__TransferArgs_amount")]
         pub amount: u32,
     }
@@ -56,7 +54,64 @@ mod transfer_tool {
     )]
     pub(super) struct Transfer;
 }
-const _: () = ::agent_core::__private::tool_param::<u32>();
+const _: () = {
+    #[allow(dead_code)]
+    fn __param() {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        ::agent_core::__private::tool_param::<
+            u32,
+            _,
+        >((&::agent_core::__private::ParamProbe::<u32>::new()).verdict());
+    }
+};
+impl transfer_tool::TransferArgs {
+    #[doc(hidden)]
+    fn __de_amount<'de, D: ::agent_core::__private::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::core::result::Result<u32, D::Error> {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        (&::agent_core::__private::ParamProbe::<u32>::new())
+            .deserialize_param(deserializer)
+    }
+}
+impl ::core::clone::Clone for transfer_tool::TransferArgs {
+    fn clone(&self) -> Self {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        Self {
+            amount: (&::agent_core::__private::ParamProbe::<u32>::new())
+                .clone_param(&self.amount),
+        }
+    }
+}
+impl ::core::fmt::Debug for transfer_tool::TransferArgs {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        f.debug_struct("TransferArgs")
+            .field(
+                "amount",
+                (&::agent_core::__private::ParamProbe::<u32>::new())
+                    .debug_param(&self.amount),
+            )
+            .finish()
+    }
+}
+impl ::agent_core::__private::serde::Serialize for transfer_tool::TransferArgs {
+    fn serialize<S: ::agent_core::__private::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> ::core::result::Result<S::Ok, S::Error> {
+        use ::agent_core::__private::serde::ser::SerializeStruct as _;
+        use ::agent_core::__private::{ParamHasTraits as _, ParamLacksTraits as _};
+        let mut __state = serializer.serialize_struct("TransferArgs", 1usize)?;
+        __state
+            .serialize_field(
+                "amount",
+                (&::agent_core::__private::ParamProbe::<u32>::new())
+                    .serialize_param(&self.amount),
+            )?;
+        __state.end()
+    }
+}
 impl ::agent_core::Tool for transfer_tool::Transfer {
     const NAME: &'static str = "transfer";
     const DESCRIPTION: &'static str = "Transfer money.";

@@ -86,6 +86,8 @@ const FAIL: &[&str] = &[
     "tool/fail/misspelt_option.rs",
     "tool/fail/output_not_serialize.rs",
     "tool/fail/param_not_json_schema.rs",
+    "tool/fail/param_only_deserialize_and_schema.rs",
+    "tool/fail/param_only_schema.rs",
     "tool/fail/pattern_param.rs",
     "tool/fail/preliminary_not_serialize.rs",
     "tool/fail/stream_as_impl_trait.rs",

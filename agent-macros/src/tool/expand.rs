@@ -38,6 +38,83 @@ fn param_schema_ident(args_ty: &Ident, param: &Ident) -> Ident {
     )
 }
 
+/// The associated function deserializing parameter `param` (`__de_city`).
+fn deserialize_fn(param: &Ident) -> Ident {
+    format_ident!("__de_{}", param.to_string().trim_start_matches("r#"))
+}
+
+/// Whether serde's derive takes `ty` for an `Option` (a missing field is then `None`): the
+/// last segment of a path is `Option`, with one type argument.
+fn is_option(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    path.path.segments.last().is_some_and(|last| {
+        last.ident == "Option"
+            && matches!(&last.arguments, syn::PathArguments::AngleBracketed(args) if args.args.len() == 1)
+    })
+}
+
+/// The args struct's `Clone`, `Debug` and `Serialize`, written field by field through
+/// `ParamProbe`: a parameter type lacking one of them is then reported once, by the
+/// `ToolParam` check at the parameter's type, instead of by a derive here as well.
+fn args_traits(
+    tool: &ToolFn,
+    private: &TokenStream,
+    args_path: &TokenStream,
+    args_ty: &Ident,
+) -> TokenStream {
+    let probes = quote!(use #private::{ParamHasTraits as _, ParamLacksTraits as _};);
+    let probe = |ty: &syn::Type| quote!((&#private::ParamProbe::<#ty>::new()));
+    let names: Vec<String> = tool
+        .params
+        .iter()
+        .map(|param| param.ident.to_string().trim_start_matches("r#").to_owned())
+        .collect();
+    let clones = tool.params.iter().map(|param| {
+        let (ident, probe) = (&param.ident, probe(&param.ty));
+        quote!(#ident: #probe.clone_param(&self.#ident))
+    });
+    let debugs = tool.params.iter().zip(&names).map(|(param, name)| {
+        let (ident, probe) = (&param.ident, probe(&param.ty));
+        quote!(.field(#name, #probe.debug_param(&self.#ident)))
+    });
+    let serializes = tool.params.iter().zip(&names).map(|(param, name)| {
+        let (ident, probe) = (&param.ident, probe(&param.ty));
+        quote!(__state.serialize_field(#name, #probe.serialize_param(&self.#ident))?;)
+    });
+    let struct_name = args_ty.to_string();
+    let len = tool.params.len();
+    quote! {
+        impl ::core::clone::Clone for #args_path {
+            fn clone(&self) -> Self {
+                #probes
+                Self { #(#clones,)* }
+            }
+        }
+
+        impl ::core::fmt::Debug for #args_path {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                #probes
+                f.debug_struct(#struct_name) #(#debugs)* .finish()
+            }
+        }
+
+        impl #private::serde::Serialize for #args_path {
+            fn serialize<S: #private::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::core::result::Result<S::Ok, S::Error> {
+                use #private::serde::ser::SerializeStruct as _;
+                #probes
+                let mut __state = serializer.serialize_struct(#struct_name, #len)?;
+                #(#serializes)*
+                __state.end()
+            }
+        }
+    }
+}
+
 /// The names a tool declares in its module (which shadow the parent's names there).
 pub(crate) fn declared_names(tool: &ToolFn) -> [Ident; 2] {
     [tool.type_ident(), tool.args_ident()]
@@ -119,10 +196,19 @@ pub(crate) fn tool_code(
         let ident = &param.ident;
         let ty = unshadow(&param.ty, shadowed);
         let docs = &param.docs;
-        let default_attr = param.default.as_ref().filter(|_| !stub).map(|_| {
-            let path = format!("{args_ty}::__default_{ident}");
-            let nullable_path = format!("{args_ty}::__nullable_{ident}");
-            quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
+        let serde_attr = (!stub).then(|| match &param.default {
+            Some(_) => {
+                let path = format!("{args_ty}::__default_{ident}");
+                let nullable_path = format!("{args_ty}::__nullable_{ident}");
+                quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
+            }
+            None => {
+                let path = format!("{args_ty}::{}", deserialize_fn(ident));
+                // A missing `Option` field is `None`, as serde's derive makes it without
+                // `deserialize_with` (which it tells by the same syntactic test).
+                let default = is_option(&param.ty).then(|| quote!(default,));
+                quote!(#[serde(#default deserialize_with = #path)])
+            }
         });
         let schema_attr = (!stub).then(|| {
             let with = param_schema_ident(&args_ty, ident).to_string();
@@ -130,7 +216,7 @@ pub(crate) fn tool_code(
         });
         quote! {
             #(#docs)*
-            #default_attr
+            #serde_attr
             #schema_attr
             pub #ident: #ty
         }
@@ -234,22 +320,27 @@ pub(crate) fn tool_code(
     });
     let param_checks = tool.params.iter().map(|param| {
         let ty = &param.ty;
-        respan(
-            quote!(const _: () = #private::tool_param::<#ty>();),
+        // Only the call is spanned at the type, where its error goes: the imports keep the
+        // macro's span, so the one of them not used is no warning in the user's code.
+        let call = respan(
+            quote!(#private::tool_param::<#ty, _>((&#private::ParamProbe::<#ty>::new()).verdict());),
             ty.span(),
-        )
+        );
+        quote! {
+            const _: () = {
+                #[allow(dead_code)]
+                fn __param() {
+                    use #private::{ParamHasTraits as _, ParamLacksTraits as _};
+                    #call
+                }
+            };
+        }
     });
     let serde_crate = path_string(quote!(#private::serde));
     let schemars_crate = path_string(quote!(#private::schemars));
     let defs = quote! {
         #[doc = #args_doc]
-        #[derive(
-            ::core::clone::Clone,
-            ::core::fmt::Debug,
-            #private::serde::Serialize,
-            #private::serde::Deserialize,
-            #private::schemars::JsonSchema,
-        )]
+        #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ty {
@@ -261,14 +352,15 @@ pub(crate) fn tool_code(
         #tool_struct
     };
 
-    let mut defaults = Vec::new();
+    // The fields' default values and deserializers, called by the args struct's derive.
+    let mut field_fns = Vec::new();
     for param in &tool.params {
         let Some(expr) = &param.default else { continue };
         let ident = &param.ident;
         let ty = &param.ty;
         let default_fn = format_ident!("__default_{}", ident);
         let nullable_fn = format_ident!("__nullable_{}", ident);
-        defaults.push(quote_spanned! {expr.span()=>
+        field_fns.push(quote_spanned! {expr.span()=>
             #[doc(hidden)]
             fn #default_fn() -> #ty {
                 #expr
@@ -276,24 +368,39 @@ pub(crate) fn tool_code(
         });
         // `null` also means "use the default": providers' strict modes make every parameter
         // required and send `null` for the ones the model leaves out.
-        defaults.push(quote! {
+        field_fns.push(quote! {
             #[doc(hidden)]
             fn #nullable_fn<'de, D: #private::serde::Deserializer<'de>>(
                 deserializer: D,
             ) -> ::core::result::Result<#ty, D::Error> {
-                let value: ::core::option::Option<#ty> =
-                    #private::serde::Deserialize::deserialize(deserializer)?;
+                use #private::{ParamHasTraits as _, ParamLacksTraits as _};
+                let value = (&#private::ParamProbe::<::core::option::Option<#ty>>::new())
+                    .deserialize_param(deserializer)?;
                 ::core::result::Result::Ok(value.unwrap_or_else(Self::#default_fn))
             }
         });
     }
-    let defaults_impl = (!defaults.is_empty()).then(|| {
+    for param in tool.params.iter().filter(|param| param.default.is_none()) {
+        let ty = &param.ty;
+        let de_fn = deserialize_fn(&param.ident);
+        field_fns.push(quote! {
+            #[doc(hidden)]
+            fn #de_fn<'de, D: #private::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<#ty, D::Error> {
+                use #private::{ParamHasTraits as _, ParamLacksTraits as _};
+                (&#private::ParamProbe::<#ty>::new()).deserialize_param(deserializer)
+            }
+        });
+    }
+    let field_fns_impl = (!field_fns.is_empty()).then(|| {
         quote! {
             impl #module::#args_ty {
-                #(#defaults)*
+                #(#field_fns)*
             }
         }
     });
+    let args_traits = args_traits(tool, &private, &quote!(#module::#args_ty), &args_ty);
     let call_args = tool.call_order.iter().map(|slot| match slot {
         // Fields, not bindings: a parameter named like the function (`fn note(note: Note)`)
         // must not shadow the function called.
@@ -437,7 +544,8 @@ pub(crate) fn tool_code(
     let impls = quote! {
         #(#param_checks)*
 
-        #defaults_impl
+        #field_fns_impl
+        #args_traits
 
         impl #krate::Tool for #module::#tool_ty {
             const NAME: &'static str = #name;
