@@ -695,10 +695,11 @@ impl Timer {
             self.armed = false;
             return Poll::Ready(Some(item));
         }
-        let Some(limit) = limit else {
+        // A limit past what an instant can hold (`Duration::MAX`, "never") never fires.
+        let now = tokio::time::Instant::now();
+        let Some(deadline) = limit.and_then(|limit| now.checked_add(limit)) else {
             return Poll::Pending;
         };
-        let deadline = tokio::time::Instant::now() + limit;
         let sleep = match &mut self.sleep {
             Some(sleep) if self.armed => sleep,
             Some(sleep) => {
@@ -777,6 +778,23 @@ mod tests {
         let item = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, Some(limit))).await;
         assert_eq!(item, None, "the idle timer fired");
         assert_eq!(last_byte.elapsed(), limit);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_no_instant_can_hold_never_fires() {
+        let mut stream = TwoThenSilence(0);
+        let mut timer = Timer::default();
+        let limit = Some(Duration::MAX);
+        for expected in [1, 2] {
+            let item = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, limit)).await;
+            assert_eq!(item, Some(Some(expected)));
+        }
+        let year = Duration::from_secs(365 * 24 * 3600);
+        let next = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, limit));
+        assert!(
+            tokio::time::timeout(year, next).await.is_err(),
+            "still waiting after a year"
+        );
     }
 
     #[test]

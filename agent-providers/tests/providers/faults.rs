@@ -563,6 +563,34 @@ async fn a_zero_turn_stall_timeout_turns_the_idle_timeout_off() {
 }
 
 #[tokio::test]
+async fn a_timeout_of_duration_max_means_never_and_does_not_panic() {
+    // `Duration::MAX` is past what an instant can hold: "never", not an overflow.
+    let url = pausing_server(
+        text("Slow "),
+        Duration::from_millis(200),
+        answer("but sure."),
+    )
+    .await;
+    let result = stalling_agent(&url, Some(Duration::MAX)).run("hi").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.text, "Slow but sure.");
+    let settings = HttpSettings {
+        idle_timeout: Duration::MAX,
+        first_byte_timeout: Duration::MAX,
+        ..settings(0)
+    };
+    let url = pausing_server(
+        text("Slow "),
+        Duration::from_millis(200),
+        answer("but sure."),
+    )
+    .await;
+    let (events, error) = collect(client_at(&url, settings).stream(request())).await;
+    assert_eq!(error, None);
+    assert_eq!(text_of(&events), "Slow but sure.");
+}
+
+#[tokio::test]
 async fn a_broken_stream_past_its_retries_ends_the_turn_in_error_keeping_partial_text() {
     let partial = || {
         Reply::SseThenDisconnect(split(
