@@ -29,7 +29,11 @@ pub mod search_tool {
         )]
         #[schemars(with = "__SearchArgs_limit")]
         pub limit: u32,
-        #[serde(default, deserialize_with = "SearchArgs::__de_tag")]
+        #[serde(
+            default,
+            skip_serializing_if = "::core::option::Option::is_none",
+            deserialize_with = "SearchArgs::__de_tag"
+        )]
         #[schemars(with = "__SearchArgs_tag")]
         pub tag: Option<String>,
     }

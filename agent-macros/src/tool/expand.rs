@@ -205,8 +205,15 @@ pub(crate) fn tool_code(
             None => {
                 let path = format!("{args_ty}::{}", deserialize_fn(ident));
                 // A missing `Option` field is `None`, as serde's derive makes it without
-                // `deserialize_with` (which it tells by the same syntactic test).
-                let default = is_option(&param.ty).then(|| quote!(default,));
+                // `deserialize_with` (which it tells by the same syntactic test). The args
+                // struct's `Serialize` is written by hand, so `skip_serializing_if` is read by
+                // schemars alone: it keeps that `None` out of the schema as a default.
+                let default = is_option(&param.ty).then(|| {
+                    quote!(
+                        default,
+                        skip_serializing_if = "::core::option::Option::is_none",
+                    )
+                });
                 quote!(#[serde(#default deserialize_with = #path)])
             }
         });
