@@ -46,6 +46,15 @@ struct PendingCall {
     arguments: String,
     /// Its [`ModelEvent::ToolCallStart`] was emitted.
     started: bool,
+    /// Its id is the server's (not `call_<index>`, made when its arguments came first).
+    server_id: bool,
+}
+
+impl PendingCall {
+    /// Whether `id` names another call than this one, which has an id of the server's.
+    fn other_than(&self, id: Option<&str>) -> bool {
+        self.server_id && id.is_some_and(|id| *self.id != *id)
+    }
 }
 
 impl Decoder for OpenAiDecoder {
@@ -195,6 +204,14 @@ impl OpenAiDecoder {
             // piece made a reply of 32 calls cost about 180 instructions a call more than one
             // of 8 (`whole_turn_calls_agent` in agent-providers/benches/stream.rs).
             Some(index) => match self.calls.last() {
+                // Another id at the index of the call going on starts a call of its own:
+                // some servers (Ollama) number every call of a parallel batch 0 and tell
+                // them apart by id alone.
+                Some(last)
+                    if last.index == index && last.other_than(id.as_ref().map(|id| &*id.0)) =>
+                {
+                    None
+                }
                 Some(last) if last.index == index => Some(self.calls.len() - 1),
                 _ if self.highest.is_none_or(|highest| index > highest) => None,
                 _ => self.calls.iter().position(|call| call.index == index),
@@ -216,6 +233,7 @@ impl OpenAiDecoder {
                 name: SharedText::new(),
                 arguments: String::new(),
                 started: false,
+                server_id: false,
             });
             self.calls.len() - 1
         });
@@ -224,6 +242,7 @@ impl OpenAiDecoder {
             && call.id.is_empty()
         {
             call.id = SharedText::from(&*id.0);
+            call.server_id = true;
         }
         let Some(function) = delta.function else {
             return;
@@ -544,6 +563,32 @@ mod tests {
         .unwrap();
         let calls = ids_and_arguments(&events);
         assert_eq!(calls, [("a1", "{}"), ("b1", r#"{"x":2}"#)]);
+    }
+
+    /// Calls of a parallel batch that share index 0 (as Ollama streams them) are told apart by
+    /// their ids; a piece without an id goes on with the last of them.
+    #[test]
+    fn calls_sharing_an_index_are_told_apart_by_id() {
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b1","function":{"name":"time","arguments":"{\"city\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":\"Rome\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ])
+        .unwrap();
+        let calls = ids_and_arguments(&events);
+        assert_eq!(
+            calls,
+            [("a1", r#"{"city":"Paris"}"#), ("b1", r#"{"city":"Rome"}"#)]
+        );
+        // The same id again, as some servers repeat it on every piece, goes on with its call.
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"name":"weather","arguments":"{\"city\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"arguments":":\"Paris\"}"}}]}}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(ids_and_arguments(&events), [("a1", r#"{"city":"Paris"}"#)]);
     }
 
     /// Pieces of calls streamed out of order (a later call's piece, then an earlier one's; a
