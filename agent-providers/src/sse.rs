@@ -34,12 +34,20 @@ pub(crate) struct SseFrames {
     /// line at a time from the next read (empty when no event is cut).
     cut: Vec<u8>,
     cut_at: usize,
+    /// Whether the cut event may be complete: a blank line (or other bytes) was added to it
+    /// since it was last scanned. Without one it is not scanned again, so an event spanning
+    /// many lines or reads is scanned once per blank line, not once per line (a scan per line
+    /// made framing quadratic in the event's length).
+    rescan: bool,
     /// The data of the last event with several `data:` lines, joined.
     joined: Vec<u8>,
     /// Whether the body's start was checked for a byte-order mark.
     bom_checked: bool,
     /// Whether the body ended.
     ended: bool,
+    /// How many bytes the scans went over, for the tests of framing's cost.
+    #[cfg(test)]
+    scanned: usize,
 }
 
 /// One event, borrowed from the framer.
@@ -80,6 +88,7 @@ impl SseFrames {
     pub(crate) fn push(&mut self, bytes: Bytes) {
         if self.at < self.read.len() {
             self.cut.extend_from_slice(&self.read[self.at..]);
+            self.rescan = true;
         }
         self.read = bytes;
         self.at = 0;
@@ -116,6 +125,7 @@ impl SseFrames {
             } else {
                 (Source::Read, &self.read[..], &mut self.at, self.ended)
             };
+            let mut scanning = !cut || self.rescan || ended;
             if !self.bom_checked {
                 let rest = &bytes[*at..];
                 let waiting = rest.len() < BOM.len() && BOM.starts_with(rest) && !ended;
@@ -123,17 +133,26 @@ impl SseFrames {
                     *at += BOM.len();
                 }
                 self.bom_checked = !waiting;
+                scanning = true;
             }
-            if self.bom_checked
-                && let Some((name, data, end)) = scan(bytes, at, ended, &mut self.joined)
-            {
-                *at = end;
-                return Some((source, name, data));
+            if self.bom_checked && scanning {
+                #[cfg(test)]
+                {
+                    self.scanned += bytes.len() - *at;
+                }
+                let found = scan(bytes, at, ended, &mut self.joined);
+                // After an event, the cut's bytes left may hold more.
+                self.rescan = cut && found.is_some();
+                if let Some((name, data, end)) = found {
+                    *at = end;
+                    return Some((source, name, data));
+                }
             }
             if !cut {
                 // The read ends inside an event (or at one's end): its bytes wait for the next.
                 self.cut.extend_from_slice(&self.read[self.at..]);
                 self.at = self.read.len();
+                self.rescan = !self.bom_checked;
                 return None;
             }
             // The cut event goes on with the next line of the read, if any.
@@ -142,6 +161,13 @@ impl SseFrames {
                 return None;
             }
             let line = memchr::memchr2(b'\n', b'\r', rest).map_or(rest.len(), |end| end + 1);
+            // Lines end at each `\n` or `\r`, so a blank line comes as one of these alone,
+            // right after another line's end (a `\n` after a `\r` ends the line before).
+            self.rescan = match (self.cut[self.cut_at..].last(), &rest[..line]) {
+                (Some(b'\r'), b"\n") => false,
+                (None | Some(b'\n' | b'\r'), b"\n" | b"\r") => true,
+                _ => false,
+            };
             self.cut.extend_from_slice(&rest[..line]);
             self.at += line;
         }
@@ -279,6 +305,42 @@ mod tests {
 
     fn event(name: Option<&str>, data: &str) -> Result<(Option<String>, String), NotUtf8> {
         Ok((name.map(str::to_owned), data.to_owned()))
+    }
+
+    /// An event of many `data:` lines, or of one long line, that spans many reads is scanned
+    /// about once, not once per line or per read.
+    #[test]
+    fn an_event_spanning_many_reads_is_scanned_about_once() {
+        let mut lines = b"data: [\n".to_vec();
+        for _ in 0..5_000 {
+            lines.extend_from_slice(b"data: 1,\n");
+        }
+        lines.extend_from_slice(b"data: 1]\n\n");
+        let mut long = b"data: ".to_vec();
+        long.extend(std::iter::repeat_n(b'x', 200_000));
+        long.extend_from_slice(b"\r\n\r\n");
+        for body in [lines, long] {
+            for read in [7, 64, 4096] {
+                let mut frames = SseFrames::default();
+                let mut count = 0;
+                for piece in body.chunks(read) {
+                    frames.push(Bytes::copy_from_slice(piece));
+                    while let Some(event) = frames.next_event() {
+                        assert!(event.is_ok());
+                        count += 1;
+                    }
+                }
+                frames.end();
+                assert!(frames.next_event().is_none());
+                assert_eq!(count, 1);
+                assert!(
+                    frames.scanned <= 3 * body.len(),
+                    "{} bytes scanned for an event of {} in reads of {read}",
+                    frames.scanned,
+                    body.len()
+                );
+            }
+        }
     }
 
     const MIXED: &[u8] =
