@@ -73,6 +73,13 @@ pub(super) struct AnthropicDecoder {
     /// The id of the message being streamed, once `message_start` said it.
     message: Option<String>,
     finished: bool,
+    /// With an answer tool: the text blocks' text, held until the message ends. With
+    /// extended thinking the answer tool is not forced, and a model often writes a sentence
+    /// before calling it; that text is not the answer. Sent as the reply's text if no answer
+    /// tool came, else kept as provider metadata (`{"text": ...}`).
+    held: String,
+    /// The answer tool's block started.
+    answered: bool,
 }
 
 impl AnthropicDecoder {
@@ -88,7 +95,31 @@ impl AnthropicDecoder {
             tool_calls: false,
             message: None,
             finished: false,
+            held: String::new(),
+            answered: false,
         }
+    }
+
+    /// A text block's text: streamed, or held while an answer tool may come (see `held`).
+    fn text(&mut self, text: Option<DeltaText>, out: &mut Vec<ModelEvent>) {
+        if self.answer_tool.is_none() {
+            push_delta(out, text, ModelEvent::TextDelta);
+        } else if let Some(text) = text {
+            self.held.push_str(&text);
+        }
+    }
+
+    /// The held text, once the message ends: the reply's text, or beside the answer.
+    fn release_held(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.held.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut self.held);
+        out.push(if self.answered {
+            ModelEvent::ProviderMetadata(serde_json::json!({ "text": held }))
+        } else {
+            ModelEvent::TextDelta(held.into())
+        });
     }
 
     /// Takes the counts a frame reports (later counts replace earlier ones) and pushes the
@@ -130,7 +161,7 @@ impl AnthropicDecoder {
     ) -> OpenBlock {
         match head.kind {
             BlockKind::Text => {
-                push_delta(out, head.text, ModelEvent::TextDelta);
+                self.text(head.text, out);
                 OpenBlock::Passive
             }
             BlockKind::Thinking => {
@@ -147,6 +178,7 @@ impl AnthropicDecoder {
                     .filter(|input| input.as_object().is_none_or(|fields| !fields.is_empty()))
                     .map(|input| input.to_string());
                 if self.answer_tool.as_deref() == Some(name.as_str()) {
+                    self.answered = true;
                     if let Some(given) = given {
                         out.push(ModelEvent::TextDelta(given.into()));
                         OpenBlock::Answer { streamed: true }
@@ -190,7 +222,7 @@ impl AnthropicDecoder {
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         match delta.kind {
-            Some(DeltaKind::TextDelta) => push_delta(out, delta.text, ModelEvent::TextDelta),
+            Some(DeltaKind::TextDelta) => self.text(delta.text, out),
             Some(DeltaKind::ThinkingDelta) => {
                 push_delta(out, delta.text, ModelEvent::ReasoningDelta)
             }
@@ -411,6 +443,7 @@ impl Decoder for AnthropicDecoder {
                 for open in std::mem::take(&mut self.open) {
                     self.complete(open.block, out);
                 }
+                self.release_held(out);
                 self.finished = true;
                 out.push(ModelEvent::Finish(self.finish_reason()));
             }
