@@ -533,7 +533,7 @@ async fn send(
                 .unwrap_or_default()
         }
         // Read in place: only an error message needs the header as a `String`.
-        if content_type(&response).contains("text/event-stream") {
+        if is_event_stream(content_type(&response)) {
             return Ok(response);
         }
         let content_type = content_type(&response).to_owned();
@@ -672,6 +672,16 @@ fn redact(mut error: ModelError, key: Option<&ApiKey>) -> ModelError {
     error
 }
 
+/// Whether a `content-type` names an event stream (a media type is case-insensitive:
+/// `Text/Event-Stream; charset=utf-8` is one).
+fn is_event_stream(content_type: &str) -> bool {
+    let stream = b"text/event-stream";
+    content_type
+        .as_bytes()
+        .windows(stream.len())
+        .any(|window| window.eq_ignore_ascii_case(stream))
+}
+
 /// The first-byte and idle timer of a call's reads. It is armed only when the body has nothing
 /// ready, so a burst of buffered bytes costs no timer operations; each read returns (even one
 /// that completes no event, such as an SSE comment used as a keep-alive), so the next wait
@@ -795,6 +805,20 @@ mod tests {
             tokio::time::timeout(year, next).await.is_err(),
             "still waiting after a year"
         );
+    }
+
+    #[test]
+    fn an_event_stream_is_told_by_its_media_type_in_any_case() {
+        for yes in [
+            "text/event-stream",
+            "Text/Event-Stream; charset=utf-8",
+            "TEXT/EVENT-STREAM",
+        ] {
+            assert!(is_event_stream(yes), "{yes}");
+        }
+        for no in ["application/json", "text/html", "", "text/event"] {
+            assert!(!is_event_stream(no), "{no}");
+        }
     }
 
     #[test]

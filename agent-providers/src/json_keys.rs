@@ -167,3 +167,100 @@ impl<'de, T: Fields<'de>> Visitor<'de> for Whole<T> {
         Ok(value)
     }
 }
+
+/// Reads a token count: a count that is not a non-negative number (a string, a negative or
+/// fractional number, an object) is no count, rather than a malformed chunk that would fail a
+/// complete answer over its accounting. A number past `u64` saturates.
+pub(crate) fn token_count<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    deserializer.deserialize_any(TokenCount)
+}
+
+/// The visitor of [`token_count`].
+struct TokenCount;
+
+impl<'de> Visitor<'de> for TokenCount {
+    type Value = Option<u64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a token count")
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Option<u64>, E> {
+        Ok(Some(value))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Option<u64>, E> {
+        Ok(u64::try_from(value).ok())
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Option<u64>, E> {
+        // `as` saturates: `1e30` is `u64::MAX`.
+        Ok((value >= 0.0 && value.fract() == 0.0).then_some(value as u64))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Option<u64>, E> {
+        Ok(value.parse().ok())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Option<u64>, M::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_count_that_is_no_count_is_none_and_no_error() {
+        #[derive(Deserialize)]
+        struct Usage {
+            #[serde(default, deserialize_with = "token_count")]
+            tokens: Option<u64>,
+        }
+        let read = |json: &str| {
+            serde_json::from_str::<Usage>(json)
+                .map(|usage| usage.tokens)
+                .map_err(|e| e.to_string())
+        };
+        for (json, tokens) in [
+            (r#"{"tokens":12}"#, Some(12)),
+            (r#"{"tokens":12.0}"#, Some(12)),
+            (r#"{"tokens":1e30}"#, Some(u64::MAX)),
+            (r#"{"tokens":"12"}"#, Some(12)),
+            (r#"{"tokens":-3}"#, None),
+            (r#"{"tokens":1.5}"#, None),
+            (r#"{"tokens":"many"}"#, None),
+            (r#"{"tokens":null}"#, None),
+            (r#"{"tokens":true}"#, None),
+            (r#"{"tokens":[1,2]}"#, None),
+            (r#"{"tokens":{"a":1}}"#, None),
+            (r#"{}"#, None),
+        ] {
+            assert_eq!(read(json), Ok(tokens), "{json}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use agent_core::DeltaText;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::json_keys::{Fields, InPlace, first, keys, read_once};
+use crate::json_keys::{Fields, InPlace, first, keys, read_once, token_count};
 
 /// One SSE frame's data, whatever its type: only the fields of its type are present. The
 /// fields of rare frames are boxed, so that the frame stays small; a field that is absent costs
@@ -75,9 +75,13 @@ pub(super) struct MessageHead {
 /// prompt cache, which are counted apart.
 #[derive(Deserialize)]
 pub(super) struct WireUsage {
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) cache_creation_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) cache_read_input_tokens: Option<u64>,
 }
 

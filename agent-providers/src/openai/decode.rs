@@ -123,12 +123,12 @@ impl OpenAiDecoder {
             ));
         }
         if let Some(delta) = delta {
-            // A server may send both reasoning fields; one is enough.
+            // A server may send both reasoning fields; one is enough (an empty one is none).
             if let Some(reasoning) = delta
                 .reasoning_content
                 .take()
-                .or(delta.reasoning.take())
                 .filter(non_empty)
+                .or(delta.reasoning.take().filter(non_empty))
             {
                 out.push(ModelEvent::ReasoningDelta(reasoning.into_delta()));
             }
@@ -616,6 +616,22 @@ mod tests {
             calls,
             [("c0", r#"{"a":1}"#), ("c1", "{}"), ("c2", r#"{"c":3}"#)]
         );
+    }
+
+    /// A server that sends both reasoning fields, one of them empty, loses neither.
+    #[test]
+    fn an_empty_reasoning_field_does_not_hide_the_other() {
+        for frame in [
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"","reasoning":"think"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think","reasoning":""}}]}"#,
+        ] {
+            let (events, _) = decode(&[frame, "[DONE]"]).unwrap();
+            assert_eq!(
+                events.first(),
+                Some(&ModelEvent::ReasoningDelta("think".into())),
+                "{frame}"
+            );
+        }
     }
 
     #[test]

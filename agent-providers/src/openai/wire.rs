@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::json_keys::token_count;
 use agent_core::{DeltaText, Message, ModelRequest, ToolCall, ToolChoice, ToolSpec};
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct, Serializer};
@@ -508,9 +509,9 @@ pub(super) struct FunctionDelta<'a> {
 
 #[derive(Deserialize)]
 pub(super) struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) prompt_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) completion_tokens: Option<u64>,
     #[serde(default)]
     pub(super) prompt_tokens_details: Option<PromptDetails>,
@@ -520,13 +521,13 @@ pub(super) struct WireUsage {
 
 #[derive(Deserialize)]
 pub(super) struct PromptDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 pub(super) struct CompletionDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "token_count")]
     pub(super) reasoning_tokens: Option<u64>,
 }
 
