@@ -145,10 +145,17 @@ impl AnthropicDecoder {
         head: BlockHead,
         raw: Option<serde_json::Value>,
         out: &mut Vec<ModelEvent>,
-    ) {
+    ) -> Result<(), ModelError> {
+        // A second start of an open block would drop what the first gathered (a tool call's
+        // arguments, say): malformed, as a delta for a block that never started is.
+        if self.open.iter().any(|open| open.index == index) {
+            return Err(malformed(format!(
+                "content_block_start for block {index}, which is already open"
+            )));
+        }
         let block = self.block(head, raw, out);
-        self.open.retain(|open| open.index != index);
         self.open.push(Open { index, block });
+        Ok(())
     }
 
     /// A block as it starts: what it says at once, and what it gathers until it stops. `raw` is
@@ -412,7 +419,7 @@ impl Decoder for AnthropicDecoder {
                 let raw = matches!(head.kind, BlockKind::Other)
                     .then(|| raw_field(data, &["content_block"]))
                     .flatten();
-                self.start(frame.index, *head, raw, out);
+                self.start(frame.index, *head, raw, out)?;
             }
             FrameKind::ContentBlockDelta => {
                 let Some(delta) = frame.delta else {

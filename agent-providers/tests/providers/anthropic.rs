@@ -889,6 +889,21 @@ async fn a_delta_carrying_two_pieces_of_text_is_malformed() {
     assert!(error.message.contains("duplicate field"), "{error}");
 }
 
+/// A block started again while open would drop what it gathered (here a tool call's
+/// arguments): malformed, not a shorter answer.
+#[tokio::test]
+async fn a_block_started_twice_while_open_is_malformed() {
+    let start = sse(json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}));
+    let piece = sse(json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": "{\"city\":\"Oslo\"}"}}));
+    let broken = message_start(10) + &start + &piece + &text_block(0, &["Hello"]);
+    let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+    let (_, error) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{error}");
+    assert!(error.message.contains("already open"), "{error}");
+}
+
 /// Frames are read by hand: as a derived reader did, a key given twice is malformed, a frame
 /// needs its type, and keys and types this client does not read are skipped.
 #[tokio::test]
