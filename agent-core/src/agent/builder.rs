@@ -609,10 +609,14 @@ fn check_matchers<'a>(
             .filter(|tool| meta.compiled.matches(tool))
             .collect();
         if matched.is_empty() && !matcher.is_dynamic() {
-            problems.push(format!(
-                "hook `{}`: `{matcher}` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
-                meta.name,
+            let tools = if tools.is_empty() {
+                "it has none".to_owned()
+            } else {
                 tools.join(", ")
+            };
+            problems.push(format!(
+                "hook `{}`: `{matcher}` matches none of the agent's tools ({tools}); add `dynamic` if tools are added at run time",
+                meta.name,
             ));
         }
         if !matcher.is_dynamic() && !matched.is_empty() {

@@ -200,9 +200,13 @@ fn agent_module(self_ty: &syn::Type, suffix: &str) -> Ident {
 
 /// `AgentBuilder::build`'s sentence for a matcher that matches none of the agent's tools.
 fn matches_none(hook: &str, matcher: &str, tools: &[&str]) -> String {
-    format!(
-        "hook `{hook}`: `{matcher}` matches none of the agent's tools ({}); add `dynamic` if tools are added at run time",
+    let tools = if tools.is_empty() {
+        "it has none".to_owned()
+    } else {
         tools.join(", ")
+    };
+    format!(
+        "hook `{hook}`: `{matcher}` matches none of the agent's tools ({tools}); add `dynamic` if tools are added at run time"
     )
 }
 

@@ -411,7 +411,7 @@ fn matcher_all_on_an_agent_without_tools_needs_dynamic() {
     assert_eq!(
         error.problems,
         lines(&[
-            "hook `every`: `every tool` matches none of the agent's tools (); add `dynamic` if tools are added at run time"
+            "hook `every`: `every tool` matches none of the agent's tools (it has none); add `dynamic` if tools are added at run time"
         ])
     );
     // The recorder hooks of `tests` use `Matcher::all().dynamic()`.
