@@ -103,6 +103,18 @@ impl Server {
                 ))
             }
             MigrateError::Step(_, error) => self.postgres(error),
+            MigrateError::Foreign(found, missing) => self.at(format_args!(
+                "not an agent-postgres session store: `agent_schema` records schema version \
+                 {found} but there is no {missing}; is this another program's database? choose \
+                 another database or schema"
+            )),
+            MigrateError::ReadOnly(what) => self.of(
+                StoreErrorKind::Unwritable,
+                format_args!(
+                    "the user may not write here: {what}; grant it the privileges, or connect \
+                     as a user who has them"
+                ),
+            ),
         }
     }
 

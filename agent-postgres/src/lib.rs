@@ -151,8 +151,10 @@ impl PostgresStore {
 
     /// Connects to the database at `url` (`postgres://user:password@host:port/database`, or
     /// the `key=value` form) with the default [`PostgresOptions`], creating the schema if
-    /// needed and migrating an older one. An unreachable server, refused credentials and a
-    /// schema written by a newer version are errors naming the server (never the password).
+    /// needed and migrating an older one. An unreachable server, refused credentials, a schema
+    /// written by a newer version, another program's tables (or an `agent_schema` whose
+    /// version lacks its tables, left untouched) and a user or database that may not write
+    /// the tables are errors naming the server (never the password).
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
         PostgresStore::connect_with(url, PostgresOptions::default()).await
     }
@@ -185,6 +187,9 @@ impl PostgresStore {
             .map_err(|e| server.at(format_args!("cannot build the connection pool: {e}")))?;
         let mut conn = pool.get().await.map_err(|e| server.pool(&e))?;
         schema::migrate(&mut conn)
+            .await
+            .map_err(|e| server.migrate(&e))?;
+        schema::check_writable(&**conn)
             .await
             .map_err(|e| server.migrate(&e))?;
         let id: String = conn

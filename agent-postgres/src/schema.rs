@@ -76,6 +76,13 @@ pub(crate) enum MigrateError {
     Unsupported(i64),
     /// The step to this version failed (on another program's database, say).
     Step(i64, tokio_postgres::Error),
+    /// The database records a schema version without the tables that version has: another
+    /// program's `agent_schema`, or tables dropped by hand. Holds the version and what is
+    /// missing.
+    Foreign(i64, String),
+    /// The connection may not write the session tables (a read-only role or database): what
+    /// it may not do.
+    ReadOnly(String),
 }
 
 impl From<tokio_postgres::Error> for MigrateError {
@@ -96,16 +103,83 @@ async fn version(conn: &impl GenericClient) -> Result<i64, MigrateError> {
     }
 }
 
+/// The tables and columns each schema version has (the key ones of each step): a database
+/// whose `agent_schema` claims a version without them is not a session store of this crate.
+const EXPECTED: &[(i64, &str, &[&str])] = &[
+    (
+        1,
+        "messages",
+        &["session_id", "role", "content", "status", "provider_blocks"],
+    ),
+    (1, "turn_leases", &["session_id", "holder", "expires_at"]),
+    (2, "suspended_calls", &["session_id", "position", "record"]),
+    (2, "approved_tools", &["session_id", "tool"]),
+];
+
+/// The columns of a table of the connection's search path.
+const COLUMNS: &str = "SELECT column_name::text FROM information_schema.columns \
+     WHERE table_name = $1 AND table_schema = ANY (current_schemas(false))";
+
+/// Checks that the database holds what schema version `found` has, before anything is written.
+async fn check_tables(conn: &impl GenericClient, found: i64) -> Result<(), MigrateError> {
+    for (since, table, expected) in EXPECTED.iter().filter(|(since, ..)| *since <= found) {
+        let present: Vec<String> = conn
+            .query(COLUMNS, &[table])
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let missing = if present.is_empty() {
+            format!("the table `{table}`")
+        } else if let Some(column) = expected.iter().find(|c| !present.iter().any(|p| p == *c)) {
+            format!("the column `{table}.{column}` (of version {since})")
+        } else {
+            continue;
+        };
+        return Err(MigrateError::Foreign(found, missing));
+    }
+    Ok(())
+}
+
+/// Whether this connection may write every session table: a read-only database (or
+/// transaction default) or a role without the privileges is refused here rather than at the
+/// first turn. (`has_table_privilege` with a list is true when any one is held: each is
+/// asked apart.)
+const WRITABLE: &str = "SELECT current_setting('transaction_read_only') = 'off', \
+     bool_and(has_table_privilege(t, 'SELECT') AND has_table_privilege(t, 'INSERT') \
+     AND has_table_privilege(t, 'UPDATE') AND has_table_privilege(t, 'DELETE')) \
+     FROM unnest(ARRAY['messages', 'turn_leases', 'suspended_calls', 'approved_tools']) AS t";
+
+/// Checks that the session tables, as migrated, can be written.
+pub(crate) async fn check_writable(conn: &impl GenericClient) -> Result<(), MigrateError> {
+    let row = conn.query_one(WRITABLE, &[]).await?;
+    let (read_write, privileged): (bool, Option<bool>) = (row.try_get(0)?, row.try_get(1)?);
+    if !read_write {
+        return Err(MigrateError::ReadOnly(
+            "the database (or the role's default transaction) is read-only".to_owned(),
+        ));
+    }
+    if privileged != Some(true) {
+        return Err(MigrateError::ReadOnly(
+            "the role may not select, insert, update and delete in every session table \
+             (messages, turn_leases, suspended_calls, approved_tools)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// Applies every missing migration step in one transaction, under an advisory lock (DDL is
 /// transactional in PostgreSQL: a failed step leaves nothing behind). A database from a newer
-/// version is refused untouched.
+/// version, or one lacking the tables of the version it records, is refused untouched.
 pub(crate) async fn migrate(conn: &mut Object) -> Result<(), MigrateError> {
     let found = version(&***conn).await?;
+    if !(0..=LATEST_VERSION).contains(&found) {
+        return Err(MigrateError::Unsupported(found));
+    }
+    check_tables(&***conn, found).await?;
     if found == LATEST_VERSION {
         return Ok(());
-    }
-    if !(0..LATEST_VERSION).contains(&found) {
-        return Err(MigrateError::Unsupported(found));
     }
     let tx = conn.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])

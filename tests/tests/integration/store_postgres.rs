@@ -1,6 +1,7 @@
 //! The PostgreSQL session store beyond the store conformance suite (`store_conformance.rs`), on
 //! the test cluster: the schema and its version, migrations run once by concurrent processes,
-//! an older schema migrated with its rows kept, a newer or foreign schema refused untouched, connections the server dropped replaced, and
+//! an older schema migrated with its rows kept, a newer or foreign schema refused untouched (and
+//! one whose recorded version lacks its tables), a user or database that may not write refused, connections the server dropped replaced, and
 //! every failure a user can meet (unreachable server, refused password, missing database, bad
 //! URL, malformed row) as an error of its kind naming the server, never the password.
 
@@ -290,6 +291,94 @@ async fn another_programs_database_is_not_taken_over() {
         .map(|row| row.get(0))
         .collect();
     assert_eq!(tables, ["messages"]);
+}
+
+#[tokio::test]
+async fn a_recorded_version_without_its_tables_is_refused_untouched() {
+    // Another program's `agent_schema` (or one whose tables were dropped by hand): at an
+    // older version nothing is migrated into it, at the latest nothing is taken for granted.
+    for version in [1, PostgresStore::SCHEMA_VERSION] {
+        let url = cluster().database("foreignver").await;
+        let database = database_of(&url);
+        cluster()
+            .sql(
+                database,
+                &format!(
+                    "CREATE TABLE agent_schema (version BIGINT NOT NULL); \
+                     INSERT INTO agent_schema VALUES ({version})"
+                ),
+            )
+            .await;
+        let error = connect_error(&url).await;
+        assert_error(
+            &error,
+            StoreErrorKind::Other,
+            &server_of(database),
+            &[
+                "not an agent-postgres session store",
+                &format!("schema version {version}"),
+                "`messages`",
+                "another program",
+            ],
+        );
+        let client = cluster().client(database).await;
+        let tables: Vec<String> = client
+            .query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+                &[],
+            )
+            .await
+            .expect("tables")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(tables, ["agent_schema"], "left as it was");
+    }
+}
+
+#[tokio::test]
+async fn a_user_or_database_that_may_not_write_is_refused_at_connect() {
+    let url = cluster().database("readonly").await;
+    drop(PostgresStore::connect(&url).await.expect("connect"));
+    let database = database_of(&url);
+    // A role that may only read the session tables.
+    let reader = format!("{database}_reader");
+    cluster()
+        .sql(
+            database,
+            &format!(
+                "CREATE ROLE {reader} LOGIN PASSWORD '{PASSWORD}'; \
+                 GRANT CONNECT ON DATABASE {database} TO {reader}; \
+                 GRANT USAGE ON SCHEMA public TO {reader}; \
+                 GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"
+            ),
+        )
+        .await;
+    let as_reader = url.replacen(&format!("{USER}:"), &format!("{reader}:"), 1);
+    assert_ne!(as_reader, url);
+    let server = format!(
+        "postgres://{reader}@127.0.0.1:{}/{database}",
+        cluster().port
+    );
+    assert_error(
+        &connect_error(&as_reader).await,
+        StoreErrorKind::Unwritable,
+        &server,
+        &["may not write", "insert"],
+    );
+    // A database whose transactions are read-only by default.
+    cluster()
+        .sql(
+            database,
+            &format!("ALTER DATABASE {database} SET default_transaction_read_only = on"),
+        )
+        .await;
+    assert_error(
+        &connect_error(&url).await,
+        StoreErrorKind::Unwritable,
+        &server_of(database),
+        &["may not write", "read-only"],
+    );
 }
 
 #[tokio::test]
