@@ -143,6 +143,16 @@ impl RunLimits {
                 format!("the run reached its limit of {max} model calls"),
             ));
         }
+        self.past_budget(&used)
+    }
+
+    /// The budget, if the run has gone past it: checked after every model call (the number
+    /// of calls is checked before the next one, which it would forbid).
+    pub(crate) fn over_budget(&self) -> Option<(StopReason, String)> {
+        self.past_budget(&self.used())
+    }
+
+    fn past_budget(&self, used: &Used) -> Option<(StopReason, String)> {
         let budget = self.budget.as_ref()?;
         if let Some(max) = budget.tokens
             && used.usage.total_tokens() > max

@@ -132,12 +132,30 @@ impl<'a> Turn<'a> {
                 Verdict::None
             }
         };
-        let calls = self.run_calls(plan, step, &reply).await?;
+        // The budget is checked after every model call: a reply that ends past it runs none
+        // of its tool calls (the turn's settling answers them), and its step ends the turn
+        // through on_stop once recorded.
+        let over_budget = self.limits.as_ref().and_then(|limits| limits.over_budget());
+        let calls = match over_budget {
+            None => self.run_calls(plan, step, &reply).await?,
+            Some(_) => CallsDone {
+                results: Vec::new(),
+                failed_hook: None,
+                handoff: None,
+            },
+        };
         let failure = match &verdict {
             Verdict::Failed { reason, .. } => Some(reason.clone()),
             _ => None,
         };
         let next = self.record(step, model, reply, calls, failure).await;
+        if let Some((reason, why)) = over_budget
+            && matches!(next, Ok(_) | Err(End::Completed(_)))
+        {
+            // Boxed: only a run with a budget past it makes this future.
+            let stop: BoxFuture<'_, _> = Box::pin(self.stop(reason, why));
+            return Err(stop.await);
+        }
         match verdict {
             Verdict::None => next,
             verdict => {

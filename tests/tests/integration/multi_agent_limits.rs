@@ -192,3 +192,67 @@ async fn max_steps_still_completes_quietly_by_default() {
         [(StopReason::MaxSteps, "looper".to_owned(), 0)]
     );
 }
+
+/// The budget is checked after every model call, not only before the next: a reply that ends
+/// past it runs none of its tool calls (each is answered with an error result, so the stored
+/// history stays whole), and a final reply past it still ends the run through on_stop.
+#[tokio::test]
+async fn a_reply_past_the_budget_runs_no_tool_and_ends_the_run_through_on_stop() {
+    use agent_core::{MemoryStore, Message, SessionStore};
+    use tests::{Add, Trace};
+    let run = |steps: Vec<ScriptedStep>| async move {
+        let trace = Trace::new();
+        let seen = trace.clone();
+        let store = Arc::new(MemoryStore::new());
+        let agent = AgentBuilder::new("b")
+            .model(ScriptedModel::new(steps))
+            .tool(Add::traced(&trace))
+            .store(store.clone())
+            .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
+                seen.push(format!("on_stop({})", ctx.reason.as_str()));
+            }))
+            .build()
+            .unwrap();
+        // Held while the rows are read: `MemoryStore` lets go of a session no one holds.
+        let session = agent.session("s");
+        let result = session
+            .run(TurnRequest::new("go").budget(Budget::tokens(10)))
+            .await;
+        let stored = store.load("s").await.unwrap();
+        drop(session);
+        (result, trace.take(), stored)
+    };
+
+    let (result, trace, _) = run(vec![ScriptedStep::new().text("answer").usage(100, 100)]).await;
+    assert_eq!(trace, ["on_stop(max_budget)"]);
+    let error = result.error.expect("a limit error");
+    assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::MaxBudget));
+    assert_eq!(
+        error.message,
+        "the run spent 200 tokens, past its budget of 10"
+    );
+
+    let (result, trace, stored) = run(vec![
+        ScriptedStep::new()
+            .tool_call("c1", "add", r#"{"a":1,"b":2}"#)
+            .usage(100, 100),
+        ScriptedStep::new().text("never"),
+    ])
+    .await;
+    assert_eq!(trace, ["on_stop(max_budget)"], "the tool never ran");
+    assert_eq!(result.status, TurnStatus::Error);
+    let kinds: Vec<(&str, bool)> = stored
+        .iter()
+        .map(|row| match &row.message {
+            Message::User { .. } => ("user", false),
+            Message::Assistant { tool_calls, .. } => ("assistant", !tool_calls.is_empty()),
+            Message::Tool { is_error, .. } => ("tool", *is_error),
+            Message::System { .. } => ("system", false),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("user", false), ("assistant", true), ("tool", true)],
+        "the call is answered with an error result"
+    );
+}
