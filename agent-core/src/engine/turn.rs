@@ -215,11 +215,12 @@ impl<'a> Turn<'a> {
     }
 
     /// The result of a turn that ended before it took its session: rejected because another
-    /// turn of its session is running, or refused by the store (no hook runs), or cancelled
-    /// before it took it (only on_chat_response runs, with `aborted`). It wrote nothing.
+    /// turn of its session is running (`Busy`), refused by the store, lacking its run context,
+    /// or cancelled while it waited (`aborted`, no error). It wrote nothing. Like every turn it
+    /// ends in on_chat_response, once; an error first runs classify_chat_error and
+    /// on_chat_error (the user's message not stored).
     async fn unstarted(self, status: TurnStatus, error: Option<TurnError>) -> TurnResult {
-        let classification = error.as_ref().map(|_| ChatErrorClassification::Transient);
-        let result = TurnResult {
+        let mut result = TurnResult {
             request_id: self.request_id.clone(),
             agent: self.frame.clone(),
             status,
@@ -228,25 +229,37 @@ impl<'a> Turn<'a> {
             steps: Vec::new(),
             messages: Vec::new(),
             usage: Usage::default(),
-            error,
-            classification,
+            error: None,
+            classification: None,
             pending: Vec::new(),
             resumed: Vec::new(),
             output: None,
         };
-        if status == TurnStatus::Aborted {
-            let response = ChatResponse {
-                agent: self.frame.clone(),
-                request_id: self.request_id.clone(),
-                message: Message::assistant(""),
-                continuation: self.continuation,
-                status,
-                error: None,
-                pending: Vec::new(),
-                output: None,
+        if let Some(error) = error {
+            let stage = match error.kind {
+                TurnErrorKind::Store => ErrorStage::Persist,
+                TurnErrorKind::Context => ErrorStage::Parse,
+                _ => ErrorStage::Turn,
             };
-            let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
+            let failure = Failure {
+                error,
+                stage,
+                classification: None,
+                messages_persisted: false,
+            };
+            fail(&self.agent.hooks, &self.frame, failure, &mut result).await;
         }
+        let response = ChatResponse {
+            agent: self.frame.clone(),
+            request_id: self.request_id.clone(),
+            message: Message::assistant(""),
+            continuation: self.continuation,
+            status: result.status,
+            error: result.error.clone(),
+            pending: Vec::new(),
+            output: None,
+        };
+        let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
         self.emit(TurnEvent::Finished(result.clone())).await;
         result
     }

@@ -217,9 +217,27 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
             .text("slow"),
         ScriptedStep::new().text("later"),
     ]);
+    // The error hooks and on_chat_response of every turn, in order.
+    let trace = Trace::new();
+    let (errors, responses) = (trace.clone(), trace.clone());
     let agent = AgentBuilder::new("single")
         .model(model)
         .turn_overlap(agent_core::TurnOverlap::Reject)
+        .hook(Hook::<event::OnChatError>::sync("errors", move |ctx| {
+            errors.push(format!(
+                "on_chat_error({:?}, {}, stored {})",
+                ctx.error.kind,
+                ctx.stage.as_str(),
+                ctx.messages_persisted
+            ));
+            None
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync(
+            "responses",
+            move |ctx| {
+                responses.push(format!("on_chat_response({:?})", ctx.status));
+            },
+        ))
         .build()
         .unwrap();
     let conversation = agent.conversation();
@@ -236,6 +254,14 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
     assert_eq!(
         second.error.map(|e| e.kind),
         Some(agent_core::TurnErrorKind::Busy)
+    );
+    // Like every turn, the rejected one ends in on_chat_response, after its error hooks.
+    assert_eq!(
+        trace.take(),
+        [
+            "on_chat_error(Busy, turn, stored false)",
+            "on_chat_response(Error)"
+        ]
     );
     let first = first.await.unwrap();
     assert_eq!(first.text, "slow");
