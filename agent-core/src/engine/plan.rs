@@ -55,9 +55,33 @@ impl<'a> TurnPlan<'a> {
         messages: Vec<Message>,
         lent: bool,
     ) -> Self {
+        // A turn's own tools (a hook's, a tool source's such as an MCP server's) go through
+        // the checks the builder makes of the agent's: one with an invalid name, or a name
+        // the agent (or an earlier one) already has, is left out with a warning; offered, it
+        // would make the request one providers refuse, or a tool no call could reach.
+        let mut names: Vec<String> = Vec::new();
         let extra = config
             .tools
             .into_iter()
+            .filter(|tool| {
+                let name = tool.spec().name.as_str();
+                let taken = agent.tool_index.contains_key(name)
+                    || agent
+                        .handoffs
+                        .iter()
+                        .any(|handoff| handoff.spec.name == name)
+                    || names.iter().any(|earlier| earlier == name);
+                if taken || !crate::tool::is_valid_tool_name(name) {
+                    tracing::warn!(
+                        tool = name,
+                        "a turn's tool is left out: its name is invalid (1 to 64 of \
+                         `[A-Za-z0-9_-]`) or another tool of the agent has it"
+                    );
+                    return false;
+                }
+                names.push(name.to_owned());
+                true
+            })
             .map(|tool| {
                 ToolSlot::resolve(
                     tool,
