@@ -245,7 +245,8 @@ impl McpServer {
         ))
     }
 
-    /// Calls `tool` with `args`: its text content joined by lines, or why there is none.
+    /// Calls `tool` with `args`: its text content joined by lines (its structured content as
+    /// JSON when it has no text), or why there is none.
     async fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
         let server = &self.inner.name;
         let Value::Object(arguments) = args else {
@@ -275,8 +276,20 @@ impl McpServer {
                 other => serde_json::to_string(other).unwrap_or_default(),
             })
             .collect();
-        let text = text.join("\n");
+        let mut text = text.join("\n");
+        // A result may carry its value as structured content alone (MCP 2025-06-18 asks for
+        // a text copy, but does not require one): the model reads it as JSON.
+        if text.is_empty()
+            && let Some(structured) = &answer.structured_content
+        {
+            text = structured.to_string();
+        }
         if answer.is_error.unwrap_or(false) {
+            if text.is_empty() {
+                text = format!(
+                    "MCP server `{server}` reported an error on `{tool}`, without a message"
+                );
+            }
             return Err(ToolError::new(text));
         }
         Ok(Value::String(text))

@@ -1,0 +1,137 @@
+//! What a model reads of odd MCP answers and tool lists: a result carrying only structured
+//! content, an error result without a message, and tools whose names the agent cannot offer
+//! (a duplicate, an empty or invalid one, one a Rust tool of the agent already has). A small
+//! MCP server (a node script speaking JSON-RPC over stdio) lists the tools and gives the answer
+//! it is started with.
+
+use std::time::Duration;
+
+use agent_core::{AgentBuilder, FnTool, ScriptedModel, ScriptedStep};
+use agent_mcp::McpServer;
+use serde_json::{Value, json};
+
+const SERVER: &str = r#"
+const tools = JSON.parse(process.argv[2]), answer = JSON.parse(process.argv[3]);
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\n');
+require('readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const message = JSON.parse(line);
+  if (message.method === 'initialize') {
+    send({ id: message.id, result: { protocolVersion: message.params.protocolVersion,
+      capabilities: { tools: {} }, serverInfo: { name: 'odd', version: '1.0.0' } } });
+  } else if (message.method === 'tools/list') {
+    send({ id: message.id, result: { tools } });
+  } else if (message.method === 'tools/call') {
+    send({ id: message.id, result: answer });
+  } else if (message.id !== undefined) {
+    send({ id: message.id, result: {} });
+  }
+});
+"#;
+
+/// A server listing `tools` and answering every call with `answer`.
+async fn server(name: &str, tools: Value, answer: Value) -> McpServer {
+    let script = std::env::temp_dir().join(format!("odd-mcp-{name}-{}.js", std::process::id()));
+    std::fs::write(&script, SERVER).unwrap();
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(&script)
+        .arg(tools.to_string())
+        .arg(answer.to_string());
+    McpServer::stdio(name, command, Duration::from_secs(20))
+        .await
+        .expect("the server starts")
+}
+
+fn tool(name: &str) -> Value {
+    json!({ "name": name, "description": "A tool.", "inputSchema": { "type": "object" } })
+}
+
+/// What the model read of one call of `lookup` answered with `answer`.
+async fn read_of(name: &str, answer: Value) -> (String, bool) {
+    let server = server(name, json!([tool("lookup")]), answer).await;
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "lookup", "{}"),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = server
+        .add_tools(AgentBuilder::new("odd").model(model))
+        .build()
+        .unwrap();
+    let result = agent.run("look it up").await;
+    let read = &result.steps[0].tool_results[0];
+    (read.content.to_string(), read.is_error)
+}
+
+#[tokio::test]
+async fn structured_content_alone_is_read_as_json() {
+    let answer = json!({ "content": [], "structuredContent": { "answer": 42 } });
+    assert_eq!(
+        read_of("structured", answer).await,
+        (r#"{"answer":42}"#.to_owned(), false)
+    );
+    // With a text copy, the text is what the model reads.
+    let answer = json!({ "content": [{ "type": "text", "text": "42" }],
+        "structuredContent": { "answer": 42 } });
+    assert_eq!(read_of("both", answer).await, ("42".to_owned(), false));
+}
+
+#[tokio::test]
+async fn an_error_without_a_message_says_so() {
+    let (read, is_error) = read_of("silent", json!({ "content": [], "isError": true })).await;
+    assert!(is_error);
+    assert_eq!(
+        read,
+        "MCP server `silent` reported an error on `lookup`, without a message"
+    );
+}
+
+#[tokio::test]
+async fn tools_the_agent_cannot_offer_are_left_out() {
+    let echo = FnTool::new(
+        "echo",
+        "The Rust echo.",
+        json!({"type": "object"}),
+        |_, _| async { Ok(Value::String("rust".into())) },
+    );
+    let listed = json!([
+        tool("echo"),
+        tool("lookup"),
+        tool("lookup"),
+        tool(""),
+        tool("has space")
+    ]);
+    let answer = json!({ "content": [{ "type": "text", "text": "mcp" }] });
+    let server = server("names", listed, answer).await;
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "echo", "{}")
+            .tool_call("c2", "lookup", "{}"),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = server
+        .add_tools(
+            AgentBuilder::new("names")
+                .model(model.clone())
+                .dyn_tool(echo),
+        )
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    let offered: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|tool| tool.name.clone())
+        .collect();
+    assert_eq!(
+        offered,
+        ["echo", "lookup"],
+        "each name once, valid ones only"
+    );
+    let read: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|result| result.content.as_str())
+        .collect();
+    assert_eq!(read, ["rust", "mcp"], "the agent's own `echo` answers");
+}
