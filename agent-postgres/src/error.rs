@@ -213,6 +213,18 @@ fn classify(error: &tokio_postgres::Error) -> (StoreErrorKind, &'static str) {
             Corrupt,
             "the session schema is missing a table or column (was it changed by hand?)",
         )
+    } else if code == SqlState::CHARACTER_NOT_IN_REPERTOIRE {
+        (
+            Other,
+            "the text holds a NUL character (U+0000), which PostgreSQL's text cannot store \
+             (the memory and SQLite stores can); take it out of the message or session id",
+        )
+    } else if code == SqlState::PROGRAM_LIMIT_EXCEEDED {
+        (
+            Other,
+            "a value is too large for the session tables' indexes: on PostgreSQL a session id \
+             may hold at most about 2,700 bytes; use a shorter one (a hash of a longer key)",
+        )
     } else {
         (Other, "the server refused the statement")
     }

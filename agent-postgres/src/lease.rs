@@ -39,8 +39,8 @@ const RENEW: &str =
     "UPDATE turn_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
     WHERE session_id = $1 AND holder = $2";
 /// Deletes the lease of `$1` if `$2` holds it and announces it on channel `$3` (see
-/// [`crate::wake`]; a session id of 8,000 bytes or more, too long for a payload, is not
-/// announced: its waiters find the lease gone when they poll).
+/// [`crate::wake`]; a session id too long for a payload, 8,000 bytes or more, would not be
+/// announced, but the indexes refuse one past about 2,700 bytes first).
 const GIVE_BACK: &str = "WITH gone AS (
         DELETE FROM turn_leases WHERE session_id = $1 AND holder = $2 RETURNING session_id
     )

@@ -381,6 +381,44 @@ async fn a_user_or_database_that_may_not_write_is_refused_at_connect() {
     );
 }
 
+/// PostgreSQL's limits, where the other stores have none: a NUL character in text, a session
+/// id past what its indexes hold. Each is an error saying so, and nothing is written.
+#[tokio::test]
+async fn a_nul_character_or_an_overlong_session_id_is_an_error_saying_so() {
+    let url = cluster().database("limits").await;
+    let store = PostgresStore::connect(&url).await.expect("connect");
+    let server = server_of(database_of(&url));
+    let error = store
+        .insert("s", NewMessage::completed(Message::user("a\0b")))
+        .await
+        .expect_err("a NUL character");
+    assert_error(
+        &error,
+        StoreErrorKind::Other,
+        &server,
+        &["NUL character (U+0000)"],
+    );
+    // Letters that do not repeat (a repeated one compresses into the index).
+    let mut seed = 7u32;
+    let long: String = (0..4_000)
+        .map(|_| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            char::from(b'a' + (seed >> 16) as u8 % 26)
+        })
+        .collect();
+    let error = store
+        .insert(&long, NewMessage::completed(Message::user("hi")))
+        .await
+        .expect_err("a session id of 4,000 bytes");
+    assert_error(
+        &error,
+        StoreErrorKind::Other,
+        &server,
+        &["at most about 2,700 bytes"],
+    );
+    assert_eq!(store.load("s").await.expect("load"), []);
+}
+
 #[tokio::test]
 async fn a_malformed_row_is_an_error_naming_the_row() {
     let url = cluster().database("malformed").await;
