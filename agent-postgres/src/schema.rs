@@ -1,5 +1,8 @@
 //! The schema and its versioned migrations, recorded in table `agent_schema`.
 
+use std::collections::HashMap;
+
+use agent_core::{ExpectedTable, missing_from_schema};
 use deadpool_postgres::Object;
 use tokio_postgres::GenericClient;
 
@@ -105,16 +108,24 @@ async fn version(conn: &impl GenericClient) -> Result<i64, MigrateError> {
 
 /// The tables and columns each schema version has (the key ones of each step): a database
 /// whose `agent_schema` claims a version without them is not a session store of this crate.
-const EXPECTED: &[(i64, &str, &[&str])] = &[
-    (
+const EXPECTED: &[ExpectedTable] = &[
+    table(
         1,
         "messages",
         &["session_id", "role", "content", "status", "provider_blocks"],
     ),
-    (1, "turn_leases", &["session_id", "holder", "expires_at"]),
-    (2, "suspended_calls", &["session_id", "position", "record"]),
-    (2, "approved_tools", &["session_id", "tool"]),
+    table(1, "turn_leases", &["session_id", "holder", "expires_at"]),
+    table(2, "suspended_calls", &["session_id", "position", "record"]),
+    table(2, "approved_tools", &["session_id", "tool"]),
 ];
+
+const fn table(since: i64, table: &'static str, columns: &'static [&'static str]) -> ExpectedTable {
+    ExpectedTable {
+        since,
+        table,
+        columns,
+    }
+}
 
 /// The columns of a table of the connection's search path.
 const COLUMNS: &str = "SELECT column_name::text FROM information_schema.columns \
@@ -122,23 +133,21 @@ const COLUMNS: &str = "SELECT column_name::text FROM information_schema.columns 
 
 /// Checks that the database holds what schema version `found` has, before anything is written.
 async fn check_tables(conn: &impl GenericClient, found: i64) -> Result<(), MigrateError> {
-    for (since, table, expected) in EXPECTED.iter().filter(|(since, ..)| *since <= found) {
+    let mut columns = HashMap::new();
+    for expected in EXPECTED.iter().filter(|expected| expected.since <= found) {
         let present: Vec<String> = conn
-            .query(COLUMNS, &[table])
+            .query(COLUMNS, &[&expected.table])
             .await?
             .iter()
             .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()?;
-        let missing = if present.is_empty() {
-            format!("the table `{table}`")
-        } else if let Some(column) = expected.iter().find(|c| !present.iter().any(|p| p == *c)) {
-            format!("the column `{table}.{column}` (of version {since})")
-        } else {
-            continue;
-        };
-        return Err(MigrateError::Foreign(found, missing));
+        columns.insert(expected.table, present);
     }
-    Ok(())
+    let present = |table: &str| columns.get(table).cloned().unwrap_or_default();
+    match missing_from_schema(EXPECTED, found, present) {
+        Some(missing) => Err(MigrateError::Foreign(found, missing)),
+        None => Ok(()),
+    }
 }
 
 /// Whether this connection may write every session table: a read-only database (or

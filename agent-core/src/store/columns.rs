@@ -170,3 +170,43 @@ fn json_list<T: serde::de::DeserializeOwned>(
         Some(json) => serde_json::from_str(&json).map_err(|error| format!("{what}: {error}")),
     }
 }
+
+/// A table a version of a SQL session schema has, and the key columns it holds: what a store
+/// checks a database against before taking it for its own (one that records a version
+/// without them is another program's, or was changed by hand).
+#[derive(Clone, Copy, Debug)]
+pub struct ExpectedTable {
+    /// The schema version that brought the table or these columns.
+    pub since: i64,
+    /// The table.
+    pub table: &'static str,
+    /// Columns it must hold from that version on.
+    pub columns: &'static [&'static str],
+}
+
+/// The first table or column of schema version `found` missing from the database, as an error
+/// names it (`the table `messages``, `the column `messages.status` (of version 1)`); `None`
+/// when it holds them all. `present` gives a table's columns (none when it is missing).
+pub fn missing_from_schema(
+    expected: &[ExpectedTable],
+    found: i64,
+    mut present: impl FnMut(&str) -> Vec<String>,
+) -> Option<String> {
+    expected
+        .iter()
+        .filter(|expected| expected.since <= found)
+        .find_map(|expected| {
+            let (table, present) = (expected.table, present(expected.table));
+            if present.is_empty() {
+                return Some(format!("the table `{table}`"));
+            }
+            let column = expected
+                .columns
+                .iter()
+                .find(|column| !present.iter().any(|p| p == *column))?;
+            Some(format!(
+                "the column `{table}.{column}` (of version {})",
+                expected.since
+            ))
+        })
+}

@@ -20,7 +20,7 @@ use crate::message::{Message, ToolCall};
 use crate::text::Text;
 use crate::util::BoxFuture;
 
-pub use columns::{MessageColumns, MessageRow};
+pub use columns::{ExpectedTable, MessageColumns, MessageRow, missing_from_schema};
 pub(crate) use guard::PanicSafe;
 pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;

@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::store::{ExpectedTable, missing_from_schema};
+
 /// The migration steps, applied in order: step `i` brings the schema from version `i` to `i + 1`.
 /// Append new steps; never edit a released one.
 const MIGRATIONS: &[&str] = &[
@@ -80,31 +82,42 @@ fn version(conn: &Connection) -> Result<i64, rusqlite::Error> {
 
 /// The tables and columns each schema version has (the key ones of each step): a file whose
 /// `user_version` claims a version without them is another program's.
-const EXPECTED: &[(i64, &str, &[&str])] = &[
-    (1, "messages", &["session_id", "role", "content", "status"]),
-    (2, "messages", &["provider_blocks"]),
-    (3, "turn_leases", &["session_id", "holder", "expires_at"]),
-    (4, "suspended_calls", &["session_id", "position", "record"]),
-    (4, "approved_tools", &["session_id", "tool"]),
+const EXPECTED: &[ExpectedTable] = &[
+    table(1, "messages", &["session_id", "role", "content", "status"]),
+    table(2, "messages", &["provider_blocks"]),
+    table(3, "turn_leases", &["session_id", "holder", "expires_at"]),
+    table(4, "suspended_calls", &["session_id", "position", "record"]),
+    table(4, "approved_tools", &["session_id", "tool"]),
 ];
+
+const fn table(since: i64, table: &'static str, columns: &'static [&'static str]) -> ExpectedTable {
+    ExpectedTable {
+        since,
+        table,
+        columns,
+    }
+}
 
 /// Checks that the file holds what schema version `found` has, before anything is written to it.
 fn check_tables(conn: &Connection, found: i64) -> Result<(), MigrateError> {
     let mut columns = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-    for (since, table, expected) in EXPECTED.iter().filter(|(since, ..)| *since <= found) {
-        let present: Vec<String> = columns
-            .query_map([table], |row| row.get(0))?
-            .collect::<Result<_, _>>()?;
-        let missing = if present.is_empty() {
-            format!("the table `{table}`")
-        } else if let Some(column) = expected.iter().find(|c| !present.iter().any(|p| p == *c)) {
-            format!("the column `{table}.{column}` (of version {since})")
-        } else {
-            continue;
-        };
-        return Err(MigrateError::Foreign(found, missing));
+    let mut failed = None;
+    let missing = missing_from_schema(EXPECTED, found, |table| {
+        let present = columns
+            .query_map([table], |row| row.get(0))
+            .and_then(|rows| rows.collect::<Result<_, _>>());
+        present.unwrap_or_else(|error| {
+            failed = Some(error);
+            Vec::new()
+        })
+    });
+    if let Some(error) = failed {
+        return Err(error.into());
     }
-    Ok(())
+    match missing {
+        Some(missing) => Err(MigrateError::Foreign(found, missing)),
+        None => Ok(()),
+    }
 }
 
 /// Applies every missing migration step, in one immediate transaction (so two processes opening
