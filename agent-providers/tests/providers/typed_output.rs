@@ -152,36 +152,23 @@ async fn anthropic_native_mode_forces_the_answer_tool_and_reads_its_streamed_inp
     );
 }
 
-/// With extended thinking the answer tool is not forced, and Claude often writes a sentence
-/// before (or after) calling it: that text is not the answer, which is the tool's input alone;
-/// it is kept beside the step as provider metadata.
-#[tokio::test]
-async fn anthropic_text_around_the_answer_tool_is_not_part_of_the_answer() {
+/// An Anthropic message of these blocks' frames, stopping for `stop_reason`.
+fn anthropic_message(blocks: &str, stop_reason: &str) -> String {
     let mut body = sse(json!({"type": "message_start", "message": {
         "id": "msg_02", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
         "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}
     }}));
-    body += &sse(json!({"type": "content_block_start", "index": 0,
-        "content_block": {"type": "text", "text": ""}}));
-    body += &sse(json!({"type": "content_block_delta", "index": 0,
-        "delta": {"type": "text_delta", "text": "Here is the invoice."}}));
-    body += &sse(json!({"type": "content_block_stop", "index": 0}));
-    body += &sse(json!({"type": "content_block_start", "index": 1,
-        "content_block": {"type": "tool_use", "id": "toolu_02", "name": "Invoice", "input": {}}}));
-    for piece in PIECES {
-        body += &sse(json!({"type": "content_block_delta", "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": piece}}));
-    }
-    body += &sse(json!({"type": "content_block_stop", "index": 1}));
-    body += &sse(json!({"type": "content_block_start", "index": 2,
-        "content_block": {"type": "text", "text": " Done."}}));
-    body += &sse(json!({"type": "content_block_stop", "index": 2}));
+    body += blocks;
     body += &sse(
-        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
         "usage": {"output_tokens": 12}}),
     );
-    body += &sse(json!({"type": "message_stop"}));
-    let server = TestServer::start([Reply::sse_split(&body, 41)]).await;
+    body + &sse(json!({"type": "message_stop"}))
+}
+
+/// A typed turn of the invoice agent on Anthropic answering `body`: the result and its answer.
+async fn anthropic_invoice_turn(body: &str) -> (agent_core::TurnResult, Option<Invoice>) {
+    let server = TestServer::start([Reply::sse_split(body, 41)]).await;
     let model = Anthropic::new("sk-ant-test")
         .base_url(&server.url)
         .settings(settings());
@@ -192,51 +179,52 @@ async fn anthropic_text_around_the_answer_tool_is_not_part_of_the_answer() {
         .unwrap();
     let result = agent.run("Extract the invoice.").await;
     assert!(result.error.is_none(), "{:?}", result.error);
+    assert_eq!(server.requests().len(), 1, "answered at the first attempt");
     let output = result
         .output
         .as_ref()
         .map(|output| serde_json::from_value::<Invoice>(output.json().clone()).unwrap());
+    (result, output)
+}
+
+/// With extended thinking the answer tool is not forced, and Claude often writes a sentence
+/// before (or after) calling it: that text is not the answer, which is the tool's input alone;
+/// it is kept beside the step as provider metadata.
+#[tokio::test]
+async fn anthropic_text_around_the_answer_tool_is_not_part_of_the_answer() {
+    let mut blocks = sse(json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "text", "text": ""}}));
+    blocks += &sse(json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": "Here is the invoice."}}));
+    blocks += &sse(json!({"type": "content_block_stop", "index": 0}));
+    blocks += &sse(json!({"type": "content_block_start", "index": 1,
+        "content_block": {"type": "tool_use", "id": "toolu_02", "name": "Invoice", "input": {}}}));
+    for piece in PIECES {
+        blocks += &sse(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": piece}}));
+    }
+    blocks += &sse(json!({"type": "content_block_stop", "index": 1}));
+    blocks += &sse(json!({"type": "content_block_start", "index": 2,
+        "content_block": {"type": "text", "text": " Done."}}));
+    blocks += &sse(json!({"type": "content_block_stop", "index": 2}));
+    let (result, output) = anthropic_invoice_turn(&anthropic_message(&blocks, "tool_use")).await;
     assert_eq!(output, invoice());
     assert_eq!(
         result.steps[0].provider_metadata,
         [json!({"text": "Here is the invoice. Done."})]
     );
-    assert_eq!(server.requests().len(), 1, "answered at the first attempt");
 }
 
 /// A reply of text alone (no answer tool, which extended thinking does not force) is the
 /// reply's text, held until the message ends and then read as the answer.
 #[tokio::test]
 async fn anthropic_text_without_the_answer_tool_is_the_reply_s_text() {
-    let mut body = sse(json!({"type": "message_start", "message": {
-        "id": "msg_03", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
-        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}
-    }}));
-    body += &sse(json!({"type": "content_block_start", "index": 0,
+    let mut blocks = sse(json!({"type": "content_block_start", "index": 0,
         "content_block": {"type": "text", "text": "{\"number\":\"INV-7\","}}));
-    body += &sse(json!({"type": "content_block_delta", "index": 0,
+    blocks += &sse(json!({"type": "content_block_delta", "index": 0,
         "delta": {"type": "text_delta", "text": "\"total_cents\":1250}"}}));
-    body += &sse(json!({"type": "content_block_stop", "index": 0}));
-    body += &sse(
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-        "usage": {"output_tokens": 12}}),
-    );
-    body += &sse(json!({"type": "message_stop"}));
-    let server = TestServer::start([Reply::sse_split(&body, 41)]).await;
-    let model = Anthropic::new("sk-ant-test")
-        .base_url(&server.url)
-        .settings(settings());
-    let agent = AgentBuilder::new("extractor")
-        .model(model)
-        .output::<Invoice>()
-        .build()
-        .unwrap();
-    let result = agent.run("Extract the invoice.").await;
-    assert!(result.error.is_none(), "{:?}", result.error);
+    blocks += &sse(json!({"type": "content_block_stop", "index": 0}));
+    let (result, output) = anthropic_invoice_turn(&anthropic_message(&blocks, "end_turn")).await;
     assert_eq!(result.text, r#"{"number":"INV-7","total_cents":1250}"#);
-    let output = result
-        .output
-        .as_ref()
-        .map(|output| serde_json::from_value::<Invoice>(output.json().clone()).unwrap());
     assert_eq!(output, invoice());
 }

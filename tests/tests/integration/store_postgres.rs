@@ -47,6 +47,22 @@ fn assert_error(error: &StoreError, kind: StoreErrorKind, server: &str, words: &
     }
 }
 
+/// The tables of `database`'s public schema, by name.
+async fn tables(database: &str) -> Vec<String> {
+    cluster()
+        .client(database)
+        .await
+        .query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("tables")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
 #[tokio::test]
 async fn failures_name_the_server_and_their_kind_but_never_the_password() {
     let url = cluster().database("failures").await;
@@ -279,18 +295,7 @@ async fn another_programs_database_is_not_taken_over() {
         &["already exists", "another program"],
     );
     // The failed migration left nothing behind: no version table, their table as it was.
-    let client = cluster().client(database).await;
-    let tables: Vec<String> = client
-        .query(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
-            &[],
-        )
-        .await
-        .expect("tables")
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    assert_eq!(tables, ["messages"]);
+    assert_eq!(tables(database).await, ["messages"]);
 }
 
 #[tokio::test]
@@ -321,18 +326,7 @@ async fn a_recorded_version_without_its_tables_is_refused_untouched() {
                 "another program",
             ],
         );
-        let client = cluster().client(database).await;
-        let tables: Vec<String> = client
-            .query(
-                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
-                &[],
-            )
-            .await
-            .expect("tables")
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        assert_eq!(tables, ["agent_schema"], "left as it was");
+        assert_eq!(tables(database).await, ["agent_schema"], "left as it was");
     }
 }
 
