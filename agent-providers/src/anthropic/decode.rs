@@ -446,6 +446,11 @@ impl Decoder for AnthropicDecoder {
                 }
             }
             FrameKind::MessageStop => {
+                // A stop without its start is a stream that lost its beginning, not a complete
+                // empty answer.
+                if self.message.is_none() {
+                    return Err(malformed("message_stop without a message_start".to_owned()));
+                }
                 // Blocks the stream never stopped end with the message.
                 for open in std::mem::take(&mut self.open) {
                     self.complete(open.block, out);

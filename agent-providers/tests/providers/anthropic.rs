@@ -904,6 +904,17 @@ async fn a_block_started_twice_while_open_is_malformed() {
     assert!(error.message.contains("already open"), "{error}");
 }
 
+/// A stream that lost its beginning (a `message_stop` with no `message_start`) is malformed, not
+/// a complete empty answer.
+#[tokio::test]
+async fn a_stop_without_its_start_is_malformed() {
+    let broken = text_block(0, &["Hello"]) + &sse(json!({"type": "message_stop"}));
+    let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+    let (_, error) = error(&client(&server, 0), user("hi")).await;
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{error}");
+    assert!(error.message.contains("without a message_start"), "{error}");
+}
+
 /// Frames are read by hand: as a derived reader did, a key given twice is malformed, a frame
 /// needs its type, and keys and types this client does not read are skipped.
 #[tokio::test]
