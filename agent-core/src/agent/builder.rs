@@ -226,9 +226,10 @@ impl AgentBuilder {
         self
     }
 
-    /// How many tool calls of one step run at once (default 8).
+    /// How many tool calls of one step run at once (default 8; 1 runs them one at a time; 0
+    /// is a build error, as it would run none).
     pub fn tool_concurrency(mut self, limit: usize) -> Self {
-        self.tool_concurrency = limit.max(1);
+        self.tool_concurrency = limit;
         self
     }
 
@@ -410,6 +411,12 @@ impl AgentBuilder {
         };
         if max_steps == 0 {
             problems.push("`max_steps` must be at least 1".to_owned());
+        }
+        if tool_concurrency == 0 {
+            problems.push(
+                "`tool_concurrency` must be at least 1 (1 runs a step's tool calls one at a time)"
+                    .to_owned(),
+            );
         }
         let tool_index = index_tools(&tools, &mut problems);
         let handoffs = handoff_slots(handoffs, team, &tool_index, &mut teams, &mut problems);

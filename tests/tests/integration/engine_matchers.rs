@@ -511,3 +511,20 @@ fn a_builder_without_a_model_is_a_build_error() {
         lines(&["no model: call `.model(...)` on the builder"])
     );
 }
+
+#[test]
+fn limits_of_zero_are_build_errors_not_quietly_one() {
+    let error = build_error(
+        AgentBuilder::new("zero")
+            .model(no_model())
+            .max_steps(0)
+            .tool_concurrency(0),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "`max_steps` must be at least 1",
+            "`tool_concurrency` must be at least 1 (1 runs a step's tool calls one at a time)",
+        ])
+    );
+}
