@@ -209,20 +209,17 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
     }
 
     if stub {
+        let spec = empty_spec(
+            krate,
+            &TokenStream::new(),
+            self_ty,
+            &TokenStream::new(),
+            &name,
+        );
         return quote! {
             #tool_items
             #(#enums)*
-
-            impl #krate::AgentSpec for #self_ty {
-                const NAME: &'static str = #name;
-
-                fn register(
-                    _: ::std::sync::Arc<Self>,
-                    builder: #krate::AgentBuilder,
-                ) -> #krate::AgentBuilder {
-                    builder
-                }
-            }
+            #spec
         };
     }
 
@@ -264,6 +261,25 @@ pub(crate) fn generic_stub(model: &AgentModel, generics: &syn::Generics) -> Toke
     where_clause
         .predicates
         .push(syn::parse_quote!(#self_ty: ::core::marker::Send + ::core::marker::Sync + 'static));
+    let impl_generics = quote!(#impl_generics);
+    empty_spec(
+        &krate,
+        &impl_generics,
+        self_ty,
+        &quote!(#where_clause),
+        &name,
+    )
+}
+
+/// An `AgentSpec` named `name` that registers nothing: what an agent gets after an error, so
+/// code calling `.builder()` on it compiles on and the error is the only one.
+pub(crate) fn empty_spec(
+    krate: &TokenStream,
+    impl_generics: &TokenStream,
+    self_ty: impl quote::ToTokens,
+    where_clause: &TokenStream,
+    name: &str,
+) -> TokenStream {
     quote! {
         impl #impl_generics #krate::AgentSpec for #self_ty #where_clause {
             const NAME: &'static str = #name;

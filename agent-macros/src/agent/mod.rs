@@ -53,18 +53,13 @@ fn not_an_impl(cx: Ctxt, attr: &parse::AgentAttr, input: TokenStream) -> TokenSt
             let krate = crate::common::crate_path(attr.crate_path.as_ref());
             let name = ident.to_string();
             let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
-            quote! {
-                impl #impl_generics #krate::AgentSpec for #ident #ty_generics #where_clause {
-                    const NAME: &'static str = #name;
-
-                    fn register(
-                        _: ::std::sync::Arc<Self>,
-                        builder: #krate::AgentBuilder,
-                    ) -> #krate::AgentBuilder {
-                        builder
-                    }
-                }
-            }
+            expand::empty_spec(
+                &krate,
+                &quote!(#impl_generics),
+                quote!(#ident #ty_generics),
+                &quote!(#where_clause),
+                &name,
+            )
         }
         _ => {
             cx.error_spanned_by(
