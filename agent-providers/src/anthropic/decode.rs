@@ -228,6 +228,13 @@ impl AnthropicDecoder {
         delta: Delta,
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
+        // A delta belongs to a block that started and has not stopped: one for any other
+        // index is a stream that lost a frame, whose text would land in the wrong place.
+        let Some(position) = self.open.iter().position(|open| open.index == index) else {
+            return Err(malformed(format!(
+                "content_block_delta for block {index}, which is not open"
+            )));
+        };
         match delta.kind {
             Some(DeltaKind::TextDelta) => self.text(delta.text, out),
             Some(DeltaKind::ThinkingDelta) => {
@@ -239,11 +246,7 @@ impl AnthropicDecoder {
                 ModelEvent::ReasoningSignature,
             ),
             Some(DeltaKind::InputJsonDelta) => {
-                let Some(open) = self.open.iter_mut().find(|open| open.index == index) else {
-                    return Err(malformed(format!(
-                        "input_json_delta for block {index}, which never started"
-                    )));
-                };
+                let open = &mut self.open[position];
                 let piece = delta.text.unwrap_or_default();
                 if piece.is_empty() {
                     return Ok(());

@@ -904,6 +904,41 @@ async fn a_block_started_twice_while_open_is_malformed() {
     assert!(error.message.contains("already open"), "{error}");
 }
 
+/// A delta for a block that is not open (never started, or stopped) is a stream that lost a
+/// frame: malformed, whatever the delta's kind, not text put in the wrong place.
+#[tokio::test]
+async fn a_delta_for_a_block_that_is_not_open_is_malformed() {
+    let stray = |kind: &str, field: &str| {
+        sse(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": kind, field: "lost"}}))
+    };
+    for delta in [
+        stray("text_delta", "text"),
+        stray("thinking_delta", "thinking"),
+        stray("input_json_delta", "partial_json"),
+    ] {
+        // Block 0 started and stopped; block 1 never started.
+        let broken = message_start(10) + &text_block(0, &["Hello"]) + &delta;
+        let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+        let (_, error) = error(&client(&server, 0), user("hi")).await;
+        assert_eq!(error.kind, ModelErrorKind::StreamMalformed, "{error}");
+        assert!(
+            error.message.contains("block 1, which is not open"),
+            "{error}"
+        );
+    }
+    // A delta for block 0 after its stop is as stray.
+    let late = sse(json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": " again"}}));
+    let broken = message_start(10) + &text_block(0, &["Hello"]) + &late;
+    let server = TestServer::start([Reply::sse_split(&broken, 64)]).await;
+    let (_, error) = error(&client(&server, 0), user("hi")).await;
+    assert!(
+        error.message.contains("block 0, which is not open"),
+        "{error}"
+    );
+}
+
 /// A stream that lost its beginning (a `message_stop` with no `message_start`) is malformed, not
 /// a complete empty answer.
 #[tokio::test]
