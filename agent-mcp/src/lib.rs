@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use agent_core::{AgentBuilder, DynTool, FnTool, Hook, ToolError, TurnConfig, TurnContext, event};
 use rmcp::ClientHandler;
-use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::model::{CallToolRequestParams, ContentBlock, ResourceContents};
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
@@ -200,11 +200,13 @@ impl McpServer {
     }
 
     /// The server's tools as last listed, each routing its calls to the server, with the
-    /// schema and description the server gave.
+    /// schema and description the server gave. A tool whose input schema is not of `type`
+    /// `object` is left out with a warning (providers refuse a request offering it); a schema
+    /// without a `type` is taken as the object schema MCP requires.
     pub fn tools(&self) -> Vec<FnTool> {
         self.listed()
             .iter()
-            .map(|tool| {
+            .filter_map(|tool| {
                 let server = self.clone();
                 let name: Arc<str> = Arc::from(&*tool.name);
                 let description = tool
@@ -212,11 +214,16 @@ impl McpServer {
                     .as_deref()
                     .unwrap_or("A tool of an MCP server.")
                     .to_owned();
-                let schema = Value::Object((*tool.input_schema).clone());
-                FnTool::new(name.to_string(), description, schema, move |args, _| {
-                    let (server, name) = (server.clone(), name.clone());
-                    async move { server.call(&name, args).await }
-                })
+                let schema = object_schema(&self.inner.name, &name, &tool.input_schema)?;
+                Some(FnTool::new(
+                    name.to_string(),
+                    description,
+                    schema,
+                    move |args, _| {
+                        let (server, name) = (server.clone(), name.clone());
+                        async move { server.call(&name, args).await }
+                    },
+                ))
             })
             .collect()
     }
@@ -245,8 +252,8 @@ impl McpServer {
         ))
     }
 
-    /// Calls `tool` with `args`: its text content joined by lines (its structured content as
-    /// JSON when it has no text), or why there is none.
+    /// Calls `tool` with `args`: its content blocks as text (see `block_text`) joined by lines
+    /// (its structured content as JSON when it has no text), or why there is none.
     async fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
         let server = &self.inner.name;
         let Value::Object(arguments) = args else {
@@ -268,14 +275,7 @@ impl McpServer {
                 .map_err(|e| {
                     ToolError::new(format!("MCP server `{server}` failed on `{tool}`: {e}"))
                 })?;
-        let text: Vec<String> = answer
-            .content
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text(text) => text.text.clone(),
-                other => serde_json::to_string(other).unwrap_or_default(),
-            })
-            .collect();
+        let text: Vec<String> = answer.content.iter().map(block_text).collect();
         let mut text = text.join("\n");
         // A result may carry its value as structured content alone (MCP 2025-06-18 asks for
         // a text copy, but does not require one): the model reads it as JSON.
@@ -293,5 +293,56 @@ impl McpServer {
             return Err(ToolError::new(text));
         }
         Ok(Value::String(text))
+    }
+}
+
+/// A listed tool's input schema as one a provider accepts: of `type` `object` (added when the
+/// server left it out), or `None`, with a warning, for a schema of another type.
+fn object_schema(server: &str, tool: &str, schema: &rmcp::model::JsonObject) -> Option<Value> {
+    let mut schema = schema.clone();
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => {}
+        None => {
+            schema.insert("type".to_owned(), Value::String("object".to_owned()));
+        }
+        Some(other) => {
+            tracing::warn!(
+                server,
+                tool,
+                "an MCP tool is left out: its input schema's type is {other}, not \"object\""
+            );
+            return None;
+        }
+    }
+    Some(Value::Object(schema))
+}
+
+/// What the model reads of one content block of a result: text as it is, a text resource's
+/// text, and for media (base64 images, audio, blobs) a line saying what was left out, since a
+/// tool result reaches the model as text and base64 would only fill its context.
+fn block_text(block: &ContentBlock) -> String {
+    let left_out = |what: &str, mime_type: Option<&str>, data: &str| {
+        let mime_type = mime_type.unwrap_or("unknown type");
+        format!(
+            "[{what} ({mime_type}, {} bytes of base64) left out: tool results reach the model as text]",
+            data.len()
+        )
+    };
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => left_out("an image", Some(&image.mime_type), &image.data),
+        ContentBlock::Audio(audio) => left_out("audio", Some(&audio.mime_type), &audio.data),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { text, .. } => text.clone(),
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => left_out(&format!("resource {uri}"), mime_type.as_deref(), blob),
+            other => serde_json::to_string(other).unwrap_or_default(),
+        },
+        // A resource link, and kinds a later MCP may add, as the server sent them.
+        other => serde_json::to_string(other).unwrap_or_default(),
     }
 }

@@ -1,6 +1,7 @@
 //! What a model reads of odd MCP answers and tool lists: a result carrying only structured
-//! content, an error result without a message, and tools whose names the agent cannot offer
-//! (a duplicate, an empty or invalid one, one a Rust tool of the agent already has). A small
+//! content, an error result without a message, media, and tools the agent cannot offer (a
+//! duplicate name, an empty or invalid one, one a Rust tool of the agent already has, an input
+//! schema that is not an object's). A small
 //! MCP server (a node script speaking JSON-RPC over stdio) lists the tools and gives the answer
 //! it is started with.
 
@@ -134,4 +135,65 @@ async fn tools_the_agent_cannot_offer_are_left_out() {
         .map(|result| result.content.as_str())
         .collect();
     assert_eq!(read, ["rust", "mcp"], "the agent's own `echo` answers");
+}
+
+/// Media reach the model as a line saying what was left out, not as base64 filling its context;
+/// a text resource as its text.
+#[tokio::test]
+async fn media_are_described_not_sent_as_base64() {
+    let image = "iVBORw0KGgo".repeat(1_000);
+    let answer = json!({ "content": [
+        { "type": "text", "text": "Here it is." },
+        { "type": "image", "data": image, "mimeType": "image/png" },
+        { "type": "audio", "data": "UklGRg==", "mimeType": "audio/wav" },
+        { "type": "resource", "resource": { "uri": "file:///notes.txt", "text": "the notes" } },
+        { "type": "resource", "resource": { "uri": "file:///a.bin", "blob": "AAEC" } },
+    ] });
+    let (read, is_error) = read_of("media", answer).await;
+    assert!(!is_error);
+    assert_eq!(
+        read.lines().collect::<Vec<_>>(),
+        [
+            "Here it is.",
+            "[an image (image/png, 11000 bytes of base64) left out: tool results reach the model as text]",
+            "[audio (audio/wav, 8 bytes of base64) left out: tool results reach the model as text]",
+            "the notes",
+            "[resource file:///a.bin (unknown type, 4 bytes of base64) left out: tool results reach the model as text]",
+        ]
+    );
+}
+
+/// Providers refuse a tool whose input schema is not an object schema: such a tool is left out,
+/// and a schema without a `type` is taken as the object schema MCP requires.
+#[tokio::test]
+async fn tools_whose_schema_is_not_an_object_are_left_out() {
+    let listed = json!([
+        tool("typed"),
+        { "name": "untyped", "inputSchema": { "properties": { "q": { "type": "string" } } } },
+        { "name": "stringy", "inputSchema": { "type": "string" } },
+        { "name": "listy", "inputSchema": { "type": ["object", "null"] } },
+    ]);
+    let server = server("schemas", listed, json!({ "content": [] })).await;
+    let model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+    let agent = server
+        .add_tools(AgentBuilder::new("schemas").model(model.clone()))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    let offered: Vec<(String, Value)> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|tool| (tool.name.clone(), tool.parameters.clone()))
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("typed".to_owned(), json!({ "type": "object" })),
+            (
+                "untyped".to_owned(),
+                json!({ "type": "object", "properties": { "q": { "type": "string" } } })
+            ),
+        ]
+    );
 }
