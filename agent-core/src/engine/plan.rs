@@ -92,6 +92,12 @@ impl<'a> TurnPlan<'a> {
                 )
             })
             .collect();
+        if config.max_steps == Some(0) {
+            tracing::warn!(
+                agent = &*agent.name,
+                "a hook set the turn's max_steps to 0; the turn makes one step"
+            );
+        }
         let mut provider_options = agent.provider_options.clone();
         if let Some(more) = config.provider_options {
             provider_options.extend(more);

@@ -73,7 +73,8 @@ pub struct TurnConfig {
     pub active_tools: Option<Vec<String>>,
     /// How the model may choose tools.
     pub tool_choice: Option<ToolChoice>,
-    /// Override the step limit.
+    /// Override the step limit (0 is taken as 1, with a warning: a turn calls its model at
+    /// least once).
     pub max_steps: Option<usize>,
     /// Send earlier reasoning back to the model.
     pub send_reasoning: Option<bool>,
@@ -161,7 +162,8 @@ impl TurnConfig {
         self
     }
 
-    /// Overrides the step limit.
+    /// Overrides the step limit (0 is taken as 1, with a warning: a turn calls its model at
+    /// least once; the builder refuses 0 outright).
     pub fn max_steps(mut self, max_steps: usize) -> Self {
         self.max_steps = Some(max_steps);
         self

@@ -348,29 +348,31 @@ async fn a_before_step_active_tools_limit_also_rejects_calls_to_other_tools() {
     assert_eq!(tool_names(&requests[1]), ["add", "get_weather"]);
 }
 
+/// A hook's step limit lowers the agent's; 0 (which the builder refuses) is taken as 1, as the
+/// rustdoc says: a turn calls its model at least once.
 #[tokio::test]
 async fn turn_config_max_steps_lowers_the_agents_limit() {
-    let model = ScriptedModel::new([
-        ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":1}"#),
-        ScriptedStep::new().text("never asked"),
-    ]);
-    let agent = AgentBuilder::new("limited")
-        .model(model.clone())
-        .max_steps(10)
-        .tool(Add::default())
-        .hook(Hook::<event::BeforeTurn>::sync("one_step", |_| {
-            let mut cfg = TurnConfig::default();
-            cfg.max_steps = Some(1);
-            cfg
-        }))
-        .build()
-        .unwrap();
+    for limit in [1, 0] {
+        let model = ScriptedModel::new([
+            ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":1}"#),
+            ScriptedStep::new().text("never asked"),
+        ]);
+        let agent = AgentBuilder::new("limited")
+            .model(model.clone())
+            .max_steps(10)
+            .tool(Add::default())
+            .hook(Hook::<event::BeforeTurn>::sync("one_step", move |_| {
+                TurnConfig::new().max_steps(limit)
+            }))
+            .build()
+            .unwrap();
 
-    let result = agent.run("1+1").await;
+        let result = agent.run("1+1").await;
 
-    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    assert_eq!(result.stop_reason, Some(StopReason::MaxSteps));
-    assert_eq!(model.requests().len(), 1);
+        assert_eq!(result.status, TurnStatus::Completed, "{limit}: {result:?}");
+        assert_eq!(result.stop_reason, Some(StopReason::MaxSteps), "{limit}");
+        assert_eq!(model.requests().len(), 1, "{limit}");
+    }
 }
 
 #[tokio::test]
