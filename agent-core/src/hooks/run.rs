@@ -189,29 +189,30 @@ pub(crate) fn span(event: &'static str, hook: &str) -> tracing::Span {
 
 /// Applies a failed hook's policy: the failure is logged; failing closed, it becomes the turn
 /// error it causes ([`TurnErrorKind::Hook`]), which the caller turns into what the event guards
-/// (a failed turn, a tool call that does not run).
+/// (a failed turn, a tool call that does not run). A hook stopped by the turn's cancel stops
+/// what follows it too, whatever its policy: going on would store the input, or run a tool,
+/// that the cancel meant to stop (the turn then ends aborted).
 pub(crate) fn settle(
     event: &'static str,
     hook: &str,
     policy: FailurePolicy,
     failure: &HookFailure,
 ) -> Result<(), TurnError> {
-    match policy {
-        FailurePolicy::FailOpen => {
-            tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail open): {failure}");
-            Ok(())
-        }
-        FailurePolicy::FailClosed => {
-            tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail closed): {failure}");
-            Err(TurnError::new(
-                TurnErrorKind::Hook {
-                    event,
-                    hook: hook.to_owned(),
-                },
-                format!("{event} hook `{hook}` {failure}"),
-            ))
-        }
+    let cancelled = matches!(failure, HookFailure::Cancelled);
+    if policy == FailurePolicy::FailOpen && !cancelled {
+        tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail open): {failure}");
+        return Ok(());
     }
+    if !cancelled {
+        tracing::warn!(hook.event = event, hook.name = %hook, "hook failed (fail closed): {failure}");
+    }
+    Err(TurnError::new(
+        TurnErrorKind::Hook {
+            event,
+            hook: hook.to_owned(),
+        },
+        format!("{event} hook `{hook}` {failure}"),
+    ))
 }
 
 /// Runs observer hooks (they return nothing).

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CancelToken, Hook, HookReturn, MemoryStore, ScriptedModel, ScriptedStep,
-    SessionStore, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent, event,
+    AgentBuilder, CancelToken, Hook, HookReturn, Matcher, MemoryStore, ScriptedModel, ScriptedStep,
+    SessionStore, ToolCallDecision, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent,
+    event,
 };
-use tests::{Seen, Trace, assert_whole};
+use tests::{Add, AddArgs, Seen, Trace, assert_whole};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -152,8 +153,9 @@ async fn cancelled_after_50ms(
 }
 
 /// A turn cancelled while an async hook of `E` runs (a hook that would never return) ends at
-/// the moment of the cancel, aborted, with on_chat_response once and its session whole.
-async fn slow_hook_stops_on_cancel<E: TurnWideEvent>()
+/// the moment of the cancel, aborted, with on_chat_response once and its session whole; the
+/// texts of the rows it stored.
+async fn slow_hook_stops_on_cancel<E: TurnWideEvent>() -> Vec<String>
 where
     (): HookReturn<E>,
 {
@@ -190,19 +192,58 @@ where
     );
     let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [TurnStatus::Aborted], "{}", E::NAME);
-    assert_whole(&store.load("s").await.unwrap());
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    rows.iter()
+        .map(|row| row.message.text().to_owned())
+        .collect()
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_slow_async_hook_stops_when_the_turn_is_cancelled() {
-    slow_hook_stops_on_cancel::<event::BeforeRun>().await;
-    slow_hook_stops_on_cancel::<event::BeforeTurn>().await;
-    slow_hook_stops_on_cancel::<event::BeforeStep>().await;
-    slow_hook_stops_on_cancel::<event::OnLlmStart>().await;
-    slow_hook_stops_on_cancel::<event::OnLlmEnd>().await;
-    slow_hook_stops_on_cancel::<event::OnStepFinish>().await;
-    slow_hook_stops_on_cancel::<event::PrefilterLlmHistory>().await;
-    slow_hook_stops_on_cancel::<event::BeforeCreateMessage>().await;
+    // Cancelled before the input is stored (on_session_start and before_run are fail open
+    // by default: a cancel still stops what follows them), the turn stores nothing.
+    let nothing: [&str; 0] = [];
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::OnSessionStart>().await,
+        nothing
+    );
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::BeforeRun>().await,
+        nothing
+    );
+    // Later, the input stays, and a reply only once its step was stored.
+    let input = ["hi"];
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::BeforeTurn>().await,
+        input
+    );
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::BeforeStep>().await,
+        input
+    );
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::OnLlmStart>().await,
+        input
+    );
+    let replied = ["hi", "Hello."];
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::OnLlmEnd>().await,
+        replied
+    );
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::OnStepFinish>().await,
+        replied
+    );
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::PrefilterLlmHistory>().await,
+        input
+    );
+    // The input's own before_create_message: cancelled, the input is not stored.
+    assert_eq!(
+        slow_hook_stops_on_cancel::<event::BeforeCreateMessage>().await,
+        nothing
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -245,4 +286,40 @@ async fn a_turn_waiting_for_its_session_ends_at_once_when_cancelled() {
         rows.iter().all(|row| row.message.text() != "second"),
         "the cancelled turn wrote nothing"
     );
+}
+
+/// A cancel that stops a fail-open before_tool_call hook (the default policy) does not let the
+/// call run: the tool never starts, the call is answered with an error result, and the turn
+/// ends aborted at the moment of the cancel.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_tool_gate_does_not_let_its_call_run() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let t = trace.clone();
+    let stuck = Hook::<event::BeforeToolCall<AddArgs>>::from_async("stuck", move |_| {
+        t.push("gate started".to_owned());
+        Box::pin(std::future::pending::<ToolCallDecision<AddArgs>>())
+    });
+    let conversation = AgentBuilder::new("gated")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":2}"#),
+            ScriptedStep::new().text("never asked"),
+        ]))
+        .store(store.clone())
+        .tool(Add::traced(&trace))
+        .before_tool_call(Matcher::tool("add"), stuck)
+        .build()
+        .unwrap()
+        .session("s");
+    let token = CancelToken::new();
+    let request = TurnRequest::new("1+2").cancel(token.clone());
+    let (result, late) = cancelled_after_50ms(&token, conversation.run(request)).await;
+    assert_eq!(result.status, TurnStatus::Aborted, "{result:?}");
+    assert_eq!(
+        late,
+        Duration::ZERO,
+        "the gate held the turn past its cancel"
+    );
+    assert_eq!(trace.take(), ["gate started"], "the tool never ran");
+    assert_whole(&store.load("s").await.unwrap());
 }
