@@ -195,10 +195,30 @@ pub(crate) fn is_json_value(ty: &syn::Type) -> bool {
             || segments.ends_with(&["serde_json".to_owned(), "Value".to_owned()]))
 }
 
-/// Whether a receiver is `&self` (not `self`, `&mut self` or `self: Type`).
+/// Whether a function's generics are lifetimes alone (`fn f<'a>(&'a self, ...)`), which the
+/// generated calls leave to inference; type and const parameters are not.
+pub(crate) fn lifetimes_only(generics: &syn::Generics) -> bool {
+    generics
+        .params
+        .iter()
+        .all(|param| matches!(param, syn::GenericParam::Lifetime(_)))
+}
+
+/// Whether a receiver is `&self`, or the same written out as `self: &Self` (not `self`,
+/// `&mut self` or `self: Type` of another type).
 pub(crate) fn is_shared_receiver(receiver: &syn::Receiver) -> bool {
-    matches!(receiver.kind, syn::ReceiverKind::Reference(_, _, None))
-        && receiver.mutability.is_none()
+    let shared = match &receiver.kind {
+        syn::ReceiverKind::Reference(_, _, mutability) => mutability.is_none(),
+        syn::ReceiverKind::Typed(_, ty) => matches!(
+            &**ty,
+            syn::Type::Reference(reference)
+                if reference.mutability.is_none()
+                    && matches!(&*reference.elem, syn::Type::Path(path)
+                        if path.qself.is_none() && path.path.is_ident("Self"))
+        ),
+        _ => false,
+    };
+    shared && receiver.mutability.is_none()
 }
 
 /// Gives every token the same span, so rustc reports errors about generated code (an unmet

@@ -319,7 +319,7 @@ pub(crate) fn parse_hook(
     sig: &Signature,
 ) -> Option<HookFn> {
     let event = attr.event?;
-    if !sig.generics.params.is_empty() {
+    if !crate::common::lifetimes_only(&sig.generics) {
         cx.error_spanned_by(&sig.generics, "a hook function cannot be generic");
     }
     if let Some(receiver) = sig.receiver()

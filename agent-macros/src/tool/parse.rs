@@ -239,7 +239,7 @@ pub(crate) fn parse_tool(
         );
         String::new()
     });
-    if !sig.generics.params.is_empty() {
+    if !crate::common::lifetimes_only(&sig.generics) {
         cx.error_spanned_by(
             &sig.generics,
             "a tool function cannot be generic: its arguments must have one JSON Schema",
@@ -373,8 +373,9 @@ pub(crate) fn parse_tool(
         }
     };
 
-    if !sig.generics.params.is_empty() {
-        // The parameters' types may name the generics, which the args struct does not have.
+    if !crate::common::lifetimes_only(&sig.generics) {
+        // The parameters' types may name the generics, which the args struct does not have
+        // (parameters are owned, so they name no lifetime).
         params.clear();
         call_order.clear();
     }

@@ -119,3 +119,57 @@ async fn the_design_dsl_runs() {
     let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["read_file", "write_file", "get_weather"]);
 }
+
+/// Receivers and lifetimes written out: `self: &Self` is `&self`, and lifetime parameters are
+/// left to inference, on tools and hooks alike.
+#[derive(Default)]
+struct Spelled {
+    seen: Mutex<Vec<String>>,
+}
+
+#[agent]
+#[allow(
+    clippy::needless_arbitrary_self_type,
+    clippy::needless_lifetimes,
+    reason = "written out on purpose: the macros accept what `&self` and elision would say"
+)]
+impl Spelled {
+    /// Echo the text.
+    #[tool]
+    fn echo(self: &Self, text: String) -> String {
+        text
+    }
+
+    /// Shout the text.
+    #[tool]
+    async fn shout<'a>(&'a self, text: String) -> String {
+        text.to_uppercase()
+    }
+
+    #[hook(on_chunk)]
+    fn count<'a>(self: &'a Self, ctx: &'a ChunkContext) {
+        if let agent_core::Chunk::TextDelta(text) = &ctx.chunk {
+            self.seen.lock().unwrap().push(text.to_string());
+        }
+    }
+}
+
+#[tokio::test]
+async fn written_out_receivers_and_lifetimes_are_accepted() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "echo", r#"{"text":"a"}"#)
+            .tool_call("c2", "shout", r#"{"text":"b"}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let spelled = Spelled::default();
+    let agent = spelled.builder().model(model).build().unwrap();
+    let result = agent.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let read: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|result| result.content.as_str())
+        .collect();
+    assert_eq!(read, ["a", "B"]);
+}

@@ -27,7 +27,7 @@ impl Timeline {
         self.lines.lock().unwrap().push(call.name.to_string());
     }
 
-    fn on_tool_end(&self, _agent: &RunAgent, result: &ToolResultRecord) {
+    fn on_tool_end(self: &Self, _agent: &RunAgent, result: &ToolResultRecord) {
         self.lines.lock().unwrap().push(result.content.to_string());
     }
 
