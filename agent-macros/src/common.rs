@@ -25,28 +25,78 @@ pub(crate) fn parse_crate_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::R
     }
 }
 
-/// The text of `///` comments (and `#[doc = "..."]`), lines trimmed and joined.
-pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
-    let lines: Vec<String> = attrs
+/// A doc comment as the description the model reads.
+pub(crate) enum Doc {
+    /// Every line a literal (`///`, `#[doc = "..."]`): the lines trimmed and joined.
+    Text(String),
+    /// A line written by a macro (`#[doc = include_str!("search.md")]`, `concat!`): the lines
+    /// concatenated by the compiler, which alone can expand them.
+    Expr(TokenStream),
+}
+
+impl Doc {
+    /// The first line, for the generated types' own docs (empty for a macro's text).
+    pub(crate) fn first_line(&self) -> &str {
+        match self {
+            Doc::Text(text) => text.lines().next().unwrap_or_default(),
+            Doc::Expr(_) => "",
+        }
+    }
+}
+
+impl quote::ToTokens for Doc {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        match self {
+            Doc::Text(text) => text.to_tokens(tokens),
+            Doc::Expr(expr) => expr.to_tokens(tokens),
+        }
+    }
+}
+
+/// The description of `///` comments (and `#[doc = ...]`), `None` when there is none.
+pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<Doc> {
+    let values: Vec<&Expr> = attrs
         .iter()
         .filter(|attr| attr.path().is_ident("doc"))
         .filter_map(|attr| match &attr.meta {
-            Meta::NameValue(nv) => match &nv.value {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(s), ..
-                }) => Some(s.value()),
-                _ => None,
-            },
+            Meta::NameValue(nv) => Some(&nv.value),
             _ => None,
         })
-        .flat_map(|text| {
-            text.lines()
-                .map(|line| line.trim().to_owned())
-                .collect::<Vec<_>>()
-        })
         .collect();
-    let text = lines.join("\n").trim().to_owned();
-    (!text.is_empty()).then_some(text)
+    let literal = |value: &Expr| match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(s.value()),
+        _ => None,
+    };
+    if values.iter().all(|value| literal(value).is_some()) {
+        let lines: Vec<String> = values
+            .iter()
+            .filter_map(|value| literal(value))
+            .flat_map(|text| {
+                text.lines()
+                    .map(|line| line.trim().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let text = lines.join("\n").trim().to_owned();
+        return (!text.is_empty()).then_some(Doc::Text(text));
+    }
+    // Literal lines trimmed as above, a macro's text as it expands, one per line.
+    let mut parts = Vec::new();
+    for value in values {
+        if !parts.is_empty() {
+            parts.push(quote!("\n"));
+        }
+        parts.push(match literal(value) {
+            Some(text) => {
+                let text = text.trim();
+                quote!(#text)
+            }
+            None => quote!(#value),
+        });
+    }
+    Some(Doc::Expr(quote!(::core::concat!(#(#parts),*))))
 }
 
 /// `read_file` -> `ReadFile`.

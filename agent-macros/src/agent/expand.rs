@@ -116,13 +116,11 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
             .map(ToString::to_string)
             .unwrap_or_else(|| "agent".to_owned()),
     };
-    let description = model
-        .attr
-        .description
-        .as_ref()
-        .map(|d| d.value())
-        .or_else(|| model.description.clone());
-    let description = description.map(|d| quote!(.description(#d)));
+    let description = match (&model.attr.description, &model.description) {
+        (Some(given), _) => Some(quote!(.description(#given))),
+        (None, Some(doc)) => Some(quote!(.description(#doc))),
+        (None, None) => None,
+    };
     let instructions = model
         .attr
         .instructions

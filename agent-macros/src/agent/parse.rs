@@ -5,7 +5,7 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Ident, ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
 
-use crate::common::{AttrKind, attr_kind, doc_text, parse_crate_value, unknown_option};
+use crate::common::{AttrKind, Doc, attr_kind, doc_text, parse_crate_value, unknown_option};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookAttr, HookFn, parse_hook};
 use crate::tool::{ToolAttr, ToolFn, parse_tool};
@@ -223,7 +223,7 @@ fn parse_target_names(
 pub(crate) struct AgentModel {
     pub(crate) attr: AgentAttr,
     pub(crate) self_ty: Type,
-    pub(crate) description: Option<String>,
+    pub(crate) description: Option<Doc>,
     pub(crate) tools: Vec<ToolFn>,
     pub(crate) hooks: Vec<HookFn>,
 }

@@ -172,10 +172,7 @@ pub(crate) fn tool_code(
     let name = &tool.name;
     let description = &tool.description;
     let args_doc = format!("Arguments of the `{name}` tool.");
-    let tool_doc = format!(
-        "The `{name}` tool: {}",
-        tool.description.lines().next().unwrap_or_default()
-    );
+    let tool_doc = format!("The `{name}` tool: {}", tool.description.first_line());
 
     let tool_struct = match owner {
         ToolOwner::Method(self_ty) if tool.has_receiver => {

@@ -8,7 +8,7 @@ use syn::{
 };
 
 use crate::common::{
-    ContextParam, check_tool_name, context_param, doc_text, generic_args, is_helper_type,
+    ContextParam, Doc, check_tool_name, context_param, doc_text, generic_args, is_helper_type,
     last_ident, parse_crate_value, pascal_case, unknown_option, wrong_context_message,
 };
 use crate::ctxt::Ctxt;
@@ -141,7 +141,7 @@ pub(crate) struct ToolFn {
     /// The tool's name, as the model calls it.
     pub(crate) name: String,
     pub(crate) name_span: Span,
-    pub(crate) description: String,
+    pub(crate) description: Doc,
     pub(crate) is_async: bool,
     pub(crate) has_receiver: bool,
     /// The arguments, in declaration order.
@@ -237,7 +237,7 @@ pub(crate) fn parse_tool(
             &sig.ident,
             format!("tool `{name}` has no description: add a `///` doc comment saying what it does (the model reads it)"),
         );
-        String::new()
+        Doc::Text(String::new())
     });
     if !crate::common::lifetimes_only(&sig.generics) {
         cx.error_spanned_by(

@@ -121,12 +121,13 @@ async fn the_design_dsl_runs() {
 }
 
 /// Receivers and lifetimes written out: `self: &Self` is `&self`, and lifetime parameters are
-/// left to inference, on tools and hooks alike.
+/// left to inference, on tools and hooks alike; the description written by `concat!`.
 #[derive(Default)]
 struct Spelled {
     seen: Mutex<Vec<String>>,
 }
 
+#[doc = concat!("Spells ", "things out.")]
 #[agent]
 #[allow(
     clippy::needless_arbitrary_self_type,
@@ -164,6 +165,8 @@ async fn written_out_receivers_and_lifetimes_are_accepted() {
     ]);
     let spelled = Spelled::default();
     let agent = spelled.builder().model(model).build().unwrap();
+    // A doc written by a macro is the agent's description too.
+    assert_eq!(agent.description(), Some("Spells things out."));
     let result = agent.run("go").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     let read: Vec<&str> = result.steps[0]

@@ -48,6 +48,25 @@ fn hello() -> String {
     "hello".to_owned()
 }
 
+/// Look a word up.
+#[doc = concat!("Knows ", stringify!(12), " languages.")]
+///     Indented lines are trimmed.
+#[tool]
+fn lookup(word: String) -> String {
+    word
+}
+
+#[test]
+fn a_doc_written_by_a_macro_is_the_description() {
+    use lookup_tool::Lookup;
+    assert_eq!(
+        Lookup::DESCRIPTION,
+        "Look a word up.\nKnows 12 languages.\nIndented lines are trimmed."
+    );
+    // Written with literals alone, it is the same text.
+    assert_eq!(Hello::DESCRIPTION, "Say hello.");
+}
+
 #[test]
 fn the_schema_is_json_schema_2020_12_with_descriptions_optional_fields_and_defaults() {
     let schema = Search::schema();
