@@ -230,7 +230,7 @@ impl<'a> Turn<'a> {
     /// records until their results are stored. `results` holds one result per call of the
     /// step ([`units`]).
     async fn wait_again(
-        &self,
+        &mut self,
         waiting: &[SuspendedCall],
         results: &[CallResult],
     ) -> Flow<Vec<SuspendedCall>> {
@@ -254,6 +254,13 @@ impl<'a> Turn<'a> {
             return Ok(again);
         }
         self.keep_waiting(kept).await?;
+        // Kept waiting, they are not the turn's to settle should it end while the other
+        // results are stored (as in `suspend`).
+        for (position, result) in results.iter().enumerate() {
+            if !result.pending.is_empty() {
+                self.open.answered(position);
+            }
+        }
         Ok(again)
     }
 

@@ -134,6 +134,14 @@ impl Turn<'_> {
             .set_suspended(self.session_id, waiting.clone())
             .await
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        // Kept waiting, they are no longer the turn's to settle: a turn that ends while the
+        // step's other results are stored (a cancel, a failing result hook) must not answer
+        // them with an error result, which would leave them answered and waiting at once.
+        for (position, result) in results.iter().enumerate() {
+            if !result.pending.is_empty() {
+                self.open.answered(position);
+            }
+        }
         self.outcome.pending = waiting.into_iter().map(|waiting| waiting.call).collect();
         Ok(())
     }
@@ -167,6 +175,7 @@ impl Turn<'_> {
             done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
             done.handoff = done.handoff.or(result.handoff);
             if !result.pending.is_empty() {
+                // Kept waiting (`suspend`, a resume's `wait_again`): not the turn's to settle.
                 self.open.answered(position);
                 continue;
             }

@@ -1688,3 +1688,86 @@ async fn answering_the_last_waiting_call_continues_the_turn_at_once() {
         Err(AnswerError::UnknownCall { .. })
     ));
 }
+
+/// A turn that ends while its step's other results are stored (a cancel inside an async
+/// result hook, or a result hook failing closed) leaves its waiting call waiting, with no
+/// error result of the turn's: approved, it runs on resume and its result is the one stored.
+#[tokio::test(start_paused = true)]
+async fn a_turn_ended_while_storing_results_keeps_its_waiting_call_whole() {
+    for cancelled in [true, false] {
+        let model = ScriptedModel::new([
+            ScriptedStep::new()
+                .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+                .tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+            ScriptedStep::new().text("Done."),
+        ]);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        let delete = FnTool::new(
+            "delete",
+            "Delete a file.",
+            json!({"type": "object"}),
+            move |_, _| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async { Ok::<Value, ToolError>(json!("deleted")) }
+            },
+        )
+        .needs_approval(|_| true);
+        let hook = if cancelled {
+            Hook::<event::BeforeStoreToolResult>::from_async("slow", |_| {
+                Box::pin(tokio::time::sleep(std::time::Duration::from_secs(60)))
+            })
+        } else {
+            // Fails on the first turn's result (`add`'s) only.
+            let failed = AtomicUsize::new(0);
+            Hook::<event::BeforeStoreToolResult>::sync("broken", move |_| {
+                match failed.fetch_add(1, Ordering::SeqCst) {
+                    0 => Err("no store today"),
+                    _ => Ok(()),
+                }
+            })
+            .on_error(agent_core::FailurePolicy::FailClosed)
+        };
+        let agent = AgentBuilder::new("files")
+            .model(model)
+            .tool(Add::default())
+            .dyn_tool(delete)
+            .hook(hook)
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let token = agent_core::CancelToken::new();
+        let stop = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            stop.cancel();
+        });
+        let request = TurnRequest::new("Add, then delete a.txt").cancel(token);
+        let result = conversation.run(request).await;
+        let expected = if cancelled {
+            TurnStatus::Aborted
+        } else {
+            TurnStatus::Error
+        };
+        assert_eq!(result.status, expected, "{result:?}");
+        let rows = conversation.rows().await.unwrap();
+        let c2_results = rows
+            .iter()
+            .filter(|row| matches!(&row.message, Message::Tool { call_id, .. } if call_id == "c2"))
+            .count();
+        assert_eq!(c2_results, 0, "the waiting call has no result yet");
+        assert_eq!(conversation.waiting_calls().await.unwrap().len(), 1);
+        assert_eq!(conversation.approve("c2").await, Ok(0));
+        let resumed = conversation.resume().await.unwrap();
+        assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+        let resumed: Vec<&str> = resumed
+            .resumed
+            .iter()
+            .map(|record| record.content.as_str())
+            .collect();
+        assert_eq!(resumed, ["deleted"], "cancelled: {cancelled}");
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_whole(&conversation.rows().await.unwrap());
+    }
+}
+
