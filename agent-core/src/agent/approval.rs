@@ -328,11 +328,8 @@ impl Conversation {
     ) -> Result<usize, AnswerError> {
         let store = &self.agent.inner.store;
         let mut waiting = store.suspended(&self.session).await?;
-        let Some(call) = waiting.iter_mut().find(|w| w.call.id == call_id) else {
-            let call_id = call_id.to_owned();
-            return Err(AnswerError::UnknownCall { call_id });
-        };
-        self.verify(call, check)?;
+        let at = self.pick(&waiting, call_id, check, &answer)?;
+        let call = &mut waiting[at];
         let fits = match &answer {
             CallAnswer::Result { .. } => call.call.kind.takes_result(),
             CallAnswer::Deny { .. } => true,
@@ -371,6 +368,46 @@ impl Conversation {
             }
         }
         Ok(waiting.iter().filter(|w| w.answer.is_none()).count())
+    }
+
+    /// The waiting call `call_id` names, checked against `check`. A step may hold two waiting
+    /// calls with one id (providers number calls `call_0` per reply, a model may repeat one):
+    /// the one the token or fingerprint names, else the first not answered yet, else the first
+    /// answered alike (a repeated answer is idempotent), else the first.
+    fn pick(
+        &self,
+        waiting: &[SuspendedCall],
+        call_id: &str,
+        check: Option<&str>,
+        answer: &CallAnswer,
+    ) -> Result<usize, AnswerError> {
+        let named: Vec<usize> = (0..waiting.len())
+            .filter(|&at| waiting[at].call.id == call_id)
+            .collect();
+        let Some(&first) = named.first() else {
+            let call_id = call_id.to_owned();
+            return Err(AnswerError::UnknownCall { call_id });
+        };
+        if named.len() == 1 {
+            self.verify(&waiting[first], check)?;
+            return Ok(first);
+        }
+        let verified: Vec<usize> = named
+            .iter()
+            .copied()
+            .filter(|&at| self.verify(&waiting[at], check).is_ok())
+            .collect();
+        let Some(&first_verified) = verified.first() else {
+            // None passes: the first one's error says why.
+            return self.verify(&waiting[first], check).map(|()| first);
+        };
+        let open = verified.iter().find(|&&at| waiting[at].answer.is_none());
+        let alike = || {
+            verified
+                .iter()
+                .find(|&&at| waiting[at].answer.as_ref() == Some(answer))
+        };
+        Ok(open.or_else(alike).copied().unwrap_or(first_verified))
     }
 
     /// Keeps `tool` approved for good in this session, and approves its calls of `waiting`

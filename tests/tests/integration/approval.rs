@@ -1771,3 +1771,72 @@ async fn a_turn_ended_while_storing_results_keeps_its_waiting_call_whole() {
     }
 }
 
+/// Two waiting calls of one step may share an id (providers number calls per reply, a model
+/// may repeat one): an answer goes to the first not answered yet, or to the one its fingerprint
+/// names; a repeated answer stays idempotent, and both results are stored in the step's order.
+#[tokio::test]
+async fn waiting_calls_sharing_an_id_are_answered_one_by_one() {
+    for by_print in [false, true] {
+        let model = ScriptedModel::new([
+            ScriptedStep::new()
+                .tool_call("call_0", "pick", r#"{"q":"a"}"#)
+                .tool_call("call_0", "pick", r#"{"q":"b"}"#),
+            ScriptedStep::new().text("Done."),
+        ]);
+        let pick = ClientTool::new("pick", "Ask the user to pick.", json!({"type": "object"}));
+        let agent = AgentBuilder::new("ui")
+            .model(model.clone())
+            .dyn_tool(pick)
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let suspended = conversation.run("pick twice").await;
+        assert_eq!(suspended.pending.len(), 2);
+        let answer = |text: &str| CallAnswer::Result {
+            output: json!(text),
+            is_error: false,
+        };
+        if by_print {
+            // The second call first, by its fingerprint; then the first.
+            let second = Some(suspended.pending[1].fingerprint.as_str());
+            let first = Some(suspended.pending[0].fingerprint.as_str());
+            assert_eq!(
+                conversation.answer("call_0", answer("B"), second).await,
+                Ok(1)
+            );
+            assert_eq!(
+                conversation.answer("call_0", answer("A"), first).await,
+                Ok(0)
+            );
+        } else {
+            assert_eq!(
+                conversation.submit_result("call_0", json!("A")).await,
+                Ok(1)
+            );
+            assert_eq!(
+                conversation.submit_result("call_0", json!("B")).await,
+                Ok(0)
+            );
+        }
+        // Answered again alike: idempotent; otherwise refused.
+        assert_eq!(
+            conversation.submit_result("call_0", json!("B")).await,
+            Ok(0)
+        );
+        assert!(matches!(
+            conversation.submit_result("call_0", json!("C")).await,
+            Err(AnswerError::AlreadyAnswered { .. })
+        ));
+        let resumed = conversation.resume().await.unwrap();
+        assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+        let read: Vec<String> = model.requests()[1]
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::Tool { content, .. } => Some(content.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(read, ["A", "B"], "by fingerprint: {by_print}");
+    }
+}
