@@ -1,20 +1,17 @@
 //! A conversation: one session's history, with the `run` and `stream` APIs.
 
 use std::any::TypeId;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use tokio::sync::mpsc;
 
 use super::{Agent, TurnStream};
 use crate::cancel::CancelToken;
-use crate::engine::{SessionRef, TurnRequest, run_turn};
+use crate::engine::{FinishOnDrop, SessionRef, TurnRequest, run_turn};
 use crate::hooks::{OutputType, StoredOutputError, TurnResult};
 use crate::message::Message;
 use crate::session::Opened;
 use crate::store::{StoreError, StoredMessage};
-use crate::util::BoxFuture;
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
 /// turns that never overlap (a second turn waits for the first, whichever agent or handle on
@@ -191,20 +188,18 @@ impl Conversation {
     /// again there, beside this crate's copy for subagents, and a turn would run code from
     /// both copies, far apart in the binary. Behind `dyn Future` the engine is compiled once,
     /// here (`whole_turn_agent` in agent-providers/benches/stream.rs, and `WHOLE_TURN_RSS`).
-    fn start(&self, request: TurnRequest) -> FinishOnDrop {
+    fn start(&self, request: TurnRequest) -> FinishOnDrop<TurnResult> {
         self.clone().start_owned(request)
     }
 
     /// [`start`](Self::start) on this handle itself, for a turn that takes it.
-    pub(super) fn start_owned(self, request: TurnRequest) -> FinishOnDrop {
+    pub(super) fn start_owned(self, request: TurnRequest) -> FinishOnDrop<TurnResult> {
         let (conversation, request, cancel) = self.handed(request);
-        FinishOnDrop {
-            turn: Some(Box::pin(async move {
-                let session = conversation.session_ref();
-                run_turn(&conversation.agent.inner, session, request, None).await
-            })),
-            cancel,
-        }
+        let turn = Box::pin(async move {
+            let session = conversation.session_ref();
+            run_turn(&conversation.agent.inner, session, request, None).await
+        });
+        FinishOnDrop::new(turn, cancel)
     }
 
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
@@ -240,39 +235,5 @@ impl Conversation {
         request.cancel.make_own();
         let cancel = request.cancel.clone();
         (self, Box::new(request), cancel)
-    }
-}
-
-/// A turn driven in the caller's future that, dropped before it ended, is cancelled and
-/// finished on a task of its own (rows settled, on_chat_response fired).
-pub(super) struct FinishOnDrop {
-    turn: Option<BoxFuture<'static, TurnResult>>,
-    cancel: CancelToken,
-}
-
-impl Future for FinishOnDrop {
-    type Output = TurnResult;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnResult> {
-        let Some(turn) = self.turn.as_mut() else {
-            panic!("a turn polled after it finished");
-        };
-        let result = std::task::ready!(turn.as_mut().poll(cx));
-        self.turn = None;
-        Poll::Ready(result)
-    }
-}
-
-impl Drop for FinishOnDrop {
-    fn drop(&mut self) {
-        let Some(turn) = self.turn.take() else {
-            return;
-        };
-        self.cancel.cancel();
-        // Without a runtime (it is shutting down) the turn stops where it is; the next turn
-        // repairs the session as after a crash.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(turn);
-        }
     }
 }

@@ -16,7 +16,8 @@
 //! - `output`: the typed answer asked for, parsed, validated and sent back; `stored_output`:
 //!   the last accepted one read back from a session's rows;
 //! - `runtime`: what a built agent holds at run time; `request` and `events`: a turn's input
-//!   and what a streamed turn yields.
+//!   and what a streamed turn yields; `finish_on_drop`: a turn dropped mid-flight (a `run`
+//!   timed out, a subagent's call cancelled) finished on a task of its own.
 //!
 //! The engine depends on the hooks, the session configuration and the leaves (message, model,
 //! tool, store, cancel), never on the facade (`agent`).
@@ -25,6 +26,7 @@ mod call_hooks;
 mod classify;
 mod compact;
 mod events;
+mod finish_on_drop;
 mod guardrails;
 mod handoff;
 mod history;
@@ -56,6 +58,7 @@ mod turn;
 
 pub use classify::{default_classifier, is_context_overflow};
 pub use events::TurnEvent;
+pub(crate) use finish_on_drop::FinishOnDrop;
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};

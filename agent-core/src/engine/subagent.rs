@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
+use super::FinishOnDrop;
 use super::plan::CallScope;
 use super::request::TurnRequest;
 use super::runtime::{AgentRuntime, ToolSlot};
@@ -110,7 +111,7 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         let mut passing = cell.lock().unwrap_or_else(PoisonError::into_inner);
         passing.resume.take()
     });
-    let (mut session, request) = match resume {
+    let (session, request) = match resume {
         Some(resume) => {
             answer(&agent, &resume).await?;
             let mut request = TurnRequest::default().cancel(ctx.cancel.child());
@@ -133,12 +134,20 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         .configure_session
         .as_ref()
         .map(|_| Arc::new(Opened::default()));
-    let turn = SessionRef {
-        id: &session.id,
-        opened: opened.as_ref(),
-    };
-    // Boxed: a turn inside a tool call of a turn.
-    let result = Box::pin(run_turn(&agent, turn, Box::new(request), None)).await;
+    // Dropped before it ends (the calling turn cancelled, the call past its timeout), the
+    // subagent's turn is cancelled and finishes on a task of its own, as a dropped
+    // `Conversation::run` does: its rows settled, its hooks fired, its session then released.
+    let cancel = request.cancel.clone();
+    let runtime = agent.clone();
+    let turn = Box::pin(async move {
+        let turn = SessionRef {
+            id: &session.id,
+            opened: opened.as_ref(),
+        };
+        let result = run_turn(&runtime, turn, Box::new(request), None).await;
+        (result, session)
+    });
+    let (result, mut session) = FinishOnDrop::new(turn, cancel).await;
     match result.status {
         // A typed answer goes back as its JSON.
         TurnStatus::Completed => Ok(result

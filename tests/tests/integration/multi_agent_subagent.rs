@@ -317,3 +317,107 @@ async fn a_subagent_inherits_the_callers_untyped_tool_hooks_only_when_marked() {
         assert_eq!(trace.take(), lines(expected), "inherit: {inherit}");
     }
 }
+
+/// A subagent on `store` with a slow tool, recording its session id and its on_chat_response.
+fn worker(store: &Arc<dyn SessionStore>, trace: &Trace, model: ScriptedModel) -> Agent {
+    let (t1, t2) = (trace.clone(), trace.clone());
+    let slow = agent_core::FnTool::new("slow", "Slow.", json!({"type": "object"}), |_, _| async {
+        tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        Ok::<Value, agent_core::ToolError>(json!("late"))
+    });
+    AgentBuilder::new("worker")
+        .model(model)
+        .store(store.clone())
+        .dyn_tool(slow)
+        .hook(Hook::<event::OnSessionStart>::sync("trace", move |ctx| {
+            t1.push(format!("session {}", ctx.session_id));
+        }))
+        .hook(Hook::<event::OnChatResponse>::sync("trace", move |ctx| {
+            t2.push(format!("worker:on_chat_response({})", ctx.status));
+        }))
+        .build()
+        .unwrap()
+}
+
+/// Waits (up to 10 s) for the dropped subagent's turn to finish on its own task, then checks it
+/// ended aborted through on_chat_response with its session whole.
+async fn worker_finished(store: &Arc<dyn SessionStore>, trace: &Trace) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !trace
+        .snapshot()
+        .iter()
+        .any(|line| line.starts_with("worker:on_chat_response"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the subagent's turn never finished: {:?}",
+            trace.snapshot()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let seen = trace.take();
+    let session = seen
+        .iter()
+        .find_map(|line| line.strip_prefix("session "))
+        .unwrap();
+    assert_eq!(seen.last().unwrap(), "worker:on_chat_response(aborted)");
+    assert_whole(&store.load(session).await.unwrap());
+}
+
+/// A subagent's turn dropped mid-flight, by its caller's cancel or by the call's timeout, is
+/// cancelled and finishes as `aborted`, its rows settled, as a dropped `run` is.
+#[tokio::test]
+async fn a_dropped_subagent_turn_finishes_aborted_and_whole() {
+    let scratch = tests::Scratch::new("dropped-subagent");
+    let store: Arc<dyn SessionStore> =
+        Arc::new(agent_core::SqliteStore::open(scratch.join("s.db")).unwrap());
+    // The caller cancelled while the subagent's model streams.
+    let trace = Trace::new();
+    let streaming = ScriptedModel::new([ScriptedStep::new()
+        .text("thinking")
+        .sleep(std::time::Duration::from_secs(600))
+        .text(" done")]);
+    let sub = worker(&store, &trace, streaming);
+    let caller = AgentBuilder::new("boss")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "s1",
+            "worker",
+            r#"{"input":"go"}"#,
+        )]))
+        .store(store.clone())
+        .subagent(&sub)
+        .build()
+        .unwrap();
+    let cancel = agent_core::CancelToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        canceller.cancel();
+    });
+    let result = caller
+        .run(agent_core::TurnRequest::new("go").cancel(cancel))
+        .await;
+    assert_eq!(result.status, TurnStatus::Aborted);
+    worker_finished(&store, &trace).await;
+
+    // The call past its timeout while the subagent's tool runs.
+    let trace = Trace::new();
+    let calling = ScriptedModel::new([
+        ScriptedStep::new().tool_call("w1", "slow", "{}"),
+        ScriptedStep::new().text("worked"),
+    ]);
+    let sub = worker(&store, &trace, calling);
+    let caller = AgentBuilder::new("boss")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("s1", "worker", r#"{"input":"go"}"#),
+            ScriptedStep::new().text("done"),
+        ]))
+        .store(store.clone())
+        .subagent(&sub)
+        .tool_timeout(std::time::Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let result = caller.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    worker_finished(&store, &trace).await;
+}
