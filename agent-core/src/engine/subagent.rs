@@ -150,11 +150,22 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
     let (result, mut session) = FinishOnDrop::new(turn, cancel).await;
     match result.status {
         // A typed answer goes back as its JSON.
-        TurnStatus::Completed => Ok(result
-            .output
-            .map_or(Value::String(result.text.into()), |output| {
-                output.json().clone()
-            })),
+        TurnStatus::Completed => match result.output {
+            Some(output) => Ok(output.json().clone()),
+            // Asked for a typed answer, the subagent ended without a valid one (out of steps):
+            // its rejected text is not an answer.
+            None if agent.output.is_some() => {
+                let reason = result
+                    .stop_reason
+                    .map(|reason| format!(" ({reason})"))
+                    .unwrap_or_default();
+                Err(ToolError::new(format!(
+                    "agent `{}` ended without a valid answer{reason}",
+                    agent.name
+                )))
+            }
+            None => Ok(Value::String(result.text.into())),
+        },
         TurnStatus::Suspended => {
             let ids: Vec<&str> = result.pending.iter().map(|p| p.id.as_str()).collect();
             let why = format!(

@@ -421,3 +421,38 @@ async fn a_dropped_subagent_turn_finishes_aborted_and_whole() {
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     worker_finished(&store, &trace).await;
 }
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Invoice {
+    number: String,
+    total_cents: u64,
+}
+
+/// A typed subagent that ends without a valid answer (out of steps) is an error result to its
+/// caller, not its rejected text read as an answer.
+#[tokio::test]
+async fn a_typed_subagent_without_a_valid_answer_is_an_error_result() {
+    let bad = r#"{"number":"INV-7","total_cents":"twelve"}"#;
+    let sub = AgentBuilder::new("extractor")
+        .model(ScriptedModel::new([ScriptedStep::new().text(bad)]).supporting_output_schema())
+        .output::<Invoice>()
+        .output_mode(agent_core::OutputMode::Native)
+        .max_steps(1)
+        .build()
+        .unwrap();
+    let caller = AgentBuilder::new("caller")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("s1", "extractor", r#"{"input":"extract"}"#),
+            ScriptedStep::new().text("done"),
+        ]))
+        .subagent(&sub)
+        .build()
+        .unwrap();
+    let result = caller.run("go").await;
+    let read = &result.steps[0].tool_results[0];
+    assert!(read.is_error, "{read:?}");
+    assert_eq!(
+        read.content.as_str(),
+        "agent `extractor` ended without a valid answer (max_steps)"
+    );
+}
