@@ -421,6 +421,18 @@ impl AgentBuilder {
         let tool_index = index_tools(&tools, &mut problems);
         let handoffs = handoff_slots(handoffs, team, &tool_index, &mut teams, &mut problems);
         let output = output.build(&tool_index, &mut problems);
+        if let Some(spec) = &output {
+            // The model would be offered two tools of one name, which providers refuse.
+            let answers = std::iter::once(&spec.tool).chain(spec.variants.iter().map(|v| &v.tool));
+            for name in answers.map(|tool| &tool.name) {
+                if handoffs.iter().any(|slot| slot.spec.name == *name) {
+                    problems.push(format!(
+                        "the transfer tool name `{name}` is the final-answer tool's; name one of \
+                         them with `Handoff::tool_name` or `output_tool`"
+                    ));
+                }
+            }
+        }
         let names: Vec<&str> = tools
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())

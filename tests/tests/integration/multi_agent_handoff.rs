@@ -477,6 +477,23 @@ fn transfer_tool_names_are_checked_when_the_agent_is_built() {
             "handoff to `billing`: invalid transfer tool name `bad name`: use 1 to 64 of `[A-Za-z0-9_-]` (name it with `Handoff::tool_name`)",
         ]
     );
+    // Named like the final-answer tool, the model would be offered two tools of one name.
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Ticket {
+        id: u32,
+    }
+    let error: BuildError = AgentBuilder::new("triage")
+        .model(model.clone())
+        .output::<Ticket>()
+        .handoff(Handoff::to(&billing).tool_name("final_result"))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        [
+            "the transfer tool name `final_result` is the final-answer tool's; name one of them with `Handoff::tool_name` or `output_tool`"
+        ]
+    );
     let named = AgentBuilder::new("triage")
         .model(model)
         .handoff(
