@@ -405,10 +405,10 @@ impl AgentBuilder {
         } = self;
         let mut teams: Vec<TeamAgents> = Vec::new();
         let (tools, subagent_names) = with_subagents(tools, subagents, &mut teams);
-        let Some(model) = model else {
+        if model.is_none() {
+            // Every other problem is listed too.
             problems.push("no model: call `.model(...)` on the builder".to_owned());
-            return Err(BuildError { problems });
-        };
+        }
         if max_steps == 0 {
             problems.push("`max_steps` must be at least 1".to_owned());
         }
@@ -447,9 +447,9 @@ impl AgentBuilder {
             &names,
             &mut problems,
         );
-        if !problems.is_empty() {
+        let (Some(model), true) = (model, problems.is_empty()) else {
             return Err(BuildError { problems });
-        }
+        };
         hooks.sort();
         before.sort_by_key(|(_, hook)| hook.meta().priority);
         after.sort_by_key(|(_, hook)| hook.meta().priority);

@@ -510,6 +510,15 @@ fn a_builder_without_a_model_is_a_build_error() {
         error.problems,
         lines(&["no model: call `.model(...)` on the builder"])
     );
+    // Listed with the builder's other problems, not alone.
+    let error = build_error(AgentBuilder::new("mute").max_steps(0));
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "no model: call `.model(...)` on the builder",
+            "`max_steps` must be at least 1",
+        ])
+    );
 }
 
 #[test]
