@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::cancel::CancelToken;
 use crate::hooks::{GuardrailKind, TurnError, TurnErrorKind};
 use crate::util::{BoxFuture, catch_panic, catch_unwind, join_ordered};
 
@@ -98,6 +99,24 @@ impl Guardrail {
 /// Runs `guardrails` of `kind` on `text`: the parallel ones at once, then the others in
 /// order. The first trip (in the order they were added, among the parallel ones) ends the turn.
 pub(super) async fn check(
+    guardrails: &[Guardrail],
+    kind: GuardrailKind,
+    text: &str,
+    cancel: &CancelToken,
+) -> Result<(), TurnError> {
+    // A cancel stops the checks at once, as it stops an async hook: the turn then ends
+    // aborted, and what was checked is neither stored nor shown.
+    tokio::select! {
+        biased;
+        checked = check_all(guardrails, kind, text) => checked,
+        () = cancel.cancelled() => Err(TurnError::new(
+            TurnErrorKind::Guardrail { kind, name: String::new() },
+            format!("the {kind} guardrails were stopped: the turn was cancelled"),
+        )),
+    }
+}
+
+async fn check_all(
     guardrails: &[Guardrail],
     kind: GuardrailKind,
     text: &str,

@@ -271,7 +271,8 @@ impl<'a> Turn<'a> {
         if reply.tool_calls.is_empty() && !self.current.output_guardrails.is_empty() {
             let checks = &self.current.output_guardrails;
             let output = GuardrailKind::Output;
-            if let Err(error) = guardrails::check(checks, output, &reply.text).await {
+            let checked = guardrails::check(checks, output, &reply.text, &self.cancel);
+            if let Err(error) = checked.await {
                 // The output reaches neither the stream nor the store.
                 self.held
                     .lock()

@@ -405,7 +405,8 @@ impl<'a> Turn<'a> {
             .map_err(failed)?;
         if !agent.input_guardrails.is_empty() && !run_ctx.input.is_empty() {
             let input = GuardrailKind::Input;
-            let checked = guardrails::check(&agent.input_guardrails, input, &run_ctx.input);
+            let guardrails = &agent.input_guardrails;
+            let checked = guardrails::check(guardrails, input, &run_ctx.input, &self.cancel);
             checked.await.map_err(failed)?;
         }
         Ok(())

@@ -208,3 +208,47 @@ fn agent_with_panic(store: &Arc<dyn SessionStore>) -> agent_core::Agent {
         .build()
         .unwrap()
 }
+
+/// A cancel stops an async guardrail at once, input or output, as it stops an async hook: the
+/// turn ends aborted at the moment of the cancel, and a checked reply is not stored.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_stops_a_slow_guardrail_at_once() {
+    for output in [false, true] {
+        let slow = || {
+            Guardrail::new_async("slow", |_| async {
+                tokio::time::sleep(std::time::Duration::from_secs(3_600)).await;
+                GuardrailVerdict::Pass
+            })
+        };
+        let store: Arc<dyn SessionStore> = Arc::new(agent_core::MemoryStore::new());
+        let builder = AgentBuilder::new("careful")
+            .model(ScriptedModel::new([ScriptedStep::new().text("hi")]))
+            .store(store.clone());
+        let agent = match output {
+            false => builder.input_guardrail(slow()),
+            true => builder.output_guardrail(slow()),
+        }
+        .build()
+        .unwrap();
+        let cancel = agent_core::CancelToken::new();
+        let canceller = cancel.clone();
+        let cancelled_at = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            canceller.cancel();
+            tokio::time::Instant::now()
+        });
+        let conversation = agent.session("s");
+        let result = conversation
+            .run(agent_core::TurnRequest::new("hello").cancel(cancel))
+            .await;
+        let late = tokio::time::Instant::now() - cancelled_at.await.unwrap();
+        assert_eq!(result.status, TurnStatus::Aborted, "output: {output}");
+        assert_eq!(late, std::time::Duration::ZERO, "output: {output}");
+        let rows = store.load("s").await.unwrap();
+        assert!(
+            rows.iter().all(|row| row.message.text() != "hi"),
+            "the reply under check is not stored (output: {output})"
+        );
+        assert_whole(&rows);
+    }
+}
