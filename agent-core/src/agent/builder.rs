@@ -147,8 +147,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Checks the final output (the reply with no tool call) before it is stored, streamed or
-    /// reported: a trip ends the turn with
+    /// Checks the final output (the reply with no tool call, or the arguments of a typed
+    /// answer's final-answer call) before it is stored, streamed or reported: a trip ends the
+    /// turn with
     /// [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail) and the output reaches
     /// neither the store, nor on_chunk and the stream API, nor on_chat_response. An agent with
     /// output guardrails delivers each step's chunks when the step's reply is settled, not as

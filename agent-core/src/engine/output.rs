@@ -334,6 +334,19 @@ pub(super) enum Asked {
     Prompted,
 }
 
+/// What the output guardrails check of a reply with tool calls: the arguments of its
+/// final-answer call, when the turn asks for the answer by tool (a reply without tool calls is
+/// checked as its text).
+pub(super) fn answer_arguments<'r>(
+    spec: Option<&OutputSpec>,
+    plan: &TurnPlan<'_>,
+    calls: &'r [ToolCall],
+) -> Option<&'r str> {
+    let spec = spec.filter(|_| plan.asked == Some(Asked::Tool))?;
+    let call = calls.iter().find(|call| spec.answers(&call.name))?;
+    Some(&call.arguments)
+}
+
 /// What a step's reply did about the typed answer.
 pub(super) enum Verdict {
     /// It gave no answer (it called other tools): the turn goes on.

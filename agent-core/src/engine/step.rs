@@ -8,7 +8,7 @@ use super::handoff::StepAllowance;
 use super::history;
 use super::model_call::Answer;
 use super::model_stream::StepStream;
-use super::output::Verdict;
+use super::output::{self, Verdict};
 use super::plan::TurnPlan;
 use super::state::{End, Flow, Turn};
 use super::traced::in_span;
@@ -268,10 +268,19 @@ impl<'a> Turn<'a> {
                 }
             }
         };
-        if reply.tool_calls.is_empty() && !self.current.output_guardrails.is_empty() {
+        // The final output: a reply without tool calls, or the typed answer a final-answer
+        // call gives.
+        let checked = match reply.tool_calls.is_empty() {
+            _ if self.current.output_guardrails.is_empty() => None,
+            true => Some(&*reply.text),
+            false => {
+                output::answer_arguments(self.current.output.as_deref(), plan, &reply.tool_calls)
+            }
+        };
+        if let Some(checked) = checked {
             let checks = &self.current.output_guardrails;
             let output = GuardrailKind::Output;
-            let checked = guardrails::check(checks, output, &reply.text, &self.cancel);
+            let checked = guardrails::check(checks, output, checked, &self.cancel);
             if let Err(error) = checked.await {
                 // The output reaches neither the stream nor the store.
                 self.held

@@ -252,3 +252,64 @@ async fn a_cancel_stops_a_slow_guardrail_at_once() {
         assert_whole(&rows);
     }
 }
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Invoice {
+    number: String,
+    total_cents: u64,
+}
+
+/// A typed answer given through the final-answer tool is the turn's output too: the output
+/// guardrails check its arguments, and a trip keeps it from the store and the result.
+#[tokio::test]
+async fn output_guardrails_check_an_answer_given_by_the_final_answer_tool() {
+    for leaks in [true, false] {
+        let checked = Trace::new();
+        let seen = checked.clone();
+        let number = if leaks { "password-7" } else { "INV-7" };
+        let arguments = format!(r#"{{"number":"{number}","total_cents":1250}}"#);
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let agent = AgentBuilder::new("typed")
+            .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+                "c1",
+                "final_result",
+                &arguments,
+            )]))
+            .store(store.clone())
+            .output::<Invoice>()
+            .output_guardrail(Guardrail::new("no_secrets", move |text| {
+                seen.push(text.to_owned());
+                no_secrets(text)
+            }))
+            .build()
+            .unwrap();
+        let result = agent.session("s").run("extract").await;
+        assert_eq!(
+            checked.take(),
+            std::slice::from_ref(&arguments),
+            "leaks: {leaks}"
+        );
+        let rows = store.load("s").await.unwrap();
+        assert_whole(&rows);
+        if leaks {
+            assert_eq!(result.status, TurnStatus::Error);
+            assert!(matches!(
+                result.error.as_ref().map(|e| &e.kind),
+                Some(TurnErrorKind::Guardrail {
+                    kind: GuardrailKind::Output,
+                    ..
+                })
+            ));
+            assert!(result.output.is_none());
+            assert!(
+                rows.iter()
+                    .all(|row| !format!("{:?}", row.message).contains("password")),
+                "the tripped answer is not stored"
+            );
+        } else {
+            assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+            let invoice: &Invoice = result.output().unwrap();
+            assert_eq!(invoice.number, "INV-7");
+        }
+    }
+}
