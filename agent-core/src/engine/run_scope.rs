@@ -139,6 +139,10 @@ pub(crate) fn running<F: Future>(
 #[derive(Clone)]
 pub(crate) struct RunScope {
     hooks: Arc<[Arc<dyn RunHooks>]>,
+    /// The turn's agent started (on_agent_start fired): only then does it end for them
+    /// (on_agent_output, on_agent_end); a turn that fails before, in before_run or an input
+    /// guardrail, is not an agent's run.
+    pub(crate) started: bool,
 }
 
 impl RunScope {
@@ -149,7 +153,10 @@ impl RunScope {
             .map(|caller| caller.hooks.to_vec())
             .unwrap_or_default();
         all.extend(hooks);
-        (!all.is_empty()).then(|| RunScope { hooks: all.into() })
+        (!all.is_empty()).then(|| RunScope {
+            hooks: all.into(),
+            started: false,
+        })
     }
 
     /// Adds observers (a session's, once it is open).
@@ -157,12 +164,15 @@ impl RunScope {
         if more.is_empty() {
             return;
         }
-        let mut all = scope
+        let (mut all, started) = scope
             .take()
-            .map(|scope| scope.hooks.to_vec())
+            .map(|scope| (scope.hooks.to_vec(), scope.started))
             .unwrap_or_default();
         all.extend(more.iter().cloned());
-        *scope = Some(RunScope { hooks: all.into() });
+        *scope = Some(RunScope {
+            hooks: all.into(),
+            started,
+        });
     }
 
     /// Calls every observer about `agent`, a panicking one logged and skipped.

@@ -388,10 +388,11 @@ impl<'a> Turn<'a> {
             let more = &open.config.run_hooks;
             RunScope::join(&mut self.run, more);
         }
-        if let Some(run) = &self.run {
+        if let Some(run) = &mut self.run {
             run.fire(&self.me, "on_agent_start", |hooks, agent| {
                 hooks.on_agent_start(agent)
             });
+            run.started = true;
         }
         Ok(plan)
     }
@@ -557,7 +558,7 @@ impl<'a> Turn<'a> {
             } else {
                 self.settle(end).await
             };
-            if let Some(run) = &self.run {
+            if let Some(run) = self.run.as_ref().filter(|run| run.started) {
                 if let Some(report) = &self.outcome.attempts.last {
                     run.fire(&self.me, "on_agent_output", |hooks, agent| {
                         hooks.on_agent_output(agent, report)

@@ -246,3 +246,42 @@ async fn session_run_hooks_fire_beside_the_turns_and_a_panicking_one_is_ignored(
         ])
     );
 }
+
+/// A turn that fails before its agent starts (an input guardrail trips, a before_run hook
+/// fails closed) is not an agent's run: its observers see neither a start nor an end. A turn
+/// that fails later still ends what it started.
+#[tokio::test]
+async fn a_turn_failing_before_its_agent_starts_shows_no_end() {
+    let guarded = AgentBuilder::new("guarded")
+        .model(ScriptedModel::new([]))
+        .input_guardrail(agent_core::Guardrail::new("nothing passes", |_| {
+            agent_core::GuardrailVerdict::trip("no")
+        }));
+    let gated = AgentBuilder::new("gated")
+        .model(ScriptedModel::new([]))
+        .hook(
+            agent_core::Hook::<agent_core::event::BeforeRun>::sync("closed", |_| {
+                Err::<(), _>("closed")
+            })
+            .on_error(agent_core::FailurePolicy::FailClosed),
+        );
+    for builder in [guarded, gated] {
+        let trace = Trace::new();
+        let agent = builder.build().unwrap();
+        let request = TurnRequest::new("hello").run_hooks(Recorder::new("", &trace));
+        let result = agent.run(request).await;
+        assert_eq!(result.status, TurnStatus::Error);
+        assert_eq!(trace.take(), Vec::<String>::new(), "{}", agent.name());
+    }
+    // Failing once started (its model has no step left), the agent ends as it started.
+    let trace = Trace::new();
+    let agent = AgentBuilder::new("mute")
+        .model(ScriptedModel::new([]))
+        .build()
+        .unwrap();
+    let request = TurnRequest::new("hello").run_hooks(Recorder::new("", &trace));
+    assert_eq!(agent.run(request).await.status, TurnStatus::Error);
+    let seen = trace.take();
+    assert_eq!(seen.first().map(String::as_str), Some("start:mute"));
+    assert_eq!(seen.last().map(String::as_str), Some("end:mute()"));
+}
