@@ -435,6 +435,21 @@ impl<'a> Turn<'a> {
                 };
                 plan.output_answers
                     .push((position, answer(call, content, accepted)));
+                if accepted {
+                    // The answer ends the turn: a transfer beside it is not taken, and its
+                    // result says so rather than that it was.
+                    for (other, call) in reply.tool_calls.iter().enumerate() {
+                        if let Some(index) = plan.tools.handoff(&call.name) {
+                            let to = &plan.tools.agent.handoffs[index].to;
+                            let why = format!(
+                                "The transfer to agent `{to}` was not taken: the final answer \
+                                 ended the turn."
+                            );
+                            plan.output_answers
+                                .push((other, answer(call, why.into(), false)));
+                        }
+                    }
+                }
                 return Ok(match verdict {
                     Ok(output) => Verdict::Accepted(output),
                     Err(reason) => Verdict::Failed {

@@ -276,12 +276,15 @@ impl Turn<'_> {
         let mut futures: Vec<BoxFuture<'_, CallResult>> = Vec::new();
         for (position, call) in calls.iter().enumerate() {
             let resume = resumes.next().flatten();
-            let future = match plan.tools.handoff(&call.name) {
-                Some(index) => {
+            // A call the typed answer settled first (a final-answer call, a transfer the
+            // accepted answer left untaken), then a transfer, then a tool.
+            let answered = output::answered(plan, position);
+            let future = match answered.is_none().then(|| plan.tools.handoff(&call.name)) {
+                Some(Some(index)) => {
                     handoffs += 1;
                     Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                 }
-                None => match output::answered(plan, position) {
+                _ => match answered {
                     Some(answered) if futures.is_empty() => {
                         results.push(answered);
                         continue;

@@ -577,3 +577,60 @@ async fn a_handoff_target_inherits_untyped_tool_hooks_only_when_marked() {
         ])
     );
 }
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Invoice {
+    number: String,
+    total_cents: u64,
+}
+
+/// A step that calls a transfer beside a final answer that is accepted: the answer ends the
+/// turn, so the transfer is not taken (no before_handoff, the target never runs), and its
+/// result tells the model so instead of "Transferred".
+#[tokio::test]
+async fn a_transfer_beside_an_accepted_answer_is_not_taken_and_says_so() {
+    let billing_model = ScriptedModel::new([ScriptedStep::new().text("billing here")]);
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model.clone())
+        .build()
+        .unwrap();
+    let trace = Trace::new();
+    let t = trace.clone();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([ScriptedStep::new()
+            .tool_call("c1", "transfer_to_billing", "{}")
+            .tool_call(
+                "c2",
+                "final_result",
+                r#"{"number":"INV-7","total_cents":1250}"#,
+            )]))
+        .output::<Invoice>()
+        .handoff(&billing)
+        .hook(Hook::<event::BeforeHandoff>::sync("trace", move |ctx| {
+            t.push(format!("before_handoff({})", ctx.to));
+            HandoffDecision::Allow
+        }))
+        .build()
+        .unwrap();
+    let result = triage.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.agent.path.as_ref(), "triage");
+    assert_eq!(result.output::<Invoice>().unwrap().number, "INV-7");
+    let read: Vec<(&str, bool)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|record| (record.content.as_str(), record.is_error))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (
+                "The transfer to agent `billing` was not taken: the final answer ended the turn.",
+                true
+            ),
+            ("The final answer was accepted.", false),
+        ]
+    );
+    assert_eq!(trace.take(), Vec::<String>::new(), "no before_handoff");
+    assert!(billing_model.requests().is_empty(), "billing never ran");
+}
