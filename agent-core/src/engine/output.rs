@@ -690,9 +690,31 @@ pub(super) fn from_text(text: &str) -> Result<&str, String> {
         .strip_prefix("```json")
         .or_else(|| trimmed.strip_prefix("```"))
         .and_then(|rest| rest.strip_suffix("```"))
-        .map_or(trimmed, str::trim);
+        .map(str::trim)
+        .or_else(|| fenced(trimmed))
+        .unwrap_or(trimmed);
     if body.is_empty() {
         return Err("the answer was empty: answer with JSON".to_owned());
     }
     Ok(body)
+}
+
+/// The body of a text's one fenced block (```` ```json ````, in any case, or a bare fence),
+/// trimmed, when the text is not JSON itself: a model often writes a sentence before or after
+/// the block. `None` without a fence, or with several (which one is meant is unknown).
+fn fenced(text: &str) -> Option<&str> {
+    if text.starts_with(['{', '[', '"']) {
+        return None;
+    }
+    let opened = &text[text.find("```")? + 3..];
+    let (info, rest) = opened.split_once('\n')?;
+    let info = info.trim();
+    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
+        return None;
+    }
+    let end = rest.find("```")?;
+    if rest[end + 3..].contains("```") {
+        return None;
+    }
+    Some(rest[..end].trim())
 }

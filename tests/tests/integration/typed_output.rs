@@ -371,6 +371,41 @@ async fn the_prompted_mode_puts_the_schema_in_the_instructions_and_reads_a_fence
 /// does not know.
 const LOOSE: &str = r#"{ "total_cents": 1250, "number": "INV-7", "note": "paid" }"#;
 
+/// A prompted answer as models often write it: a sentence around one fenced block (its info
+/// string in any case). Two blocks are ambiguous: sent back.
+#[tokio::test]
+async fn a_prompted_answer_with_prose_around_its_fenced_block_is_read() {
+    for (reply, read) in [
+        (
+            format!("Here is the invoice:\n```JSON\n{GOOD}\n```\nAnything else?"),
+            true,
+        ),
+        (format!("Sure.\n```\n{GOOD}\n```"), true),
+        (
+            format!("```json\n{GOOD}\n```\nor\n```json\n{GOOD}\n```"),
+            false,
+        ),
+        (format!("Here:\n```python\n{GOOD}\n```"), false),
+    ] {
+        let model = ScriptedModel::new([
+            ScriptedStep::new().text(reply.clone()),
+            ScriptedStep::new().text(GOOD),
+        ]);
+        let agent = AgentBuilder::new("x")
+            .model(model.clone())
+            .output::<Invoice>()
+            .output_mode(OutputMode::Prompted)
+            .build()
+            .unwrap();
+        let result = agent.run("go").await;
+        assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+        assert_eq!(model.requests().len(), if read { 1 } else { 2 }, "{reply}");
+        if read {
+            assert_eq!(result.text, GOOD, "the block's body is the turn's text");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_typed_turns_text_is_the_models_own_json_and_its_value_the_types() {
     // Native: the reply's text, trimmed; the report's raw answer is the reply as sent.
