@@ -26,7 +26,9 @@ pub enum HandoffHistory {
     All,
     /// No earlier history: only this turn's input (the last user message).
     Input,
-    /// The last `n` messages (fewer when the cut would separate a result from its call).
+    /// The last `n` messages (fewer when the cut would separate a result from its call),
+    /// after the latest user message when none of them is one: the target always sees what it
+    /// is asked (and a provider refuses a request with no message).
     Last(usize),
     /// What this function returns from everything so far. Calls left without a result (or
     /// results without a call) are dropped from what it returns.
@@ -68,7 +70,16 @@ impl HandoffHistory {
                 {
                     start += 1;
                 }
-                messages[start..].to_vec()
+                let is_user = |message: &Message| matches!(message, Message::User { .. });
+                let asked = match messages[start..].iter().any(is_user) {
+                    true => None,
+                    false => messages[..start].iter().rev().find(|m| is_user(m)),
+                };
+                asked
+                    .into_iter()
+                    .chain(&messages[start..])
+                    .cloned()
+                    .collect()
             }
             HandoffHistory::Custom(filter) => filter(messages),
         };

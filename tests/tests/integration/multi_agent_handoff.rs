@@ -379,11 +379,24 @@ async fn the_handoff_history_filter_decides_what_the_target_sees() {
         ["hi", "Hello.", "refund please", "", done]
     );
     assert_eq!(first_sight(HandoffHistory::Input).await, ["refund please"]);
-    assert_eq!(first_sight(HandoffHistory::Last(2)).await, ["", done]);
+    assert_eq!(
+        first_sight(HandoffHistory::Last(3)).await,
+        ["refund please", "", done]
+    );
+    // Without a user message among them, the latest one comes first: the target sees what
+    // it is asked.
+    assert_eq!(
+        first_sight(HandoffHistory::Last(2)).await,
+        ["refund please", "", done]
+    );
     // A cut through a call and its result keeps neither half of the pair.
     assert_eq!(
         first_sight(HandoffHistory::Last(1)).await,
-        Vec::<String>::new()
+        ["refund please"]
+    );
+    assert_eq!(
+        first_sight(HandoffHistory::Last(0)).await,
+        ["refund please"]
     );
     let users_only = HandoffHistory::Custom(Arc::new(|messages: &[Message]| {
         messages
