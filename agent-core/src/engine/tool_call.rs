@@ -513,11 +513,15 @@ async fn announce(scope: &CallScope<'_>, call: &ToolCall, state: &CallState<'_>)
 /// The call's tool; for an unknown tool, the error text the model reads.
 fn find<'s>(scope: &'s CallScope<'_>, call: &ToolCall) -> Result<&'s ToolSlot, String> {
     scope.tools.get(&call.name).ok_or_else(|| {
-        let available = scope.tools.names().join(", ");
-        format!(
-            "unknown tool `{}`; available tools: {available}",
-            clip(&call.name)
-        )
+        let names = scope.tools.names();
+        let name = clip(&call.name);
+        match names.is_empty() {
+            true => format!("unknown tool `{name}`: no tool is available now"),
+            false => format!(
+                "unknown tool `{name}`; available tools: {}",
+                names.join(", ")
+            ),
+        }
     })
 }
 

@@ -641,3 +641,21 @@ async fn two_handles_on_one_session_share_its_turn_lock() {
         ]
     );
 }
+
+/// A call to an unknown tool is an error result naming the tools the model may call, or saying
+/// there is none (not an empty list).
+#[tokio::test]
+async fn an_unknown_tool_without_any_tools_says_there_is_none() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "delete", "{}"),
+        ScriptedStep::new().text("Sorry."),
+    ]);
+    let agent = AgentBuilder::new("bare").model(model).build().unwrap();
+    let result = agent.run("delete it").await;
+    let read = &result.steps[0].tool_results[0];
+    assert!(read.is_error);
+    assert_eq!(
+        read.content.as_str(),
+        "unknown tool `delete`: no tool is available now"
+    );
+}
