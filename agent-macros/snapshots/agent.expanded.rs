@@ -398,9 +398,9 @@ for file_agent_tools::WriteFileArgs {}
 #[allow(clippy::enum_variant_names)]
 enum FileCall {
     ///Arguments of the `read_file` tool.
-    ReadFile(<file_agent_tools::ReadFile as ::agent_core::Tool>::Args),
+    ReadFile(file_agent_tools::ReadFileArgs),
     ///Arguments of the `write_file` tool.
-    WriteFile(<file_agent_tools::WriteFile as ::agent_core::Tool>::Args),
+    WriteFile(file_agent_tools::WriteFileArgs),
 }
 impl ::agent_core::ToolInput for FileCall {
     type Output = ::agent_core::__private::serde_json::Value;
@@ -444,11 +444,11 @@ impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile> for FileC
 #[allow(clippy::enum_variant_names)]
 enum FileAgentInput {
     ///Arguments of the `read_file` tool.
-    ReadFile(<file_agent_tools::ReadFile as ::agent_core::Tool>::Args),
+    ReadFile(file_agent_tools::ReadFileArgs),
     ///Arguments of the `write_file` tool.
-    WriteFile(<file_agent_tools::WriteFile as ::agent_core::Tool>::Args),
+    WriteFile(file_agent_tools::WriteFileArgs),
     ///Arguments of the `current_time` tool.
-    CurrentTime(<current_time_tool::CurrentTime as ::agent_core::Tool>::Args),
+    CurrentTime(current_time_tool::CurrentTimeArgs),
 }
 impl ::agent_core::ToolInput for FileAgentInput {
     type Output = ::agent_core::__private::serde_json::Value;

@@ -108,7 +108,7 @@ for triage_tools::WhoamiArgs {}
 #[allow(clippy::enum_variant_names)]
 enum TriageInput {
     ///Arguments of the `whoami` tool.
-    Whoami(<triage_tools::Whoami as ::agent_core::Tool>::Args),
+    Whoami(triage_tools::WhoamiArgs),
 }
 impl ::agent_core::ToolInput for TriageInput {
     type Output = ::agent_core::__private::serde_json::Value;

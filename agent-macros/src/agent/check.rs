@@ -17,6 +17,11 @@ pub(crate) struct StaticTool {
     pub(crate) name: String,
     /// The tool type (`ReadFile`, or `files::ReadFile` for a tool listed in `tools(...)`).
     pub(crate) ty: TokenStream,
+    /// The args struct (`files_tools::ReadFileArgs`, or `files::read_file_tool::ReadFileArgs`
+    /// for a tool listed in `tools(...)`): generated enums hold it by this path, not as
+    /// `<ty as Tool>::Args`, so that after an error (when the tool is a stub whose `Args` is
+    /// JSON) a hook matching on the enum still reads the struct's fields.
+    pub(crate) args: TokenStream,
     /// The enum variant naming it in generated input enums.
     pub(crate) variant: Ident,
     /// The args type's name, when the agent generates it.
@@ -102,6 +107,10 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
                 let ty = tool.type_ident();
                 quote!(#module::#ty)
             },
+            args: {
+                let args = tool.args_ident();
+                quote!(#module::#args)
+            },
             variant: tool.type_ident(),
             args_ident: Some(tool.args_ident()),
             external: None,
@@ -119,12 +128,21 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         if let Some(segment) = ty_path.segments.last_mut() {
             segment.ident = format_ident!("{}_tool", name, span = last.ident.span());
         }
+        let mut args_path = ty_path.clone();
         ty_path
             .segments
             .push(syn::PathSegment::from(variant.clone()));
+        args_path
+            .segments
+            .push(syn::PathSegment::from(format_ident!(
+                "{}Args",
+                variant,
+                span = last.ident.span()
+            )));
         tools.push(StaticTool {
             name,
             ty: quote!(#ty_path),
+            args: quote!(#args_path),
             variant,
             args_ident: None,
             external: Some(path.clone()),

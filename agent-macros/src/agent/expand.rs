@@ -54,12 +54,12 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         .iter()
         .map(|def| {
             let tools: Vec<&StaticTool> = def.tools.iter().map(|&i| &plan.tools[i]).collect();
-            input_enum(krate, &def.ident, &tools)
+            input_enum(krate, &def.ident, &tools, stub)
         })
         .collect();
     if let Some(ident) = &plan.all_enum {
         let tools: Vec<&StaticTool> = plan.tools.iter().collect();
-        enums.push(input_enum(krate, ident, &tools));
+        enums.push(input_enum(krate, ident, &tools, stub));
     }
 
     let mut checks = Vec::new();
@@ -416,11 +416,20 @@ fn targets_agent(
     }
 }
 
-/// An enum carrying the arguments of exactly `tools`, usable as a hook's input.
-fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) -> TokenStream {
+/// An enum carrying the arguments of exactly `tools`, usable as a hook's input. Its variants
+/// hold each tool's args struct by path, which a stub tool (after an error) still declares with
+/// its fields; with `stub` the enum's impls are placeholders, since a stub's args struct has
+/// none of the traits the real ones need, so a hook matching on it compiles on.
+fn input_enum(
+    krate: &TokenStream,
+    ident: &syn::Ident,
+    tools: &[&StaticTool],
+    stub: bool,
+) -> TokenStream {
     let names: Vec<&String> = tools.iter().map(|t| &t.name).collect();
     let variants: Vec<&syn::Ident> = tools.iter().map(|t| &t.variant).collect();
     let types: Vec<&TokenStream> = tools.iter().map(|t| &t.ty).collect();
+    let args: Vec<&TokenStream> = tools.iter().map(|t| &t.args).collect();
     let doc = format!(
         "The input of a hook matching the tools {}: one variant per tool, holding its arguments.",
         names
@@ -437,6 +446,48 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
         Some((first, rest)) if rest.iter().all(|t| t.vis == first.vis) => first.vis.clone(),
         _ => syn::Visibility::Inherited,
     };
+    let accepts = quote! {
+        #(impl #krate::__private::AcceptsTool<#types> for #ident {})*
+    };
+    if stub {
+        return quote! {
+            #[doc = #doc]
+            #[allow(clippy::enum_variant_names, dead_code)]
+            #vis enum #ident {
+                #(
+                    #[doc = #variant_docs]
+                    #variants(#args),
+                )*
+            }
+
+            impl ::core::clone::Clone for #ident {
+                fn clone(&self) -> Self {
+                    ::core::unreachable!()
+                }
+            }
+
+            impl #krate::ToolInput for #ident {
+                type Output = #krate::__private::serde_json::Value;
+
+                fn accepts(_: &str) -> bool {
+                    false
+                }
+
+                fn from_args(_: &str, _: &#krate::AnyValue) -> ::core::option::Option<Self> {
+                    ::core::option::Option::None
+                }
+
+                fn into_args(
+                    self,
+                    _: &dyn #krate::DynTool,
+                ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
+                    ::core::result::Result::Err(::std::string::String::new())
+                }
+            }
+
+            #accepts
+        };
+    }
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone)]
@@ -444,7 +495,7 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
         #vis enum #ident {
             #(
                 #[doc = #variant_docs]
-                #variants(<#types as #krate::Tool>::Args),
+                #variants(#args),
             )*
         }
 
@@ -472,6 +523,6 @@ fn input_enum(krate: &TokenStream, ident: &syn::Ident, tools: &[&StaticTool]) ->
             }
         }
 
-        #(impl #krate::__private::AcceptsTool<#types> for #ident {})*
+        #accepts
     }
 }

@@ -35,6 +35,10 @@ pub(crate) struct HookAttr {
     pub(crate) on_error: Option<(bool, Span)>,
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) crate_path: Option<Path>,
+    /// Whether the options did not parse (reported): the hook is then left out, since what it
+    /// matches is unknown, so that nothing generated for it (an input enum of the wrong tools)
+    /// adds an error to that one.
+    pub(crate) failed: bool,
 }
 
 /// Every `#[hook]` option after the event, for "did you mean" and "expected one of" messages.
@@ -232,6 +236,7 @@ impl HookAttr {
         });
         if let Err(error) = parser.parse2(args) {
             cx.syn_error(error);
+            attr.failed = true;
             return attr;
         }
         match attr.event {
@@ -318,6 +323,9 @@ pub(crate) fn parse_hook(
     output: Option<&Type>,
     sig: &Signature,
 ) -> Option<HookFn> {
+    if attr.failed {
+        return None;
+    }
     let event = attr.event?;
     if !crate::common::lifetimes_only(&sig.generics) {
         cx.error_spanned_by(&sig.generics, "a hook function cannot be generic");

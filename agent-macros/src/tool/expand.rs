@@ -227,6 +227,7 @@ pub(crate) fn tool_code(
     });
 
     if stub {
+        let struct_name = args_ty.to_string();
         let defs = quote! {
             #[doc = #args_doc]
             #[allow(dead_code)]
@@ -278,6 +279,29 @@ pub(crate) fn tool_code(
             }
 
             impl #private::AcceptsTool<#module::#tool_ty> for #module::#args_ty {}
+
+            // What hooks reading the args call (`ctx.input.clone()`, `{:?}`) and an agent's
+            // input enum holding them needs, so that they add no error to the one reported.
+            impl ::core::clone::Clone for #module::#args_ty {
+                fn clone(&self) -> Self {
+                    ::core::unreachable!()
+                }
+            }
+
+            impl ::core::fmt::Debug for #module::#args_ty {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.write_str(#struct_name)
+                }
+            }
+
+            impl #private::serde::Serialize for #module::#args_ty {
+                fn serialize<S: #private::serde::Serializer>(
+                    &self,
+                    _: S,
+                ) -> ::core::result::Result<S::Ok, S::Error> {
+                    ::core::unreachable!()
+                }
+            }
         };
         return ToolCode { defs, impls };
     }
