@@ -137,6 +137,24 @@ pub mod __private {
         Box::pin(stream.finish(tool))
     }
 
+    /// What a tool's error type must be: `Display`, since the model reads a failed call's
+    /// error as text. `#[tool]` turns a `Result<T, E>` tool's error into a `ToolError` through
+    /// [`tool_error`], spanned on `E`, so an error type without `Display` is one error there, in
+    /// these words.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's error type: it does not implement `Display`",
+        label = "implement `std::fmt::Display` for this type",
+        note = "the model reads a failed call's error as text (`error.to_string()`): implement `Display` for the error type (`thiserror::Error`'s derive does), or return `Result<T, ToolError>` or `Result<T, String>`"
+    )]
+    pub trait ToolErrorType: std::fmt::Display {}
+
+    impl<T: std::fmt::Display + ?Sized> ToolErrorType for T {}
+
+    /// A tool's error as the `ToolError` the model reads.
+    pub fn tool_error<E: ToolErrorType>(error: E) -> crate::ToolError {
+        crate::ToolError::from_display(error)
+    }
+
     /// String equality usable in constants (checks of tools listed in `#[agent(tools(...))]`).
     pub const fn str_eq(a: &str, b: &str) -> bool {
         let (a, b) = (a.as_bytes(), b.as_bytes());

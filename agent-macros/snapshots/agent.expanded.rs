@@ -220,10 +220,16 @@ impl ::agent_core::Tool for file_agent_tools::ReadFile {
     > + ::core::marker::Send {
         async move {
             let __output = self.0.read_file(__args.path).await;
-            ::core::result::Result::map_err(
-                __output,
-                ::agent_core::ToolError::from_display,
-            )
+            match __output {
+                ::core::result::Result::Ok(__value) => {
+                    ::core::result::Result::Ok(__value)
+                }
+                ::core::result::Result::Err(__error) => {
+                    ::core::result::Result::Err(
+                        ::agent_core::__private::tool_error::<ToolError>(__error),
+                    )
+                }
+            }
         }
     }
 }

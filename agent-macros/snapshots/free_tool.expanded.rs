@@ -281,10 +281,16 @@ impl ::agent_core::Tool for search_tool::Search {
     > + ::core::marker::Send {
         async move {
             let __output = search(__args.query, __args.limit, __args.tag, __ctx).await;
-            ::core::result::Result::map_err(
-                __output,
-                ::agent_core::ToolError::from_display,
-            )
+            match __output {
+                ::core::result::Result::Ok(__value) => {
+                    ::core::result::Result::Ok(__value)
+                }
+                ::core::result::Result::Err(__error) => {
+                    ::core::result::Result::Err(
+                        ::agent_core::__private::tool_error::<std::io::Error>(__error),
+                    )
+                }
+            }
         }
     }
 }

@@ -144,7 +144,7 @@ impl ::agent_core::Tool for index_tool::Index {
                 }
                 ::core::result::Result::Err(__error) => {
                     ::core::result::Result::Err(
-                        ::agent_core::ToolError::from_display(__error),
+                        ::agent_core::__private::tool_error::<std::io::Error>(__error),
                     )
                 }
             }

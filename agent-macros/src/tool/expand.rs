@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use super::parse::{Approval, Output, Slot, ToolFn};
+use super::parse::{Approval, ErrorType, Output, Slot, ToolFn};
 use crate::common::{borrow_spanned_over, crate_path, nested_vis, respan, unshadow};
 
 /// Where the tool function lives.
@@ -112,6 +112,16 @@ fn args_traits(
                 __state.end()
             }
         }
+    }
+}
+
+/// The function turning a fallible tool's error into a `ToolError`, spanned on the error type
+/// (on `Result` for an alias that does not write it): an error type without `Display` is then
+/// one error there, in `ToolErrorType`'s words, rather than one about generated code.
+fn tool_error(private: &TokenStream, error: &ErrorType) -> TokenStream {
+    match error {
+        ErrorType::Written(ty) => respan(quote!(#private::tool_error::<#ty>), ty.span()),
+        ErrorType::Implied(span) => respan(quote!(#private::tool_error), *span),
     }
 }
 
@@ -472,10 +482,22 @@ pub(crate) fn tool_code(
             quote_spanned!(ty.span()=> #ty),
             quote!(::core::result::Result::Ok(__output)),
         ),
-        Output::Fallible(ty) => (
-            quote_spanned!(ty.span()=> #ty),
-            quote!(::core::result::Result::map_err(__output, #krate::ToolError::from_display)),
-        ),
+        Output::Fallible(ty, error) => {
+            let into_error = tool_error(&private, error);
+            (
+                quote_spanned!(ty.span()=> #ty),
+                // A call, not `map_err(__output, f)`: passing the function would check its
+                // bound a second time, as `FnOnce`, spanned on the attribute.
+                quote! {
+                    match __output {
+                        ::core::result::Result::Ok(__value) => ::core::result::Result::Ok(__value),
+                        ::core::result::Result::Err(__error) => {
+                            ::core::result::Result::Err(#into_error(__error))
+                        }
+                    }
+                },
+            )
+        }
         Output::Stream {
             progress,
             output,
@@ -487,17 +509,19 @@ pub(crate) fn tool_code(
                 quote!(#private::finish_stream::<#progress, #output>),
                 progress.span(),
             );
-            let wrap = if *fallible {
-                quote! {
-                    match __output {
-                        ::core::result::Result::Ok(__stream) => #finish(__stream, #name).await,
-                        ::core::result::Result::Err(__error) => {
-                            ::core::result::Result::Err(#krate::ToolError::from_display(__error))
+            let wrap = match fallible {
+                Some(error) => {
+                    let into_error = tool_error(&private, error);
+                    quote! {
+                        match __output {
+                            ::core::result::Result::Ok(__stream) => #finish(__stream, #name).await,
+                            ::core::result::Result::Err(__error) => {
+                                ::core::result::Result::Err(#into_error(__error))
+                            }
                         }
                     }
                 }
-            } else {
-                quote!(#finish(__output, #name).await)
+                None => quote!(#finish(__output, #name).await),
             };
             (quote_spanned!(output.span()=> #output), wrap)
         }

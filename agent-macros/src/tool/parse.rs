@@ -169,6 +169,15 @@ pub(crate) struct ToolParam {
     pub(crate) default: Option<syn::Expr>,
 }
 
+/// The error type of a tool returning `Result<T, E>`, which must be `Display` (the model reads
+/// a failed call's error as text).
+pub(crate) enum ErrorType {
+    /// `E`, as written: where an error type without `Display` is reported.
+    Written(Box<Type>),
+    /// A `Result` alias without the error type (`io::Result<T>`): reported on `Result`.
+    Implied(Span),
+}
+
 /// What the function returns.
 pub(crate) enum Output {
     /// No return type.
@@ -176,13 +185,14 @@ pub(crate) enum Output {
     /// `-> T`.
     Plain(Type),
     /// `-> Result<T, E>` (any path ending in `Result` with a type argument).
-    Fallible(Type),
+    Fallible(Type, ErrorType),
     /// `-> ToolStream<P, T>` or `-> Result<ToolStream<P, T>, E>`: preliminary results of type
     /// `progress`, then the final value of type `output`.
     Stream {
         progress: Box<Type>,
         output: Box<Type>,
-        fallible: bool,
+        /// For `Result<ToolStream<P, T>, E>`: the error type.
+        fallible: Option<ErrorType>,
     },
     /// `ToolStream` without its two type arguments: rustc reports that on the return type, so
     /// the tool's impls are stubs that add nothing to its one error.
@@ -361,12 +371,23 @@ pub(crate) fn parse_tool(
                 );
                 Output::Unit
             } else {
-                let is_result = last_ident(ty).is_some_and(|ident| ident == "Result");
-                let ok = generic_args(ty).first().copied().filter(|_| is_result);
+                let result = last_ident(ty).filter(|ident| *ident == "Result");
+                let args = generic_args(ty);
+                let ok = args.first().copied().filter(|_| result.is_some());
+                let error = || match (args.get(1), result) {
+                    // The error type is named beside the function, outside any impl block:
+                    // one naming `Self` is left to inference.
+                    (Some(error), _) if mentions_self(error) => ErrorType::Implied(error.span()),
+                    (Some(error), _) => ErrorType::Written(Box::new((*error).clone())),
+                    (None, Some(result)) => ErrorType::Implied(result.span()),
+                    (None, None) => ErrorType::Implied(ty.span()),
+                };
                 match ok {
-                    Some(ok) if is_helper_type(ok, "ToolStream", krate) => stream_output(ok, true),
-                    Some(ok) => Output::Fallible(ok.clone()),
-                    None if is_helper_type(ty, "ToolStream", krate) => stream_output(ty, false),
+                    Some(ok) if is_helper_type(ok, "ToolStream", krate) => {
+                        stream_output(ok, Some(error()))
+                    }
+                    Some(ok) => Output::Fallible(ok.clone(), error()),
+                    None if is_helper_type(ty, "ToolStream", krate) => stream_output(ty, None),
                     None => Output::Plain((**ty).clone()),
                 }
             }
@@ -394,8 +415,20 @@ pub(crate) fn parse_tool(
     }
 }
 
+/// Whether a type names `Self` (`Self::Error`, `<Self as Trait>::Error`).
+fn mentions_self(ty: &Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "Self",
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote::quote!(#ty))
+}
+
 /// The output of a tool returning `ty`, a `ToolStream`.
-fn stream_output(ty: &Type, fallible: bool) -> Output {
+fn stream_output(ty: &Type, fallible: Option<ErrorType>) -> Output {
     match generic_args(ty)[..] {
         [progress, output] => Output::Stream {
             progress: Box::new(progress.clone()),
