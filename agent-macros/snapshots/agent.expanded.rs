@@ -536,14 +536,14 @@ impl ::agent_core::AgentSpec for FileAgent {
             .before_tool_call(
                 ::agent_core::Matcher::tools(["read_file", "write_file"]),
                 ::agent_core::Hook::<
-                    ::agent_core::event::BeforeToolCall<FileCall>,
+                    ::agent_core::event::BeforeToolCall<_>,
                 >::from_async(
                     "sandbox",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::BeforeToolCall<
-                                FileCall,
+                                _,
                             > as ::agent_core::Event>::Ctx|
                         {
                             let __this = ::std::sync::Arc::clone(&__this);
@@ -551,9 +551,9 @@ impl ::agent_core::AgentSpec for FileAgent {
                                 <FileAgent>::sandbox(
                                         &__this,
                                         <::agent_core::event::BeforeToolCall<
-                                            FileCall,
+                                            _,
                                         > as ::agent_core::__private::ContextIs<
-                                            ToolCallContext<FileCall>,
+                                            ToolCallContext<_>,
                                         >>::cast(__ctx),
                                     )
                                     .await
@@ -566,29 +566,23 @@ impl ::agent_core::AgentSpec for FileAgent {
             .after_tool_call(
                 ::agent_core::Matcher::tools(["write_file"]),
                 ::agent_core::Hook::<
-                    ::agent_core::event::AfterToolCall<
-                        file_agent_tools::WriteFileArgs,
-                        usize,
-                    >,
+                    ::agent_core::event::AfterToolCall<_, _>,
                 >::sync(
                     "audit",
                     {
                         let __this = ::std::sync::Arc::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::AfterToolCall<
-                                file_agent_tools::WriteFileArgs,
-                                usize,
+                                _,
+                                _,
                             > as ::agent_core::Event>::Ctx|
                         <FileAgent>::audit(
                             &__this,
                             <::agent_core::event::AfterToolCall<
-                                file_agent_tools::WriteFileArgs,
-                                usize,
+                                _,
+                                _,
                             > as ::agent_core::__private::ContextIs<
-                                ToolCallResultContext<
-                                    file_agent_tools::WriteFileArgs,
-                                    usize,
-                                >,
+                                ToolCallResultContext<_, _>,
                             >>::cast(__ctx),
                         )
                     },

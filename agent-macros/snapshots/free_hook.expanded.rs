@@ -18,20 +18,20 @@ impl ::agent_core::HookSet for NoDeletes {
             .before_tool_call(
                 ::agent_core::Matcher::regex("^rm_").dynamic(),
                 ::agent_core::Hook::<
-                    ::agent_core::event::BeforeToolCall<Value>,
+                    ::agent_core::event::BeforeToolCall<_>,
                 >::from_async(
                         "no_deletes",
                         move |
                             __ctx: &<::agent_core::event::BeforeToolCall<
-                                Value,
+                                _,
                             > as ::agent_core::Event>::Ctx|
                         {
                             ::std::boxed::Box::pin(async move {
                                 no_deletes(
                                         <::agent_core::event::BeforeToolCall<
-                                            Value,
+                                            _,
                                         > as ::agent_core::__private::ContextIs<
-                                            ToolCallContext<Value>,
+                                            ToolCallContext<_>,
                                         >>::cast(__ctx),
                                     )
                                     .await

@@ -200,6 +200,18 @@ pub(crate) fn check_tool_name(cx: &Ctxt, name: &str, span: Span) {
     }
 }
 
+/// Whether a type names `Self` (`Self::Error`, `<Self as Trait>::Error`).
+pub(crate) fn mentions_self(ty: &syn::Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "Self",
+            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
+            _ => false,
+        })
+    }
+    walk(quote!(#ty))
+}
+
 /// The last segment's identifier of a type path (`std::string::String` -> `String`).
 pub(crate) fn last_ident(ty: &syn::Type) -> Option<&syn::Ident> {
     match ty {

@@ -51,6 +51,24 @@ fn matcher_tokens(
     }
 }
 
+/// A tool hook's context type (`ToolCallContext<I>`, `ToolCallResultContext<I, O>`) with its
+/// type arguments left to inference (`ToolCallContext<_>`).
+fn inferred_args(ctx_ty: &syn::Type, tool: bool) -> syn::Type {
+    let mut ctx_ty = ctx_ty.clone();
+    if tool
+        && let syn::Type::Path(path) = &mut ctx_ty
+        && let Some(last) = path.path.segments.last_mut()
+        && let syn::PathArguments::AngleBracketed(args) = &mut last.arguments
+    {
+        for arg in &mut args.args {
+            if let syn::GenericArgument::Type(ty) = arg {
+                *ty = syn::parse_quote!(_);
+            }
+        }
+    }
+    ctx_ty
+}
+
 /// An expression registering `hook` on `builder` (and, for methods, using `this: Arc<Self>`).
 pub(crate) fn registration(
     hook: &HookFn,
@@ -62,17 +80,12 @@ pub(crate) fn registration(
     let name = hook.ident.to_string();
     let ident = &hook.ident;
     let marker = format_ident!("{}", event.marker);
-    let json = quote!(#krate::__private::serde_json::Value);
+    // A tool hook's input and output types are left to inference from the hook's own
+    // signature, the one place they are written: a type that does not resolve is then one
+    // error, there, rather than one more for each place the registration would name it.
     let event_ty = match (event.name, &hook.input_ty) {
-        ("before_tool_call", Some(input)) => quote!(#krate::event::BeforeToolCall<#input>),
-        ("after_tool_call", Some(input)) => {
-            let output = hook
-                .output_ty
-                .as_ref()
-                .map(|o| quote!(#o))
-                .unwrap_or_else(|| json.clone());
-            quote!(#krate::event::AfterToolCall<#input, #output>)
-        }
+        ("before_tool_call", Some(_)) => quote!(#krate::event::BeforeToolCall<_>),
+        ("after_tool_call", Some(_)) => quote!(#krate::event::AfterToolCall<_, _>),
         _ => match &hook.answer {
             Some(answer) => {
                 let declared = &answer.declared;
@@ -89,7 +102,7 @@ pub(crate) fn registration(
         .as_ref()
         .map(|ret| ret.span())
         .unwrap_or_else(|| hook.ident.span());
-    let ctx_ty = &hook.ctx_ty;
+    let ctx_ty = &inferred_args(&hook.ctx_ty, hook.input_ty.is_some());
     // The closure takes the event's own context and hands the hook its parameter type through
     // `ContextIs::cast`: a context of another event is then one error, on the parameter's type.
     let event_ctx = quote!(<#event_ty as #krate::Event>::Ctx);

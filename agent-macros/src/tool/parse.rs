@@ -377,7 +377,9 @@ pub(crate) fn parse_tool(
                 let error = || match (args.get(1), result) {
                     // The error type is named beside the function, outside any impl block:
                     // one naming `Self` is left to inference.
-                    (Some(error), _) if mentions_self(error) => ErrorType::Implied(error.span()),
+                    (Some(error), _) if crate::common::mentions_self(error) => {
+                        ErrorType::Implied(error.span())
+                    }
                     (Some(error), _) => ErrorType::Written(Box::new((*error).clone())),
                     (None, Some(result)) => ErrorType::Implied(result.span()),
                     (None, None) => ErrorType::Implied(ty.span()),
@@ -413,18 +415,6 @@ pub(crate) fn parse_tool(
         output,
         attr,
     }
-}
-
-/// Whether a type names `Self` (`Self::Error`, `<Self as Trait>::Error`).
-fn mentions_self(ty: &Type) -> bool {
-    fn walk(tokens: TokenStream) -> bool {
-        tokens.into_iter().any(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) => ident == "Self",
-            proc_macro2::TokenTree::Group(group) => walk(group.stream()),
-            _ => false,
-        })
-    }
-    walk(quote::quote!(#ty))
 }
 
 /// The output of a tool returning `ty`, a `ToolStream`.
