@@ -25,6 +25,39 @@ pub(crate) fn parse_crate_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::R
     }
 }
 
+/// The value of an integer option (`max_steps = 8`) as an `N`, or one error on the value: a
+/// value that is not an integer literal gets `not_a_number`, an integer `N` cannot hold (a
+/// negative one, or one too large) `out_of_range`, rather than the parser's own words ("invalid
+/// digit found in string", "number too large to fit in target type").
+pub(crate) fn int_option<N>(
+    meta: &syn::meta::ParseNestedMeta<'_>,
+    not_a_number: &str,
+    out_of_range: &str,
+) -> syn::Result<(syn::LitInt, N)>
+where
+    N: std::str::FromStr,
+    N::Err: std::fmt::Display,
+{
+    let value = meta.value()?;
+    // The sign apart from the literal, so that an error spans both (`-1`).
+    let minus: Option<syn::Token![-]> = value.parse()?;
+    let lit: Lit = value.parse().map_err(|error| match &minus {
+        Some(minus) => syn::Error::new_spanned(minus, not_a_number),
+        None => syn::Error::new(error.span(), not_a_number),
+    })?;
+    let Lit::Int(int) = &lit else {
+        return Err(syn::Error::new_spanned(quote!(#minus #lit), not_a_number));
+    };
+    let digits = match minus {
+        Some(_) => format!("-{}", int.base10_digits()),
+        None => int.base10_digits().to_owned(),
+    };
+    match digits.parse::<N>() {
+        Ok(number) => Ok((syn::LitInt::new(&digits, int.span()), number)),
+        Err(_) => Err(syn::Error::new_spanned(quote!(#minus #lit), out_of_range)),
+    }
+}
+
 /// A doc comment as the description the model reads.
 pub(crate) enum Doc {
     /// Every line a literal (`///`, `#[doc = "..."]`): the lines trimmed and joined.

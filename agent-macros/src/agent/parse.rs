@@ -5,7 +5,9 @@ use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Ident, ImplItem, ItemImpl, LitInt, LitStr, Path, Token, Type};
 
-use crate::common::{AttrKind, Doc, attr_kind, doc_text, parse_crate_value, unknown_option};
+use crate::common::{
+    AttrKind, Doc, attr_kind, doc_text, int_option, parse_crate_value, unknown_option,
+};
 use crate::ctxt::Ctxt;
 use crate::hook::{HookAttr, HookFn, parse_hook};
 use crate::tool::{ToolAttr, ToolFn, parse_tool};
@@ -90,8 +92,10 @@ impl AgentAttr {
                     meta.value()?.parse()?,
                 ),
                 "max_steps" => {
-                    let lit: LitInt = meta.value()?.parse()?;
-                    if lit.base10_parse::<usize>()? == 0 {
+                    let what =
+                        "`max_steps` takes a whole number from 1, for example `max_steps = 8`";
+                    let (lit, steps) = int_option::<usize>(&meta, what, what)?;
+                    if steps == 0 {
                         return Err(syn::Error::new(
                             lit.span(),
                             "`max_steps` must be at least 1",
@@ -129,8 +133,8 @@ impl AgentAttr {
                     set(&meta, &mut attr.output, "output", ty)
                 }
                 "output_retries" => {
-                    let lit: LitInt = meta.value()?.parse()?;
-                    lit.base10_parse::<usize>()?;
+                    let what = "`output_retries` takes a whole number from 0, for example `output_retries = 2`";
+                    let (lit, _) = int_option::<usize>(&meta, what, what)?;
                     set(&meta, &mut attr.output_retries, "output_retries", lit)
                 }
                 "handoffs" | "subagents" => {

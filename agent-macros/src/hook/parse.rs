@@ -3,12 +3,12 @@
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::spanned::Spanned;
-use syn::{FnArg, Ident, LitInt, LitStr, Path, ReturnType, Signature, Type};
+use syn::{FnArg, Ident, LitStr, Path, ReturnType, Signature, Type};
 
 use super::events::{self, EventInfo};
 use crate::common::{
-    ContextParam, closest, context_param, generic_args, parse_crate_value, unknown_option,
-    wrong_context_message,
+    ContextParam, closest, context_param, generic_args, int_option, parse_crate_value,
+    unknown_option, wrong_context_message,
 };
 use crate::ctxt::Ctxt;
 
@@ -180,11 +180,13 @@ impl HookAttr {
                     if attr.priority.is_some() {
                         return Err(duplicate(&meta, "priority"));
                     }
-                    let value = meta.value()?;
-                    let negative = value.parse::<Option<syn::Token![-]>>()?.is_some();
-                    let lit: LitInt = value.parse()?;
-                    let number: i32 = lit.base10_parse()?;
-                    attr.priority = Some(if negative { -number } else { number });
+                    let what = format!(
+                        "`priority` takes a whole number from {} to {}, for example `priority = -10` (lower runs first)",
+                        i32::MIN,
+                        i32::MAX
+                    );
+                    let (_, priority) = int_option::<i32>(&meta, &what, &what)?;
+                    attr.priority = Some(priority);
                 }
                 "on_error" => {
                     if attr.on_error.is_some() {
@@ -209,13 +211,14 @@ impl HookAttr {
                     if attr.timeout_ms.is_some() {
                         return Err(duplicate(&meta, "timeout_ms"));
                     }
-                    let lit: LitInt = meta.value()?.parse().map_err(|error: syn::Error| {
-                        syn::Error::new(
-                            error.span(),
-                            "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 250`",
-                        )
-                    })?;
-                    let ms: u64 = lit.base10_parse()?;
+                    let (lit, ms) = int_option::<u64>(
+                        &meta,
+                        "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 250`",
+                        &format!(
+                            "`timeout_ms` takes a whole number of milliseconds from 1 to {}, for example `timeout_ms = 250`",
+                            u64::MAX
+                        ),
+                    )?;
                     if ms == 0 {
                         return Err(syn::Error::new(
                             lit.span(),

@@ -8,8 +8,9 @@ use syn::{
 };
 
 use crate::common::{
-    ContextParam, Doc, check_tool_name, context_param, doc_text, generic_args, is_helper_type,
-    last_ident, parse_crate_value, pascal_case, unknown_option, wrong_context_message,
+    ContextParam, Doc, check_tool_name, context_param, doc_text, generic_args, int_option,
+    is_helper_type, last_ident, parse_crate_value, pascal_case, unknown_option,
+    wrong_context_message,
 };
 use crate::ctxt::Ctxt;
 
@@ -67,14 +68,14 @@ impl ToolAttr {
                     if attr.timeout_ms.is_some() {
                         return duplicate(&meta);
                     }
-                    let value = meta.value()?;
-                    let lit: LitInt = value.parse().map_err(|error| {
-                        syn::Error::new(
-                            error.span(),
-                            "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 5000`",
-                        )
-                    })?;
-                    let ms: u64 = lit.base10_parse()?;
+                    let (lit, ms) = int_option::<u64>(
+                        &meta,
+                        "`timeout_ms` takes a whole number of milliseconds, for example `timeout_ms = 5000`",
+                        &format!(
+                            "`timeout_ms` takes a whole number of milliseconds from 1 to {}, for example `timeout_ms = 5000`",
+                            u64::MAX
+                        ),
+                    )?;
                     if ms == 0 {
                         return Err(syn::Error::new(
                             lit.span(),
