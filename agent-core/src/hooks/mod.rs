@@ -58,6 +58,11 @@ pub trait Event: Send + Sync + 'static {
 
 /// Events whose hooks apply to the whole turn (every event but the two tool-call ones);
 /// implemented by the markers in [`event`] only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a turn-wide event: `AgentBuilder::hook` does not take its hooks",
+    label = "register a tool-call hook with `.before_tool_call(Matcher, hook)` or `.after_tool_call(Matcher, hook)`",
+    note = "`AgentBuilder::hook` takes the hooks of turn-wide events; tool-call hooks go to `.before_tool_call(Matcher::tool(\"name\"), hook)` and `.after_tool_call(Matcher::all(), hook)`, and a `validate_output` hook to `.validate_output(hook)`"
+)]
 pub trait TurnWideEvent: Event {
     /// Where the agent keeps this event's hooks.
     #[doc(hidden)]
