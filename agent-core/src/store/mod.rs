@@ -561,18 +561,30 @@ fn open_calls<'c>(
 /// session's last step can be cut off, and its results are appended where they belong. An
 /// older unanswered call cannot be answered in place: [`history`] leaves it out instead.
 fn unanswered(rows: &[StoredMessage], suspended: &[SuspendedCall]) -> Vec<Message> {
-    let Some((last, tool_calls, mut answered)) = last_step(rows, stored_view) else {
+    let Some((last, tool_calls, answered)) = last_step(rows, stored_view) else {
         return Vec::new();
     };
+    let mut open: Vec<&ToolCall> = open_calls(tool_calls, answered).collect();
     // The suspended calls of this step wait for their answer, not for a repair (the calls
-    // waiting in one subagent call wait in that one call of the step).
-    answered.extend(
-        units(suspended)
-            .into_iter()
-            .filter(|unit| unit[0].row == rows[last].id)
-            .map(|unit| unit[0].step_call_id()),
-    );
-    open_calls(tool_calls, answered)
+    // waiting in one subagent call wait in that one call of the step). Ids are only unique
+    // within a step as far as the model made them so: the call of the waiting call's tool is
+    // taken first.
+    for unit in units(suspended) {
+        let waiting = &unit[0];
+        if waiting.row != rows[last].id {
+            continue;
+        }
+        let (id, tool) = (waiting.step_call_id(), waiting.step_call_tool());
+        let same = |call: &&ToolCall| call.id == id;
+        let at = open
+            .iter()
+            .position(|call| same(call) && call.name == tool)
+            .or_else(|| open.iter().position(same));
+        if let Some(at) = at {
+            open.remove(at);
+        }
+    }
+    open.into_iter()
         .map(|call| Message::Tool {
             call_id: call.id.clone(),
             name: call.name.clone(),

@@ -173,6 +173,11 @@ impl SuspendedCall {
     pub(crate) fn step_call_id(&self) -> &str {
         self.via.as_ref().map_or(&self.call.id, |via| &via.call_id)
     }
+
+    /// The tool of that call of the agent's step: its own, or the subagent's.
+    pub(crate) fn step_call_tool(&self) -> &str {
+        self.via.as_ref().map_or(&self.call.tool, |via| &via.tool)
+    }
 }
 
 /// An agent's call to a subagent whose turn suspended (kept with the agent's waiting calls):

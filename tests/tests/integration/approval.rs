@@ -1840,3 +1840,87 @@ async fn waiting_calls_sharing_an_id_are_answered_one_by_one() {
         assert_eq!(read, ["A", "B"], "by fingerprint: {by_print}");
     }
 }
+
+/// After a crash between storing a step's waiting calls and another call's result, the repair
+/// answers the call that did not finish, not the waiting call that shares its id: the model
+/// reads which tool was interrupted.
+#[tokio::test]
+async fn a_repair_beside_a_waiting_call_with_the_same_id_names_the_right_tool() {
+    let store: Arc<dyn SessionStore> = Arc::new(agent_core::MemoryStore::new());
+    // The rows and the suspension a crashed turn leaves: `quick` has no result, `wait` waits.
+    let calls = vec![
+        agent_core::ToolCall::new("call_1", "quick", "{}"),
+        agent_core::ToolCall::new("call_1", "wait", "{}"),
+    ];
+    store
+        .insert("s", agent_core::NewMessage::completed(Message::user("go")))
+        .await
+        .unwrap();
+    let mut reply = Message::assistant("");
+    if let Message::Assistant { tool_calls, .. } = &mut reply {
+        *tool_calls = calls.into();
+    }
+    let row = store
+        .insert("s", agent_core::NewMessage::completed(reply))
+        .await
+        .unwrap()
+        .id;
+    let waiting = agent_core::SuspendedCall {
+        call: agent_core::PendingCall {
+            id: "call_1".into(),
+            tool: "wait".into(),
+            arguments: json!({}),
+            reason: "needs approval".into(),
+            kind: agent_core::PendingKind::Approval,
+            fingerprint: String::new(),
+            token: None,
+            path: Vec::new(),
+        },
+        row,
+        step: 0,
+        agent: "doomed".into(),
+        handoff: None,
+        answer: None,
+        started_at: None,
+        via: None,
+    };
+    store.set_suspended("s", vec![waiting]).await.unwrap();
+    let wait = FnTool::new("wait", "Wait.", json!({"type": "object"}), |_, _| async {
+        Ok::<Value, ToolError>(json!("waited"))
+    })
+    .needs_approval(|_| true);
+    let quick = FnTool::new("quick", "Quick.", json!({"type": "object"}), |_, _| async {
+        Ok::<Value, ToolError>(json!("quick"))
+    });
+    let agent = AgentBuilder::new("doomed")
+        .model(ScriptedModel::new([ScriptedStep::new().text("All done.")]))
+        .store(store.clone())
+        .dyn_tool(quick)
+        .dyn_tool(wait)
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    assert_eq!(conversation.approve("call_1").await, Ok(0));
+    let resumed = conversation.resume().await.unwrap();
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    let results: Vec<(String, String)> = store
+        .load("s")
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|row| match &row.message {
+            Message::Tool { name, content, .. } => Some((name.to_string(), content.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (
+                "quick".to_owned(),
+                "tool `quick` did not finish: its turn was interrupted".to_owned()
+            ),
+            ("wait".to_owned(), "waited".to_owned()),
+        ]
+    );
+}
