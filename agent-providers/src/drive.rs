@@ -77,8 +77,21 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     pub(crate) fn new(text: String) -> Self {
-        let parsed = reqwest::Url::parse(&text).map_err(|error| error.to_string());
+        let parsed = match reqwest::Url::parse(&text) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
+            Ok(url) => Err(format!(
+                "its scheme `{}` is not http or https",
+                url.scheme()
+            )),
+            Err(error) => Err(error.to_string()),
+        };
         Endpoint { text, parsed }
+    }
+
+    /// Why the URL cannot be sent to, if it cannot: for a client configured from the
+    /// environment to refuse it at once.
+    pub(crate) fn invalid(&self) -> Option<&str> {
+        self.parsed.as_ref().err().map(String::as_str)
     }
 
     #[cfg(test)]
@@ -86,13 +99,15 @@ impl Endpoint {
         &self.text
     }
 
-    /// The URL to send to; one that does not parse fails the call as a transport error.
+    /// The URL to send to; one that does not parse (or is not http or https) fails the call as
+    /// a bad request, which is not retried: sending it again cannot succeed.
     pub(crate) fn url(&self, provider: &str) -> Result<reqwest::Url, ModelError> {
         self.parsed.clone().map_err(|error| {
             ModelError::new(
-                ModelErrorKind::Transport,
+                ModelErrorKind::BadRequest,
                 format!(
-                    "{provider}: request failed: invalid URL `{}`: {error}",
+                    "{provider}: request failed: invalid URL `{}`: {error}; give the client an \
+                     http or https base URL",
                     self.text
                 ),
             )

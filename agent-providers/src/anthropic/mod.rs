@@ -112,10 +112,17 @@ impl Anthropic {
             )
         })?;
         let client = Anthropic::new(key);
-        Ok(match var("ANTHROPIC_BASE_URL") {
+        let base_url = var("ANTHROPIC_BASE_URL");
+        let client = match &base_url {
             Some(base_url) => client.base_url(base_url),
             None => client,
-        })
+        };
+        match (client.config.endpoint.invalid(), base_url) {
+            (Some(why), Some(url)) => Err(ConfigError(format!(
+                "ANTHROPIC_BASE_URL `{url}` is not an http or https URL: {why}"
+            ))),
+            _ => Ok(client),
+        }
     }
 
     /// The API root (default `https://api.anthropic.com`); requests go to
@@ -287,6 +294,15 @@ mod tests {
         };
         let error = Anthropic::from_vars(vars(&[("ANTHROPIC_BASE_URL", "http://x")])).unwrap_err();
         assert!(error.to_string().contains("ANTHROPIC_API_KEY"), "{error}");
+        let error = Anthropic::from_vars(vars(&[
+            ("ANTHROPIC_API_KEY", "sk-ant-env-secret"),
+            ("ANTHROPIC_BASE_URL", "ftp://x"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "ANTHROPIC_BASE_URL `ftp://x` is not an http or https URL: its scheme `ftp` is not http or https"
+        );
         let client =
             Anthropic::from_vars(vars(&[("ANTHROPIC_API_KEY", "sk-ant-env-secret")])).unwrap();
         assert_eq!(

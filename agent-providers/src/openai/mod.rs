@@ -135,10 +135,16 @@ impl OpenAi {
             ));
         }
         let client = OpenAi::new(key.unwrap_or_default());
-        Ok(match base_url {
+        let client = match &base_url {
             Some(url) => client.base_url(url),
             None => client,
-        })
+        };
+        match (client.wire.url.invalid(), base_url) {
+            (Some(why), Some(url)) => Err(ConfigError(format!(
+                "OPENAI_BASE_URL `{url}` is not an http or https URL: {why}"
+            ))),
+            _ => Ok(client),
+        }
     }
 
     /// Sends requests to this base URL (`{base_url}/chat/completions`), such as
@@ -339,5 +345,20 @@ mod tests {
             "https://api.openai.com/v1/chat/completions"
         );
         assert!(!format!("{openai:?}").contains("sk-test-123"));
+    }
+
+    #[test]
+    fn a_base_url_that_cannot_be_sent_to_is_refused_from_the_environment() {
+        let key = || Some("sk-test-123".to_owned());
+        let error = OpenAi::from_vars(key(), Some("notaurl".to_owned())).unwrap_err();
+        assert_eq!(
+            error.0,
+            "OPENAI_BASE_URL `notaurl` is not an http or https URL: relative URL without a base"
+        );
+        let error = OpenAi::from_vars(key(), Some("ftp://x/v1".to_owned())).unwrap_err();
+        assert!(
+            error.0.contains("its scheme `ftp` is not http or https"),
+            "{error}"
+        );
     }
 }

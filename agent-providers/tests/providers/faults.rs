@@ -846,3 +846,21 @@ async fn a_stream_ending_done_without_its_blank_line_is_complete_and_not_retried
         );
     }
 }
+
+/// A base URL that cannot be sent to (not a URL, or not http or https) fails the call as a bad
+/// request, which is not retried, saying what to give instead.
+#[tokio::test]
+async fn an_invalid_base_url_is_a_bad_request_not_retried() {
+    for url in ["notaurl", "ftp://models.example/v1"] {
+        let (events, error) = collect(client_at(url, settings(2)).stream(request())).await;
+        assert!(events.is_empty());
+        let error = error.expect("no request is made");
+        assert_eq!(error.kind, ModelErrorKind::BadRequest, "{url}: {error:?}");
+        assert!(
+            error
+                .message
+                .contains("give the client an http or https base URL"),
+            "{error}"
+        );
+    }
+}
