@@ -65,6 +65,7 @@ const FAIL: &[&str] = &[
     "hook/fail/misspelt_option.rs",
     "hook/fail/priority_too_large.rs",
     "hook/fail/timeout_not_a_number.rs",
+    "hook/fail/timeout_on_sync_hook.rs",
     "hook/fail/tool_context_shape.rs",
     "hook/fail/unknown_event.rs",
     "hook/fail/unresolved_input_type.rs",

@@ -34,6 +34,8 @@ pub(crate) struct HookAttr {
     pub(crate) priority: Option<i32>,
     pub(crate) on_error: Option<(bool, Span)>,
     pub(crate) timeout_ms: Option<u64>,
+    /// The span of `timeout_ms`, where a sync hook's is reported.
+    pub(crate) timeout_span: Option<Span>,
     pub(crate) crate_path: Option<Path>,
     /// Whether the options did not parse (reported): the hook is then left out, since what it
     /// matches is unknown, so that nothing generated for it (an input enum of the wrong tools)
@@ -226,6 +228,7 @@ impl HookAttr {
                         ));
                     }
                     attr.timeout_ms = Some(ms);
+                    attr.timeout_span = Some(key_span);
                 }
                 "crate" => {
                     if attr.crate_path.is_some() {
@@ -326,6 +329,13 @@ pub(crate) fn parse_hook(
     output: Option<&Type>,
     sig: &Signature,
 ) -> Option<HookFn> {
+    if let (Some(span), None) = (attr.timeout_span, &sig.asyncness) {
+        // Reported, and the hook still registered (without a timeout): one error.
+        cx.error_at(
+            span,
+            "`timeout_ms` applies to async hooks: a sync hook runs inline and cannot be stopped; make it an `async fn`, or remove `timeout_ms`",
+        );
+    }
     if attr.failed {
         return None;
     }
