@@ -141,7 +141,22 @@ impl HookAttr {
                             if names.is_empty() {
                                 return Err(meta.error("`tools` lists at least one tool name"));
                             }
-                            MatcherSpec::Tools(names.into_iter().collect())
+                            let names: Vec<LitStr> = names.into_iter().collect();
+                            for (at, name) in names.iter().enumerate() {
+                                if names[..at]
+                                    .iter()
+                                    .any(|earlier| earlier.value() == name.value())
+                                {
+                                    return Err(syn::Error::new(
+                                        name.span(),
+                                        format!(
+                                            "`{}` is listed twice in `tools`: list each tool once",
+                                            name.value()
+                                        ),
+                                    ));
+                                }
+                            }
+                            MatcherSpec::Tools(names)
                         }
                         _ => {
                             let lit: LitStr = meta.value()?.parse()?;
