@@ -132,6 +132,31 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<Doc> {
     Some(Doc::Expr(quote!(::core::concat!(#(#parts),*))))
 }
 
+/// A `ToolInput` impl for `ty` that accepts no tool: the placeholder written after an error,
+/// so that code naming `ty` as a hook's input compiles on.
+pub(crate) fn stub_tool_input(krate: &TokenStream, ty: &TokenStream) -> TokenStream {
+    quote! {
+        impl #krate::ToolInput for #ty {
+            type Output = #krate::__private::serde_json::Value;
+
+            fn accepts(_: &str) -> bool {
+                false
+            }
+
+            fn from_args(_: &str, _: &#krate::AnyValue) -> ::core::option::Option<Self> {
+                ::core::option::Option::None
+            }
+
+            fn into_args(
+                self,
+                _: &dyn #krate::DynTool,
+            ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
+                ::core::result::Result::Err(::std::string::String::new())
+            }
+        }
+    }
+}
+
 /// `read_file` -> `ReadFile`.
 pub(crate) fn pascal_case(snake: &str) -> String {
     let mut out = String::with_capacity(snake.len());

@@ -450,6 +450,7 @@ fn input_enum(
         #(impl #krate::__private::AcceptsTool<#types> for #ident {})*
     };
     if stub {
+        let stub_input = crate::common::stub_tool_input(&quote!(#krate), &quote!(#ident));
         return quote! {
             #[doc = #doc]
             #[allow(clippy::enum_variant_names, dead_code)]
@@ -466,24 +467,7 @@ fn input_enum(
                 }
             }
 
-            impl #krate::ToolInput for #ident {
-                type Output = #krate::__private::serde_json::Value;
-
-                fn accepts(_: &str) -> bool {
-                    false
-                }
-
-                fn from_args(_: &str, _: &#krate::AnyValue) -> ::core::option::Option<Self> {
-                    ::core::option::Option::None
-                }
-
-                fn into_args(
-                    self,
-                    _: &dyn #krate::DynTool,
-                ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
-                    ::core::result::Result::Err(::std::string::String::new())
-                }
-            }
+            #stub_input
 
             #accepts
         };

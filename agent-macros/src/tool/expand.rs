@@ -247,6 +247,8 @@ pub(crate) fn tool_code(
 
             #tool_struct
         };
+        let stub_input =
+            crate::common::stub_tool_input(&quote!(#krate), &quote!(#module::#args_ty));
         let impls = quote! {
             impl #krate::Tool for #module::#tool_ty {
                 const NAME: &'static str = #name;
@@ -269,24 +271,7 @@ pub(crate) fn tool_code(
                 }
             }
 
-            impl #krate::ToolInput for #module::#args_ty {
-                type Output = #private::serde_json::Value;
-
-                fn accepts(_: &str) -> bool {
-                    false
-                }
-
-                fn from_args(_: &str, _: &#krate::AnyValue) -> ::core::option::Option<Self> {
-                    ::core::option::Option::None
-                }
-
-                fn into_args(
-                    self,
-                    _: &dyn #krate::DynTool,
-                ) -> ::core::result::Result<#krate::AnyValue, ::std::string::String> {
-                    ::core::result::Result::Err(::std::string::String::new())
-                }
-            }
+            #stub_input
 
             impl #private::AcceptsTool<#module::#tool_ty> for #module::#args_ty {}
 
