@@ -9,7 +9,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::{Conversation, TurnStream};
-use crate::engine::TurnRequest;
+use crate::engine::{TakenLease, TurnRequest};
 use crate::hooks::TurnResult;
 use crate::store::{
     self, CallAnswer, PendingKind, StoreError, StoreErrorKind, SuspendedCall, TurnLease,
@@ -280,9 +280,25 @@ impl Conversation {
         }
     }
 
-    /// `request` as the turn that resumes the suspended one; refused while a call has no
-    /// answer or when no turn is suspended.
-    async fn resuming(&self, mut request: TurnRequest) -> Result<TurnRequest, AnswerError> {
+    /// `request` as the turn that resumes the suspended one, holding the session's turn lock
+    /// it was checked under (so a second resume waits, then finds nothing suspended); refused
+    /// while a call has no answer or when no turn is suspended.
+    async fn resuming(&self, request: TurnRequest) -> Result<TurnRequest, AnswerError> {
+        let lease = self.lock().await?;
+        match self.resumable(request).await {
+            Ok(mut request) => {
+                request.lease = TakenLease::new(lease);
+                Ok(request)
+            }
+            Err(error) => {
+                lease.release().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// `request` as the turn that resumes the suspended one, if one can be resumed.
+    async fn resumable(&self, mut request: TurnRequest) -> Result<TurnRequest, AnswerError> {
         let waiting = self.waiting_calls().await?;
         if waiting.is_empty() {
             return Err(AnswerError::NotSuspended);

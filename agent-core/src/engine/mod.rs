@@ -62,6 +62,7 @@ pub(crate) use finish_on_drop::FinishOnDrop;
 pub use guardrails::{Guardrail, GuardrailVerdict};
 pub use handoff::{HandoffHistory, HistoryFilter};
 pub use limits::{Budget, Price, PriceTable};
+pub(crate) use request::TakenLease;
 pub use request::{TurnOverlap, TurnRequest};
 pub use run_context::{RunContextError, run_context};
 pub use run_scope::current_agent;

@@ -2,7 +2,7 @@
 //! another turn of its session runs ([`TurnOverlap`]).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value};
 
@@ -11,6 +11,7 @@ use super::run_scope::RunContextValue;
 use crate::cancel::CancelToken;
 use crate::hooks::RunHooks;
 use crate::message::Message;
+use crate::store::TurnLease;
 
 /// One turn's input and options.
 #[derive(Clone, Debug, Default)]
@@ -39,6 +40,33 @@ pub struct TurnRequest {
     pub(crate) resume: bool,
     /// Overrides the agent's output retries for this turn.
     pub(crate) output_retries: Option<usize>,
+    /// The session's turn, already taken by the caller (`Conversation::resume` checks the
+    /// suspension under it, so two resumes cannot both pass the check).
+    pub(crate) lease: TakenLease,
+}
+
+/// A turn lock taken before the turn starts, handed to it (shared by clones of the request;
+/// the first turn to start takes it).
+#[derive(Clone, Default)]
+pub(crate) struct TakenLease(Option<Arc<Mutex<Option<TurnLease>>>>);
+
+impl TakenLease {
+    /// `lease`, for the turn to take.
+    pub(crate) fn new(lease: TurnLease) -> Self {
+        TakenLease(Some(Arc::new(Mutex::new(Some(lease)))))
+    }
+
+    /// The lease, if one was handed over and no turn took it yet.
+    pub(crate) fn take(&self) -> Option<TurnLease> {
+        let held = self.0.as_ref()?;
+        held.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl fmt::Debug for TakenLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "taken" } else { "none" })
+    }
 }
 
 /// A turn's run hooks.

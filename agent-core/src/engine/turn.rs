@@ -137,7 +137,11 @@ impl<'a> Turn<'a> {
                 return Box::pin(self.unstarted(TurnStatus::Error, Some(error))).await;
             }
             // Boxed too (460 bytes): it waits only while another turn holds the session.
-            let lease = match boxed(|| self.take_session()).await {
+            let taken = match request.lease.take() {
+                Some(lease) => Ok(lease),
+                None => boxed(|| self.take_session()).await,
+            };
+            let lease = match taken {
                 Ok(lease) => lease,
                 Err((status, error)) => return Box::pin(self.unstarted(status, error)).await,
             };

@@ -1924,3 +1924,47 @@ async fn a_repair_beside_a_waiting_call_with_the_same_id_names_the_right_tool() 
         ]
     );
 }
+
+/// Two resumes at once (a double click, a client's retry): the resume is checked under the
+/// session's turn lock and hands it to its turn, so the second waits for the first, then finds
+/// nothing suspended and is refused, running no turn and firing no hook. The tool runs once.
+#[tokio::test]
+async fn a_second_resume_at_once_is_refused_as_not_suspended() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = ran.clone();
+    let delete = FnTool::new(
+        "delete",
+        "Delete a file.",
+        json!({"type": "object"}),
+        move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                Ok::<Value, ToolError>(json!("deleted"))
+            }
+        },
+    )
+    .needs_approval(|_| true);
+    let responses = Seen::<ChatResponse>::new();
+    let agent = AgentBuilder::new("files")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c1", "delete", "{}"),
+            ScriptedStep::new().text("Done."),
+        ]))
+        .dyn_tool(delete)
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    assert_eq!(conversation.run("go").await.status, TurnStatus::Suspended);
+    conversation.approve("c1").await.unwrap();
+    let (first, second) = tokio::join!(conversation.resume(), conversation.resume());
+    assert_eq!(first.unwrap().status, TurnStatus::Completed);
+    assert_eq!(
+        second.map(|result| result.status),
+        Err(AnswerError::NotSuspended)
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let statuses: Vec<TurnStatus> = responses.take().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [TurnStatus::Suspended, TurnStatus::Completed]);
+}
