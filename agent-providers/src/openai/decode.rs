@@ -36,6 +36,10 @@ pub(crate) struct OpenAiDecoder {
     done: bool,
     /// The citations last kept (a server repeats them in every chunk).
     citations: Option<serde_json::Value>,
+    /// The index of a complete call that came without a name (a server that lost it, or
+    /// argument pieces after the choice finished): the stream is malformed, since no tool can
+    /// run it and a provider refuses it in the next request's history.
+    nameless: Option<u32>,
 }
 
 struct PendingCall {
@@ -78,6 +82,10 @@ impl Decoder for OpenAiDecoder {
         let read = ChunkSeed { decoder: self, out }
             .deserialize(&mut json)
             .and_then(|rest| json.end().map(|()| rest));
+        if let Some(index) = self.nameless.take() {
+            out.truncate(start);
+            return Err(nameless(index));
+        }
         let rest = match read {
             Ok(rest) if !rest.error => rest,
             Ok(_) => {
@@ -168,6 +176,9 @@ impl OpenAiDecoder {
         }
         if data == "[DONE]" {
             self.flush_calls(out);
+            if let Some(index) = self.nameless.take() {
+                return Err(nameless(index));
+            }
             let reason = self.finish.take().unwrap_or(if self.emitted_calls {
                 FinishReason::ToolCalls
             } else {
@@ -282,6 +293,9 @@ impl OpenAiDecoder {
         self.calls.sort_by_key(|call| call.index);
         self.highest = None;
         for call in self.calls.drain(..) {
+            if call.name.is_empty() {
+                self.nameless = self.nameless.or(Some(call.index));
+            }
             let id = if call.id.is_empty() {
                 format!("call_{}", call.index).into()
             } else {
@@ -364,6 +378,13 @@ fn usage_of(usage: &WireUsage) -> Usage {
 }
 
 /// A frame that is not a valid chunk.
+fn nameless(index: u32) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamMalformed,
+        format!("{PROVIDER}: malformed stream: tool call {index} came without a name"),
+    )
+}
+
 fn malformed(error: &serde_json::Error, data: &str) -> ModelError {
     ModelError::new(
         ModelErrorKind::StreamMalformed,
@@ -470,6 +491,31 @@ mod tests {
             decoder.decode(None, frame, &mut out)?;
         }
         Ok((out, decoder.finished()))
+    }
+
+    /// A complete call without a name can run no tool, and a provider refuses it in the next
+    /// request's history: malformed (retried), whether the name never came or argument pieces
+    /// came after the choice finished.
+    #[test]
+    fn a_call_without_a_name_is_malformed() {
+        let never_named = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let late = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"a","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}}]}"#,
+            "[DONE]",
+        ]);
+        for (result, index) in [(never_named, 0), (late, 1)] {
+            let error = result.unwrap_err();
+            assert_eq!(error.kind, ModelErrorKind::StreamMalformed);
+            assert_eq!(
+                error.message,
+                format!("openai: malformed stream: tool call {index} came without a name")
+            );
+        }
     }
 
     #[test]
@@ -596,9 +642,15 @@ mod tests {
     /// in index order.
     #[test]
     fn interleaved_calls_pieces_join_their_own_calls() {
+        // A call's first piece carries its id and name.
         let piece = |index: u32, head: &str, arguments: &str| {
+            let name = if head.is_empty() {
+                ""
+            } else {
+                r#""name":"f","#
+            };
             format!(
-                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},{head}"function":{{"arguments":{arguments}}}}}]}}}}]}}"#
+                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},{head}"function":{{{name}"arguments":{arguments}}}}}]}}}}]}}"#
             )
         };
         let frames = [
