@@ -397,20 +397,12 @@ impl Conversation {
         check: Option<&str>,
         answer: &CallAnswer,
     ) -> Result<usize, AnswerError> {
-        let named: Vec<usize> = (0..waiting.len())
-            .filter(|&at| waiting[at].call.id == call_id)
-            .collect();
-        let Some(&first) = named.first() else {
+        let named = || (0..waiting.len()).filter(|&at| waiting[at].call.id == call_id);
+        let Some(first) = named().next() else {
             let call_id = call_id.to_owned();
             return Err(AnswerError::UnknownCall { call_id });
         };
-        if named.len() == 1 {
-            self.verify(&waiting[first], check)?;
-            return Ok(first);
-        }
-        let verified: Vec<usize> = named
-            .iter()
-            .copied()
+        let verified: Vec<usize> = named()
             .filter(|&at| self.verify(&waiting[at], check).is_ok())
             .collect();
         let Some(&first_verified) = verified.first() else {

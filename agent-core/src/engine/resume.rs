@@ -254,13 +254,7 @@ impl<'a> Turn<'a> {
             return Ok(again);
         }
         self.keep_waiting(kept).await?;
-        // Kept waiting, they are not the turn's to settle should it end while the other
-        // results are stored (as in `suspend`).
-        for (position, result) in results.iter().enumerate() {
-            if !result.pending.is_empty() {
-                self.open.answered(position);
-            }
-        }
+        self.kept_waiting(results);
         Ok(again)
     }
 

@@ -134,16 +134,21 @@ impl Turn<'_> {
             .set_suspended(self.session_id, waiting.clone())
             .await
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
-        // Kept waiting, they are no longer the turn's to settle: a turn that ends while the
-        // step's other results are stored (a cancel, a failing result hook) must not answer
-        // them with an error result, which would leave them answered and waiting at once.
+        self.kept_waiting(results);
+        self.outcome.pending = waiting.into_iter().map(|waiting| waiting.call).collect();
+        Ok(())
+    }
+
+    /// Takes the calls of `results` that wait, now kept with the session, off the calls the
+    /// turn settles: a turn that ends while the step's other results are stored (a cancel, a
+    /// failing result hook) must not answer them with an error result, which would leave them
+    /// answered and waiting at once.
+    pub(super) fn kept_waiting(&mut self, results: &[CallResult]) {
         for (position, result) in results.iter().enumerate() {
             if !result.pending.is_empty() {
                 self.open.answered(position);
             }
         }
-        self.outcome.pending = waiting.into_iter().map(|waiting| waiting.call).collect();
-        Ok(())
     }
 
     /// Each result, in the model's order, through before_store_tool_result, on_chunk and the
@@ -175,8 +180,7 @@ impl Turn<'_> {
             done.failed_hook = done.failed_hook.take().or(result.error.map(|error| *error));
             done.handoff = done.handoff.or(result.handoff);
             if !result.pending.is_empty() {
-                // Kept waiting (`suspend`, a resume's `wait_again`): not the turn's to settle.
-                self.open.answered(position);
+                // Kept waiting, and off the calls to settle (`kept_waiting`).
                 continue;
             }
             if result.dropped {
@@ -279,12 +283,16 @@ impl Turn<'_> {
             // A call the typed answer settled first (a final-answer call, a transfer the
             // accepted answer left untaken), then a transfer, then a tool.
             let answered = output::answered(plan, position);
-            let future = match answered.is_none().then(|| plan.tools.handoff(&call.name)) {
-                Some(Some(index)) => {
+            let handoff = answered
+                .is_none()
+                .then(|| plan.tools.handoff(&call.name))
+                .flatten();
+            let future = match handoff {
+                Some(index) => {
                     handoffs += 1;
                     Box::pin(handoff::decide(&scope, call, index, handoffs == 1))
                 }
-                _ => match answered {
+                None => match answered {
                     Some(answered) if futures.is_empty() => {
                         results.push(answered);
                         continue;
