@@ -65,7 +65,11 @@ impl TakenLease {
 
 impl fmt::Debug for TakenLease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "handed over" } else { "none" })
+        f.write_str(if self.0.is_some() {
+            "handed over"
+        } else {
+            "none"
+        })
     }
 }
 

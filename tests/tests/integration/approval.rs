@@ -1701,18 +1701,8 @@ async fn a_turn_ended_while_storing_results_keeps_its_waiting_call_whole() {
                 .tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
             ScriptedStep::new().text("Done."),
         ]);
-        let ran = Arc::new(AtomicUsize::new(0));
-        let counted = ran.clone();
-        let delete = FnTool::new(
-            "delete",
-            "Delete a file.",
-            json!({"type": "object"}),
-            move |_, _| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                async { Ok::<Value, ToolError>(json!("deleted")) }
-            },
-        )
-        .needs_approval(|_| true);
+        let trace = Trace::new();
+        let delete = delete_tool(&trace);
         let hook = if cancelled {
             Hook::<event::BeforeStoreToolResult>::from_async("slow", |_| {
                 Box::pin(tokio::time::sleep(std::time::Duration::from_secs(60)))
@@ -1765,8 +1755,8 @@ async fn a_turn_ended_while_storing_results_keeps_its_waiting_call_whole() {
             .iter()
             .map(|record| record.content.as_str())
             .collect();
-        assert_eq!(resumed, ["deleted"], "cancelled: {cancelled}");
-        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(resumed, ["deleted a.txt"], "cancelled: {cancelled}");
+        assert_eq!(trace.take(), ["delete(a.txt)"], "it ran once");
         assert_whole(&conversation.rows().await.unwrap());
     }
 }
@@ -1930,6 +1920,8 @@ async fn a_repair_beside_a_waiting_call_with_the_same_id_names_the_right_tool() 
 /// nothing suspended and is refused, running no turn and firing no hook. The tool runs once.
 #[tokio::test]
 async fn a_second_resume_at_once_is_refused_as_not_suspended() {
+    // Unlike `delete_tool`, it takes a while: the second resume comes while the first turn
+    // runs it, the call still waiting in the session.
     let ran = Arc::new(AtomicUsize::new(0));
     let counted = ran.clone();
     let delete = FnTool::new(
