@@ -350,7 +350,7 @@ impl<'a> Turn<'a> {
                     input: request.input,
                     continuation: request.continuation,
                 };
-                self.before_run(&run_ctx).await?;
+                self.before_run(&run_ctx, &request.messages).await?;
                 run_ctx.input
             };
         let input = (!input.is_empty()).then(|| Message::user(input));
@@ -402,16 +402,30 @@ impl<'a> Turn<'a> {
     }
 
     /// before_run, then the input guardrails: before the input is stored or any model sees it.
-    async fn before_run(&self, run_ctx: &RunContext) -> Flow {
+    /// The guardrails read the user's messages given with the request
+    /// ([`TurnRequest::messages`], `run_messages`) too, then the input, one per line: user
+    /// text the turn stores does not pass them by.
+    async fn before_run(&self, run_ctx: &RunContext, messages: &[Message]) -> Flow {
         let agent = self.agent;
         let failed = |error| End::Failed(error, ErrorStage::Turn);
         observe(&agent.hooks.before_run, run_ctx)
             .await
             .map_err(failed)?;
-        if !agent.input_guardrails.is_empty() && !run_ctx.input.is_empty() {
+        if agent.input_guardrails.is_empty() {
+            return Ok(());
+        }
+        let user_text = messages
+            .iter()
+            .filter(|message| matches!(message, Message::User { .. }))
+            .map(Message::text)
+            .chain(Some(run_ctx.input.as_str()))
+            .filter(|text| !text.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !user_text.is_empty() {
             let input = GuardrailKind::Input;
             let guardrails = &agent.input_guardrails;
-            let checked = guardrails::check(guardrails, input, &run_ctx.input, &self.cancel);
+            let checked = guardrails::check(guardrails, input, &user_text, &self.cancel);
             checked.await.map_err(failed)?;
         }
         Ok(())

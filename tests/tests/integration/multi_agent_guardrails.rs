@@ -97,6 +97,53 @@ async fn a_tripped_input_guardrail_ends_the_turn_before_any_model_call_or_write(
     );
 }
 
+/// User messages given with the request (`run_messages`) are input too: a guardrail reads
+/// them with the input, and a trip stores none of them. Assistant and tool messages are not
+/// the user's, and are not checked.
+#[tokio::test]
+async fn input_guardrails_check_user_messages_given_with_the_request() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let model_calls = ScriptedModel::new([ScriptedStep::new().text("Noted.")]);
+    let agent = agent(&trace, "unused", &store)
+        .model(model_calls.clone())
+        .input_guardrail(Guardrail::new("no secrets", move |text| {
+            record.lock().unwrap().push(text.to_owned());
+            no_secrets(text)
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let result = conversation
+        .run_messages([
+            agent_core::Message::assistant("What is your password?"),
+            agent_core::Message::user("my password is hunter2"),
+        ])
+        .await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        result.error.unwrap().message,
+        "input guardrail `no secrets` tripped: it mentions a password"
+    );
+    assert!(model_calls.requests().is_empty(), "no model call");
+    assert!(store.load("s").await.unwrap().is_empty(), "nothing stored");
+
+    let result = conversation
+        .run_messages([
+            agent_core::Message::user("first"),
+            agent_core::Message::assistant("the password is not a user's"),
+            agent_core::Message::user("second"),
+        ])
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["my password is hunter2", "first\nsecond"]
+    );
+}
+
 #[tokio::test]
 async fn a_tripped_output_guardrail_keeps_the_output_from_the_store_the_stream_and_the_response() {
     let trace = Trace::new();
