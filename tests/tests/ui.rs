@@ -16,6 +16,7 @@ const FAIL: &[&str] = &[
     "agent/fail/duplicate_handoff_name.rs",
     "agent/fail/duplicate_tool_method_and_listed.rs",
     "agent/fail/duplicate_tool_name.rs",
+    "agent/fail/dynamic_typed_matches_no_tool.rs",
     "agent/fail/empty_handoffs.rs",
     "agent/fail/error_keeps_builder.rs",
     "agent/fail/error_keeps_input_enum.rs",

@@ -228,6 +228,19 @@ fn matches_none(hook: &str, matcher: &str, tools: &[&str]) -> String {
     )
 }
 
+/// A matcher as the user wrote it: `match = "^rm_"`, or `every tool` for none.
+fn describe(spec: Option<&MatcherSpec>) -> String {
+    match spec {
+        None => "every tool".to_owned(),
+        Some(MatcherSpec::Tool(lit)) => format!("tool = \"{}\"", lit.value()),
+        Some(MatcherSpec::Tools(lits)) => {
+            let values: Vec<String> = lits.iter().map(syn::LitStr::value).collect();
+            format!("tools = {values:?}")
+        }
+        Some(MatcherSpec::Match(lit, _)) => format!("match = \"{}\"", lit.value()),
+    }
+}
+
 /// What to do about a tool name the agent does not have: fix a misspelling, or list a
 /// `#[tool]` function defined elsewhere in `tools(...)`.
 fn unknown_name_hint(name: &str, tools: &[&str]) -> String {
@@ -278,25 +291,18 @@ fn plan_hook(
         if plan.matched.is_empty() {
             let ident = &hook.ident;
             // Spanned on the first name the agent does not have, the regex, or the hook's name.
-            let (span_tokens, matcher, first_unknown) = match spec {
-                None => (quote!(#ident), "every tool".to_owned(), None),
-                Some(MatcherSpec::Tool(lit)) => (
-                    quote!(#lit),
-                    format!("tool = \"{}\"", lit.value()),
-                    Some(lit),
-                ),
+            let (span_tokens, first_unknown) = match spec {
+                None => (quote!(#ident), None),
+                Some(MatcherSpec::Tool(lit)) => (quote!(#lit), Some(lit)),
                 Some(MatcherSpec::Tools(lits)) => {
-                    let values: Vec<String> = lits.iter().map(syn::LitStr::value).collect();
                     let first = lits.first();
-                    (quote!(#first), format!("tools = {values:?}"), first)
+                    (quote!(#first), first)
                 }
-                Some(MatcherSpec::Match(lit, _)) => {
-                    (quote!(#lit), format!("match = \"{}\"", lit.value()), None)
-                }
+                Some(MatcherSpec::Match(lit, _)) => (quote!(#lit), None),
             };
             let message = format!(
                 "{}{}",
-                matches_none(&hook_name, &matcher, &names),
+                matches_none(&hook_name, &describe(spec), &names),
                 first_unknown
                     .map(|lit| unknown_name_hint(&lit.value(), &names))
                     .unwrap_or_default()
@@ -320,6 +326,19 @@ fn plan_hook(
     let Some(input) = &hook.input_ty else {
         return plan;
     };
+    if dynamic && plan.matched.is_empty() && !is_json_value(input) {
+        // Typed hooks never see a tool added at run time (its input is JSON), so a typed
+        // dynamic hook that matches no static tool could never fire.
+        let matcher = describe(spec);
+        cx.error_spanned_by(
+            input,
+            format!(
+                "hook `{}`: `{matcher}` matches none of the agent's static tools, so it only sees tools added at run time, whose input is JSON: take `serde_json::Value` here",
+                hook.ident
+            ),
+        );
+        return plan;
+    }
     if plan.matched.len() >= 2
         && !is_json_value(input)
         && generic_args(input).is_empty()
