@@ -1,6 +1,7 @@
 //! Hooks: the event catalogue, hook values with their options, what each event's hooks
 //! receive and decide, and the one runner that applies the failure policy.
 
+mod answer;
 mod context;
 pub(crate) mod extension;
 mod handoff;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use crate::util::BoxFuture;
 
 pub use crate::run_agent::RunAgent;
+pub use answer::{Output, OutputFailure, OutputReport};
 pub use context::*;
 pub(crate) use event::TurnHooks;
 pub use extension::{Extension, ExtensionEvent, SNAPSHOT_VERSION as EXTENSION_SNAPSHOT_VERSION};
@@ -30,10 +32,7 @@ pub use handoff::*;
 pub use matcher::{Matcher, MatcherError};
 pub use messages::*;
 pub use outcome::*;
-pub use output::{
-    Output, OutputCheck, OutputContext, OutputError, OutputFailure, OutputMode, OutputReport,
-    OutputType, StoredOutputError,
-};
+pub use output::{OutputCheck, OutputContext, OutputMode, OutputType, StoredOutputError};
 pub use returns::HookReturn;
 pub(crate) use run::{
     chain, each, every, observe, observe_every, observe_now, settle, span, stopped_on_cancel,

@@ -1,11 +1,12 @@
 //! How steps and turns end: step records, stop reasons and decisions, statuses, errors and
-//! their classification, and what the post-outcome hooks receive.
+//! their classification, what the post-outcome hooks receive, and why a result has no typed
+//! answer.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::output::{Output, OutputError, OutputFailure};
+use super::answer::{Output, OutputFailure};
 use super::tool_context::ToolOutcomeKind;
 use crate::message::{Message, ToolCall};
 use crate::model::{FinishReason, ModelErrorKind, Usage};
@@ -521,3 +522,42 @@ mod tests {
         }
     }
 }
+
+/// Why [`TurnResult::output`] has no value of the type asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputError {
+    /// The turn ended without a validated answer: how it ended, and its error (a
+    /// [`TurnErrorKind::Output`] when every answer failed).
+    Missing {
+        /// How the turn ended.
+        status: TurnStatus,
+        /// The turn's error, if it failed.
+        error: Option<TurnError>,
+    },
+    /// The answer is of another type than the one asked for.
+    OtherType {
+        /// The type asked for.
+        asked: &'static str,
+        /// The answer's type.
+        actual: &'static str,
+    },
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputError::Missing {
+                error: Some(error), ..
+            } => write!(f, "the turn has no typed answer: {error}"),
+            OutputError::Missing { status, .. } => write!(
+                f,
+                "the turn has no typed answer (status `{status}`): give the agent an output type with `AgentBuilder::output`"
+            ),
+            OutputError::OtherType { asked, actual } => {
+                write!(f, "the answer is a `{actual}`, not a `{asked}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OutputError {}

@@ -1,7 +1,7 @@
 //! Typed output: the type an agent's final answer must parse into ([`OutputType`]), how it is
 //! asked of the model ([`OutputMode`]), what output validators receive and decide
-//! ([`OutputContext`], [`OutputCheck`]), and how a turn reports the answer ([`Output`],
-//! [`OutputFailure`], [`OutputError`]).
+//! ([`OutputContext`], [`OutputCheck`]), and why a stored answer reads back as none
+//! ([`StoredOutputError`]). The answer a turn reports is in `answer.rs`.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -11,7 +11,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::outcome::{TurnError, TurnStatus};
+use super::answer::Output;
+use super::outcome::TurnError;
 use super::run::{run_hook, settle, span};
 use super::{Event, FailurePolicy, Hook};
 use crate::run_agent::RunAgent;
@@ -65,130 +66,6 @@ pub enum OutputMode {
     /// ```` ```json ```` block is unwrapped).
     Prompted,
 }
-
-/// A validated final answer: its JSON text, and the Rust value it parsed into.
-#[derive(Clone)]
-pub struct Output {
-    /// The answer's JSON text: the model's own when the value parsed from it, else the value
-    /// serialized (see [`text`](Self::text)). Shared with the turn's [`OutputReport::raw`].
-    pub(crate) text: Arc<str>,
-    /// The value as the output type serializes it, when first asked for.
-    pub(crate) json: OnceLock<Value>,
-    /// The value, shared with the validators' [`OutputContext::output`] and each clone.
-    pub(crate) value: Arc<dyn Any + Send + Sync>,
-    /// Writes `value` as a JSON value (the output type's serialization).
-    pub(crate) to_json: fn(&(dyn Any + Send + Sync)) -> Value,
-    pub(crate) type_name: &'static str,
-}
-
-impl Output {
-    /// The answer as JSON, as the output type serializes it (its fields in their declared
-    /// order, a member the model left out and the type defaults written, one the type does not
-    /// know left out). Made from the value when first read: a turn whose answer nobody reads
-    /// as a JSON value does not pay for one.
-    pub fn json(&self) -> &Value {
-        self.json.get_or_init(|| (self.to_json)(&*self.value))
-    }
-
-    /// The answer as JSON text; a completed turn's [`TurnResult::text`](crate::TurnResult::text).
-    /// When the answer was the model's own JSON (a native or prompted reply's text, trimmed,
-    /// a fenced block unwrapped; a final-answer call's arguments) it is that text, as sent:
-    /// the value parsed from it, so it reads back as the same value, but its spacing, the
-    /// order of its members and members the type ignores are the model's (compare
-    /// [`json`](Self::json)). An answer the engine rebuilt first (under `response`, or one
-    /// tool per variant) is the value as the output type serializes it.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The answer as the agent's output type; `None` when `T` is another type.
-    pub fn get<T: 'static>(&self) -> Option<&T> {
-        self.value.downcast_ref()
-    }
-
-    /// The Rust name of the output type.
-    pub fn type_name(&self) -> &'static str {
-        self.type_name
-    }
-}
-
-impl fmt::Debug for Output {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Output")
-            .field("type", &self.type_name)
-            .field("text", &self.text)
-            .finish()
-    }
-}
-
-impl PartialEq for Output {
-    fn eq(&self, other: &Self) -> bool {
-        self.type_name == other.type_name && self.text == other.text
-    }
-}
-
-/// What became of a turn's typed answer, as on_chat_response
-/// ([`ChatResponse::output`](crate::ChatResponse::output)) and run hooks
-/// ([`RunHooks::on_agent_output`](crate::RunHooks::on_agent_output)) read it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutputReport {
-    /// The last answer as the model sent it: the final-answer call's arguments, or the text
-    /// (one string with the validated [`Output::text`] when that is the same text).
-    pub raw: Arc<str>,
-    /// Whether it parsed and passed the validators (it is then the turn's
-    /// [`TurnResult::output`](crate::TurnResult::output)).
-    pub validated: bool,
-}
-
-/// Why a turn ended without a typed answer: every answer failed to parse or validate, and
-/// the retries ([`AgentBuilder::output_retries`](crate::AgentBuilder::output_retries)) ran
-/// out. Carried by [`TurnErrorKind::Output`](crate::TurnErrorKind::Output).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutputFailure {
-    /// The last answer as the model sent it (the final-answer tool's arguments, or the text).
-    pub raw: String,
-    /// Why each answer failed, in order, one per attempt.
-    pub reasons: Vec<String>,
-}
-
-/// Why [`TurnResult::output`](crate::TurnResult::output) has no value of the type asked for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OutputError {
-    /// The turn ended without a validated answer: how it ended, and its error (a
-    /// [`TurnErrorKind::Output`](crate::TurnErrorKind::Output) when every answer failed).
-    Missing {
-        /// How the turn ended.
-        status: TurnStatus,
-        /// The turn's error, if it failed.
-        error: Option<TurnError>,
-    },
-    /// The answer is of another type than the one asked for.
-    OtherType {
-        /// The type asked for.
-        asked: &'static str,
-        /// The answer's type.
-        actual: &'static str,
-    },
-}
-
-impl fmt::Display for OutputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OutputError::Missing {
-                error: Some(error), ..
-            } => write!(f, "the turn has no typed answer: {error}"),
-            OutputError::Missing { status, .. } => write!(
-                f,
-                "the turn has no typed answer (status `{status}`): give the agent an output type with `AgentBuilder::output`"
-            ),
-            OutputError::OtherType { asked, actual } => {
-                write!(f, "the answer is a `{actual}`, not a `{asked}`")
-            }
-        }
-    }
-}
-
-impl std::error::Error for OutputError {}
 
 /// Why [`Conversation::last_output`](crate::Conversation::last_output) read no typed answer
 /// back.
