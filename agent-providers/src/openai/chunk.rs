@@ -1,5 +1,5 @@
 //! Reading one stream chunk (`chat.completion.chunk`) straight into the decoder: the first
-//! choice with index 0 is handed to [`OpenAiDecoder::choice`] as soon as its object ends (`n`
+//! choice with index 0 is handed to [`ChoiceSink::choice`] as soon as its object ends (`n`
 //! is never asked for), and only the chunk's other fields the decoder reads are kept. Building
 //! the whole chunk as one struct first moved its 200 bytes through every level of serde's
 //! return values, which cost about a fifth of a chunk's decoding (`benches/chunks.rs`).
@@ -13,7 +13,6 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::decode::OpenAiDecoder;
 use super::wire::{Delta, FunctionDelta, Text, ToolCallDelta, WireUsage};
 use crate::json_keys::{Fields, InPlace, first, keys, object, read_once};
 
@@ -139,13 +138,26 @@ impl<'de> Fields<'de> for FunctionDelta<'de> {
     }
 }
 
+/// What a chunk's first choice with index 0 is given to, as soon as its object ends: the
+/// decoder (`decode.rs`), which pushes the events it makes of it to `out`.
+pub(super) trait ChoiceSink {
+    /// Takes the choice: its delta, its finish reason and its log probabilities.
+    fn choice(
+        &mut self,
+        delta: Option<&mut Delta<'_>>,
+        finish: Option<Text<'_>>,
+        logprobs: Option<Box<Value>>,
+        out: &mut Vec<ModelEvent>,
+    );
+}
+
 /// Reads a chunk, giving its first choice to the decoder.
-pub(super) struct ChunkSeed<'d> {
-    pub(super) decoder: &'d mut OpenAiDecoder,
+pub(super) struct ChunkSeed<'d, C> {
+    pub(super) decoder: &'d mut C,
     pub(super) out: &'d mut Vec<ModelEvent>,
 }
 
-impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
+impl<'de, C: ChoiceSink> DeserializeSeed<'de> for ChunkSeed<'_, C> {
     type Value = ChunkRest;
 
     #[inline]
@@ -154,7 +166,7 @@ impl<'de> DeserializeSeed<'de> for ChunkSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ChunkSeed<'_> {
+impl<'de, C: ChoiceSink> Visitor<'de> for ChunkSeed<'_, C> {
     type Value = ChunkRest;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -196,14 +208,14 @@ impl<'de> Visitor<'de> for ChunkSeed<'_> {
 }
 
 /// Reads `choices` (an array, or `null`).
-struct ChoicesSeed<'d> {
-    decoder: &'d mut OpenAiDecoder,
+struct ChoicesSeed<'d, C> {
+    decoder: &'d mut C,
     out: &'d mut Vec<ModelEvent>,
     /// Whether a choice with index 0 was given to the decoder already.
     chosen: &'d mut bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
+impl<'de, C: ChoiceSink> DeserializeSeed<'de> for ChoicesSeed<'_, C> {
     type Value = ();
 
     #[inline]
@@ -212,7 +224,7 @@ impl<'de> DeserializeSeed<'de> for ChoicesSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ChoicesSeed<'_> {
+impl<'de, C: ChoiceSink> Visitor<'de> for ChoicesSeed<'_, C> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -249,13 +261,13 @@ impl<'de> Visitor<'de> for ChoicesSeed<'_> {
 }
 
 /// Reads one choice, and gives it to the decoder if it is the first with index 0.
-struct ChoiceSeed<'d> {
-    decoder: &'d mut OpenAiDecoder,
+struct ChoiceSeed<'d, C> {
+    decoder: &'d mut C,
     out: &'d mut Vec<ModelEvent>,
     chosen: &'d mut bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
+impl<'de, C: ChoiceSink> DeserializeSeed<'de> for ChoiceSeed<'_, C> {
     type Value = ();
 
     #[inline]
@@ -264,7 +276,7 @@ impl<'de> DeserializeSeed<'de> for ChoiceSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ChoiceSeed<'_> {
+impl<'de, C: ChoiceSink> Visitor<'de> for ChoiceSeed<'_, C> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -15,7 +15,7 @@ use agent_core::{
 
 use serde::de::DeserializeSeed;
 
-use super::chunk::ChunkSeed;
+use super::chunk::{ChoiceSink, ChunkSeed};
 use super::wire::{
     Content, ContentPart, Delta, ErrorBody, ErrorCode, ErrorFrame, Text, ToolCallDelta, WireUsage,
 };
@@ -116,9 +116,9 @@ impl Decoder for OpenAiDecoder {
     }
 }
 
-impl OpenAiDecoder {
+impl ChoiceSink for OpenAiDecoder {
     /// The first choice of a chunk: its deltas, and its finish reason.
-    pub(super) fn choice(
+    fn choice(
         &mut self,
         delta: Option<&mut Delta<'_>>,
         finish: Option<Text<'_>>,
@@ -162,7 +162,9 @@ impl OpenAiDecoder {
             self.flush_calls(out);
         }
     }
+}
 
+impl OpenAiDecoder {
     /// A frame that is not a JSON object: `[DONE]`, nothing (a block with only an id or a retry
     /// field), or something malformed.
     fn marker(
