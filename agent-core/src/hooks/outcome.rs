@@ -451,7 +451,9 @@ impl TurnResult {
     }
 
     /// The validated answer as its Rust type: the agent's output type (the handoff target's,
-    /// when one answered).
+    /// when one answered). Only a completed turn has one: a turn that failed after its answer
+    /// validated (a failing `after_run` hook, say) keeps the answer in [`output`](Self::output)'s
+    /// field, but this returns [`OutputError::Missing`] with the turn's error.
     ///
     /// ```
     /// # use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
@@ -465,7 +467,8 @@ impl TurnResult {
     /// # }
     /// ```
     pub fn output<T: 'static>(&self) -> Result<&T, OutputError> {
-        let Some(output) = &self.output else {
+        let completed = self.output.as_ref().filter(|_| self.is_completed());
+        let Some(output) = completed else {
             return Err(OutputError::Missing {
                 status: self.status,
                 error: self.error.clone(),

@@ -208,6 +208,39 @@ async fn a_turn_may_set_its_own_retries() {
     );
 }
 
+/// A turn that fails after its answer validated (here in after_run, whose failure fails the
+/// turn by default) returns no typed answer from `output()`: a caller that reads the answer
+/// with `?` does not go on with a failed turn's. The answer stays in the result's field.
+#[tokio::test]
+async fn a_turn_failed_after_its_answer_validated_has_no_output() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", GOOD)]);
+    let agent = invoice_agent(&model, &trace)
+        .hook(tests::failing::<event::AfterRun>(
+            "audit",
+            tests::Failure::Error,
+        ))
+        .build()
+        .unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Error, "{result:?}");
+    let error = result.error.clone().unwrap();
+    assert_eq!(
+        result.output::<Invoice>(),
+        Err(OutputError::Missing {
+            status: TurnStatus::Error,
+            error: Some(error),
+        })
+    );
+    let kept = result
+        .output
+        .as_ref()
+        .and_then(|output| output.get::<Invoice>());
+    assert_eq!(kept.map(|invoice| invoice.total_cents), Some(1250));
+}
+
 #[tokio::test]
 async fn tools_run_beside_the_final_tool_and_the_turn_ends_when_it_is_called() {
     let trace = Trace::new();
