@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::state::{End, Turn};
+use super::state::{End, Turn, as_stored};
 use crate::hooks::chain;
 use crate::hooks::{
     FilterMessagesContext, HistoryDecision, LlmHistoryContext, PostProcessContext, RunAgent,
@@ -240,7 +240,7 @@ impl Turn<'_> {
             other => other.text().into(),
         };
         match self.add(message).await {
-            Ok(()) => End::Completed(StopReason::Finished),
+            Ok(_) => End::Completed(StopReason::Finished),
             Err(end) => end,
         }
     }
@@ -265,13 +265,14 @@ impl Turn<'_> {
             silent: silent.then_some(true),
             ..MessageUpdate::default()
         };
-        let (written, flow) = self.update_tracked(row, update).await;
+        let (written, stored, flow) = self.update_tracked(row, update).await;
         if written {
             for &position in dropped {
                 self.open.answered(position);
             }
         }
         flow?;
+        let kept = as_stored(kept, stored);
         let added = &mut self.outcome.added;
         if silent {
             messages.remove(at.1);

@@ -242,7 +242,7 @@ impl Turn<'_> {
             request_sent_at: Some(store::now_micros()),
             silent: false,
         };
-        let (row, flow) = self.insert_tracked(pending).await;
+        let (row, _, flow) = self.insert_tracked(pending).await;
         if let Some(row) = row {
             self.open.pending(row);
         }
@@ -297,7 +297,7 @@ impl Turn<'_> {
                 response_completed_at: Some(store::now_micros()),
                 silent: None,
             };
-            let (written, flow) = self.update_tracked(row, failed).await;
+            let (written, _, flow) = self.update_tracked(row, failed).await;
             if written {
                 self.open.reply_settled(&[]);
             }

@@ -595,7 +595,7 @@ impl<'a> Turn<'a> {
                     return next;
                 }
                 let retry = Message::user(format!("{RETRY_LEAD}{reason}{RETRY_TAIL}"));
-                self.add(retry.clone()).await?;
+                let retry = self.add(retry).await?;
                 plan.push_history(retry);
                 Ok(None)
             }

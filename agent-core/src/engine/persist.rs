@@ -9,6 +9,7 @@ use crate::hooks::{
     CreateMessageContext, MessageCreatedContext, RunAgent, TurnError, UpdateMessageContext,
 };
 use crate::hooks::{chain, observe};
+use crate::message::Message;
 use crate::store::{MessageUpdate, NewMessage, StoreError, StoredMessage};
 
 /// Why a write did not happen, or failed once it had.
@@ -130,18 +131,26 @@ impl Writer<'_> {
         Ok(self.insert_as(row, strictness).await?.id)
     }
 
-    /// before_update_message, the update, after_update_message.
-    pub(crate) async fn update(&self, id: i64, update: MessageUpdate) -> Result<(), WriteError> {
+    /// before_update_message, the update, after_update_message; gives the message the update
+    /// stored when a before_update_message hook could have changed it (see
+    /// [`update_as`](Self::update_as)).
+    pub(crate) async fn update(
+        &self,
+        id: i64,
+        update: MessageUpdate,
+    ) -> Result<Option<Message>, WriteError> {
         self.update_as(id, update, Strictness::Policy).await
     }
 
-    /// [`update`](Self::update) with the given strictness.
+    /// [`update`](Self::update) with the given strictness. Gives the message the update stored
+    /// when before_update_message hooks ran and it sets one (`None` otherwise: the message is
+    /// the one given).
     pub(crate) async fn update_as(
         &self,
         id: i64,
         update: MessageUpdate,
         strictness: Strictness,
-    ) -> Result<(), WriteError> {
+    ) -> Result<Option<Message>, WriteError> {
         let hooks = &self.agent.hooks;
         if self.updates_plain() {
             return self
@@ -149,6 +158,7 @@ impl Writer<'_> {
                 .store
                 .update(self.session, id, update)
                 .await
+                .map(|()| None)
                 .map_err(WriteError::Store);
         }
         let mut ctx = UpdateMessageContext {
@@ -175,7 +185,8 @@ impl Writer<'_> {
             .map_err(WriteError::Store)?;
         match observe(&hooks.after_update_message, &ctx).await {
             Err(error) if strictness == Strictness::Policy => Err(WriteError::After(error, id)),
-            _ => Ok(()),
+            _ if hooks.before_update_message.is_empty() => Ok(None),
+            _ => Ok(ctx.update.message),
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::persist::{Strictness, WriteError};
-use super::state::{AnswerRow, End, OpenCall, OpenRows, Turn, store_error};
+use super::state::{AnswerRow, End, OpenCall, OpenRows, Turn, as_stored, store_error};
 use crate::hooks::ErrorStage;
 use crate::message::{Message, ToolCall};
 use crate::store::{self, MessageStatus, MessageUpdate, NewMessage};
@@ -89,8 +89,10 @@ impl Turn<'_> {
                 .update_as(row, update, Strictness::Lenient)
                 .await
             {
-                Ok(()) if !message.text().is_empty() => self.outcome.added.push(message),
-                Ok(()) => {}
+                Ok(stored) if !message.text().is_empty() => {
+                    self.outcome.added.push(as_stored(message, stored));
+                }
+                Ok(_) => {}
                 Err(error) => failed = failed.or(Some(error)),
             }
         }
@@ -172,6 +174,7 @@ impl Turn<'_> {
         self.writer()
             .update_as(row, update, Strictness::Lenient)
             .await
+            .map(drop)
     }
 }
 

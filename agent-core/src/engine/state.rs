@@ -146,17 +146,21 @@ impl Turn<'_> {
         written.map_err(write_failed)
     }
 
-    /// Stores a row; when the turn must end, also says whether the row was written (a
-    /// fail-closed after_create_message hook fails after the insert). Written on the spot
+    /// Stores a row; says whether the row was written (also when the turn must end: a
+    /// fail-closed after_create_message hook fails after the insert), and gives the message as
+    /// stored when a before_create_message hook could have changed it. Written on the spot
     /// when no message hook reads the write and the store writes so
     /// (`SessionStore::insert_id_now`): a turn's writes then make no future, nor poll one
     /// (`whole_turn_agent` and the slope of `whole_turn_calls_agent` in
     /// agent-providers/benches/stream.rs); otherwise awaited, boxed.
-    pub(super) fn insert_tracked(&self, row: NewMessage) -> NowOr<'_, (Option<i64>, Flow)> {
+    pub(super) fn insert_tracked(
+        &self,
+        row: NewMessage,
+    ) -> NowOr<'_, (Option<i64>, Option<Message>, Flow)> {
         let row = if self.writer().inserts_plain() {
             match self.agent.store.insert_id_now(self.session_id, row) {
                 NowOrLater::Now(inserted) => {
-                    let written = inserted.map_err(WriteError::Store);
+                    let written = inserted.map(|id| (id, None)).map_err(WriteError::Store);
                     return NowOr::Now(std::future::ready(inserted_row(written)));
                 }
                 NowOrLater::Later(row) => row,
@@ -169,25 +173,34 @@ impl Turn<'_> {
 
     /// [`insert_tracked`](Self::insert_tracked) awaited: through the message hooks, or to a
     /// store that does not write on the spot.
-    async fn insert_awaited(&self, row: NewMessage) -> (Option<i64>, Flow) {
+    async fn insert_awaited(&self, row: NewMessage) -> (Option<i64>, Option<Message>, Flow) {
         let writer = self.writer();
         let written = if writer.inserts_plain() {
             // The store gave the row back from `insert_id_now`: not asked again.
             let inserted = self.agent.store.insert_id_later(self.session_id, row).await;
-            inserted.map_err(WriteError::Store)
+            inserted.map(|id| (id, None)).map_err(WriteError::Store)
+        } else if self.agent.hooks.before_create_message.is_empty() {
+            let inserted = writer.insert_id(row, Strictness::Policy).await;
+            inserted.map(|id| (id, None))
         } else {
-            writer.insert_id(row, Strictness::Policy).await
+            let inserted = writer.insert_as(row, Strictness::Policy).await;
+            inserted.map(|stored| (stored.id, Some(stored.message)))
         };
         inserted_row(written)
     }
 
-    /// Updates a row; when the turn must end, also says whether the update was written. On the
-    /// spot when it can, as [`insert_tracked`](Self::insert_tracked).
-    pub(super) fn update_tracked(&self, id: i64, update: MessageUpdate) -> NowOr<'_, (bool, Flow)> {
+    /// Updates a row; says whether the update was written (also when the turn must end), and
+    /// gives the message it stored when a before_update_message hook could have changed it. On
+    /// the spot when it can, as [`insert_tracked`](Self::insert_tracked).
+    pub(super) fn update_tracked(
+        &self,
+        id: i64,
+        update: MessageUpdate,
+    ) -> NowOr<'_, (bool, Option<Message>, Flow)> {
         let update = if self.writer().updates_plain() {
             match self.agent.store.update_now(self.session_id, id, update) {
                 NowOrLater::Now(updated) => {
-                    let written = updated.map_err(WriteError::Store);
+                    let written = updated.map(|()| None).map_err(WriteError::Store);
                     return NowOr::Now(std::future::ready(updated_row(written)));
                 }
                 NowOrLater::Later(update) => update,
@@ -199,12 +212,16 @@ impl Turn<'_> {
     }
 
     /// [`update_tracked`](Self::update_tracked) awaited.
-    async fn update_awaited(&self, id: i64, update: MessageUpdate) -> (bool, Flow) {
+    async fn update_awaited(
+        &self,
+        id: i64,
+        update: MessageUpdate,
+    ) -> (bool, Option<Message>, Flow) {
         let writer = self.writer();
         let written = if writer.updates_plain() {
             // The store gave the update back from `update_now`: not asked again.
             let updated = self.agent.store.update_later(self.session_id, id, update);
-            updated.await.map_err(WriteError::Store)
+            updated.await.map(|()| None).map_err(WriteError::Store)
         } else {
             writer.update(id, update).await
         };
@@ -222,7 +239,8 @@ impl Turn<'_> {
 
     /// Updates a row of this session; a failure ends the turn at stage `persist`.
     pub(super) async fn update(&self, id: i64, update: MessageUpdate) -> Flow {
-        self.writer().update(id, update).await.map_err(write_failed)
+        let updated = self.writer().update(id, update).await;
+        updated.map(drop).map_err(write_failed)
     }
 
     /// Deletes the pending assistant row of a model call that produced nothing. No message hook
@@ -235,31 +253,72 @@ impl Turn<'_> {
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))
     }
 
-    /// Stores a message this turn adds and keeps it for the turn's result.
-    pub(super) async fn add(&mut self, message: Message) -> Flow {
-        self.insert(NewMessage::completed(message.clone())).await?;
-        self.outcome.added.push(message);
-        Ok(())
+    /// Stores a message this turn adds and keeps it, as stored (see [`as_stored`]), for the
+    /// turn's result; gives it back, for the history.
+    pub(super) async fn add(&mut self, message: Message) -> Flow<Message> {
+        let (_, stored, flow) = self
+            .insert_tracked(NewMessage::completed(message.clone()))
+            .await;
+        flow?;
+        let message = as_stored(message, stored);
+        self.outcome.added.push(message.clone());
+        Ok(message)
     }
 }
 
 /// A failed write ends the turn: at stage `persist` when the store failed, `turn` when a
 /// fail-closed message hook did.
-/// A tracked insert's row id, when written, and whether the turn goes on.
-fn inserted_row(written: Result<i64, WriteError>) -> (Option<i64>, Flow) {
+/// A tracked insert's row id, when written, the message as stored when a hook could have
+/// changed it, and whether the turn goes on.
+fn inserted_row(
+    written: Result<(i64, Option<Message>), WriteError>,
+) -> (Option<i64>, Option<Message>, Flow) {
     match written {
-        Ok(id) => (Some(id), Ok(())),
-        Err(WriteError::After(error, id)) => (Some(id), Err(End::turn(error))),
-        Err(error) => (None, Err(write_failed(error))),
+        Ok((id, stored)) => (Some(id), stored, Ok(())),
+        Err(WriteError::After(error, id)) => (Some(id), None, Err(End::turn(error))),
+        Err(error) => (None, None, Err(write_failed(error))),
     }
 }
 
-/// Whether a tracked update was written, and whether the turn goes on.
-fn updated_row(written: Result<(), WriteError>) -> (bool, Flow) {
+/// Whether a tracked update was written, the message it stored when a hook could have changed
+/// it, and whether the turn goes on.
+fn updated_row(written: Result<Option<Message>, WriteError>) -> (bool, Option<Message>, Flow) {
     match written {
-        Ok(()) => (true, Ok(())),
-        Err(WriteError::After(error, _)) => (true, Err(End::turn(error))),
-        Err(error) => (false, Err(write_failed(error))),
+        Ok(stored) => (true, stored, Ok(())),
+        Err(WriteError::After(error, _)) => (true, None, Err(End::turn(error))),
+        Err(error) => (false, None, Err(write_failed(error))),
+    }
+}
+
+/// The message a turn keeps (in its history and its result) for a row it wrote: `stored`, the
+/// message as a before_create_message or before_update_message hook left it, so that the
+/// turn's next steps read what the next turn will read from the rows; `own` when no hook could
+/// have changed it, or when the hook made it another kind of message, or made it answer or
+/// make other tool calls (the turn keeps its calls paired with their results).
+pub(super) fn as_stored(own: Message, stored: Option<Message>) -> Message {
+    let Some(stored) = stored else {
+        return own;
+    };
+    let same_calls = |a: &[crate::message::ToolCall], b: &[crate::message::ToolCall]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.id == b.id)
+    };
+    let fits = match (&own, &stored) {
+        (Message::System { .. }, Message::System { .. })
+        | (Message::User { .. }, Message::User { .. }) => true,
+        (Message::Assistant { tool_calls: a, .. }, Message::Assistant { tool_calls: b, .. }) => {
+            same_calls(a, b)
+        }
+        (Message::Tool { call_id: a, .. }, Message::Tool { call_id: b, .. }) => a == b,
+        _ => false,
+    };
+    if fits {
+        stored
+    } else {
+        tracing::warn!(
+            "a message hook changed a row's role or tool calls; the turn goes on with its own \
+             message"
+        );
+        own
     }
 }
 

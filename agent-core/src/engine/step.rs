@@ -10,7 +10,7 @@ use super::model_call::Answer;
 use super::model_stream::StepStream;
 use super::output::{self, Verdict};
 use super::plan::TurnPlan;
-use super::state::{End, Flow, Turn};
+use super::state::{End, Flow, Turn, as_stored};
 use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
@@ -337,11 +337,12 @@ impl<'a> Turn<'a> {
             response_completed_at: Some(store::now_micros()),
             silent: None,
         };
-        let (written, flow) = self.update_tracked(row, completed).await;
+        let (written, stored, flow) = self.update_tracked(row, completed).await;
         if written && let Message::Assistant { tool_calls, .. } = &assistant {
             self.open.reply_settled(tool_calls);
         }
         flow?;
+        let assistant = as_stored(assistant, stored);
         self.outcome.added.push(assistant.clone());
         plan.push_history(assistant);
         Ok(())

@@ -15,7 +15,7 @@ use super::plan::CallScope;
 use super::plan::TurnPlan;
 use super::preliminary;
 use super::run_scope;
-use super::state::{AnswerRow, End, Flow, Turn, store_error};
+use super::state::{AnswerRow, End, Flow, Turn, as_stored, store_error};
 use super::step::{CallsDone, Reply};
 use super::subagent::Resume;
 use super::tool_call::{self, CallResult, Started};
@@ -206,9 +206,10 @@ impl Turn<'_> {
                 }
             }
             // Each result is stored as it is appended, in the model's call order.
-            let (written, flow) = self
+            let (written, stored, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
                 .await;
+            let message = as_stored(message, stored);
             if let Some(row) = written {
                 self.open.answered(position);
                 self.outcome.added.push(message.clone());

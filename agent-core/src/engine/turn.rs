@@ -21,7 +21,7 @@ use super::request::{TurnOverlap, TurnRequest};
 use super::resume;
 use super::run_scope::{self, RunContextValue, RunScope};
 use super::runtime::AgentRuntime;
-use super::state::{End, Flow, Outcome, SessionTurn, Turn, store_error};
+use super::state::{End, Flow, Outcome, SessionTurn, Turn, as_stored, store_error};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind,
@@ -487,13 +487,13 @@ impl<'a> Turn<'a> {
             messages.reserve_exact(capacity(messages.len()) - messages.len());
         }
         for message in request_messages.into_iter().chain(input) {
-            let (written, flow) = self
+            let (written, stored, flow) = self
                 .insert_tracked(NewMessage::completed(message.clone()))
                 .await;
             // on_chat_error reads what is stored, even when an after-hook then failed.
             self.outcome.user_persisted |= written.is_some();
             flow?;
-            messages.push(message);
+            messages.push(as_stored(message, stored));
         }
         self.outcome.user_persisted = true;
         Ok((messages, lent))

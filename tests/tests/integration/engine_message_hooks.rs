@@ -322,6 +322,65 @@ async fn filter_and_prefilter_change_what_the_model_reads_but_never_the_store() 
     );
 }
 
+/// A before_create_message hook that tags user and tool rows, and a before_update_message
+/// hook that signs every assistant reply.
+fn tagging(builder: AgentBuilder) -> AgentBuilder {
+    builder
+        .hook(Hook::<event::BeforeCreateMessage>::sync("tag", |ctx| {
+            let mut row = ctx.row.clone();
+            match &mut row.message {
+                Message::User { content } => *content = format!("[user] {content}").into(),
+                Message::Tool { content, .. } => *content = format!("[tool] {content}").into(),
+                _ => {}
+            }
+            row
+        }))
+        .hook(Hook::<event::BeforeUpdateMessage>::sync("sign", |ctx| {
+            let mut update = ctx.update.clone();
+            if let Some(Message::Assistant { content, .. }) = &mut update.message {
+                *content = format!("{content} (signed)").into();
+            }
+            update
+        }))
+}
+
+#[tokio::test]
+async fn the_turn_reads_the_rows_as_the_create_and_update_hooks_stored_them() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("5"),
+        ScriptedStep::new().text("Bye."),
+    ]);
+    let builder = AgentBuilder::new("tagged")
+        .model(model.clone())
+        .tool(Add::traced(&trace));
+    let agent = tagging(builder).build().unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("2+3?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert!(conversation.run("thanks").await.is_completed());
+
+    let stored = [
+        Message::user("[user] 2+3?"),
+        assistant("Adding. (signed)", vec![call("c1", 2, 3)]),
+        tool("c1", "[tool] 5", false),
+        Message::assistant("5 (signed)"),
+    ];
+    assert_eq!(conversation.history().await.unwrap()[..4], stored);
+    // The turn's second step reads its first step's rows as stored, as the next turn does.
+    let requests = model.requests();
+    assert_eq!(*requests[0].messages, stored[..1]);
+    assert_eq!(*requests[1].messages, stored[..3]);
+    let mut next = stored.to_vec();
+    next.push(Message::user("[user] thanks"));
+    assert_eq!(*requests[2].messages, next);
+    // The turn's result holds its messages as stored too.
+    assert_eq!(result.messages, stored[1..]);
+}
+
 fn call(id: &str, a: i64, b: i64) -> ToolCall {
     ToolCall {
         id: id.into(),
