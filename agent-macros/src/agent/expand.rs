@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use super::check::{Plan, StaticTool};
 use super::parse::AgentModel;
 use crate::common::{crate_path, is_json_value, last_ident, pascal_case, respan, widest_vis};
-use crate::hook::{MatcherCode, MatcherSpec, registration};
+use crate::hook::{MatcherCode, registration};
 use crate::tool::{ToolOwner, declared_names, tool_code};
 
 /// The agent's code. With `stub`, after an error: its tool types and input enums with
@@ -144,22 +144,20 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         .iter()
         .zip(&plan.hooks)
         .map(|(hook, hook_plan)| {
-            let matcher = hook.event.tool.then(|| {
-                let pattern = match hook.attr.matcher.as_ref().map(|(spec, _)| spec) {
-                    Some(MatcherSpec::Match(lit, _)) => Some(lit.value()),
-                    _ => None,
-                };
-                let names = hook_plan
-                    .matched
-                    .iter()
-                    .map(|&i| plan.tools[i].name.clone())
-                    .collect();
-                MatcherCode::Resolved {
-                    names,
-                    dynamic: hook.attr.dynamic,
-                    pattern,
-                }
-            });
+            let spec = hook.attr.matcher.as_ref().map(|(spec, _)| spec);
+            let matcher = match spec {
+                _ if !hook.event.tool => None,
+                // A dynamic matcher also matches the tools added at run time: registered as
+                // written (every tool, names the agent lacks, a regex), as the builder's is.
+                spec if hook.attr.dynamic => spec.map(MatcherCode::Runtime),
+                _ => Some(MatcherCode::Resolved(
+                    hook_plan
+                        .matched
+                        .iter()
+                        .map(|&i| plan.tools[i].name.clone())
+                        .collect(),
+                )),
+            };
             let register = registration(hook, krate, Some(self_ty), matcher.as_ref());
             quote!(let builder = #register;)
         });

@@ -10,15 +10,11 @@ use super::parse::{AnswerParam, HookFn, MatcherSpec};
 
 /// How a tool hook's matcher is registered.
 pub(crate) enum MatcherCode<'a> {
-    /// As written (free hooks: checked when the agent is built).
+    /// As written (free hooks, checked when the agent is built; and `dynamic` hooks, whose
+    /// names and regex must also match the tools added at run time).
     Runtime(&'a MatcherSpec),
-    /// Resolved at expansion time to these tool names. A `dynamic` regex keeps its pattern so
-    /// tools added at run time are matched too.
-    Resolved {
-        names: Vec<String>,
-        dynamic: bool,
-        pattern: Option<String>,
-    },
+    /// Resolved at expansion time to these tool names (a matcher that is not `dynamic`).
+    Resolved(Vec<String>),
 }
 
 fn matcher_tokens(
@@ -28,7 +24,7 @@ fn matcher_tokens(
 ) -> TokenStream {
     let dynamic_call = dynamic.then(|| quote!(.dynamic()));
     match matcher {
-        None => quote!(#krate::Matcher::all()),
+        None => quote!(#krate::Matcher::all() #dynamic_call),
         Some(MatcherCode::Runtime(spec)) => {
             let base = match spec {
                 MatcherSpec::Tool(lit) => quote!(#krate::Matcher::tool(#lit)),
@@ -37,17 +33,7 @@ fn matcher_tokens(
             };
             quote!(#base #dynamic_call)
         }
-        Some(MatcherCode::Resolved {
-            names,
-            dynamic: true,
-            pattern: Some(pattern),
-        }) => {
-            let _ = names;
-            quote!(#krate::Matcher::regex(#pattern).dynamic())
-        }
-        Some(MatcherCode::Resolved { names, .. }) => {
-            quote!(#krate::Matcher::tools([#(#names),*]) #dynamic_call)
-        }
+        Some(MatcherCode::Resolved(names)) => quote!(#krate::Matcher::tools([#(#names),*])),
     }
 }
 

@@ -218,3 +218,78 @@ async fn a_dynamic_regex_matches_tools_added_at_run_time() {
         "dyn_echo is blocked"
     );
 }
+
+struct Drawer {
+    trace: Trace,
+}
+
+/// A drawer whose `shred` tool is added on the builder, at run time for the macro.
+#[agent]
+impl Drawer {
+    /// Open the drawer.
+    #[tool]
+    fn open(&self) -> String {
+        "open".to_owned()
+    }
+
+    // Names the macro cannot see: `shred` is added on the builder.
+    #[hook(before_tool_call, tool = "shred", dynamic)]
+    fn no_shredding(&self, ctx: &ToolCallContext<Value>) -> ToolCallDecision<Value> {
+        self.trace.push(format!("no_shredding({})", ctx.tool_name));
+        ToolCallDecision::block("shredding is not allowed")
+    }
+
+    #[hook(after_tool_call, tools = ["open", "shred"], dynamic)]
+    fn listed(&self, ctx: &ToolCallResultContext<Value>) {
+        self.trace.push(format!("listed({})", ctx.tool_name));
+    }
+
+    #[hook(after_tool_call, dynamic)]
+    fn every(&self, ctx: &ToolCallResultContext<Value>) {
+        self.trace.push(format!("every({})", ctx.tool_name));
+    }
+}
+
+#[tokio::test]
+async fn dynamic_names_in_an_agent_match_tools_added_at_run_time() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "open", "{}"),
+        ScriptedStep::new().tool_call("c2", "shred", r#"{"page":1}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let shredded = trace.clone();
+    let shred = agent_core::FnTool::new(
+        "shred",
+        "Shred a page.",
+        serde_json::json!({"type": "object"}),
+        move |_, _| {
+            shredded.push("run shred");
+            async { Ok(serde_json::json!("shredded")) }
+        },
+    );
+    let agent = Drawer {
+        trace: trace.clone(),
+    }
+    .builder()
+    .model(model)
+    .dyn_tool(shred)
+    .build()
+    .unwrap();
+    let result = agent.run("tidy up").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        [
+            "listed(open)",
+            "every(open)",
+            "no_shredding(shred)",
+            "listed(shred)",
+            "every(shred)",
+        ]
+    );
+    assert_eq!(
+        result.steps[1].tool_results[0].content,
+        "shredding is not allowed"
+    );
+}
