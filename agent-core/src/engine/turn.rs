@@ -221,8 +221,8 @@ impl<'a> Turn<'a> {
     /// The result of a turn that ended before it took its session: rejected because another
     /// turn of its session is running (`Busy`), refused by the store, lacking its run context,
     /// or cancelled while it waited (`aborted`, no error). It wrote nothing. Like every turn it
-    /// ends in on_chat_response, once; an error first runs classify_chat_error and
-    /// on_chat_error (the user's message not stored).
+    /// ends in on_chat_response, once, then on_session_end; an error first runs
+    /// classify_chat_error and on_chat_error (the user's message not stored).
     async fn unstarted(self, status: TurnStatus, error: Option<TurnError>) -> TurnResult {
         let mut result = TurnResult {
             request_id: self.request_id.clone(),
@@ -264,6 +264,9 @@ impl<'a> Turn<'a> {
             output: None,
         };
         let _ = observe_every(&self.agent.hooks.on_chat_response, &response).await;
+        if !self.agent.hooks.on_session_end.is_empty() {
+            lifecycle::session_end(self.agent, &self.frame, self.session_id, &result).await;
+        }
         self.emit(TurnEvent::Finished(result.clone())).await;
         result
     }

@@ -627,6 +627,60 @@ async fn session_start_fires_on_the_first_turn_only_and_session_end_after_every_
 }
 
 #[tokio::test]
+async fn session_end_fires_after_a_turn_that_ended_before_taking_its_session() {
+    let model = ScriptedModel::new([ScriptedStep::new()
+        .sleep(std::time::Duration::from_millis(200))
+        .text("slow")]);
+    let trace = Trace::new();
+    let (responses, ends) = (trace.clone(), trace.clone());
+    let agent = AgentBuilder::new("single")
+        .model(model)
+        .turn_overlap(agent_core::TurnOverlap::Reject)
+        .hook(Hook::<event::OnChatResponse>::sync(
+            "responses",
+            move |ctx| responses.push(format!("on_chat_response({})", status_name(ctx.status))),
+        ))
+        .hook(Hook::<event::OnSessionEnd>::sync("ends", move |ctx| {
+            ends.push(format!("on_session_end({})", status_name(ctx.status)))
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+
+    // Cancelled before it starts: aborted, nothing stored.
+    let token = agent_core::CancelToken::new();
+    token.cancel();
+    let aborted = conversation
+        .run(agent_core::TurnRequest::new("never").cancel(token))
+        .await;
+    assert_eq!(aborted.status, TurnStatus::Aborted, "{aborted:?}");
+    assert_eq!(
+        trace.take(),
+        ["on_chat_response(aborted)", "on_session_end(aborted)"]
+    );
+
+    // Rejected while another turn of the session runs (Busy).
+    let first = tokio::spawn({
+        let conversation = conversation.clone();
+        async move { conversation.run("one").await }
+    });
+    while conversation.rows().await.unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let busy = conversation.run("two").await;
+    assert_eq!(busy.status, TurnStatus::Error, "{busy:?}");
+    assert_eq!(
+        trace.take(),
+        ["on_chat_response(error)", "on_session_end(error)"]
+    );
+    assert!(first.await.unwrap().is_completed());
+    assert_eq!(
+        trace.take(),
+        ["on_chat_response(completed)", "on_session_end(completed)"]
+    );
+}
+
+#[tokio::test]
 async fn inject_message_appends_rows_the_next_turn_reads() {
     let trace = Trace::new();
     let model = ScriptedModel::new([ScriptedStep::new().text("seen")]);
