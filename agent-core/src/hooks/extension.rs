@@ -228,6 +228,10 @@ pub(crate) fn merge_turn_answer(config: &mut TurnConfig, answer: &Value) {
             }),
             "seed" => value.as_u64().map(|v| config.settings.seed = Some(v)),
             "sendReasoning" => value.as_bool().map(|v| config.send_reasoning = Some(v)),
+            // Think's stream-stall watchdog, in milliseconds (0 turns it off).
+            "chatStreamStallTimeoutMs" => value
+                .as_u64()
+                .map(|v| config.stall_timeout = Some(Duration::from_millis(v))),
             _ => None,
         };
         if taken.is_none() {

@@ -59,6 +59,23 @@ fn agent(trace: &Trace, model: &ScriptedModel) -> AgentBuilder {
         }))
 }
 
+#[tokio::test]
+async fn a_before_turn_answer_sets_thinks_stream_stall_timeout() {
+    for (ms, expected) in [(1500, Duration::from_millis(1500)), (0, Duration::ZERO)] {
+        let (trace, seen) = (Trace::new(), Seen::default());
+        let model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+        let answer = json!({"chatStreamStallTimeoutMs": ms});
+        let result = agent(&trace, &model)
+            .extension(recorder("stall", &seen, &trace, answer))
+            .build()
+            .unwrap()
+            .run("go")
+            .await;
+        assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+        assert_eq!(model.requests()[0].stall_timeout, Some(expected), "{ms} ms");
+    }
+}
+
 fn keys(snapshot: &Value) -> Vec<&str> {
     let mut keys: Vec<&str> = snapshot
         .as_object()
