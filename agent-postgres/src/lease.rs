@@ -39,13 +39,14 @@ const RENEW: &str =
     "UPDATE turn_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
     WHERE session_id = $1 AND holder = $2";
 /// Deletes the lease of `$1` if `$2` holds it and announces it on channel `$3` (see
-/// [`crate::wake`]; a session id too long for a payload, 8,000 bytes or more, would not be
-/// announced, but the indexes refuse one past about 2,700 bytes first).
+/// [`crate::wake`]). A session id too long for a payload (8,000 bytes or more: the indexes
+/// take one that long when it compresses well) is announced with an empty payload, which
+/// wakes the waiters of every such session.
 const GIVE_BACK: &str = "WITH gone AS (
         DELETE FROM turn_leases WHERE session_id = $1 AND holder = $2 RETURNING session_id
     )
-    SELECT pg_notify($3, session_id) FROM gone
-    WHERE octet_length(session_id) < 8000";
+    SELECT pg_notify($3, CASE WHEN octet_length(session_id) < 8000 THEN session_id ELSE '' END)
+    FROM gone";
 
 /// The first pause between two polls while another holder has the lease, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(2);

@@ -17,6 +17,10 @@ use crate::error::Server;
 /// The channel a given-back lease is announced on, with the session id as payload.
 pub(crate) const CHANNEL: &str = "agent_turn_leases";
 
+/// The longest payload a notification carries, in bytes (PostgreSQL's limit is below 8,000):
+/// a longer session id is announced with an empty payload (see `GIVE_BACK` in `lease.rs`).
+const LONGEST_PAYLOAD: usize = 7_999;
+
 /// How long a store waits before it tries to listen again after a connection failed.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -99,9 +103,7 @@ impl Wakeups {
             loop {
                 match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                     Some(Ok(AsyncMessage::Notification(note))) => {
-                        if let Some(notify) = lock(&waiters).get(note.payload()) {
-                            notify.notify_waiters();
-                        }
+                        wake(&lock(&waiters), note.payload());
                     }
                     Some(Ok(_)) => {}
                     Some(Err(error)) => {
@@ -121,6 +123,20 @@ impl Wakeups {
         });
         client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
         Ok(client)
+    }
+}
+
+/// Wakes the waiters of the session a notification names. An empty payload stands for every
+/// session whose id is too long for a payload (longer than [`LONGEST_PAYLOAD`] bytes), and for
+/// the empty id: their waiters all look again, and those whose lease is still held wait on.
+fn wake(waiters: &HashMap<String, Arc<Notify>>, payload: &str) {
+    if payload.is_empty() {
+        waiters
+            .iter()
+            .filter(|(session, _)| session.is_empty() || session.len() > LONGEST_PAYLOAD)
+            .for_each(|(_, notify)| notify.notify_waiters());
+    } else if let Some(notify) = waiters.get(payload) {
+        notify.notify_waiters();
     }
 }
 

@@ -251,3 +251,54 @@ async fn postgres_turns_waiting_for_a_session_are_woken_in_order_when_it_is_give
         .release()
         .await;
 }
+
+/// A session id too long for a notification's payload (8,000 bytes or more, which PostgreSQL's
+/// indexes take when it compresses well) is woken too when its lease is given back, and a
+/// waiter for another long id whose lease is still held waits on. The leases last 10 minutes:
+/// a waiter that relied on the lease running out would not finish within the tests' 10 s.
+#[tokio::test]
+async fn a_postgres_turn_waiting_for_a_session_with_a_very_long_id_is_woken() {
+    use agent_core::SessionStore;
+    use agent_postgres::{PostgresOptions, PostgresStore};
+    use tests::within;
+
+    let url = tests::postgres::cluster().database("lease-wake-long").await;
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let options = PostgresOptions::default().turn_lease(Duration::from_secs(600));
+    let holder = PostgresStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let waiter = PostgresStore::connect_with(&url, options).await.unwrap();
+    let (long, other) = ("s".repeat(9_000), "t".repeat(9_000));
+    let wait = |session: &str| {
+        let (store, session) = (waiter.clone(), session.to_owned());
+        tokio::spawn(async move { store.lock_turn(&session, true).await.unwrap() })
+    };
+
+    let held = holder.lock_turn(&long, false).await.unwrap().expect("free");
+    let kept = holder
+        .lock_turn(&other, false)
+        .await
+        .unwrap()
+        .expect("free");
+    let first = wait(&long);
+    within("the waiter listens", listening_backend(&database, None)).await;
+    let second = wait(&other);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    held.release().await;
+    within("the waiter is woken", first)
+        .await
+        .unwrap()
+        .expect("taken")
+        .release()
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!second.is_finished(), "the other session is still held");
+    kept.release().await;
+    within("the other waiter is woken", second)
+        .await
+        .unwrap()
+        .expect("taken")
+        .release()
+        .await;
+}
