@@ -55,7 +55,8 @@ impl SqliteSync {
 #[non_exhaustive]
 pub struct SqliteOptions {
     /// How long a call waits for another connection's lock before it fails as "locked"
-    /// (default 5 s).
+    /// (default 5 s; SQLite waits at most `i32::MAX` ms, about 24.8 days, and a longer one is
+    /// taken as that).
     pub busy_timeout: Duration,
     /// How durable a commit is (default [`SqliteSync::Full`]).
     pub synchronous: SqliteSync,
@@ -75,8 +76,12 @@ impl Default for SqliteOptions {
     }
 }
 
+/// The longest busy timeout SQLite takes: `i32::MAX` ms, about 24.8 days.
+const LONGEST_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 impl SqliteOptions {
-    /// These options with another busy timeout.
+    /// These options with another busy timeout (at most about 24.8 days; a longer one, such as
+    /// `Duration::MAX`, is taken as that).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
@@ -154,6 +159,11 @@ impl SqliteStore {
         path: impl AsRef<Path>,
         options: SqliteOptions,
     ) -> Result<SqliteStore, StoreError> {
+        // Longer than SQLite takes, rusqlite would panic setting it.
+        let options = SqliteOptions {
+            busy_timeout: options.busy_timeout.min(LONGEST_BUSY_TIMEOUT),
+            ..options
+        };
         let file = DbFile {
             path: Arc::from(path.as_ref()),
             busy_timeout: options.busy_timeout,

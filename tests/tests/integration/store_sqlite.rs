@@ -527,6 +527,33 @@ fn a_database_locked_by_another_connection_fails_after_the_busy_timeout_and_lose
     );
 }
 
+/// A busy timeout longer than SQLite takes (`i32::MAX` ms), such as `Duration::MAX` for "wait
+/// as long as it takes", opens the store (SQLite then waits as long as it can) instead of
+/// panicking.
+#[tokio::test]
+async fn a_busy_timeout_longer_than_sqlite_takes_opens_the_store() {
+    let dir = TempDir::new("busy-timeout");
+    let path = dir.join("s.db");
+    for timeout in [Duration::MAX, Duration::from_secs(30 * 24 * 60 * 60)] {
+        let options = SqliteOptions::default().busy_timeout(timeout);
+        let store = SqliteStore::open_with(&path, options)
+            .unwrap_or_else(|error| panic!("{timeout:?}: {error}"));
+        store
+            .insert("s", NewMessage::completed(Message::user("hi")))
+            .await
+            .expect("insert");
+    }
+    assert_eq!(
+        SqliteStore::open(&path)
+            .expect("open")
+            .load("s")
+            .await
+            .expect("load")
+            .len(),
+        2
+    );
+}
+
 #[tokio::test]
 async fn a_malformed_row_is_an_error_naming_the_row() {
     let dir = TempDir::new("malformed");
