@@ -54,12 +54,18 @@ use tokio_postgres::types::ToSql;
 
 use self::error::Server;
 
+/// The largest pool: PostgreSQL's own ceiling on `max_connections` (the pool sets aside room
+/// for each connection up front, and panics on a size it cannot hold, such as `usize::MAX`).
+const MOST_CONNECTIONS: usize = 262_143;
+
 /// Options of [`PostgresStore::connect_with`]; the defaults are what [`PostgresStore::connect`]
 /// uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PostgresOptions {
-    /// The most connections the store's pool opens to the server (default 8). Each call holds
+    /// The most connections the store's pool opens to the server (default 8; at most
+    /// 262,143, the most a PostgreSQL server accepts, and a larger one is taken as that). Each
+    /// call holds
     /// one for the length of one statement; a running turn holds none between its calls. Once
     /// a turn of the store has waited for a session, one more connection listens for the
     /// sessions' turns to end.
@@ -88,7 +94,8 @@ impl Default for PostgresOptions {
 }
 
 impl PostgresOptions {
-    /// These options with another pool size (at least 1).
+    /// These options with another pool size (at least 1, at most 262,143; `usize::MAX` is
+    /// taken as 262,143).
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
@@ -179,7 +186,7 @@ impl PostgresStore {
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(options.max_connections.max(1))
+            .max_size(options.max_connections.clamp(1, MOST_CONNECTIONS))
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(options.wait_timeout))
             .create_timeout(Some(options.connect_timeout))

@@ -413,6 +413,27 @@ async fn a_nul_character_or_an_overlong_session_id_is_an_error_saying_so() {
     assert_eq!(store.load("s").await.expect("load"), []);
 }
 
+/// A pool size past what any server accepts, such as `usize::MAX` for "no limit", connects
+/// (taken as PostgreSQL's ceiling, 262,143) instead of panicking.
+#[tokio::test]
+async fn a_pool_size_past_what_a_server_accepts_connects() {
+    let url = cluster().database("pool-size").await;
+    let options = PostgresOptions::default().max_connections(usize::MAX);
+    let store = tokio::spawn(async move { PostgresStore::connect_with(&url, options).await })
+        .await
+        .expect("connect without panicking")
+        .expect("connect");
+    let row = store
+        .insert("s", NewMessage::completed(Message::user("hi")))
+        .await
+        .expect("insert");
+    assert_eq!(store.load("s").await.expect("load"), [row]);
+    assert!(
+        format!("{store:?}").contains("max_connections: 262143"),
+        "{store:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_malformed_row_is_an_error_naming_the_row() {
     let url = cluster().database("malformed").await;
