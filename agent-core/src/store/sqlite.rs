@@ -13,7 +13,7 @@ mod schema;
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, params};
 
@@ -179,6 +179,11 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn =
             Connection::open_with_flags(&file.path, flags).map_err(|e| file.sqlite(&e))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|e| file.sqlite(&e))?;
+        // Checked before WAL mode is switched on, which changes the file for good: a file
+        // refused for its schema version (newer, or another program's) is left as it was.
+        let found = schema::check(&conn).map_err(|e| file.migrate(&e))?;
         configure(&conn, &options)
             .map_err(|e| file.sqlite(&e))
             .and_then(|mode| {
@@ -188,7 +193,7 @@ impl SqliteStore {
                     Err(file.no_wal(&mode))
                 }
             })?;
-        schema::migrate(&mut conn).map_err(|e| file.migrate(&e))?;
+        schema::migrate(&mut conn, found).map_err(|e| file.migrate(&e))?;
         // SQLite opens a file it may not write read-only, without an error: an up-to-date
         // schema writes nothing here, so it would otherwise surface at the first turn.
         if conn
@@ -252,11 +257,23 @@ impl SqliteStore {
     }
 }
 
-/// Sets the busy timeout, WAL mode (returning the journal mode now in force) and durability.
+/// Sets WAL mode (returning the journal mode now in force) and durability.
 fn configure(conn: &Connection, options: &SqliteOptions) -> Result<String, rusqlite::Error> {
-    conn.busy_timeout(options.busy_timeout)?;
-    let mode: String =
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    // The switch answers "busy" at once, without the busy timeout, while another connection
+    // reads the file (processes opening a new file together): it is tried again until the
+    // timeout has passed.
+    let deadline = Instant::now().checked_add(options.busy_timeout);
+    let mode: String = loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Err(error)
+                if error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && deadline.is_none_or(|deadline| Instant::now() < deadline) =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            mode => break mode?,
+        }
+    };
     conn.pragma_update(None, "synchronous", options.synchronous.as_str())?;
     Ok(mode)
 }

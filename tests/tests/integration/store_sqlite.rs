@@ -393,6 +393,48 @@ async fn another_programs_database_with_a_schema_version_is_refused_untouched() 
     assert_names(&error, &path, &["`approved_tools`", "schema version 4"]);
 }
 
+/// A file refused at open is left byte for byte as it was, its journal mode too: another
+/// program's database (with a `user_version` of its own, or a table named as one of the
+/// store's) or one from a newer version, in SQLite's default rollback-journal mode, is not
+/// switched to WAL mode (which would stay in its header for good).
+#[tokio::test]
+async fn a_refused_file_keeps_its_bytes_and_journal_mode() {
+    let dir = TempDir::new("refused-journal");
+    let cases = [
+        (
+            "users.db",
+            "CREATE TABLE users (id INTEGER PRIMARY KEY); PRAGMA user_version = 4;",
+        ),
+        (
+            "newer.db",
+            "CREATE TABLE users (id INTEGER PRIMARY KEY); PRAGMA user_version = 99;",
+        ),
+        ("messages.db", "CREATE TABLE messages (x);"),
+    ];
+    for (name, sql) in cases {
+        let path = dir.join(name);
+        let conn = rusqlite::Connection::open(&path).expect("plain connection");
+        conn.execute_batch(sql).expect("create");
+        drop(conn);
+        let before = std::fs::read(&path).expect("read");
+        let error = open_error(&path);
+        assert_names(&error, &path, &[]);
+        let after = std::fs::read(&path).expect("read back");
+        // The header's bytes 18 and 19 say the journal mode: 1 rollback, 2 WAL.
+        assert!(
+            after == before,
+            "{name}: changed (header bytes 18-19 {:?} -> {:?})",
+            &before[18..20],
+            &after[18..20]
+        );
+        let conn = rusqlite::Connection::open(&path).expect("plain connection");
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .expect("journal_mode");
+        assert_eq!(mode, "delete", "{name}: still in rollback-journal mode");
+    }
+}
+
 /// Makes a file immutable (`chattr +i`) until dropped: even root then opens it read-only.
 struct Immutable<'a>(&'a Path);
 

@@ -101,6 +101,10 @@ impl DbFile {
                 "not an agent-core session store: the file records schema version {found} but has \
                  no {missing}; is this another program's database? choose another path"
             )),
+            MigrateError::Taken(table) => self.at(format_args!(
+                "cannot create the session schema: table `{table}` already exists; is this \
+                 another program's database? choose another path"
+            )),
             MigrateError::Unsupported(found) => {
                 self.at(format_args!("unknown schema version {found}: this is not an agent-core session store"))
             }

@@ -67,6 +67,9 @@ pub(super) enum MigrateError {
     /// program's database, with a `user_version` of its own. Holds the version and what is
     /// missing.
     Foreign(i64, String),
+    /// The file records no schema version but has a table the schema creates: another
+    /// program's database. Holds the table.
+    Taken(&'static str),
 }
 
 impl From<rusqlite::Error> for MigrateError {
@@ -120,15 +123,39 @@ fn check_tables(conn: &Connection, found: i64) -> Result<(), MigrateError> {
     }
 }
 
-/// Applies every missing migration step, in one immediate transaction (so two processes opening
-/// a new file at once do not both migrate it); a file from a newer version, or one that lacks
-/// the tables its version has, is refused untouched.
-pub(super) fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
-    let found = version(conn)?;
+/// The schema version of the file, once it is one this build can open: a file from a newer
+/// version, one that lacks the tables its version has, or one with no version that has a
+/// table of the schema, is refused. It only reads the file, in one read transaction (another
+/// process may migrate it meanwhile).
+pub(super) fn check(conn: &Connection) -> Result<i64, MigrateError> {
+    let read = conn.unchecked_transaction()?;
+    let found = version(&read)?;
     if !(0..=LATEST_VERSION).contains(&found) {
         return Err(MigrateError::Unsupported(found));
     }
-    check_tables(conn, found)?;
+    check_tables(&read, found)?;
+    if found == 0 {
+        check_free(&read)?;
+    }
+    read.commit()?;
+    Ok(found)
+}
+
+/// Checks that a file with no schema version has none of the schema's tables (the migration
+/// would fail on one, after WAL mode was switched on).
+fn check_free(conn: &Connection) -> Result<(), MigrateError> {
+    let mut exists = conn.prepare("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)")?;
+    for expected in EXPECTED {
+        if exists.query_row([expected.table], |row| row.get(0))? {
+            return Err(MigrateError::Taken(expected.table));
+        }
+    }
+    Ok(())
+}
+
+/// Applies every migration step missing from a file [`check`] found at version `found`, in one
+/// immediate transaction (so two processes opening a new file at once do not both migrate it).
+pub(super) fn migrate(conn: &mut Connection, found: i64) -> Result<(), MigrateError> {
     if found == LATEST_VERSION {
         return Ok(());
     }
