@@ -613,6 +613,43 @@ async fn a_malformed_row_is_an_error_naming_the_row() {
     assert_eq!(error.kind(), StoreErrorKind::Corrupt);
 }
 
+/// SQLite keeps whatever value a column is given: a row another program wrote with invalid
+/// UTF-8 or a blob where text belongs, or text where a number belongs, is malformed too, an
+/// error naming the row and the column.
+#[tokio::test]
+async fn a_row_holding_a_value_of_another_type_is_malformed() {
+    let dir = TempDir::new("ill-typed");
+    let path = dir.join("s.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let conn = rusqlite::Connection::open(&path).expect("plain connection");
+    let cases = [
+        ("utf8", "content", "CAST(X'FF' AS TEXT)", "1"),
+        ("blob", "content", "X'6869'", "1"),
+        ("time", "created_at", "'hi'", "'yesterday'"),
+    ];
+    for (session, column, content, created_at) in cases {
+        conn.execute(
+            &format!(
+                "INSERT INTO messages (session_id, role, content, created_at, status) \
+                 VALUES ('{session}', 'user', {content}, {created_at}, 'completed')"
+            ),
+            [],
+        )
+        .expect("raw insert");
+        let id = conn.last_insert_rowid();
+        let error = store.load(session).await.expect_err("ill-typed");
+        assert_names(
+            &error,
+            &path,
+            &[
+                &format!("message {id} is malformed"),
+                &format!("`{column}`"),
+            ],
+        );
+        assert_eq!(error.kind(), StoreErrorKind::Corrupt, "{session}");
+    }
+}
+
 #[test]
 fn works_without_a_tokio_runtime() {
     use std::task::{Context, Poll, Waker};

@@ -2,6 +2,7 @@
 //! columns it uses, and back.
 
 use rusqlite::Row;
+use rusqlite::types::FromSql;
 
 use crate::store::{MessageRow, StoredMessage};
 
@@ -52,23 +53,39 @@ pub(super) fn stored(row: &Row<'_>) -> Result<StoredMessage, RowError> {
     let id: i64 = row.get(0)?;
     let columns = MessageRow {
         id,
-        session_id: row.get(1)?,
-        role: row.get(2)?,
-        content: row.get(3)?,
-        tool_calls: row.get(4)?,
-        tool_call_id: row.get(5)?,
-        name: row.get(6)?,
-        reasoning: row.get(7)?,
-        reasoning_signature: row.get(8)?,
-        created_at: row.get(9)?,
-        request_sent_at: row.get(10)?,
-        response_completed_at: row.get(11)?,
-        status: row.get(12)?,
-        silent: row.get(13)?,
-        tool_status: row.get(14)?,
-        provider_blocks: row.get(15)?,
+        session_id: column(row, id, 1)?,
+        role: column(row, id, 2)?,
+        content: column(row, id, 3)?,
+        tool_calls: column(row, id, 4)?,
+        tool_call_id: column(row, id, 5)?,
+        name: column(row, id, 6)?,
+        reasoning: column(row, id, 7)?,
+        reasoning_signature: column(row, id, 8)?,
+        created_at: column(row, id, 9)?,
+        request_sent_at: column(row, id, 10)?,
+        response_completed_at: column(row, id, 11)?,
+        status: column(row, id, 12)?,
+        silent: column(row, id, 13)?,
+        tool_status: column(row, id, 14)?,
+        provider_blocks: column(row, id, 15)?,
     };
     columns
         .into_stored()
         .map_err(|what| RowError::Malformed(id, what))
+}
+
+/// Column `index` of row `id`. SQLite keeps whatever value a column is given (a blob or
+/// invalid UTF-8 where text belongs, text where a number belongs, written by another
+/// program): such a value makes the row malformed, naming the column.
+fn column<T: FromSql>(row: &Row<'_>, id: i64, index: usize) -> Result<T, RowError> {
+    row.get(index).map_err(|error| match error {
+        rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..) => {
+            let name = row.as_ref().column_name(index).unwrap_or("?");
+            RowError::Malformed(id, format!("column `{name}` does not read: {error}"))
+        }
+        other => RowError::Sqlite(other),
+    })
 }
