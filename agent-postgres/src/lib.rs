@@ -78,7 +78,9 @@ pub struct PostgresOptions {
     /// How long a turn's lease on its session lasts unless renewed (default 30 s). A running
     /// turn renews it every third of this; a process that dies mid-turn holds its sessions for
     /// at most this long, then the next turn takes over and repairs what it left. Expiry is
-    /// measured by the server's clock, so the processes' clocks need not agree.
+    /// measured by the server's clock, so the processes' clocks need not agree. At most 1,000
+    /// years (the server's timestamps end in the year 294276): a longer one, such as
+    /// `Duration::MAX`, is taken as that.
     pub turn_lease: Duration,
 }
 
@@ -113,13 +115,17 @@ impl PostgresOptions {
         self
     }
 
-    /// These options with another turn lease length (at least 3 ms; a shorter one is taken
-    /// as 3 ms).
+    /// These options with another turn lease length (at least 3 ms, at most 1,000 years; a
+    /// shorter or longer one is taken as that).
     pub fn turn_lease(mut self, length: Duration) -> Self {
         self.turn_lease = length.max(Duration::from_millis(3));
         self
     }
 }
+
+/// The longest turn lease, 1,000 years: a longer one would put its expiry past the server's
+/// last timestamp ("interval out of range", and no turn could take a session).
+const LONGEST_LEASE: Duration = Duration::from_secs(1_000 * 365 * 24 * 60 * 60);
 
 /// Sessions in a PostgreSQL database, shared by every process connected to it (docs/design.md
 /// §7). Rows keep their order within a session and survive every process. Clones share one
@@ -210,7 +216,9 @@ impl PostgresStore {
             server,
             id: id.into(),
             locks: Arc::default(),
-            lease: options.turn_lease.max(Duration::from_millis(3)),
+            lease: options
+                .turn_lease
+                .clamp(Duration::from_millis(3), LONGEST_LEASE),
             wakeups,
         })
     }

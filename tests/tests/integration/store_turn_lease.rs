@@ -166,6 +166,39 @@ async fn another_process_holds_the_session(db: Db) {
     );
 }
 
+/// A turn lease past what the server's timestamps hold, such as `Duration::MAX` for "never runs
+/// out", is taken as the longest one (1,000 years): turns still take the session and give it
+/// back, where the server refused every statement taking it ("interval out of range").
+#[tokio::test]
+async fn a_postgres_turn_lease_longer_than_the_server_holds_is_taken_as_the_longest() {
+    use agent_core::SessionStore;
+    use agent_postgres::{PostgresOptions, PostgresStore};
+
+    let db = Db::postgres("lease-longest").await;
+    let Db::Postgres(url) = &db else {
+        unreachable!("a PostgreSQL database")
+    };
+    let options = PostgresOptions::default().turn_lease(Duration::MAX);
+    let store = PostgresStore::connect_with(url, options).await.unwrap();
+    let lease = store.lock_turn("s", false).await.unwrap().expect("free");
+    let (_, left) = lease_row(&db, "s").await.expect("a lease row");
+    let year = Duration::from_secs(365 * 24 * 60 * 60);
+    assert!(left > year * 999 && left <= year * 1_000, "{left:?} left");
+    lease.release().await;
+    assert_eq!(lease_row(&db, "s").await, None, "given back");
+
+    let model = ScriptedModel::new([ScriptedStep::new().text("Done.")]);
+    let result = AgentBuilder::new("long")
+        .model(model)
+        .store(std::sync::Arc::new(store))
+        .build()
+        .unwrap()
+        .session("s")
+        .run("hi")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+}
+
 /// The backend of `database` that listens for given-back leases, once one does (polled until
 /// it differs from `not`).
 async fn listening_backend(database: &str, not: Option<i32>) -> i32 {
