@@ -176,6 +176,7 @@ impl Transport {
     pub(crate) fn new(settings: HttpSettings) -> Result<Self, ConfigError> {
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
+            .redirect(redirect_policy())
             .build()
             .map_err(|error| ConfigError(format!("cannot build the HTTP client: {error}")))?;
         Ok(Transport {
@@ -210,6 +211,22 @@ impl Transport {
             *spare = buffer;
         }
     }
+}
+
+/// Redirects are followed (at most 10, as reqwest's default policy does) only while they stay on
+/// the endpoint's origin (scheme, host and port). One to another origin would carry the
+/// conversation there, and the API key too when it is not in `authorization` (Anthropic's
+/// `x-api-key`, which reqwest keeps on a redirect to another host): it is returned instead,
+/// and fails the call naming where it pointed.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let endpoint = attempt.previous().first().map(reqwest::Url::origin);
+        if endpoint.is_some_and(|origin| origin == attempt.url().origin()) {
+            reqwest::redirect::Policy::default().redirect(attempt)
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 /// Streams one model call through `wire`, with timeouts and retries.
@@ -563,14 +580,28 @@ async fn send(
         .with_status(status.as_u16()));
     }
     let delay = retry_after(response.headers());
+    // A redirect the policy did not follow (see `redirect_policy`): where it pointed.
+    let location = status
+        .is_redirection()
+        .then(|| response.headers().get(reqwest::header::LOCATION))
+        .flatten()
+        .map(|location| String::from_utf8_lossy(location.as_bytes()).into_owned());
     let body = read_capped(response, limit, ERROR_BODY_LIMIT).await;
-    Err(status_error(
+    let mut error = status_error(
         provider,
         status.as_u16(),
         status.canonical_reason().unwrap_or(""),
         &body,
     )
-    .with_retry_after(delay))
+    .with_retry_after(delay);
+    if let Some(location) = location {
+        error.message.push_str(&format!(
+            " (a redirect to `{location}`, not followed: it leaves the endpoint's server, and \
+             would take the request and its API key there; if that server is the one meant, \
+             give the client its URL as the base URL)"
+        ));
+    }
+    Err(error)
 }
 
 /// How much of an error response's body is kept (in bytes, cut at a character boundary): enough

@@ -864,3 +864,68 @@ async fn an_invalid_base_url_is_a_bad_request_not_retried() {
         );
     }
 }
+
+/// A redirect to another server is not followed: it would take the conversation there, and
+/// Anthropic's `x-api-key` too (reqwest strips only `authorization` on such a redirect). The
+/// call fails, not retried, naming where the redirect pointed. A redirect within the endpoint's
+/// server is still followed.
+#[tokio::test]
+async fn a_redirect_to_another_server_is_not_followed_and_takes_no_key_there() {
+    const ANTHROPIC_KEY: &str = "sk-ant-SECRET-0123456789abcdef";
+    let elsewhere = TestServer::start([]).await;
+    let to_elsewhere = |path: &str| {
+        status(
+            307,
+            &[("location", &format!("{}{path}", elsewhere.url))],
+            "",
+        )
+    };
+    let server = TestServer::start([
+        to_elsewhere("/v1/chat/completions"),
+        to_elsewhere("/v1/messages"),
+    ])
+    .await;
+    let anthropic = agent_providers::Anthropic::new(ANTHROPIC_KEY)
+        .base_url(server.url.clone())
+        .settings(settings(2));
+    for model in [
+        Box::new(client(&server, 2)) as Box<dyn Model>,
+        Box::new(anthropic),
+    ] {
+        let (events, error) = collect(model.stream(request())).await;
+        assert!(events.is_empty());
+        let error = error.expect("the redirect fails the call");
+        assert_eq!(error.kind, ModelErrorKind::Provider, "{error:?}");
+        assert_eq!(error.status, Some(307));
+        assert!(
+            error.message.contains(&elsewhere.url) && error.message.contains("not followed"),
+            "{error}"
+        );
+    }
+    assert_eq!(server.requests().len(), 2, "neither call was retried");
+    let leaked: Vec<_> = elsewhere
+        .requests()
+        .iter()
+        .map(|request| {
+            (
+                request.path.clone(),
+                request.header("x-api-key").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(leaked, [], "nothing reached the other server");
+
+    // Within the endpoint's server, a redirect is followed.
+    let server = TestServer::start([]).await;
+    server.push(status(
+        307,
+        &[("location", &format!("{}/v2/chat/completions", server.url))],
+        "",
+    ));
+    server.push(ok("Moved."));
+    let (events, error) = collect(client(&server, 0).stream(request())).await;
+    assert_eq!(error, None);
+    assert_eq!(text_of(&events), "Moved.");
+    let paths: Vec<_> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/v1/chat/completions", "/v2/chat/completions"]);
+}
