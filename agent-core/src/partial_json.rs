@@ -7,6 +7,11 @@ use serde_json::{Map, Number, Value};
 /// Below this many bytes read, [`PartialJson::snapshot`] gives every change.
 const SMALL: usize = 1024;
 
+/// The deepest nesting of arrays and objects read: the deepest serde_json parses (its recursion
+/// limit), so a deeper text would not parse whole either. A value nested without bound (text a
+/// server streams) would overflow the stack when copied or dropped, both of which recurse.
+const MAX_DEPTH: usize = 127;
+
 /// Parses JSON text given in pieces, keeping the value read so far.
 ///
 /// A piece costs what it adds, not a parse of everything before it: the parser keeps its
@@ -17,7 +22,8 @@ const SMALL: usize = 1024;
 /// number not yet valid (`-`, `1.`: the last valid one is kept) and a literal not yet whole
 /// (`tru`) are left out. Text that is not JSON stops the reading (the value keeps what came
 /// before), and so does the end of the root value (what follows, such as the closing fence
-/// of a Markdown block, is ignored).
+/// of a Markdown block, is ignored). So does an array or object nested deeper than 127 (the
+/// deepest serde_json parses, which would refuse the whole text too).
 ///
 /// ```
 /// use agent_core::PartialJson;
@@ -253,6 +259,7 @@ impl PartialJson {
         }
         self.changed = true;
         let (token, container) = match byte {
+            b'{' | b'[' if self.stack.len() == MAX_DEPTH => return self.fail(at),
             b'{' => (Token::None, Some(Container::Object(Map::new()))),
             b'[' => (Token::None, Some(Container::Array(Vec::new()))),
             b'"' => {
@@ -532,6 +539,30 @@ mod tests {
         let json = parsed(&[r#"{"a": [1,]"#]);
         assert!(json.is_failed());
         assert_eq!(json.value(), Some(json!({"a": [1]})));
+    }
+
+    /// Text nested deeper than serde_json parses stops the reading: a value nested without
+    /// bound overflowed the stack when it was copied or dropped.
+    #[test]
+    fn nesting_deeper_than_serde_json_parses_stops_the_reading() {
+        let deepest = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let json = parsed(&[&deepest]);
+        assert!(json.is_complete());
+        assert_eq!(json.value(), serde_json::from_str(&deepest).ok());
+        assert!(serde_json::from_str::<Value>(&format!("[{deepest}]")).is_err());
+        let mut json = parsed(&[r#"{"a":"#, &"[".repeat(1_000_000)]);
+        assert!(json.is_failed());
+        let mut value = json.snapshot().expect("what came before");
+        let mut depth = 0;
+        loop {
+            value = match value {
+                Value::Object(mut members) => members.remove("a").unwrap_or_default(),
+                Value::Array(mut items) => items.pop().unwrap_or_default(),
+                _ => break,
+            };
+            depth += 1;
+        }
+        assert_eq!(depth, MAX_DEPTH);
     }
 
     #[test]

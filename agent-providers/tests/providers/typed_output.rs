@@ -105,6 +105,42 @@ async fn openai_native_mode_sends_the_response_format_and_reads_the_streamed_ans
     assert!(sent.get("tools").is_none(), "{sent}");
 }
 
+/// An answer nested without bound (a million open arrays) fails the turn's output, as any
+/// answer that is not the type's JSON does: its partial values stop at the nesting serde_json
+/// parses, where they overflowed the stack.
+#[tokio::test]
+async fn an_answer_nested_without_bound_fails_the_output_without_overflowing() {
+    let deep = format!(r#"{{"number":{}"#, "[".repeat(1_000_000));
+    let mut body = String::new();
+    for piece in deep.as_bytes().chunks(100_000) {
+        let piece = std::str::from_utf8(piece).unwrap();
+        let chunk =
+            json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+        body += &format!("data: {chunk}\n\n");
+    }
+    body += "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let server = TestServer::start([Reply::sse_split(&body, 64 * 1024)]).await;
+    let model = OpenAi::new("sk-test-key")
+        .base_url(format!("{}/v1/", server.url))
+        .model("gpt-test")
+        .settings(settings());
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+    let mut stream = agent.conversation().stream("Extract the invoice.");
+    let mut finished = None;
+    while let Some(event) = stream.next().await {
+        if let TurnEvent::Finished(result) = event {
+            finished = Some(result);
+        }
+    }
+    let result = finished.expect("the turn finishes");
+    assert!(result.output.is_none());
+    assert!(result.error.is_some(), "{result:?}");
+}
+
 /// One SSE event as Anthropic writes it.
 fn sse(data: Value) -> String {
     let name = data["type"].as_str().unwrap_or("message").to_owned();
