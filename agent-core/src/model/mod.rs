@@ -243,9 +243,9 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Input plus output tokens.
+    /// Input plus output tokens, saturating (a server may report any number).
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     /// Adds another call's usage to this one, saturating (a server may report any number).

@@ -194,6 +194,37 @@ async fn retries_are_bounded() {
     assert_eq!(server.requests().len(), 3, "the request and two retries");
 }
 
+/// A server may report any token count: one past `u64` is read as `u64::MAX`, and a run's
+/// token budget still counts it (saturating), ending the run past its budget rather than
+/// overflowing the sum of input and output tokens.
+#[tokio::test]
+async fn a_usage_past_u64_ends_a_budgeted_run_without_overflowing() {
+    let finish =
+        json!({"choices": [{"index": 0, "delta": {"content": "Hi."}, "finish_reason": "stop"}]});
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 1e30, "completion_tokens": 3}});
+    let body = format!("data: {finish}\n\ndata: {usage}\n\ndata: [DONE]\n\n");
+    let server = TestServer::start([Reply::sse_split(&body, 16)]).await;
+    let agent = AgentBuilder::new("budgeted")
+        .model(client(&server, 0))
+        .build()
+        .unwrap();
+    let result = agent
+        .run(agent_core::TurnRequest::new("hi").budget(agent_core::Budget::tokens(1_000)))
+        .await;
+    assert_eq!(result.usage.input_tokens, u64::MAX);
+    assert_eq!(result.usage.total_tokens(), u64::MAX);
+    let error = result.error.expect("the run is past its budget");
+    assert_eq!(
+        error.kind,
+        TurnErrorKind::Limit(agent_core::StopReason::MaxBudget),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.message,
+        format!("the run spent {} tokens, past its budget of 1000", u64::MAX)
+    );
+}
+
 /// Counts the warnings providers log (one per retry) while it is the thread's subscriber.
 struct RetryCounter(Arc<AtomicUsize>);
 
