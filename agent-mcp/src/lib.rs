@@ -80,13 +80,19 @@ impl fmt::Debug for McpServer {
 impl McpServer {
     /// Starts `command` as an MCP server over stdio, initializes the session and lists its
     /// tools. `name` names the server in errors. Each call may take `timeout` before it is
-    /// abandoned (the model reads that it timed out).
+    /// abandoned (the model reads that it timed out). The process is killed with the last
+    /// handle of the server, even when that is dropped as the Tokio runtime shuts down or
+    /// outside of it (`command` is set to kill on drop).
     pub async fn stdio(
         name: impl Into<String>,
-        command: tokio::process::Command,
+        mut command: tokio::process::Command,
         timeout: Duration,
     ) -> Result<McpServer, McpError> {
         let name = name.into();
+        // rmcp kills the child from a task it spawns when the transport is dropped: a task that
+        // never runs once the runtime is shutting down (a `#[tokio::main]` returning with the
+        // server still held by a task), which left a server that outlives its stdin running.
+        command.kill_on_drop(true);
         let transport = TokioChildProcess::new(command)
             .map_err(|e| McpError(format!("MCP server `{name}`: could not start: {e}")))?;
         let pid = transport.id();
