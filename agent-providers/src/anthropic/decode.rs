@@ -153,20 +153,22 @@ impl AnthropicDecoder {
                 "content_block_start for block {index}, which is already open"
             )));
         }
-        let block = self.block(head, raw, out);
+        let block = self.block(head, raw, out)?;
         self.open.push(Open { index, block });
         Ok(())
     }
 
     /// A block as it starts: what it says at once, and what it gathers until it stops. `raw` is
-    /// the block as sent, read only for blocks of other kinds.
+    /// the block as sent, read only for blocks of other kinds. A client tool call without its
+    /// name or id is malformed: no tool could run it, no result could answer it, and Anthropic
+    /// would refuse it in the next request's history.
     fn block(
         &mut self,
         head: BlockHead,
         raw: Option<serde_json::Value>,
         out: &mut Vec<ModelEvent>,
-    ) -> OpenBlock {
-        match head.kind {
+    ) -> Result<OpenBlock, ModelError> {
+        Ok(match head.kind {
             BlockKind::Text => {
                 self.text(head.text, out);
                 OpenBlock::Passive
@@ -193,9 +195,15 @@ impl AnthropicDecoder {
                         OpenBlock::Answer { streamed: false }
                     }
                 } else {
+                    let id = head.id.unwrap_or_default();
+                    if id.is_empty() || name.is_empty() {
+                        return Err(malformed(format!(
+                            "a tool_use block without its name or id (name `{name}`, id `{id}`)"
+                        )));
+                    }
                     // Shared: the start event, each input delta and the `ToolCall` hold the
                     // call's one copy of each.
-                    let id = Text::from(head.id.unwrap_or_default());
+                    let id = Text::from(id);
                     let name = Text::from(name);
                     out.push(ModelEvent::ToolCallStart {
                         id: id.clone(),
@@ -219,7 +227,7 @@ impl AnthropicDecoder {
                 },
                 None => OpenBlock::Passive,
             },
-        }
+        })
     }
 
     fn delta(
@@ -340,7 +348,7 @@ impl AnthropicDecoder {
             self.usage(usage, out);
         }
         for (block, raw) in message.content.into_iter().zip(raw_blocks) {
-            let block = self.block(block, raw, out);
+            let block = self.block(block, raw, out)?;
             self.complete(block, out);
         }
         if message.stop_reason.is_some() {

@@ -904,6 +904,43 @@ async fn a_block_started_twice_while_open_is_malformed() {
     assert!(error.message.contains("already open"), "{error}");
 }
 
+/// A client tool call without its name or id, streamed or whole in `message_start`, is
+/// malformed: no tool could run it, no result could answer it, and Anthropic would refuse it in
+/// the next request's history.
+#[tokio::test]
+async fn a_tool_use_block_without_its_name_or_id_is_malformed() {
+    let stop = sse(json!({"type": "content_block_stop", "index": 0}))
+        + &sse(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}))
+        + &sse(json!({"type": "message_stop"}));
+    for block in [
+        json!({"type": "tool_use", "id": "toolu_1", "input": {}}),
+        json!({"type": "tool_use", "id": "toolu_1", "name": "", "input": {}}),
+        json!({"type": "tool_use", "name": "weather", "input": {}}),
+        json!({"type": "tool_use", "id": "", "name": "weather", "input": {}}),
+    ] {
+        let start = sse(json!({"type": "content_block_start", "index": 0, "content_block": block}));
+        let broken = message_start(10) + &start + &stop;
+        let whole = sse(json!({"type": "message_start", "message": {"id": "msg_1",
+            "usage": {"input_tokens": 10}, "content": [block]}}))
+            + &sse(json!({"type": "message_stop"}));
+        for body in [broken, whole] {
+            let server = TestServer::start([Reply::sse_split(&body, 64)]).await;
+            let (_, error) = error(&client(&server, 0), user("hi")).await;
+            assert_eq!(
+                error.kind,
+                ModelErrorKind::StreamMalformed,
+                "{block}: {error}"
+            );
+            assert!(
+                error
+                    .message
+                    .contains("tool_use block without its name or id"),
+                "{error}"
+            );
+        }
+    }
+}
+
 /// A delta for a block that is not open (never started, or stopped) is a stream that lost a
 /// frame: malformed, whatever the delta's kind, not text put in the wrong place.
 #[tokio::test]
