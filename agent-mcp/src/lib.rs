@@ -93,8 +93,17 @@ impl McpServer {
         // never runs once the runtime is shutting down (a `#[tokio::main]` returning with the
         // server still held by a task), which left a server that outlives its stdin running.
         command.kill_on_drop(true);
-        let transport = TokioChildProcess::new(command)
-            .map_err(|e| McpError(format!("MCP server `{name}`: could not start: {e}")))?;
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let transport = TokioChildProcess::new(command).map_err(|e| {
+            McpError(format!(
+                "MCP server `{name}`: could not start `{program}`: {e}; check that the program \
+                 is installed and on the PATH, and may be run"
+            ))
+        })?;
         let pid = transport.id();
         McpServer::connect(name, pid, transport, timeout).await
     }

@@ -197,3 +197,19 @@ async fn tools_whose_schema_is_not_an_object_are_left_out() {
         ]
     );
 }
+
+/// A program that cannot be started is named in the error, with what to check: "No such file
+/// or directory" alone did not say which file.
+#[tokio::test]
+async fn a_program_that_cannot_start_is_named_in_the_error() {
+    let command = tokio::process::Command::new("no-such-mcp-server-program");
+    let error = McpServer::stdio("missing", command, Duration::from_secs(5))
+        .await
+        .expect_err("nothing to start");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("MCP server `missing`: could not start `no-such-mcp-server-program`: "),
+        "{message}"
+    );
+    assert!(message.contains("installed and on the PATH"), "{message}");
+}
