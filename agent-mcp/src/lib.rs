@@ -191,7 +191,8 @@ impl McpServer {
         self.inner.stale.load(Ordering::SeqCst)
     }
 
-    /// Lists the server's tools again if it said they changed; whether it did.
+    /// Lists the server's tools again if it said they changed; whether it did. A list that
+    /// fails leaves them marked as changed, so the next refresh tries again.
     pub async fn refresh(&self) -> Result<bool, McpError> {
         if !self.inner.stale.swap(false, Ordering::SeqCst) {
             return Ok(false);
@@ -203,13 +204,16 @@ impl McpServer {
                     "MCP server `{}` did not list its tools in time",
                     self.inner.name
                 ))
-            })?
-            .map_err(|e| {
-                McpError(format!(
-                    "MCP server `{}` did not list its tools: {e}",
-                    self.inner.name
-                ))
-            })?;
+            })
+            .and_then(|listed| {
+                listed.map_err(|e| {
+                    McpError(format!(
+                        "MCP server `{}` did not list its tools: {e}",
+                        self.inner.name
+                    ))
+                })
+            })
+            .inspect_err(|_| self.inner.stale.store(true, Ordering::SeqCst))?;
         *self.listed() = listed;
         Ok(true)
     }
@@ -246,7 +250,7 @@ impl McpServer {
     /// Offers the server's tools to every turn of the agent `builder` makes: a before_turn
     /// hook lists them again when the server said they changed
     /// (`notifications/tools/list_changed`), so each turn sees the server's current tools. A
-    /// failed refresh keeps the last list (logged).
+    /// failed refresh keeps the last list (logged), and the next turn lists them again.
     pub fn add_tools(&self, builder: AgentBuilder) -> AgentBuilder {
         let name = format!("mcp:{}", self.inner.name);
         builder.hook(Hook::<event::BeforeTurn>::new_async_with(

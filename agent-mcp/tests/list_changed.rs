@@ -76,3 +76,78 @@ async fn a_turn_after_list_changed_offers_the_new_tool() {
     assert_eq!(offered, ["first", "second"]);
     let _ = std::fs::remove_file(&script);
 }
+
+/// A server that says its tools changed, then fails the first listing that follows (a JSON-RPC
+/// error), and lists them after.
+const FLAKY: &str = r#"
+const readline = require('readline');
+let tools = [{ name: 'first', description: 'The first tool.', inputSchema: { type: 'object' } }];
+let lists = 0;
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const message = JSON.parse(line);
+  if (message.method === 'initialize') {
+    send({ id: message.id, result: {
+      protocolVersion: message.params.protocolVersion,
+      capabilities: { tools: { listChanged: true } },
+      serverInfo: { name: 'flaky', version: '1.0.0' },
+    } });
+  } else if (message.method === 'tools/list') {
+    lists += 1;
+    if (lists === 2) {
+      send({ id: message.id, error: { code: -32603, message: 'busy, try again' } });
+    } else {
+      send({ id: message.id, result: { tools } });
+    }
+  } else if (message.method === 'tools/call') {
+    tools = [...tools, { name: 'second', description: 'Added later.', inputSchema: { type: 'object' } }];
+    send({ id: message.id, result: { content: [{ type: 'text', text: 'called' }] } });
+    send({ method: 'notifications/tools/list_changed' });
+  } else if (message.id !== undefined) {
+    send({ id: message.id, result: {} });
+  }
+});
+"#;
+
+#[tokio::test]
+async fn a_listing_that_fails_after_list_changed_is_tried_again_next_turn() {
+    let script = std::env::temp_dir().join(format!("flaky-mcp-{}.js", std::process::id()));
+    std::fs::write(&script, FLAKY).unwrap();
+    let mut command = tokio::process::Command::new("node");
+    command.arg(&script);
+    let server = McpServer::stdio("flaky", command, Duration::from_secs(20))
+        .await
+        .expect("the server starts");
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "first", "{}"),
+        ScriptedStep::new().text("Called."),
+        ScriptedStep::new().text("Still the old tools."),
+        ScriptedStep::new().text("I see a new tool."),
+    ]);
+    let conversation = server
+        .add_tools(AgentBuilder::new("flaky").model(model.clone()))
+        .build()
+        .unwrap()
+        .conversation();
+    conversation.run("call first").await;
+    for _ in 0..200 {
+        if server.tools_changed() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(server.tools_changed(), "the server said its tools changed");
+    // The listing fails: the turn keeps the last list, and the tools stay marked as changed.
+    conversation.run("anything new?").await;
+    assert_eq!(server.tool_names(), ["first"]);
+    assert!(server.tools_changed(), "to be listed again");
+    conversation.run("and now?").await;
+    assert_eq!(server.tool_names(), ["first", "second"]);
+    let offered: Vec<String> = model.requests()[3]
+        .tools
+        .iter()
+        .map(|tool| tool.name.clone())
+        .collect();
+    assert_eq!(offered, ["first", "second"]);
+    let _ = std::fs::remove_file(&script);
+}
