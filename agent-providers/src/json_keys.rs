@@ -170,64 +170,30 @@ impl<'de, T: Fields<'de>> Visitor<'de> for Whole<T> {
 
 /// Reads a token count: a count that is not a non-negative number (a string, a negative or
 /// fractional number, an object) is no count, rather than a malformed chunk that would fail a
-/// complete answer over its accounting. A number past `u64` saturates.
+/// complete answer over its accounting. A number past `u64` saturates, even one past `f64`
+/// (`1e400`): the value is read as its JSON text, since serde_json refuses such a number before
+/// any visitor sees it. (A stream's JSON is read from a string, whose text a raw value borrows.)
 pub(crate) fn token_count<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<u64>, D::Error> {
-    deserializer.deserialize_any(TokenCount)
+    let text = <&serde_json::value::RawValue>::deserialize(deserializer)?.get();
+    Ok(match text.as_bytes().first() {
+        Some(b'-' | b'0'..=b'9') => count(text),
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .ok()
+            .and_then(|count| count.parse().ok()),
+        _ => None,
+    })
 }
 
-/// The visitor of [`token_count`].
-struct TokenCount;
-
-impl<'de> Visitor<'de> for TokenCount {
-    type Value = Option<u64>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a token count")
+/// A JSON number as a token count: `None` unless a non-negative whole number; saturating.
+fn count(number: &str) -> Option<u64> {
+    if let Ok(count) = number.parse() {
+        return Some(count);
     }
-
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Option<u64>, E> {
-        Ok(Some(value))
-    }
-
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Option<u64>, E> {
-        Ok(u64::try_from(value).ok())
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Option<u64>, E> {
-        // `as` saturates: `1e30` is `u64::MAX`.
-        Ok((value >= 0.0 && value.fract() == 0.0).then_some(value as u64))
-    }
-
-    fn visit_str<E: de::Error>(self, value: &str) -> Result<Option<u64>, E> {
-        Ok(value.parse().ok())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<u64>, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
-        Ok(None)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
-        Ok(None)
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Option<u64>, M::Error> {
-        while map
-            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-            .is_some()
-        {}
-        Ok(None)
-    }
+    // `as` saturates: `1e30` and `1e400` (infinite as an `f64`) are `u64::MAX`.
+    let value: f64 = number.parse().ok()?;
+    (value == f64::INFINITY || (value >= 0.0 && value.fract() == 0.0)).then_some(value as u64)
 }
 
 #[cfg(test)]
@@ -250,6 +216,10 @@ mod tests {
             (r#"{"tokens":12}"#, Some(12)),
             (r#"{"tokens":12.0}"#, Some(12)),
             (r#"{"tokens":1e30}"#, Some(u64::MAX)),
+            (r#"{"tokens":1e400}"#, Some(u64::MAX)),
+            (r#"{"tokens":18446744073709551616}"#, Some(u64::MAX)),
+            (r#"{"tokens":-1e400}"#, None),
+            (r#"{"tokens":-0}"#, Some(0)),
             (r#"{"tokens":"12"}"#, Some(12)),
             (r#"{"tokens":-3}"#, None),
             (r#"{"tokens":1.5}"#, None),

@@ -188,6 +188,34 @@ async fn text_only_stream_finishes_with_stop_and_length() {
     );
 }
 
+/// A token count past `f64` (`1e400`, which serde_json refuses as a number) is `u64::MAX`, as
+/// one past `u64` is: the answer is complete, not a malformed chunk over its accounting.
+#[tokio::test]
+async fn a_token_count_past_f64_saturates_and_the_answer_is_whole() {
+    let body = concat!(
+        r#"data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        "\n\n",
+        r#"data: {"choices":[],"usage":{"prompt_tokens":1e400,"completion_tokens":3}}"#,
+        "\n\n",
+        "data: [DONE]\n\n",
+    );
+    let server = TestServer::start([Reply::sse_split(body, 7)]).await;
+    let (events, error) = collect(client(&server).stream(user("hi"))).await;
+    assert_eq!(error, None);
+    assert_eq!(
+        events,
+        [
+            ModelEvent::TextDelta("Hi".into()),
+            ModelEvent::Usage(agent_core::Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 3,
+                ..Default::default()
+            }),
+            ModelEvent::Finish(FinishReason::Stop)
+        ]
+    );
+}
+
 const DONE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
 
 /// A client writes each request body into the buffer of its last finished one: a short request
