@@ -295,10 +295,21 @@ fn updated_row(written: Result<Option<Message>, WriteError>) -> (bool, Option<Me
 /// turn's next steps read what the next turn will read from the rows; `own` when no hook could
 /// have changed it, or when the hook made it another kind of message, or made it answer or
 /// make other tool calls (the turn keeps its calls paired with their results).
+///
+/// Inlined, with the hook's case apart: a turn without message hooks (`None`) keeps its own
+/// message with no call and no copy (`whole_turn_calls_agent` in
+/// agent-providers/benches/stream.rs).
+#[inline]
 pub(super) fn as_stored(own: Message, stored: Option<Message>) -> Message {
-    let Some(stored) = stored else {
-        return own;
-    };
+    match stored {
+        None => own,
+        Some(stored) => stored_if_fits(own, stored),
+    }
+}
+
+/// [`as_stored`] when a message hook ran.
+#[cold]
+fn stored_if_fits(own: Message, stored: Message) -> Message {
     let same_calls = |a: &[crate::message::ToolCall], b: &[crate::message::ToolCall]| {
         a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.id == b.id)
     };
