@@ -439,6 +439,11 @@ where
                 None if self.ended => return Poll::Ready(Err(truncated(provider))),
                 None => {}
             }
+            // Checked once per read, never per event.
+            let pending = self.frames.pending();
+            if pending > EVENT_LIMIT {
+                return Poll::Ready(Err(too_long(provider, pending)));
+            }
             let Some(next) = ready!(timer.poll_next(cx, &mut self.body, self.limit)) else {
                 let limit = self.limit.unwrap_or_default();
                 return Poll::Ready(Err(stalled(provider, limit)));
@@ -685,6 +690,24 @@ fn broken(provider: &str, error: &reqwest::Error) -> ModelError {
         format!(
             "{provider}: the connection broke mid-stream: {}",
             error_chain(error)
+        ),
+    )
+}
+
+/// The longest event a stream may send, in bytes: a server that sends more without ending
+/// its event (a line that never ends, a broken proxy) fails the attempt as malformed, instead
+/// of growing the framer's buffer without bound. Far above any real event: a streamed chunk
+/// is a few hundred bytes, a whole tool call's arguments or an image a few megabytes.
+const EVENT_LIMIT: usize = 32 * 1024 * 1024;
+
+/// A stream whose event ran past [`EVENT_LIMIT`].
+fn too_long(provider: &str, bytes: usize) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::StreamMalformed,
+        format!(
+            "{provider}: malformed stream: an event ran past {} MiB ({bytes} bytes without its \
+             end)",
+            EVENT_LIMIT / (1024 * 1024)
         ),
     )
 }

@@ -94,6 +94,13 @@ impl SseFrames {
         self.at = 0;
     }
 
+    /// How many bytes of an event not complete yet the framer holds: after
+    /// [`next_event`](Self::next_event) found none, the whole of the event the reads so far
+    /// began.
+    pub(crate) fn pending(&self) -> usize {
+        self.cut.len() - self.cut_at
+    }
+
     /// Marks the end of the body: a complete last line now ends its event.
     pub(crate) fn end(&mut self) {
         self.ended = true;

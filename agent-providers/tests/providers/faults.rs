@@ -847,6 +847,25 @@ async fn a_huge_error_body_is_cut_to_eight_kib() {
     );
 }
 
+/// A server that sends an event without end (here one `data:` line of 40 MiB with no line
+/// end, in 1 MiB reads) fails the attempt as malformed once the event passes 32 MiB, rather
+/// than growing the client's buffer for as long as it sends.
+#[tokio::test]
+async fn an_event_without_end_past_32_mib_is_malformed() {
+    let endless = format!("data: {}", "x".repeat(40 * 1024 * 1024));
+    let server = TestServer::start([Reply::sse_split(&endless, 1024 * 1024)]).await;
+    let (_, error) = collect(client(&server, 0).stream(request())).await;
+    let error = error.expect("an error");
+    assert_eq!(error.kind, ModelErrorKind::StreamMalformed);
+    assert!(
+        error
+            .message
+            .starts_with("openai: malformed stream: an event ran past 32 MiB ("),
+        "{}",
+        error.message
+    );
+}
+
 #[tokio::test]
 async fn a_stream_ending_done_without_its_blank_line_is_complete_and_not_retried() {
     // Anthropic's OpenAI-compatible endpoint closes right after `data: [DONE]\n`.
