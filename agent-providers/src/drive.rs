@@ -575,11 +575,20 @@ async fn send(
         }
         let content_type = content_type(&response).to_owned();
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
-        // worth another try.
-        let body = read_capped(response, limit, 200).await;
+        // worth another try. A JSON body is most likely an error some proxies send with 200:
+        // kept as an error body is, and a context overflow in it is one (not tried again with
+        // the same too long history).
+        let json = content_type.starts_with("application/json");
+        let keep = if json { ERROR_BODY_LIMIT } else { 200 };
+        let body = read_capped(response, limit, keep).await;
         let shown = body.trim_end();
+        let kind = if json && is_context_overflow(shown) {
+            ModelErrorKind::ContextOverflow
+        } else {
+            ModelErrorKind::StreamMalformed
+        };
         return Err(ModelError::new(
-            ModelErrorKind::StreamMalformed,
+            kind,
             format!("{provider}: expected an event stream, got `{content_type}`: {shown}"),
         )
         .with_status(status.as_u16()));

@@ -180,6 +180,14 @@ async fn context_overflow_is_its_own_kind_and_not_retried() {
     fails_once(400, body, ModelErrorKind::ContextOverflow).await;
 }
 
+/// Some proxies send an error as a JSON body with status 200: its body is kept whole (up to
+/// 8 KiB, as an error status's), and a context overflow in it is not sent again.
+#[tokio::test]
+async fn a_context_overflow_sent_as_json_with_status_200_is_one_and_not_retried() {
+    let body = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    fails_once(200, body, ModelErrorKind::ContextOverflow).await;
+}
+
 #[tokio::test]
 async fn retries_are_bounded() {
     let server =
