@@ -223,7 +223,8 @@ fn classify(error: &tokio_postgres::Error) -> (StoreErrorKind, &'static str) {
         (
             Other,
             "a value is too large for the session tables' indexes: on PostgreSQL a session id \
-             may hold at most about 2,700 bytes; use a shorter one (a hash of a longer key)",
+             may hold at most about 2,700 bytes once compressed; use a shorter one (a hash of a \
+             longer key)",
         )
     } else {
         (Other, "the server refused the statement")
