@@ -166,6 +166,36 @@ async fn another_process_holds_the_session(db: Db) {
     );
 }
 
+/// A process of this machine that died holding a SQLite session's lease (killed, or stopped by
+/// Ctrl-C before it gave the lease back) would hold the session until the lease runs out, 30 s
+/// by default: a turn here sees that the holder is gone and takes the session at once, well
+/// within a bound of a third of the lease. (A live holder keeps it: the test above.)
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_sqlite_turn_takes_the_session_of_a_dead_process_at_once() {
+    let db = Db::sqlite("lease-dead");
+    let mut child = doomed_turn(&db, "tool", 30_000);
+    let (holder, _) = lease_row(&db, "durable").await.expect("the child's lease");
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    assert!(
+        holder.starts_with(&format!("{}:", child.id())),
+        "the row names the child: {holder}"
+    );
+    let model = ScriptedModel::new([ScriptedStep::new().text("Taken over.")]);
+    let result = AgentBuilder::new("next")
+        .model(model)
+        .store(db.open().await)
+        .turn_overlap(TurnOverlap::WaitAtMost(Duration::from_secs(10)))
+        .build()
+        .unwrap()
+        .session("durable")
+        .run("are you there?")
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(lease_row(&db, "durable").await, None, "given back");
+}
+
 /// A turn lease past what the server's timestamps hold, such as `Duration::MAX` for "never runs
 /// out", is taken as the longest one (1,000 years): turns still take the session and give it
 /// back, where the server refused every statement taking it ("interval out of range").

@@ -1,11 +1,12 @@
 //! The turn lease of a SQLite file, shared by every process (and every store) opened on it: a
 //! row per session in `turn_leases` naming its holder and when the lease runs out. The holder
 //! renews it every third of its length while the turn runs and deletes it when the turn ends;
-//! a holder that died stops renewing, and the next turn takes the lease once it ran out.
+//! a holder that died stops renewing, and the next turn takes the lease once it ran out, or at
+//! once when the holder was a process of this machine that is gone (see [`holder_gone`]).
 
 use std::time::Duration;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::OwnedMutexGuard;
 use tokio::task::AbortHandle;
 
@@ -21,6 +22,7 @@ const TAKE: &str = "INSERT INTO turn_leases (session_id, holder, expires_at) VAL
     WHERE turn_leases.expires_at <= ?4";
 const RENEW: &str = "UPDATE turn_leases SET expires_at = ?3 WHERE session_id = ?1 AND holder = ?2";
 const GIVE_BACK: &str = "DELETE FROM turn_leases WHERE session_id = ?1 AND holder = ?2";
+const HOLDER: &str = "SELECT holder FROM turn_leases WHERE session_id = ?1";
 
 /// The first pause between two tries while another holder has the lease, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(2);
@@ -37,7 +39,7 @@ pub(super) async fn take(
     let Some(local) = store.locks.lock(session, wait).await else {
         return Ok(None);
     };
-    let holder = format!("{}:{}", std::process::id(), new_id("turn"));
+    let holder = format!("{}:{}:{}", std::process::id(), machine(), new_id("turn"));
     let length = micros(store.lease);
     let mut pause = FIRST_PAUSE;
     loop {
@@ -87,13 +89,79 @@ fn try_take(
     length: i64,
 ) -> Result<bool, StoreError> {
     let now = now_micros();
-    let changed = conn
-        .prepare_cached(TAKE)
-        .and_then(|mut statement| {
-            statement.execute(params![session, holder, now.saturating_add(length), now])
-        })
-        .map_err(|e| file.sqlite(&e))?;
-    Ok(changed == 1)
+    let sqlite = |e: rusqlite::Error| file.sqlite(&e);
+    let mut take = conn.prepare_cached(TAKE).map_err(sqlite)?;
+    let taken = take
+        .execute(params![session, holder, now.saturating_add(length), now])
+        .map_err(sqlite)?;
+    if taken == 1 {
+        return Ok(true);
+    }
+    // Held, and not run out: by a process of this machine that is gone (killed, or stopped by
+    // Ctrl-C before it gave the lease back), the lease is taken now rather than when it runs
+    // out (30 s by default).
+    let other: Option<String> = conn
+        .query_row(HOLDER, [session], |row| row.get(0))
+        .optional()
+        .map_err(sqlite)?;
+    match other {
+        Some(other) if holder_gone(&other) => {
+            conn.prepare_cached(GIVE_BACK)
+                .and_then(|mut statement| statement.execute(params![session, other]))
+                .map_err(sqlite)?;
+            let taken = take
+                .execute(params![session, holder, now.saturating_add(length), now])
+                .map_err(sqlite)?;
+            Ok(taken == 1)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// What tells this machine's processes apart from others' in a lease's holder
+/// (`pid:machine:turn`): on Linux the boot's id and the process id namespace, so that a
+/// holder's process id is known to be one of this machine's, as this process sees them (not a
+/// container's of its own, nor another machine's on a shared file system); empty elsewhere.
+fn machine() -> &'static str {
+    static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MACHINE.get_or_init(|| {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+        let pids = std::fs::read_link("/proc/self/ns/pid");
+        match (boot, pids) {
+            // The namespace's link reads `pid:[4026531836]`: its number, without the colon
+            // that separates a holder's parts.
+            (Ok(boot), Ok(pids)) => {
+                let pids = pids.to_string_lossy();
+                let number: String = pids.chars().filter(char::is_ascii_digit).collect();
+                format!("{}/{number}", boot.trim())
+            }
+            _ => String::new(),
+        }
+    })
+}
+
+/// Whether a lease's holder is a process of this machine that no longer runs: its process id
+/// names no process, or one that exited and was not reaped yet. A holder of another machine,
+/// of an older version of this store (`pid:turn`), or when this machine's processes cannot be
+/// told apart, is taken as alive: its lease runs out on its own.
+fn holder_gone(holder: &str) -> bool {
+    let mut parts = holder.splitn(3, ':');
+    let (Some(pid), Some(machine_id), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    if machine_id.is_empty() || machine_id != machine() || pid == std::process::id() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis: `Z` for a zombie, `X` dead.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+        Err(error) => error.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// Keeps the lease alive while the turn runs: renews it every third of its length.
