@@ -32,15 +32,20 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 });
 "#;
 
+/// Starts `script`, a node MCP server, over stdio as `name` (its file is gone once it runs).
+async fn node_server(name: &str, script: &str) -> McpServer {
+    let path = std::env::temp_dir().join(format!("{name}-mcp-{}.js", std::process::id()));
+    std::fs::write(&path, script).unwrap();
+    let mut command = tokio::process::Command::new("node");
+    command.arg(&path);
+    let server = McpServer::stdio(name, command, Duration::from_secs(20)).await;
+    let _ = std::fs::remove_file(&path);
+    server.expect("the server starts")
+}
+
 #[tokio::test]
 async fn a_turn_after_list_changed_offers_the_new_tool() {
-    let script = std::env::temp_dir().join(format!("changing-mcp-{}.js", std::process::id()));
-    std::fs::write(&script, SERVER).unwrap();
-    let mut command = tokio::process::Command::new("node");
-    command.arg(&script);
-    let server = McpServer::stdio("changing", command, Duration::from_secs(20))
-        .await
-        .expect("the server starts");
+    let server = node_server("changing", SERVER).await;
     assert_eq!(server.tool_names(), ["first"]);
     let model = ScriptedModel::new([
         ScriptedStep::new().tool_call("c1", "first", "{}"),
@@ -74,7 +79,6 @@ async fn a_turn_after_list_changed_offers_the_new_tool() {
         .map(|tool| tool.name.clone())
         .collect();
     assert_eq!(offered, ["first", "second"]);
-    let _ = std::fs::remove_file(&script);
 }
 
 /// A server that says its tools changed, then fails the first listing that follows (a JSON-RPC
@@ -111,13 +115,7 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 
 #[tokio::test]
 async fn a_listing_that_fails_after_list_changed_is_tried_again_next_turn() {
-    let script = std::env::temp_dir().join(format!("flaky-mcp-{}.js", std::process::id()));
-    std::fs::write(&script, FLAKY).unwrap();
-    let mut command = tokio::process::Command::new("node");
-    command.arg(&script);
-    let server = McpServer::stdio("flaky", command, Duration::from_secs(20))
-        .await
-        .expect("the server starts");
+    let server = node_server("flaky", FLAKY).await;
     let model = ScriptedModel::new([
         ScriptedStep::new().tool_call("c1", "first", "{}"),
         ScriptedStep::new().text("Called."),
@@ -149,5 +147,4 @@ async fn a_listing_that_fails_after_list_changed_is_tried_again_next_turn() {
         .map(|tool| tool.name.clone())
         .collect();
     assert_eq!(offered, ["first", "second"]);
-    let _ = std::fs::remove_file(&script);
 }

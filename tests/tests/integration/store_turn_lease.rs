@@ -249,6 +249,27 @@ async fn listening_backend(database: &str, not: Option<i32>) -> i32 {
     }
 }
 
+/// Two stores on a new database named `name`, whose leases last 10 minutes (a waiter that
+/// relied on a lease running out would not finish within the tests' 10 s): the database's
+/// name, the store that holds sessions, and the one that waits for them.
+async fn two_postgres_stores(
+    name: &str,
+) -> (
+    String,
+    agent_postgres::PostgresStore,
+    agent_postgres::PostgresStore,
+) {
+    use agent_postgres::{PostgresOptions, PostgresStore};
+    let url = tests::postgres::cluster().database(name).await;
+    let database = url.rsplit('/').next().unwrap().to_owned();
+    let options = PostgresOptions::default().turn_lease(Duration::from_secs(600));
+    let holder = PostgresStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let waiter = PostgresStore::connect_with(&url, options).await.unwrap();
+    (database, holder, waiter)
+}
+
 /// Turns waiting for a PostgreSQL session another store holds are woken when it gives the lease
 /// back, first come first served: every lease here lasts 10 minutes, so a waiter that relied on
 /// the lease running out would not finish within the tests' 10 s. Once the waiting store's
@@ -256,16 +277,10 @@ async fn listening_backend(database: &str, not: Option<i32>) -> i32 {
 #[tokio::test]
 async fn postgres_turns_waiting_for_a_session_are_woken_in_order_when_it_is_given_back() {
     use agent_core::SessionStore;
-    use agent_postgres::{PostgresOptions, PostgresStore};
+    use agent_postgres::PostgresStore;
     use tests::within;
 
-    let url = tests::postgres::cluster().database("lease-wake").await;
-    let database = url.rsplit('/').next().unwrap().to_owned();
-    let options = PostgresOptions::default().turn_lease(Duration::from_secs(600));
-    let holder = PostgresStore::connect_with(&url, options.clone())
-        .await
-        .unwrap();
-    let waiter = PostgresStore::connect_with(&url, options).await.unwrap();
+    let (database, holder, waiter) = two_postgres_stores("lease-wake").await;
     let wait = |store: &PostgresStore| {
         let store = store.clone();
         tokio::spawn(async move { store.lock_turn("s", true).await.unwrap() })
@@ -322,16 +337,9 @@ async fn postgres_turns_waiting_for_a_session_are_woken_in_order_when_it_is_give
 #[tokio::test]
 async fn a_postgres_turn_waiting_for_a_session_with_a_very_long_id_is_woken() {
     use agent_core::SessionStore;
-    use agent_postgres::{PostgresOptions, PostgresStore};
     use tests::within;
 
-    let url = tests::postgres::cluster().database("lease-wake-long").await;
-    let database = url.rsplit('/').next().unwrap().to_owned();
-    let options = PostgresOptions::default().turn_lease(Duration::from_secs(600));
-    let holder = PostgresStore::connect_with(&url, options.clone())
-        .await
-        .unwrap();
-    let waiter = PostgresStore::connect_with(&url, options).await.unwrap();
+    let (database, holder, waiter) = two_postgres_stores("lease-wake-long").await;
     let (long, other) = ("s".repeat(9_000), "t".repeat(9_000));
     let wait = |session: &str| {
         let (store, session) = (waiter.clone(), session.to_owned());
