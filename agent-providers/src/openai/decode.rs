@@ -6,7 +6,8 @@
 //! [`ModelEvent::ToolInputDelta`] and appended to its call, and the complete calls are emitted,
 //! in index order, once the choice reports its finish reason. Usage arrives in its own chunk
 //! after that (`stream_options.include_usage`), and only `data: [DONE]` ends the stream with
-//! [`ModelEvent::Finish`].
+//! [`ModelEvent::Finish`], once a finish reason came: `[DONE]` without one is a truncated
+//! stream, not a shorter answer.
 
 use agent_core::{
     FinishReason, ModelError, ModelErrorKind, ModelEvent, Text as SharedText, ToolCall, Usage,
@@ -30,8 +31,6 @@ pub(crate) struct OpenAiDecoder {
     calls: Vec<PendingCall>,
     /// The highest index among `calls`: a piece with a higher one starts a call.
     highest: Option<u32>,
-    /// Whether complete tool calls were emitted.
-    emitted_calls: bool,
     finish: Option<FinishReason>,
     done: bool,
     /// The citations last kept (a server repeats them in every chunk).
@@ -177,15 +176,21 @@ impl OpenAiDecoder {
             return Ok(());
         }
         if data == "[DONE]" {
+            // The end marker is `[DONE]` after a finish reason: one without (a proxy closing a
+            // broken upstream, say) would end a shorter answer, or calls with cut arguments,
+            // as if complete.
+            let Some(reason) = self.finish.take() else {
+                return Err(ModelError::new(
+                    ModelErrorKind::StreamTruncated,
+                    format!(
+                        "{PROVIDER}: the stream ended with [DONE] but no finish reason (truncated)"
+                    ),
+                ));
+            };
             self.flush_calls(out);
             if let Some(index) = self.nameless.take() {
                 return Err(nameless(index));
             }
-            let reason = self.finish.take().unwrap_or(if self.emitted_calls {
-                FinishReason::ToolCalls
-            } else {
-                FinishReason::Stop
-            });
             out.push(ModelEvent::Finish(reason));
             self.done = true;
             return Ok(());
@@ -309,7 +314,6 @@ impl OpenAiDecoder {
                 call.arguments,
             )));
         }
-        self.emitted_calls = true;
     }
 }
 
@@ -486,6 +490,9 @@ fn excerpt(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    /// The chunk that ends a text answer.
+    const FINISHED: &str = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+
     fn decode(frames: &[&str]) -> Result<(Vec<ModelEvent>, bool), ModelError> {
         let mut decoder = OpenAiDecoder::default();
         let mut out = Vec::new();
@@ -570,6 +577,7 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"a","arguments":"{\"x\""}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"id":"b1","function":{"name":"b","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
             "[DONE]",
         ])
         .unwrap();
@@ -633,6 +641,7 @@ mod tests {
         let (events, _) = decode(&[
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"name":"weather","arguments":"{\"city\""}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a1","function":{"arguments":":\"Paris\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
             "[DONE]",
         ])
         .unwrap();
@@ -679,7 +688,7 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"reasoning_content":"","reasoning":"think"}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think","reasoning":""}}]}"#,
         ] {
-            let (events, _) = decode(&[frame, "[DONE]"]).unwrap();
+            let (events, _) = decode(&[frame, FINISHED, "[DONE]"]).unwrap();
             assert_eq!(
                 events.first(),
                 Some(&ModelEvent::ReasoningDelta("think".into())),
@@ -811,10 +820,13 @@ mod tests {
     #[test]
     fn frames_that_are_not_objects() {
         assert_eq!(decode(&["", "  ", "\n"]).unwrap(), (Vec::new(), false));
+        let done = [FINISHED, " [DONE] "];
         assert_eq!(
-            decode(&[" [DONE] "]).unwrap(),
+            decode(&done).unwrap(),
             (vec![ModelEvent::Finish(FinishReason::Stop)], true)
         );
+        let error = decode(&[" [DONE] "]).unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::StreamTruncated);
         let (events, _) =
             decode(&["  {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}"]).unwrap();
         assert_eq!(events, [ModelEvent::TextDelta("x".into())]);
