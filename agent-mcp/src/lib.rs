@@ -144,7 +144,18 @@ impl McpServer {
                     &format!("no answer within {timeout:?}"),
                 )
             })?
-            .map_err(|e| fail("did not initialize", &e))?;
+            .map_err(|e| match pid {
+                // A process that exits at start (a bad argument, a missing file) closes its
+                // stdout before it answers; only what it wrote to standard error says why.
+                Some(_) => fail(
+                    "did not initialize",
+                    &format!(
+                        "{e}; the process may have exited before it answered: see what it \
+                         wrote to standard error"
+                    ),
+                ),
+                None => fail("did not initialize", &e),
+            })?;
         let tools = tokio::time::timeout(timeout, service.list_all_tools())
             .await
             .map_err(|_| {

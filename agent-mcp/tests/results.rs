@@ -213,3 +213,25 @@ async fn a_program_that_cannot_start_is_named_in_the_error() {
     );
     assert!(message.contains("installed and on the PATH"), "{message}");
 }
+
+/// A server that exits as it starts (here `node` running a script that exits at once) fails
+/// to initialize with an error that says it may have exited and where to look.
+#[tokio::test]
+async fn a_server_that_exits_at_start_says_where_to_look() {
+    let mut command = tokio::process::Command::new("node");
+    command.args(["-e", "process.exit(3)"]);
+    let error = McpServer::stdio("quitter", command, Duration::from_secs(20))
+        .await
+        .expect_err("it exits");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("MCP server `quitter`: did not initialize: "),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(
+            "the process may have exited before it answered: see what it wrote to standard error"
+        ),
+        "{message}"
+    );
+}
