@@ -145,11 +145,16 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         .zip(&plan.hooks)
         .map(|(hook, hook_plan)| {
             let spec = hook.attr.matcher.as_ref().map(|(spec, _)| spec);
+            // A hook that reads the call as JSON can take any tool's: it is not held to the
+            // static tools its matcher resolved to.
+            let json = hook.input_ty.as_ref().is_some_and(is_json_value)
+                && hook.output_ty.as_ref().is_none_or(is_json_value);
             let matcher = match spec {
                 _ if !hook.event.tool => None,
-                // A dynamic matcher also matches the tools added at run time: registered as
-                // written (every tool, names the agent lacks, a regex), as the builder's is.
-                spec if hook.attr.dynamic => spec.map(MatcherCode::Runtime),
+                // A dynamic matcher, or a JSON hook's, also matches the tools added at run time:
+                // registered as written (every tool, names the agent lacks, a regex), as the
+                // builder's is. Each tool is matched once, when it is added, never per call.
+                spec if hook.attr.dynamic || json => spec.map(MatcherCode::Runtime),
                 _ => Some(MatcherCode::Resolved(
                     hook_plan
                         .matched

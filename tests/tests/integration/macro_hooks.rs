@@ -219,6 +219,70 @@ async fn a_dynamic_regex_matches_tools_added_at_run_time() {
     );
 }
 
+struct Files {
+    trace: Trace,
+}
+
+/// A JSON hook with a regex, not `dynamic`: it must match a static tool when the macro
+/// expands, and it also gates the tools added at run time that its regex matches.
+#[agent]
+impl Files {
+    /// Read a file.
+    #[tool]
+    fn read_file(&self, path: String) -> String {
+        path
+    }
+
+    #[hook(before_tool_call, match = "_file$")]
+    fn sandbox(&self, ctx: &ToolCallContext<Value>) -> ToolCallDecision<Value> {
+        self.trace.push(format!("sandbox({})", ctx.tool_name));
+        if &*ctx.tool_name == "delete_file" {
+            ToolCallDecision::block("deleting is not allowed")
+        } else {
+            ToolCallDecision::Allow
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_json_hooks_regex_in_an_agent_gates_tools_added_at_run_time() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "read_file", r#"{"path":"a"}"#),
+        ScriptedStep::new().tool_call("c2", "delete_file", "{}"),
+        ScriptedStep::new().tool_call("c3", "list_dir", "{}"),
+        ScriptedStep::new().text("done"),
+    ]);
+    let tool = |name: &'static str| {
+        let ran = trace.clone();
+        agent_core::FnTool::new(name, "A tool.", serde_json::json!({"type": "object"}), {
+            move |_, _| {
+                ran.push(format!("run {name}"));
+                async { Ok(serde_json::json!("ok")) }
+            }
+        })
+    };
+    let agent = Files {
+        trace: trace.clone(),
+    }
+    .builder()
+    .model(model)
+    .dyn_tool(tool("delete_file"))
+    .dyn_tool(tool("list_dir"))
+    .build()
+    .unwrap();
+    let result = agent.run("tidy up").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        ["sandbox(read_file)", "sandbox(delete_file)", "run list_dir"]
+    );
+    assert_eq!(
+        result.steps[1].tool_results[0].content,
+        "deleting is not allowed"
+    );
+}
+
 struct Drawer {
     trace: Trace,
 }
