@@ -106,7 +106,9 @@ impl SqliteOptions {
 /// timeout for another's lock). Clones share one connection.
 ///
 /// Turns of one session never overlap, whichever agent, store or process on this machine runs
-/// them: a turn holds a lease row in the file (see [`SqliteOptions::turn_lease`]).
+/// them: a turn holds a lease row in the file (see [`SqliteOptions::turn_lease`]). Its queries
+/// run on Tokio's blocking pool, or inline outside a Tokio runtime; taking a turn's lease
+/// (`lock_turn`) needs a Tokio runtime, which renews the lease on a task.
 ///
 /// With [`SqliteSync::Full`], a turn syncs the log once per step, not once per write: the write
 /// that settles a reply (completed or failed) is synced, and so is the turn's last write (giving
