@@ -5,7 +5,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use super::model_stream::{StepStream, Streamed};
-use super::output::PartialAnswer;
+use super::output_spec::PartialAnswer;
 use super::state::{End, Flow, Turn};
 use super::traced::in_span;
 use crate::hooks::{ErrorStage, LlmEndContext, LlmStartContext, TurnError, TurnErrorKind, observe};

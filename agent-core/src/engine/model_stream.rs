@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::events::TurnEvent;
-use super::output::PartialAnswer;
+use super::output_spec::PartialAnswer;
 use crate::hooks::{Chunk, ChunkContext, TurnError, TurnErrorKind};
 use crate::message::{self, ToolCall};
 use crate::model::{

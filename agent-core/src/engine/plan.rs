@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use super::handoff::Reach;
 use super::inherit::Inherited;
-use super::output::Asked;
+use super::output_spec::Asked;
+use super::reach::Reach;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
 use crate::cancel::CancelToken;
@@ -39,7 +39,7 @@ pub(super) struct TurnPlan<'a> {
     pub(super) stall_timeout: Option<std::time::Duration>,
     pub(super) output_schema: Option<OutputSchema>,
     /// How the current step asks for the typed answer, when the agent running it has an
-    /// output type (`output.rs`).
+    /// output type (`output_spec.rs`).
     pub(super) asked: Option<Asked>,
     /// The turn's own output retries (`TurnRequest::output_retries`), over the agent's.
     pub(super) output_retries: Option<usize>,

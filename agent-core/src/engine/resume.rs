@@ -7,12 +7,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use super::handoff::Reach;
 use super::plan::TurnPlan;
+use super::reach::Reach;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Turn, store_error};
 use super::step::CallsDone;
-use super::subagent::Resume;
+use super::subagent_call::Resume;
 use super::tool_call::CallResult;
 use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};

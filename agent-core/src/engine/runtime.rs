@@ -1,17 +1,18 @@
 //! What a built agent holds at run time: its model, settings, tools with their resolved hooks,
 //! the hook lists, its store and the state of its open sessions (turn locks, session
-//! configurations). The facade's `Agent` is a shared handle on one [`AgentRuntime`].
+//! configurations), and the handoffs it may make. The facade's `Agent` is a shared handle on
+//! one [`AgentRuntime`].
 
 use hashbrown::HashMap;
 use std::any::TypeId;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::guardrails::Guardrail;
-pub(crate) use super::handoff::{HandoffSlot, HandoffTarget, TransferTool, link};
-pub(crate) use super::output::OutputSpec;
+use super::handoff_history::HandoffHistory;
+pub(crate) use super::output_spec::OutputSpec;
 use super::request::TurnOverlap;
 use super::run_scope::RunContextValue;
 use crate::hooks::Extension;
@@ -67,7 +68,7 @@ pub(crate) struct AgentRuntime {
     pub(crate) sessions: OpenSessions,
     /// Builds each session's configuration when it opens.
     pub(crate) configure_session: Option<Configure>,
-    /// The type the agent's final answer must parse into, when it has one (`output.rs`).
+    /// The type the agent's final answer must parse into, when it has one (`output_spec.rs`).
     pub(crate) output: Option<Arc<OutputSpec>>,
 }
 
@@ -76,6 +77,84 @@ pub(crate) struct AgentRuntime {
 /// `Agent` handle, or another agent using it as a handoff target or subagent) holds this, so
 /// the team is freed with the last such holder.
 pub(crate) type TeamAgents = Arc<[Arc<AgentRuntime>]>;
+
+/// The agent a handoff goes to.
+pub(crate) enum HandoffTarget {
+    /// An agent built before the one handing off, held by it.
+    Built(Arc<AgentRuntime>),
+    /// A teammate named by the handoff, linked when the team is built (`link`). Held weakly:
+    /// teammates may hand off to each other both ways, and strong links would make a cycle
+    /// that is never freed; the team holds its agents instead (`TeamAgents`).
+    Linked(OnceLock<Weak<AgentRuntime>>),
+}
+
+/// A handoff an agent may make: its target, the transfer tool the model sees and the history
+/// filter.
+pub(crate) struct HandoffSlot {
+    pub(crate) target: HandoffTarget,
+    /// The target's name.
+    pub(crate) to: Arc<str>,
+    pub(crate) spec: Arc<ToolSpec>,
+    pub(crate) history: HandoffHistory,
+    /// Whether the target inherits the handing agent's untyped tool hooks.
+    pub(crate) inherit: bool,
+}
+
+/// What a handoff's transfer tool is made from, besides its target.
+pub(crate) struct TransferTool {
+    pub(crate) tool_name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) history: HandoffHistory,
+    pub(crate) inherit: bool,
+}
+
+impl HandoffSlot {
+    /// The transfer tool of a handoff to the agent named `to` (whose description is
+    /// `what`): `transfer_to_<name>` unless named, with a description naming the target (and
+    /// what it does) unless given, and no arguments.
+    pub(crate) fn new(
+        target: HandoffTarget,
+        to: Arc<str>,
+        what: Option<&str>,
+        tool: TransferTool,
+    ) -> HandoffSlot {
+        let name = tool
+            .tool_name
+            .unwrap_or_else(|| format!("transfer_to_{to}"));
+        let description = tool.description.unwrap_or_else(|| match what {
+            Some(what) => format!("Hand the conversation to agent `{to}`: {what}"),
+            None => format!("Hand the conversation to agent `{to}`."),
+        });
+        let spec = ToolSpec {
+            name,
+            description,
+            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        };
+        HandoffSlot {
+            target,
+            to,
+            spec: Arc::new(spec),
+            history: tool.history,
+            inherit: tool.inherit,
+        }
+    }
+}
+
+/// Links every named handoff of a team's agents to the agent of its name (the builder checked
+/// that each name is one agent's).
+pub(crate) fn link(team: &[Arc<AgentRuntime>]) {
+    for agent in team {
+        for slot in &agent.handoffs {
+            let HandoffTarget::Linked(link) = &slot.target else {
+                continue;
+            };
+            if let Some(target) = team.iter().find(|target| target.name == slot.to) {
+                // The agents were just built: nothing linked them before.
+                let _ = link.set(Arc::downgrade(target));
+            }
+        }
+    }
+}
 
 /// What marks a tool as a subagent: the agent it runs, and whether that agent's turn inherits
 /// the caller's untyped tool hooks.

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::events::TurnEvent;
-use super::handoff::Reach;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
 use super::persist::{Strictness, WriteError, Writer};
+use super::reach::Reach;
 use super::run_scope::RunScope;
 use super::runtime::AgentRuntime;
 use crate::cancel::CancelToken;
@@ -31,7 +31,7 @@ pub(super) struct Turn<'a> {
     pub(super) agent: &'a AgentRuntime,
     /// The agent running the steps: the first one, or the target of the last handoff.
     pub(super) current: &'a AgentRuntime,
-    /// The agents the turn may hand off to, held while it runs (`handoff.rs`).
+    /// The agents the turn may hand off to, held while it runs (`reach.rs`).
     pub(super) reach: &'a Reach,
     pub(super) session_id: &'a Arc<str>,
     /// The session's open mark (its configuration lives as long as it), when the agent
@@ -84,7 +84,7 @@ pub(super) struct Outcome {
     /// The validated typed answer (`output.rs`).
     pub(super) output: Option<crate::hooks::Output>,
     /// The typed answers that failed so far.
-    pub(super) attempts: super::output::Attempts,
+    pub(super) attempts: super::output_spec::Attempts,
 }
 
 /// How a turn ends.

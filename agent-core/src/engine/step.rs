@@ -4,12 +4,13 @@
 use std::sync::{Arc, PoisonError};
 
 use super::guardrails;
-use super::handoff::StepAllowance;
 use super::history;
 use super::model_call::Answer;
 use super::model_stream::StepStream;
 use super::output::{self, Verdict};
 use super::plan::TurnPlan;
+use super::reach::StepAllowance;
+use super::reply::Reply;
 use super::state::{End, Flow, Turn, as_stored};
 use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
@@ -17,26 +18,11 @@ use crate::hooks::{
     ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
     StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,
 };
-use crate::message::{Message, ToolCall};
-use crate::model::{FinishReason, Model, ModelRequest, Usage};
+use crate::message::Message;
+use crate::model::{Model, ModelRequest};
 use crate::store::{self, MessageStatus, MessageUpdate};
 use crate::text::Text;
 use crate::util::{BoxFuture, boxed};
-
-/// A step's reply once post-processed and stored.
-pub(super) struct Reply {
-    /// The reply's row.
-    pub(super) row: i64,
-    /// Where the reply sits in the turn's added messages and in the plan's messages, should a
-    /// hook drop one of its calls.
-    pub(super) at: (usize, usize),
-    pub(super) text: Text,
-    pub(super) reasoning: Text,
-    pub(super) tool_calls: Arc<[ToolCall]>,
-    pub(super) finish_reason: FinishReason,
-    pub(super) usage: Usage,
-    pub(super) provider_metadata: Vec<serde_json::Value>,
-}
 
 /// What a step's tool calls produced.
 pub(super) struct CallsDone {

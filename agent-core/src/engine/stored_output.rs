@@ -13,7 +13,8 @@
 
 use std::sync::Arc;
 
-use super::output::{OutputSpec, RETRY_LEAD, RETRY_TAIL, from_text, from_tool};
+use super::output::{RETRY_LEAD, RETRY_TAIL, from_text, from_tool};
+use super::output_spec::OutputSpec;
 use crate::hooks::{Output, OutputMode};
 use crate::message::Message;
 use crate::store::{MessageStatus, StoredMessage};

@@ -1,81 +1,30 @@
 //! Subagents: an agent offered to another as a tool. A call runs the subagent's own turn (its
 //! own session, request id and hooks) on the call's `input` and returns its final answer; the
 //! calling agent's before_tool_call and after_tool_call hooks apply to the call as to any tool,
-//! and on_subagent_start / on_subagent_stop fire around the subagent's turn.
+//! and on_subagent_start / on_subagent_stop fire around the subagent's turn
+//! (`subagent_call.rs`).
 //!
 //! A subagent's turn that suspends suspends the call to it: the subagent's session is kept (in
 //! its store) and its waiting calls pass up to the caller's turn (`tool_call.rs`), which keeps
 //! them with its own session. When the caller's turn resumes, the call runs again: it writes
 //! the answers to the subagent's waiting calls and resumes the subagent's turn, whose final
 //! answer is the call's result. What passes between the call and the subagent's turn goes
-//! through a task-local [`Passing`] cell.
+//! through a task-local cell ([`Passing`](super::subagent_call::Passing)).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::FinishOnDrop;
-use super::plan::CallScope;
 use super::request::TurnRequest;
-use super::runtime::{AgentRuntime, ToolSlot};
+use super::runtime::AgentRuntime;
+use super::subagent_call::{self, Resume, Suspension};
 use super::turn::{SessionRef, run_turn};
-use crate::hooks::tool_hooks::CallState;
-use crate::hooks::{SubagentStartContext, SubagentStopContext, ToolOutcome, TurnStatus, observe};
+use crate::hooks::TurnStatus;
 use crate::session::Opened;
-use crate::store::{CallAnswer, PendingCall};
+use crate::store::CallAnswer;
 use crate::tool::{FnTool, ToolContext, ToolError};
 use crate::util::new_id;
-
-tokio::task_local! {
-    /// The cell of the call to a subagent running in this task (the innermost one).
-    static PASSING: Arc<Mutex<Passing>>;
-}
-
-/// What passes between a call to a subagent and the subagent's turn.
-#[derive(Default)]
-pub(super) struct Passing {
-    /// The suspended turn the call resumes, taken by the subagent's turn.
-    resume: Option<Resume>,
-    /// The suspension the subagent's turn ended in.
-    suspended: Option<Suspension>,
-}
-
-/// A subagent's suspended turn to resume, with the answers to its waiting calls (in order).
-pub(crate) struct Resume {
-    pub(crate) session: String,
-    pub(crate) answers: Vec<CallAnswer>,
-}
-
-/// A subagent's turn that suspended: its session and its waiting calls.
-pub(crate) struct Suspension {
-    pub(crate) session: String,
-    pub(crate) pending: Vec<PendingCall>,
-}
-
-/// The cell for one call to a subagent, resuming `resume` when given.
-pub(super) fn passing(resume: Option<Resume>) -> Arc<Mutex<Passing>> {
-    Arc::new(Mutex::new(Passing {
-        resume,
-        suspended: None,
-    }))
-}
-
-/// Runs the call's tool future with its cell. (A plain function, not twice the size of
-/// `call`: see `run_scope::working`.)
-pub(super) fn scoped<F: Future>(
-    cell: Arc<Mutex<Passing>>,
-    call: F,
-) -> impl Future<Output = F::Output> {
-    PASSING.scope(cell, call)
-}
-
-/// The suspension the subagent's turn left in the cell, if it suspended.
-pub(super) fn suspension(cell: &Arc<Mutex<Passing>>) -> Option<Suspension> {
-    cell.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .suspended
-        .take()
-}
 
 /// The tool through which a model asks `agent`: named after the agent unless `name` is given,
 /// taking `{"input": "..."}`.
@@ -106,11 +55,8 @@ pub(crate) fn tool(
 /// or the suspended one the call resumes. A turn that suspends leaves its suspension in the
 /// call's cell and keeps its session.
 async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
-    let cell = PASSING.try_with(Arc::clone).ok();
-    let resume = cell.as_ref().and_then(|cell| {
-        let mut passing = cell.lock().unwrap_or_else(PoisonError::into_inner);
-        passing.resume.take()
-    });
+    let cell = subagent_call::cell();
+    let resume = cell.as_ref().and_then(subagent_call::take_resume);
     let (session, request) = match resume {
         Some(resume) => {
             answer(&agent, &resume).await?;
@@ -180,9 +126,7 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
                     session: session.id.to_string(),
                     pending: result.pending,
                 };
-                cell.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .suspended = Some(suspension);
+                subagent_call::suspend(&cell, suspension);
             }
             Err(ToolError::new(why))
         }
@@ -278,72 +222,5 @@ impl Drop for Held {
         if !self.keep {
             self.agent.store.release(&self.id);
         }
-    }
-}
-
-/// on_subagent_start, when `slot` is a subagent; a failing fail-closed hook keeps the subagent
-/// from running (the call fails with why).
-pub(super) async fn started(
-    scope: &CallScope<'_>,
-    slot: &ToolSlot,
-    state: &CallState<'_>,
-) -> Result<(), ToolOutcome> {
-    let Some(subagent) = slot.subagent.as_ref().map(|mark| &mark.name) else {
-        return Ok(());
-    };
-    let caller = scope.tools.agent;
-    if caller.hooks.on_subagent_start.is_empty() {
-        return Ok(());
-    }
-    let ctx = SubagentStartContext {
-        request_id: scope.request_id.clone(),
-        step: scope.step,
-        call_id: state.call_id.clone(),
-        agent: scope.me.clone(),
-        subagent: subagent.clone(),
-        input: state.effective_input.to_json().unwrap_or_default(),
-    };
-    observe(&caller.hooks.on_subagent_start, &ctx)
-        .await
-        .map_err(|error| {
-            let message = format!("agent `{subagent}` did not run: {}", error.message);
-            ToolOutcome::Failed(ToolError::new(message))
-        })
-}
-
-/// on_subagent_stop, when `slot` is a subagent; a failing fail-closed hook fails the call.
-pub(super) async fn stopped(
-    scope: &CallScope<'_>,
-    slot: &ToolSlot,
-    call_id: &Arc<str>,
-    outcome: ToolOutcome,
-) -> ToolOutcome {
-    let Some(subagent) = slot.subagent.as_ref().map(|mark| &mark.name) else {
-        return outcome;
-    };
-    let caller = scope.tools.agent;
-    if caller.hooks.on_subagent_stop.is_empty() {
-        return outcome;
-    }
-    let result = match &outcome {
-        ToolOutcome::Executed(value) => value.to_model_text(),
-        ToolOutcome::Failed(error) => Err(error.message().to_owned()),
-        ToolOutcome::Blocked(reason) => Err(reason.clone()),
-        ToolOutcome::Substituted(value) => value.to_model_text(),
-    };
-    let ctx = SubagentStopContext {
-        request_id: scope.request_id.clone(),
-        step: scope.step,
-        call_id: call_id.clone(),
-        agent: scope.me.clone(),
-        subagent: subagent.clone(),
-        result,
-    };
-    match observe(&caller.hooks.on_subagent_stop, &ctx).await {
-        Ok(()) => outcome,
-        Err(error) => ToolOutcome::Failed(ToolError::new(format!(
-            "agent `{subagent}` ran, then {}",
-            error.message
-        ))),
     }
 }

@@ -14,7 +14,7 @@ use super::inherit::{self, Inherited};
 use super::plan::CallScope;
 use super::preliminary;
 use super::runtime::ToolSlot;
-use super::subagent::{self, Resume, Suspension};
+use super::subagent_call::{self, Resume, Suspension};
 use super::tool_results;
 use super::traced::{self, in_span};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
@@ -626,7 +626,7 @@ async fn invoke_subagent<'c>(
     has_after: bool,
     resume: Option<Resume>,
 ) -> Invoked<'c> {
-    if let Err(outcome) = subagent::started(scope, slot, &state).await {
+    if let Err(outcome) = subagent_call::started(scope, slot, &state).await {
         let state = has_after.then_some(state);
         return Invoked::Ran(outcome, Duration::ZERO, state);
     }
@@ -641,21 +641,21 @@ async fn invoke_subagent<'c>(
         .filter(|subagent| subagent.inherit)
         .map(|_| Inherited::passed_on(scope.tools.agent, scope.inherited));
     // A subagent's turn takes the suspended turn to resume and leaves its suspension here.
-    let passing = subagent::passing(resume);
+    let passing = subagent_call::passing(resume);
     let cell = passing.clone();
     let run = std::pin::pin!(async move {
         let call = inherit::passing(passed, tool.call(args, ctx));
-        subagent::scoped(cell, tool::reporting(reporter, call)).await
+        subagent_call::scoped(cell, tool::reporting(reporter, call)).await
     });
     let result = guarded(slot.timeout, run).await;
     let duration = started.elapsed();
-    if let Some(suspension) = subagent::suspension(&passing)
+    if let Some(suspension) = subagent_call::suspension(&passing)
         && let Some(mark) = &slot.subagent
     {
         return Invoked::Suspended(mark.name.clone(), suspension);
     }
     let outcome = outcome_of(result, call, slot);
-    let outcome = subagent::stopped(scope, slot, &call_id, outcome).await;
+    let outcome = subagent_call::stopped(scope, slot, &call_id, outcome).await;
     Invoked::Ran(outcome, duration, state)
 }
 

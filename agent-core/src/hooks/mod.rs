@@ -526,11 +526,11 @@ pub mod event {
         BeforeHandoff = "before_handoff" / before_handoff, HandoffContext => HandoffDecision, FailClosed;
         /// An agent offered as a tool is about to run its own turn.
         ///
-        /// Fired by `started` in `engine/subagent.rs`.
+        /// Fired by `started` in `engine/subagent_call.rs`.
         OnSubagentStart = "on_subagent_start" / on_subagent_start, SubagentStartContext => (), FailOpen;
         /// A subagent's turn ended, with its final answer or why it has none.
         ///
-        /// Fired by `stopped` in `engine/subagent.rs`.
+        /// Fired by `stopped` in `engine/subagent_call.rs`.
         OnSubagentStop = "on_subagent_stop" / on_subagent_stop, SubagentStopContext => (), FailOpen;
     }
 
