@@ -20,7 +20,11 @@ use std::time::Duration;
 use agent_core::{AgentBuilder, DynTool, FnTool, Hook, ToolError, TurnConfig, TurnContext, event};
 use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ContentBlock, ResourceContents};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError,
+    ServiceExt,
+};
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
@@ -35,6 +39,35 @@ impl fmt::Display for McpError {
 }
 
 impl std::error::Error for McpError {}
+
+/// What went wrong, for a person: an rmcp transport error without the transport's type name
+/// (`Transport [rmcp::transport::worker::WorkerTransport<...>] error`) and the HTTP client's
+/// wrapper, then each cause the error's own text leaves out (reqwest's "error sending
+/// request" hides "Connection refused").
+fn reason(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner: &(dyn std::error::Error + 'static) = match error.downcast_ref() {
+        Some(ClientInitializeError::TransportError { error, .. }) => &*error.error,
+        _ => match error.downcast_ref() {
+            Some(ServiceError::TransportSend(error)) => &*error.error,
+            _ => error,
+        },
+    };
+    // Its `Client` case names no source: the HTTP client's own error is inside.
+    if let Some(StreamableHttpError::<reqwest::Error>::Client(error)) = inner.downcast_ref() {
+        inner = error;
+    }
+    let mut text = inner.to_string();
+    let mut cause = inner.source();
+    while let Some(error) = cause {
+        let more = error.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = error.source();
+    }
+    text
+}
 
 /// A running MCP server and the tools it listed when it started.
 #[derive(Clone)]
@@ -150,11 +183,12 @@ impl McpServer {
                 Some(_) => fail(
                     "did not initialize",
                     &format!(
-                        "{e}; the process may have exited before it answered: see what it \
-                         wrote to standard error"
+                        "{}; the process may have exited before it answered: see what it \
+                         wrote to standard error",
+                        reason(&e)
                     ),
                 ),
-                None => fail("did not initialize", &e),
+                None => fail("did not initialize", &reason(&e)),
             })?;
         let tools = tokio::time::timeout(timeout, service.list_all_tools())
             .await
@@ -164,7 +198,7 @@ impl McpServer {
                     &format!("no answer within {timeout:?}"),
                 )
             })?
-            .map_err(|e| fail("did not list its tools", &e))?;
+            .map_err(|e| fail("did not list its tools", &reason(&e)))?;
         Ok(McpServer {
             inner: Arc::new(Connection {
                 name,
@@ -219,8 +253,9 @@ impl McpServer {
             .and_then(|listed| {
                 listed.map_err(|e| {
                     McpError(format!(
-                        "MCP server `{}` did not list its tools: {e}",
-                        self.inner.name
+                        "MCP server `{}` did not list its tools: {}",
+                        self.inner.name,
+                        reason(&e)
                     ))
                 })
             })
@@ -303,7 +338,10 @@ impl McpServer {
                     ))
                 })?
                 .map_err(|e| {
-                    ToolError::new(format!("MCP server `{server}` failed on `{tool}`: {e}"))
+                    ToolError::new(format!(
+                        "MCP server `{server}` failed on `{tool}`: {}",
+                        reason(&e)
+                    ))
                 })?;
         let text: Vec<String> = answer.content.iter().map(block_text).collect();
         let mut text = text.join("\n");

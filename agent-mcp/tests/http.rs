@@ -1,9 +1,11 @@
 //! MCP over streamable HTTP, against AIMock's MCP mock (npm `@copilotkit/aimock`, pinned, the
-//! same install the provider conformance tests use): the server's tool offered and called.
+//! same install the provider conformance tests use): the server's tool offered and called, and
+//! what a failed connection says.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
@@ -48,7 +50,13 @@ fn cli() -> PathBuf {
 }
 
 fn start(config: &str) -> Aimock {
-    let path = std::env::temp_dir().join(format!("aimock-mcp-{}.json", std::process::id()));
+    // One file for each server: the tests start theirs at once, and each deletes its own.
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "aimock-mcp-{}-{}.json",
+        std::process::id(),
+        STARTED.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&path, config).unwrap();
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -117,5 +125,41 @@ async fn a_streamable_http_servers_tool_is_offered_and_called() {
     assert_eq!(
         model.requests()[0].tools[0].description,
         "Looks up an order."
+    );
+}
+
+/// A server that cannot be reached, or answers with an error status, is named with what went
+/// wrong: the cause (the connection refused, the status), never rmcp's transport type names.
+#[tokio::test]
+async fn a_failed_http_connection_says_why_in_plain_words() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    drop(listener);
+    let Err(refused) = McpServer::http("orders", &closed, Duration::from_secs(20)).await else {
+        panic!("nothing listens at {closed}");
+    };
+    let refused = refused.to_string();
+    assert!(
+        refused.starts_with(&format!(
+            "MCP server `orders`: did not initialize: error sending request for url ({closed})"
+        )) && refused.contains("Connection refused")
+            && !refused.contains("rmcp::"),
+        "{refused}"
+    );
+
+    let aimock = start(r#"{"mcp": {"path": "/mcp", "tools": []}}"#);
+    let elsewhere = format!("{}/elsewhere", aimock.url);
+    let Err(missing) = McpServer::http("orders", &elsewhere, Duration::from_secs(20)).await else {
+        panic!("no MCP endpoint at {elsewhere}");
+    };
+    let missing = missing.to_string();
+    assert!(
+        missing.starts_with(
+            "MCP server `orders`: did not initialize: unexpected server response: HTTP 404"
+        ) && !missing.contains("rmcp::"),
+        "{missing}"
     );
 }
