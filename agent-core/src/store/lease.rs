@@ -5,7 +5,7 @@ use std::fmt;
 
 use tokio::sync::OwnedMutexGuard;
 
-use crate::util::BoxFuture;
+use crate::util::{BoxFuture, catch_panic, catch_unwind};
 use crate::weak_table::WeakTable;
 
 /// A session's turn, held: while it lives no other turn of that session starts, whichever
@@ -49,13 +49,26 @@ impl TurnLease {
         }
     }
 
-    /// Gives the turn back, so the next turn of the session may start.
+    /// Gives the turn back, so the next turn of the session may start (a store's
+    /// [`ReleaseTurn::release`] that panics is logged).
     pub async fn release(mut self) {
         match std::mem::replace(&mut self.held, Held::Nothing) {
-            Held::Store(held) => held.release().await,
+            Held::Store(held) => give_back(held).await,
             Held::Local(guard) => drop(guard),
             Held::Nothing => {}
         }
+    }
+}
+
+/// Gives a store's lease back; a panic in its [`ReleaseTurn::release`] is logged, not
+/// unwound through the turn that ends (its outcome is decided by then).
+async fn give_back(held: Box<dyn ReleaseTurn>) {
+    let released = match catch_panic(|| held.release()) {
+        Ok(future) => catch_unwind(future).await,
+        Err(message) => Err(message),
+    };
+    if let Err(message) = released {
+        tracing::error!("the store panicked giving a turn back: {message}");
     }
 }
 
@@ -64,7 +77,7 @@ impl Drop for TurnLease {
         if let Held::Store(held) = std::mem::replace(&mut self.held, Held::Nothing)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn(held.release());
+            runtime.spawn(give_back(held));
         }
     }
 }

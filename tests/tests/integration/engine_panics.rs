@@ -2,7 +2,8 @@
 //! (creating its stream or polling it), the store, a context provider, the configure_session
 //! closure, or other code the turn runs (a token counter). Each still runs the error hooks and
 //! on_chat_response exactly once, and the stream API still sends `Finished`. A panicking
-//! summarizer is a failing one: the compaction is skipped and the turn goes on.
+//! summarizer is a failing one: the compaction is skipped and the turn goes on. A store whose
+//! lease panics as it is given back is logged: the turn keeps its outcome.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,8 +11,9 @@ use std::task::{Context, Poll};
 
 use agent_core::{
     AgentBuilder, BoxFuture, ErrorStage, MemoryStore, MessageUpdate, Model, ModelError, ModelEvent,
-    ModelRequest, ModelStream, NewMessage, NowOrLater, ScriptedModel, ScriptedStep, SessionStore,
-    StoreError, StoredMessage, TurnErrorKind, TurnEvent, TurnResult, TurnStatus,
+    ModelRequest, ModelStream, NewMessage, NowOrLater, ReleaseTurn, ScriptedModel, ScriptedStep,
+    SessionStore, StoreError, StoredMessage, TurnErrorKind, TurnEvent, TurnLease, TurnResult,
+    TurnStatus,
 };
 use futures_core::Stream;
 use tests::{Recorded, Trace};
@@ -352,4 +354,102 @@ async fn a_panicking_summarizer_skips_the_compaction_and_the_turn_goes_on() {
     assert_eq!(second.text, "two");
     assert_eq!(model.requests()[1].messages.len(), 3);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// A memory store whose leases panic as they are given back: on the spot, or (`in_future`)
+/// in the future the release returns. The in-process lock goes first, so the session is free.
+struct LeaseStore {
+    inner: MemoryStore,
+    in_future: bool,
+}
+
+struct PanickyLease {
+    lock: TurnLease,
+    in_future: bool,
+}
+
+impl ReleaseTurn for PanickyLease {
+    fn release(self: Box<Self>) -> BoxFuture<'static, ()> {
+        let PanickyLease { lock, in_future } = *self;
+        drop(lock);
+        if !in_future {
+            panic!("lease stuck");
+        }
+        Box::pin(async { panic!("lease stuck later") })
+    }
+}
+
+impl SessionStore for LeaseStore {
+    fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.inner.load(s)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        s: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.inner.insert(s, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        s: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.update(s, id, update)
+    }
+
+    fn delete<'a>(&'a self, s: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.delete(s, id)
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        s: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<TurnLease>, StoreError>> {
+        let in_future = self.in_future;
+        Box::pin(async move {
+            let lock = self.inner.lock_turn(s, wait).await?;
+            Ok(lock.map(|lock| TurnLease::new(PanickyLease { lock, in_future })))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_store_panicking_as_it_gives_a_turn_back_leaves_the_turn_its_outcome() {
+    for in_future in [false, true] {
+        let trace = Trace::new();
+        let store = LeaseStore {
+            inner: MemoryStore::new(),
+            in_future,
+        };
+        let agent = AgentBuilder::new("p")
+            .model(ScriptedModel::new([
+                ScriptedStep::new().text("one"),
+                ScriptedStep::new().text("two"),
+            ]))
+            .store(Arc::new(store))
+            .record_turn(&trace)
+            .build()
+            .unwrap();
+        let conversation = agent.session("s");
+        let first = conversation.run("go").await;
+        assert_eq!(first.status, TurnStatus::Completed, "{first:?}");
+        assert_eq!(
+            trace.take(),
+            with_tail(&[
+                "on_chunk(text:one)",
+                "on_llm_end(0)",
+                "on_step_finish(0)",
+                "after_run(completed)",
+                "on_chat_response(completed)",
+            ])
+        );
+        let second = conversation.run("again").await;
+        assert_eq!(second.text, "two", "{second:?}");
+        assert_eq!(conversation.history().await.unwrap().len(), 4);
+    }
 }
