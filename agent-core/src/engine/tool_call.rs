@@ -460,10 +460,18 @@ fn admit(
         // An approval given satisfies every ask.
         Gate::Run | Gate::Ask(_) if state.approval.is_some() => return ControlFlow::Continue(None),
         Gate::Ask(reason) => (PendingKind::Approval, reason),
-        Gate::Run if slot.tool.needs_approval(&state.effective_input) => {
-            (PendingKind::Approval, None)
-        }
-        Gate::Run => return ControlFlow::Continue(None),
+        // The tool's own rule, guarded as the tool is: a panic fails the call.
+        Gate::Run => match catch_panic(|| slot.tool.needs_approval(&state.effective_input)) {
+            Ok(true) => (PendingKind::Approval, None),
+            Ok(false) => return ControlFlow::Continue(None),
+            Err(panic) => {
+                let message = format!(
+                    "deciding whether tool `{}` needs approval panicked: {panic}",
+                    call.name
+                );
+                return ControlFlow::Continue(Some(ToolOutcome::Failed(ToolError::new(message))));
+            }
+        },
     };
     ControlFlow::Break(waiting(call, state, kind, reason))
 }

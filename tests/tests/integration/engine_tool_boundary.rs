@@ -1,6 +1,6 @@
 //! The tool boundary (issue 15, items 8 and 9): whatever user code a call runs (parsing the
-//! arguments, the tool, serializing its output) a panic becomes an error result the model
-//! reads, never the turn's end; arguments are strict for every kind of tool; and an error
+//! arguments, deciding whether it needs approval, the tool, serializing its output) a panic
+//! becomes an error result the model reads, never the turn's end; arguments are strict for every kind of tool; and an error
 //! result quotes at most a few KB of what the model sent.
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use agent_core::{
 };
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
+use tests::{Recorded, Trace};
 
 /// An output whose `Serialize` panics.
 #[derive(Debug)]
@@ -133,6 +134,68 @@ async fn a_parser_that_panics_is_an_error_result() {
             true
         )
     );
+}
+
+#[tokio::test]
+async fn an_approval_rule_that_panics_fails_the_call_and_the_tool_does_not_run() {
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = ran.clone();
+    let on_the_spot = FnTool::sync("rule", "Its rule panics.", json!({"type": "object"}), {
+        move |_, _| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(json!("ran"))
+        }
+    });
+    let counted = ran.clone();
+    let awaited = FnTool::new("rule", "Its rule panics.", json!({"type": "object"}), {
+        move |_, _| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Ok(json!("ran")) }
+        }
+    });
+    for tool in [on_the_spot, awaited] {
+        let trace = Trace::new();
+        let model = one_call("rule", "{}");
+        let tool = tool.needs_approval(|args| args["path"].as_str().unwrap().is_empty());
+        let agent = AgentBuilder::new("t")
+            .model(model.clone())
+            .dyn_tool(tool)
+            .record_all(&trace)
+            .build()
+            .unwrap();
+        let result = agent.run("go").await;
+        assert_done(&result);
+        let (text, is_error) = result_read(&model);
+        assert!(
+            text.starts_with("deciding whether tool `rule` needs approval panicked: "),
+            "{text}"
+        );
+        assert!(is_error);
+        assert_eq!(
+            trace.take(),
+            [
+                "before_run(go)",
+                "before_turn",
+                "before_step(0)",
+                "on_llm_start(0)",
+                "on_chunk(tool_input:c1)",
+                "on_chunk(tool_call:c1 rule)",
+                "on_llm_end(0)",
+                "before_tool_call(rule c1)",
+                "after_tool_call(rule c1 failed)",
+                "on_chunk(tool_result:c1 rule error)",
+                "on_step_finish(0)",
+                "before_step(1)",
+                "on_llm_start(1)",
+                "on_chunk(text:done)",
+                "on_llm_end(1)",
+                "on_step_finish(1)",
+                "after_run(completed)",
+                "on_chat_response(completed)",
+            ]
+        );
+    }
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
