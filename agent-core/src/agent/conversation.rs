@@ -205,7 +205,8 @@ impl Conversation {
     /// Runs one turn, yielding its events as they happen. The turn runs on a spawned task (it
     /// needs a Tokio runtime). Dropping the stream before `Finished` cancels the turn (it ends
     /// as `aborted` on its task, rows settled, on_chat_response fired once), as the request's
-    /// token would.
+    /// token would. A cancel ends the turn even while its events wait for the consumer to
+    /// read them: those it could not send are dropped, and `Finished` still comes.
     ///
     /// When a provider retries a step whose stream broke partway, the stream yields
     /// [`Chunk::Discarded`](crate::Chunk::Discarded) and then the retried attempt's chunks from the start of the step: a

@@ -132,11 +132,17 @@ pub(super) struct SessionTurn {
 }
 
 impl Turn<'_> {
-    /// Sends an event to the stream API, when the turn streams.
+    /// Sends an event to the stream API, when the turn streams. A cancel stops the wait for
+    /// room (the event is then not sent): a consumer that keeps its stream but stops reading
+    /// does not hold the cancelled turn, and its session, for as long as it keeps it.
     pub(super) async fn emit(&self, event: TurnEvent) {
         if let Some(sink) = &self.sink {
             // A dropped stream only stops the events; the turn still completes.
-            let _ = sink.send(event).await;
+            tokio::select! {
+                biased;
+                _ = sink.send(event) => {}
+                () = self.cancel.cancelled() => {}
+            }
         }
     }
 

@@ -131,6 +131,48 @@ async fn a_stream_read_to_its_end_cancels_nothing() {
     assert_eq!(statuses, [TurnStatus::Completed]);
 }
 
+/// A streamed turn whose consumer keeps its stream but stops reading waits for room in the
+/// stream's channel; a cancel ends that wait: the turn ends aborted, its reply row settled,
+/// and gives its session back, while the events already sent and `Finished` stay readable.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_ends_a_streamed_turn_whose_events_are_not_read() {
+    let mut long = ScriptedStep::new();
+    for n in 0..200 {
+        long = long.text(format!("w{n} "));
+    }
+    let model = ScriptedModel::new([long, ScriptedStep::new().text("Next.")]);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let responses = Seen::new();
+    let conversation = AgentBuilder::new("unread")
+        .model(model)
+        .store(store.clone())
+        .hook(responses.hook::<event::OnChatResponse>("responses"))
+        .build()
+        .unwrap()
+        .session("s");
+    let cancel = CancelToken::new();
+    let mut unread = conversation.stream(TurnRequest::new("go").cancel(cancel.clone()));
+    // The turn fills the channel and waits for room.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    cancel.cancel();
+    let next = tests::within("the next turn of the session", conversation.run("again")).await;
+    assert_eq!(next.text, "Next.", "{next:?}");
+    let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [TurnStatus::Aborted, TurnStatus::Completed]);
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    assert_eq!(rows[1].status, agent_core::MessageStatus::Failed);
+    assert!(rows[1].message.text().starts_with("w0 w1 "), "{rows:?}");
+    let mut last = None;
+    while let Some(event) = tests::within("the unread events", unread.next()).await {
+        last = Some(event);
+    }
+    let Some(TurnEvent::Finished(result)) = last else {
+        panic!("the stream ends with Finished: {last:?}")
+    };
+    assert_eq!(result.status, TurnStatus::Aborted);
+}
+
 /// Runs `turn`, cancels `token` after 50 ms, and returns the result and how long after the
 /// cancel the turn returned (paused clock: exact).
 async fn cancelled_after_50ms(
