@@ -29,8 +29,10 @@ impl<'a> Turn<'a> {
                     agent: agent.name.to_string(),
                     session: self.session_id.to_string(),
                 };
-                let open = session::open(configure, agent.instructions.as_deref(), info)
-                    .await
+                let open = session::open(configure, agent.instructions.as_deref(), info);
+                let open = self
+                    .unless_cancelled(open)
+                    .await?
                     .map(Arc::new)
                     .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
                 // Every handle of an agent that configures its sessions carries a mark
@@ -86,8 +88,10 @@ impl<'a> Turn<'a> {
         open: &OpenSession,
         plan: &mut TurnPlan<'_>,
     ) -> Result<Compaction, End> {
-        let compaction = session::compact(&*self.agent.store, self.session_id, &open.config)
-            .await
+        let compaction = session::compact(&*self.agent.store, self.session_id, &open.config);
+        let compaction = self
+            .unless_cancelled(compaction)
+            .await?
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         if let Compaction::Done {
             replaced,

@@ -146,6 +146,17 @@ impl Turn<'_> {
         }
     }
 
+    /// Awaits `future` unless the turn is cancelled first: then the turn ends `aborted` at
+    /// once (for the awaits of user code that no hook runner or tool guard watches: the
+    /// session's context providers and its summarizer, which write nothing themselves).
+    pub(super) async fn unless_cancelled<T>(&self, future: impl Future<Output = T>) -> Flow<T> {
+        tokio::select! {
+            biased;
+            done = future => Ok(done),
+            () = self.cancel.cancelled() => Err(End::Aborted),
+        }
+    }
+
     /// Stores a row of this session; a failure ends the turn at stage `persist`.
     pub(super) async fn insert(&self, row: NewMessage) -> Flow<i64> {
         let written = self.writer().insert_id(row, Strictness::Policy).await;

@@ -365,3 +365,48 @@ async fn a_cancelled_tool_gate_does_not_let_its_call_run() {
     assert_eq!(trace.take(), ["gate started"], "the tool never ran");
     assert_whole(&store.load("s").await.unwrap());
 }
+
+/// A cancel stops the session's own awaits too: an async context provider while the session
+/// opens, and a summarizer while the history is compacted before a step. The turn ends at the
+/// moment of the cancel, aborted, with on_chat_response once and its session whole.
+#[tokio::test(start_paused = true)]
+async fn a_cancel_stops_a_slow_context_provider_and_a_slow_summarizer() {
+    let forever = || async {
+        tokio::time::sleep(BOUND * 10).await;
+        Ok::<String, String>("never".to_owned())
+    };
+    let slow_context = AgentBuilder::new("context")
+        .model(ScriptedModel::new([ScriptedStep::new().text("Hello.")]))
+        .configure_session(move |session| session.context_async("profile", move |_| forever()));
+    let slow_summary = AgentBuilder::new("summary")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().text("One."),
+            ScriptedStep::new().text("Two."),
+        ]))
+        .configure_session(move |session| {
+            session.keep_recent(1).compact_after(1, move |_| forever())
+        });
+    for (builder, earlier) in [(slow_context, 0), (slow_summary, 1)] {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let responses = Seen::new();
+        let conversation = builder
+            .store(store.clone())
+            .hook(responses.hook::<event::OnChatResponse>("responses"))
+            .build()
+            .unwrap()
+            .session("s");
+        for _ in 0..earlier {
+            conversation.run("first").await;
+        }
+        let token = CancelToken::new();
+        let turn = conversation.run(TurnRequest::new("go").cancel(token.clone()));
+        let (result, after) = cancelled_after_50ms(&token, turn).await;
+        assert_eq!(result.status, TurnStatus::Aborted, "{result:?}");
+        assert_eq!(after, Duration::ZERO, "the turn ends at the cancel");
+        let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
+        let mut expected = vec![TurnStatus::Completed; earlier];
+        expected.push(TurnStatus::Aborted);
+        assert_eq!(statuses, expected);
+        assert_whole(&store.load("s").await.unwrap());
+    }
+}
