@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::run::unless_turn_cancelled;
 use super::{Chunk, StepRecord, ToolOutcome, TurnConfig, TurnContext};
 use crate::util::{BoxFuture, catch_panic, catch_unwind};
 
@@ -144,7 +145,7 @@ impl Extension {
     }
 
     /// Hands one snapshot over; the answer, or `None` when the handler failed, panicked or ran
-    /// past its timeout (logged).
+    /// past its timeout (logged), or was stopped by the turn's cancel (as an async hook is).
     async fn deliver(&self, event: ExtensionEvent, snapshot: Value) -> Option<Value> {
         let handler = &self.handler;
         let failed = |why: String| {
@@ -155,7 +156,8 @@ impl Extension {
             Ok(future) => catch_unwind(future),
             Err(panic) => return failed(format!("panicked: {panic}")),
         };
-        match tokio::time::timeout(self.timeout, future).await {
+        let timed = tokio::time::timeout(self.timeout, future);
+        match unless_turn_cancelled(timed).await? {
             Ok(Ok(Ok(answer))) => Some(answer),
             Ok(Ok(Err(error))) => failed(format!("returned an error: {error}")),
             Ok(Err(panic)) => failed(format!("panicked: {panic}")),

@@ -26,6 +26,19 @@ pub(crate) fn stopped_on_cancel<F: Future>(
     TURN_CANCEL.scope(cancel, future)
 }
 
+/// Awaits `future` unless the running turn is cancelled first (`None`); outside a turn's
+/// steps (see [`stopped_on_cancel`]), to its end.
+pub(crate) async fn unless_turn_cancelled<F: Future>(future: F) -> Option<F::Output> {
+    match TURN_CANCEL.try_with(CancelToken::clone) {
+        Ok(cancel) => tokio::select! {
+            biased;
+            output = future => Some(output),
+            () = cancel.cancelled() => None,
+        },
+        Err(_) => Some(future.await),
+    }
+}
+
 /// Runs a hook, catching panics; async hooks honour their timeout and the turn's cancel.
 pub(crate) async fn run_hook<E: Event>(
     hook: &Hook<E>,
@@ -99,13 +112,9 @@ async fn run_async<E: Event>(
             None => Ok(future.await),
         }
     };
-    let result = match TURN_CANCEL.try_with(CancelToken::clone) {
-        Ok(cancel) => tokio::select! {
-            biased;
-            result = timed => result?,
-            () = cancel.cancelled() => return Err(HookFailure::Cancelled),
-        },
-        Err(_) => timed.await?,
+    let result = match unless_turn_cancelled(timed).await {
+        Some(result) => result?,
+        None => return Err(HookFailure::Cancelled),
     };
     match result {
         Ok(result) => result.map_err(|e| HookFailure::Error(e.0)),

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    AgentBuilder, CancelToken, Hook, HookReturn, Matcher, MemoryStore, ScriptedModel, ScriptedStep,
-    SessionStore, ToolCallDecision, TurnEvent, TurnRequest, TurnResult, TurnStatus, TurnWideEvent,
-    event,
+    AgentBuilder, CancelToken, Extension, ExtensionEvent, Hook, HookReturn, Matcher, MemoryStore,
+    ScriptedModel, ScriptedStep, SessionStore, ToolCallDecision, TurnEvent, TurnRequest,
+    TurnResult, TurnStatus, TurnWideEvent, event,
 };
 use tests::{Add, AddArgs, Seen, Trace, assert_whole};
 use tokio::sync::mpsc;
@@ -407,6 +407,53 @@ async fn a_cancel_stops_a_slow_context_provider_and_a_slow_summarizer() {
         let mut expected = vec![TurnStatus::Completed; earlier];
         expected.push(TurnStatus::Aborted);
         assert_eq!(statuses, expected);
+        assert_whole(&store.load("s").await.unwrap());
+    }
+}
+
+/// A cancel stops an extension's handler as it stops an async hook, whichever event it
+/// subscribed to: the turn ends at the moment of the cancel, aborted, with on_chat_response
+/// once and its session whole (the handler's timeout is no bound here).
+#[tokio::test(start_paused = true)]
+async fn a_cancel_stops_a_slow_extension_on_every_event() {
+    for event in [
+        ExtensionEvent::BeforeTurn,
+        ExtensionEvent::OnChunk,
+        ExtensionEvent::BeforeToolCall,
+        ExtensionEvent::AfterToolCall,
+        ExtensionEvent::OnStepFinish,
+    ] {
+        let slow = Extension::new("slow", |_, _| async {
+            tokio::time::sleep(BOUND * 10).await;
+            Ok(serde_json::Value::Null)
+        })
+        .subscribe([event])
+        .timeout(Duration::MAX);
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let responses = Seen::new();
+        let conversation = AgentBuilder::new("extension")
+            .model(ScriptedModel::new([
+                ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":2}"#),
+                ScriptedStep::new().text("Three."),
+            ]))
+            .tool(Add::default())
+            .store(store.clone())
+            .extension(slow)
+            .hook(responses.hook::<event::OnChatResponse>("responses"))
+            .build()
+            .unwrap()
+            .session("s");
+        let token = CancelToken::new();
+        let turn = conversation.run(TurnRequest::new("go").cancel(token.clone()));
+        let (result, after) = cancelled_after_50ms(&token, turn).await;
+        assert_eq!(result.status, TurnStatus::Aborted, "{event:?}: {result:?}");
+        assert_eq!(
+            after,
+            Duration::ZERO,
+            "{event:?}: the turn ends at the cancel"
+        );
+        let statuses: Vec<_> = responses.take().iter().map(|r| r.status).collect();
+        assert_eq!(statuses, [TurnStatus::Aborted], "{event:?}");
         assert_whole(&store.load("s").await.unwrap());
     }
 }
