@@ -179,7 +179,8 @@ pub enum TurnOverlap {
     /// its session no longer than the store's lease (see each store's guarantee).
     #[default]
     Wait,
-    /// Wait at most this long, then end as [`Reject`](Self::Reject) does.
+    /// Wait at most this long for the running turn, then end as [`Reject`](Self::Reject)
+    /// does (the bound is on the wait: a free session is taken however long the store takes).
     WaitAtMost(std::time::Duration),
     /// End at once with status `error` and [`TurnErrorKind::Busy`](crate::hooks::TurnErrorKind::Busy);
     /// no hook fires, nothing is stored.

@@ -193,13 +193,18 @@ impl<'a> Turn<'a> {
             TurnOverlap::WaitAtMost(limit) => (true, Some(limit)),
             TurnOverlap::Reject => (false, None),
         };
+        let store = &self.agent.store;
         let take = async {
-            let take = self.agent.store.lock_turn(session, wait);
             match limit {
-                Some(limit) => tokio::time::timeout(limit, take)
-                    .await
-                    .map_err(|_| busy(Some(limit))),
-                None => Ok(take.await),
+                // The bound is on the wait for another turn, not on the store: a free session
+                // is taken however long the store takes to hand it over.
+                Some(limit) => match store.lock_turn(session, false).await {
+                    Ok(None) => tokio::time::timeout(limit, store.lock_turn(session, true))
+                        .await
+                        .map_err(|_| busy(Some(limit))),
+                    taken => Ok(taken),
+                },
+                None => Ok(store.lock_turn(session, wait).await),
             }
         };
         if self.cancel.is_cancelled() {

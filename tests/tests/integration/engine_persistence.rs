@@ -280,6 +280,89 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
     );
 }
 
+/// A store that takes 50 ms to answer any `lock_turn` (a lease over a slow network), free
+/// session or not.
+struct SlowLeases(agent_core::MemoryStore);
+
+impl SessionStore for SlowLeases {
+    fn load<'a>(&'a self, s: &'a str) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>> {
+        self.0.load(s)
+    }
+
+    fn insert<'a>(
+        &'a self,
+        s: &'a str,
+        row: NewMessage,
+    ) -> BoxFuture<'a, Result<StoredMessage, StoreError>> {
+        self.0.insert(s, row)
+    }
+
+    fn update<'a>(
+        &'a self,
+        s: &'a str,
+        id: i64,
+        update: MessageUpdate,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.update(s, id, update)
+    }
+
+    fn delete<'a>(&'a self, s: &'a str, id: i64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.delete(s, id)
+    }
+
+    fn lock_turn<'a>(
+        &'a self,
+        s: &'a str,
+        wait: bool,
+    ) -> BoxFuture<'a, Result<Option<agent_core::TurnLease>, StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            self.0.lock_turn(s, wait).await
+        })
+    }
+}
+
+/// `WaitAtMost` bounds the wait for another turn of the session, not the store's time to hand
+/// a free session over: with a store slower than the bound (and with a bound of zero, which
+/// then acts as `Reject`), a turn of a free session runs, and a turn of a held one still ends
+/// `Busy` once the bound has passed.
+#[tokio::test(start_paused = true)]
+async fn wait_at_most_bounds_the_wait_for_another_turn_not_the_store() {
+    use agent_core::TurnOverlap;
+    use std::time::Duration;
+    for bound in [Duration::ZERO, Duration::from_millis(10)] {
+        let agent = AgentBuilder::new("bounded")
+            .model(ScriptedModel::new([
+                ScriptedStep::new().text("free"),
+                ScriptedStep::new()
+                    .text("held")
+                    .sleep(Duration::from_secs(1)),
+                ScriptedStep::new().text("never"),
+            ]))
+            .store(Arc::new(SlowLeases(agent_core::MemoryStore::new())))
+            .turn_overlap(TurnOverlap::WaitAtMost(bound))
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let free = conversation.run("one").await;
+        assert_eq!(free.text, "free", "{bound:?}: {free:?}");
+        let held = tokio::spawn({
+            let conversation = conversation.clone();
+            async move { conversation.run("two").await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = tokio::time::Instant::now();
+        let busy = conversation.run("three").await;
+        assert_eq!(
+            busy.error.map(|e| e.kind),
+            Some(agent_core::TurnErrorKind::Busy),
+            "{bound:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{bound:?}");
+        assert_eq!(held.await.unwrap().text, "held", "{bound:?}");
+    }
+}
+
 /// A reply's tool calls are made one shared list when its stream ends: on_llm_end's context,
 /// the step's record, the turn's messages, the stored row (on `MemoryStore`, which keeps the
 /// message it is given) and the next request hold that list, not copies of it.
