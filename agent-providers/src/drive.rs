@@ -237,6 +237,9 @@ pub(crate) fn stream<W: Wire>(
 ) -> ModelStream {
     // Room for the last body and an eighth more: a conversation's next request is a little
     // longer than its last.
+    if let Err(error) = finite_settings(wire.name(), &request) {
+        return failed(error);
+    }
     let last = transport.body_size.load(Ordering::Relaxed);
     let buffer = transport.buffer(last + last / 8);
     let http = match wire.request(&request, buffer) {
@@ -256,6 +259,27 @@ pub(crate) fn stream<W: Wire>(
         (!idle.is_zero()).then_some(idle),
         reqwest::Response::bytes_stream,
     ))
+}
+
+/// A `temperature` or `top_p` that is not a finite number is a bad request: JSON has no NaN
+/// nor infinity, and serde_json writes one as `null`, which a server reads as unset. A provider
+/// option of that name replaces the setting, and is sent instead.
+fn finite_settings(provider: &str, request: &ModelRequest) -> Result<(), ModelError> {
+    let settings = &request.settings;
+    for (name, value) in [
+        ("temperature", settings.temperature),
+        ("top_p", settings.top_p),
+    ] {
+        if let Some(value) = value.filter(|value| !value.is_finite())
+            && !request.provider_options.contains_key(name)
+        {
+            return Err(ModelError::new(
+                ModelErrorKind::BadRequest,
+                format!("{provider}: the call's `{name}` is {value}: give a finite number"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A call that fails before sending anything: its error is its only item.

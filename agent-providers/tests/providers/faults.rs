@@ -923,6 +923,50 @@ async fn an_invalid_base_url_is_a_bad_request_not_retried() {
     }
 }
 
+/// A temperature or top_p that is not a finite number fails the call as a bad request before
+/// anything is sent, in both providers: JSON has no NaN nor infinity, and it went out as
+/// `null`, which a server reads as unset and samples with its own default. A provider option
+/// of that name replaces the setting, and the call goes.
+#[tokio::test]
+async fn a_temperature_or_top_p_that_is_not_finite_is_a_bad_request_never_sent() {
+    let server = TestServer::start([]).await;
+    let anthropic = agent_providers::Anthropic::new(KEY)
+        .base_url(&server.url)
+        .settings(settings(2));
+    let models: [&dyn Model; 2] = [&client(&server, 2), &anthropic];
+    for model in models {
+        for (name, value) in [
+            ("temperature", f64::NAN),
+            ("top_p", f64::INFINITY),
+            ("temperature", f64::NEG_INFINITY),
+        ] {
+            let mut call = request();
+            match name {
+                "temperature" => call.settings.temperature = Some(value),
+                _ => call.settings.top_p = Some(value),
+            }
+            let (events, error) = collect(model.stream(call)).await;
+            assert!(events.is_empty());
+            let error = error.expect("the call is refused");
+            assert_eq!(error.kind, ModelErrorKind::BadRequest, "{error:?}");
+            assert!(
+                error.message.contains(&format!("`{name}` is {value}")),
+                "{error}"
+            );
+        }
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+
+    server.push(ok("hi"));
+    let mut call = request();
+    call.settings.temperature = Some(f64::NAN);
+    call.provider_options
+        .insert("temperature".to_owned(), json!(0.5));
+    let (_, error) = collect(client(&server, 0).stream(call)).await;
+    assert_eq!(error, None);
+    assert_eq!(server.requests()[0].json()["temperature"], json!(0.5));
+}
+
 /// A redirect to another server is not followed: it would take the conversation there, and
 /// Anthropic's `x-api-key` too (reqwest strips only `authorization` on such a redirect). The
 /// call fails, not retried, naming where the redirect pointed. A redirect within the endpoint's
