@@ -66,10 +66,14 @@ impl<'a> Turn<'a> {
         };
         let by_tool = asked == Asked::Tool;
         let answered = match (by_tool, reply.tool_calls.is_empty()) {
-            (true, true) => Err(format!(
-                "the answer was text: give it by calling {}",
-                spec.tool_names()
-            )),
+            (true, true) => {
+                // The text is the answer the model gave, though not where it was asked for.
+                self.outcome.attempts.read(&reply.text);
+                Err(format!(
+                    "the answer was text: give it by calling {}",
+                    spec.tool_names()
+                ))
+            }
             (true, false) => {
                 let mut finals = reply
                     .tool_calls

@@ -316,6 +316,37 @@ async fn a_text_reply_when_the_tool_is_required_is_a_failure_sent_back() {
     );
 }
 
+/// A text reply in tool mode is an answer that failed: when it is the last, it is the raw
+/// answer the turn's error and on_chat_response report, not an earlier call's arguments.
+#[tokio::test]
+async fn a_text_reply_that_ends_the_retries_is_the_last_raw_answer() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "final_result", BAD),
+        ScriptedStep::new().text("The total is 12.50."),
+    ]);
+    let reported = Trace::new();
+    let r = reported.clone();
+    let agent = AgentBuilder::new("x")
+        .model(model)
+        .output::<Invoice>()
+        .hook(Hook::<event::OnChatResponse>::sync("report", move |ctx| {
+            let output = ctx.output.as_ref().unwrap();
+            r.push(format!("{} {}", output.validated, output.raw));
+        }))
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    let error = result.error.unwrap();
+    let TurnErrorKind::Output(failure) = &error.kind else {
+        panic!("expected an output failure, got {error:?}");
+    };
+    assert_eq!(failure.raw, "The total is 12.50.");
+    assert_eq!(failure.reasons.len(), 2);
+    assert_eq!(reported.take(), ["false The total is 12.50."]);
+}
+
 #[tokio::test]
 async fn the_native_mode_parses_the_text_and_sends_a_wrong_answer_back_as_a_user_message() {
     let trace = Trace::new();
