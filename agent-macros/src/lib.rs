@@ -56,10 +56,13 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 
 /// Makes an impl block an agent, collecting its `#[tool]` and `#[hook]` methods.
 ///
-/// Options: `name = "..."`, `description = "..."`, `instructions = "..."`, `max_steps = N`,
+/// Options: `name = "..."` (default: the type's name), `description = "..."` (default: the
+/// impl block's doc comment), `instructions = "..."`, `max_steps = N` (default 10),
 /// `tools(path, ...)` for tools defined elsewhere, `hooks(path, ...)` for hooks defined
-/// elsewhere, `crate = path` (agent-core under another name; the inner `#[path::tool]` and
-/// `#[path::hook]` are then recognised too).
+/// elsewhere, `output = Type` (the final answer's type, as `AgentBuilder::output`; its
+/// `#[hook(validate_output)]` methods take the answer `&Type`, its `&OutputContext<Type>`, or
+/// both) with `output_retries = N` (default 1), `crate = path` (agent-core under another
+/// name; the inner `#[path::tool]` and `#[path::hook]` are then recognised too).
 ///
 /// Multi-agent options: `context = Type` registers `context_type::<Type>()` and lets tool and
 /// hook methods take a parameter `&Type` (recognised by the type's last path segment and
