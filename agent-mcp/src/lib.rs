@@ -142,14 +142,27 @@ impl McpServer {
     }
 
     /// Connects to an MCP server over streamable HTTP at `url` (`http://host:port/mcp`),
-    /// initializes the session and lists its tools (see [`stdio`](Self::stdio)).
+    /// initializes the session and lists its tools (see [`stdio`](Self::stdio)). A `url` that
+    /// is not http or https is refused before anything is sent.
     pub async fn http(
         name: impl Into<String>,
         url: &str,
         timeout: Duration,
     ) -> Result<McpServer, McpError> {
+        let name = name.into();
+        let host = ["http://", "https://"].iter().find_map(|scheme| {
+            let head = url.get(..scheme.len())?;
+            head.eq_ignore_ascii_case(scheme)
+                .then(|| &url[scheme.len()..])
+        });
+        if host.is_none_or(str::is_empty) {
+            return Err(McpError(format!(
+                "MCP server `{name}`: `{url}` is not an http or https URL: give one such as \
+                 http://localhost:8000/mcp"
+            )));
+        }
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        McpServer::connect(name.into(), None, transport, timeout).await
+        McpServer::connect(name, None, transport, timeout).await
     }
 
     async fn connect<T, E, A>(

@@ -132,7 +132,7 @@ async fn a_streamable_http_servers_tool_is_offered_and_called() {
 /// wrong: the cause (the connection refused, the status), never rmcp's transport type names.
 #[tokio::test]
 async fn a_failed_http_connection_says_why_in_plain_words() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = format!(
         "http://127.0.0.1:{}/mcp",
         listener.local_addr().unwrap().port()
@@ -162,4 +162,29 @@ async fn a_failed_http_connection_says_why_in_plain_words() {
         ) && !missing.contains("rmcp::"),
         "{missing}"
     );
+}
+
+/// A URL that is not http or https is refused at once, saying so (it was a "builder error"
+/// that did not name it).
+#[tokio::test]
+async fn a_url_that_is_not_http_says_what_is_wrong() {
+    for url in [
+        "localhost:8000/mcp",
+        "notaurl",
+        "",
+        "ftp://host/mcp",
+        "http://",
+    ] {
+        let error = McpServer::http("orders", url, Duration::from_secs(5))
+            .await
+            .expect_err(url)
+            .to_string();
+        assert_eq!(
+            error,
+            format!(
+                "MCP server `orders`: `{url}` is not an http or https URL: give one such as \
+                 http://localhost:8000/mcp"
+            )
+        );
+    }
 }
