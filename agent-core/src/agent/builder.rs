@@ -221,7 +221,7 @@ impl AgentBuilder {
     /// must then come through [`Conversation::answer`](crate::Conversation::answer) with the
     /// call's token, so an answer that is forged, made for another call or replayed against a
     /// later suspension of the same call id is refused. Keep the key secret (32 random bytes,
-    /// say) and the same across the processes that answer.
+    /// say) and the same across the processes that answer; an empty key is a build error.
     pub fn approval_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.approval_key = Some(Arc::from(key.into()));
         self
@@ -416,6 +416,13 @@ impl AgentBuilder {
         if tool_concurrency == 0 {
             problems.push(
                 "`tool_concurrency` must be at least 1 (1 runs a step's tool calls one at a time)"
+                    .to_owned(),
+            );
+        }
+        if approval_key.as_deref().is_some_and(<[u8]>::is_empty) {
+            problems.push(
+                "`approval_key` is empty: anyone could make its tokens; give a secret key (32 \
+                 random bytes, say)"
                     .to_owned(),
             );
         }

@@ -537,3 +537,21 @@ fn limits_of_zero_are_build_errors_not_quietly_one() {
         ])
     );
 }
+
+/// An empty approval key would seal every waiting call with a token anyone can make (an
+/// HMAC under no secret), while the agent refuses answers without one as if they were
+/// safe: a build error, as a key read from an unset variable would give.
+#[test]
+fn an_empty_approval_key_is_a_build_error() {
+    let error = build_error(
+        AgentBuilder::new("keyless")
+            .model(no_model())
+            .approval_key(String::new()),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "`approval_key` is empty: anyone could make its tokens; give a secret key (32 random bytes, say)"
+        ])
+    );
+}
