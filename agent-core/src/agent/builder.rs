@@ -166,8 +166,13 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a program run on an event (see [`CommandHook`]).
-    pub fn command_hook(self, hook: CommandHook) -> Self {
+    /// Adds a program run on an event (see [`CommandHook`]); one with an empty command is a
+    /// build error.
+    pub fn command_hook(mut self, hook: CommandHook) -> Self {
+        if let Some(problem) = hook.problem() {
+            self.problems.push(problem);
+            return self;
+        }
         hook.register(self)
     }
 

@@ -224,6 +224,17 @@ impl CommandHook {
             .collect()
     }
 
+    /// Why the hook cannot run, if it cannot: it has no program.
+    pub(crate) fn problem(&self) -> Option<String> {
+        self.command.is_empty().then(|| {
+            format!(
+                "command hook `{}`: its command is empty: give the program to run, then its \
+                 arguments",
+                self.name
+            )
+        })
+    }
+
     /// Registers the hook on `builder`.
     pub(crate) fn register(self, builder: AgentBuilder) -> AgentBuilder {
         let matcher = self.matcher.clone();

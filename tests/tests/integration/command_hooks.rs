@@ -380,3 +380,20 @@ env = [["MODE", "strict"]]
     assert_eq!(read, "from toml");
     assert!(trace.take().is_empty(), "the tool did not run");
 }
+
+/// A hook made in code with no program to run is a build error naming it, as a config file's
+/// is when read (it panicked at its first run: the gate then failed every call closed with an
+/// index out of bounds).
+#[test]
+fn a_hook_without_a_program_is_a_build_error() {
+    let hook = CommandHook::new("gate", CommandEvent::BeforeToolCall, Vec::<String>::new());
+    let error = AgentBuilder::new("notes")
+        .model(ScriptedModel::new([]))
+        .command_hook(hook)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        ["command hook `gate`: its command is empty: give the program to run, then its arguments"]
+    );
+}
