@@ -57,8 +57,9 @@ pub enum CommandEvent {
 /// `{"decision": "defer"}` (with an optional `reason`: the call waits, see
 /// [`ToolCallDecision::Ask`] and [`ToolCallDecision::Defer`]). A non-zero exit, an
 /// answer that is not one of these, or running past the timeout (the program and every
-/// process it started are killed) is the hook's failure, handled by its policy.
-#[derive(Clone, Debug)]
+/// process it started are killed) is the hook's failure, handled by its policy. Its `Debug`
+/// names the variables [`env`](Self::env) adds, not their values.
+#[derive(Clone)]
 pub struct CommandHook {
     name: String,
     event: CommandEvent,
@@ -68,6 +69,22 @@ pub struct CommandHook {
     policy: Option<FailurePolicy>,
     cwd: Option<PathBuf>,
     env: Vec<(String, String)>,
+}
+
+impl fmt::Debug for CommandHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<&str> = self.env.iter().map(|(key, _)| key.as_str()).collect();
+        f.debug_struct("CommandHook")
+            .field("name", &self.name)
+            .field("event", &self.event)
+            .field("command", &self.command)
+            .field("matcher", &self.matcher)
+            .field("timeout", &self.timeout)
+            .field("policy", &self.policy)
+            .field("cwd", &self.cwd)
+            .field("env", &env)
+            .finish()
+    }
 }
 
 /// The JSON form of one command hook (see [`CommandHook::from_json_file`]).

@@ -397,3 +397,14 @@ fn a_hook_without_a_program_is_a_build_error() {
         ["command hook `gate`: its command is empty: give the program to run, then its arguments"]
     );
 }
+
+/// The variables given to a program are often its credentials (the parent's API keys are not
+/// passed on): the hook's `Debug` names them without their values.
+#[test]
+fn debug_output_names_the_variables_without_their_values() {
+    let hook = CommandHook::new("audit", CommandEvent::AfterToolCall, ["audit.sh"])
+        .env("AUDIT_TOKEN", "tok-SECRET-123");
+    let shown = format!("{hook:?}");
+    assert!(shown.contains("AUDIT_TOKEN"), "{shown}");
+    assert!(!shown.contains("tok-SECRET-123"), "{shown}");
+}
