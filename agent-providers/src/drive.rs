@@ -64,6 +64,17 @@ impl AuthHeader {
     pub(crate) fn key(&self) -> &ApiKey {
         &self.key
     }
+
+    /// Why a key read from the environment variable `var` cannot be sent, if it cannot (a
+    /// trailing `\r` from a file written on Windows, say); the key itself is not shown.
+    pub(crate) fn unsendable(&self, var: &str) -> Option<ConfigError> {
+        self.value.is_none().then(|| {
+            ConfigError(format!(
+                "{var} holds a character an HTTP header cannot carry (a line break, say): check \
+                 its value"
+            ))
+        })
+    }
 }
 
 /// A provider's endpoint, parsed once when the client is configured rather than by reqwest on

@@ -100,7 +100,8 @@ impl Anthropic {
 
     /// A client configured from the environment: `ANTHROPIC_API_KEY` (required) and
     /// `ANTHROPIC_BASE_URL` (optional, as for [`Anthropic::base_url`]). An empty variable counts
-    /// as unset.
+    /// as unset. A base URL that is not http or https, or a key an HTTP header cannot carry (a
+    /// line break), is a [`ConfigError`] naming the variable.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(env_var)
     }
@@ -112,6 +113,9 @@ impl Anthropic {
             )
         })?;
         let client = Anthropic::new(key);
+        if let Some(error) = client.config.auth.unsendable("ANTHROPIC_API_KEY") {
+            return Err(error);
+        }
         let base_url = var("ANTHROPIC_BASE_URL");
         let client = match &base_url {
             Some(base_url) => client.base_url(base_url),
@@ -320,6 +324,17 @@ mod tests {
             "http://127.0.0.1:9/v1/messages"
         );
         assert!(!format!("{client:?}").contains("sk-ant-env-secret"));
+    }
+
+    #[test]
+    fn a_key_a_header_cannot_carry_is_refused_from_the_environment_without_showing_it() {
+        let var = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-1\n".to_owned());
+        let error = Anthropic::from_vars(var).unwrap_err();
+        assert_eq!(
+            error.0,
+            "ANTHROPIC_API_KEY holds a character an HTTP header cannot carry (a line break, say): \
+             check its value"
+        );
     }
 
     #[test]

@@ -118,7 +118,9 @@ impl OpenAi {
 
     /// A client configured from the environment: `OPENAI_API_KEY`, and `OPENAI_BASE_URL` for an
     /// OpenAI-compatible server. The key is required unless the base URL points somewhere
-    /// other than the OpenAI API (a local Ollama needs none).
+    /// other than the OpenAI API (a local Ollama needs none). A base URL that is not http or
+    /// https, or a key an HTTP header cannot carry (a line break), is a [`ConfigError`] naming
+    /// the variable.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(env_var("OPENAI_API_KEY"), env_var("OPENAI_BASE_URL"))
     }
@@ -135,6 +137,14 @@ impl OpenAi {
             ));
         }
         let client = OpenAi::new(key.unwrap_or_default());
+        if let Some(error) = client
+            .wire
+            .auth
+            .as_ref()
+            .and_then(|auth| auth.unsendable("OPENAI_API_KEY"))
+        {
+            return Err(error);
+        }
         let client = match &base_url {
             Some(url) => client.base_url(url),
             None => client,
@@ -345,6 +355,16 @@ mod tests {
             "https://api.openai.com/v1/chat/completions"
         );
         assert!(!format!("{openai:?}").contains("sk-test-123"));
+    }
+
+    #[test]
+    fn a_key_a_header_cannot_carry_is_refused_from_the_environment_without_showing_it() {
+        let error = OpenAi::from_vars(Some("sk-test-123\r\n".to_owned()), None).unwrap_err();
+        assert_eq!(
+            error.0,
+            "OPENAI_API_KEY holds a character an HTTP header cannot carry (a line break, say): \
+             check its value"
+        );
     }
 
     #[test]
