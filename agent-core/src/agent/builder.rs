@@ -431,7 +431,7 @@ impl AgentBuilder {
                     .to_owned(),
             );
         }
-        let tool_index = index_tools(&tools, &mut problems);
+        let tool_index = index_tools(&tools, &subagent_names, &mut problems);
         let handoffs = handoff_slots(handoffs, team, &tool_index, &mut teams, &mut problems);
         let output = output.build(&tool_index, &mut problems);
         if let Some(spec) = &output {
@@ -607,21 +607,45 @@ fn handoff_slots(
     slots
 }
 
-/// Each tool's position by name; invalid and duplicate names are problems.
+/// Each tool's position by name; invalid and duplicate names are problems (a subagent's,
+/// from `subagents`, saying how to name its tool).
 fn index_tools(
     tools: &[(Arc<dyn DynTool>, bool)],
+    subagents: &[Option<SubagentMark>],
     problems: &mut Vec<String>,
 ) -> HashMap<String, usize> {
     let mut index = HashMap::new();
     for (position, (tool, _)) in tools.iter().enumerate() {
         let tool_name = &tool.spec().name;
-        if !is_valid_tool_name(tool_name) {
-            problems.push(format!(
-                "invalid tool name `{tool_name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
-            ));
-        }
-        if index.insert(tool_name.clone(), position).is_some() {
-            problems.push(format!("duplicate tool name `{tool_name}`"));
+        let subagent = subagents.get(position).and_then(Option::as_ref);
+        let valid = is_valid_tool_name(tool_name);
+        let taken = index.insert(tool_name.clone(), position).is_some();
+        match subagent {
+            Some(mark) => {
+                let name = &mark.name;
+                if !valid {
+                    problems.push(format!(
+                        "subagent `{name}`: invalid tool name `{tool_name}`: use 1 to 64 of \
+                         `[A-Za-z0-9_-]` (name it with `Subagent::tool_name`)"
+                    ));
+                }
+                if taken {
+                    problems.push(format!(
+                        "subagent `{name}`: the tool name `{tool_name}` is taken; name it with \
+                         `Subagent::tool_name`"
+                    ));
+                }
+            }
+            None => {
+                if !valid {
+                    problems.push(format!(
+                        "invalid tool name `{tool_name}`: use 1 to 64 of `[A-Za-z0-9_-]`"
+                    ));
+                }
+                if taken {
+                    problems.push(format!("duplicate tool name `{tool_name}`"));
+                }
+            }
         }
     }
     index

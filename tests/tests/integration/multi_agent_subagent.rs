@@ -456,3 +456,31 @@ async fn a_typed_subagent_without_a_valid_answer_is_an_error_result() {
         "agent `extractor` ended without a valid answer (max_steps)"
     );
 }
+
+/// A subagent whose tool name cannot be offered (an agent named with a space) or is taken is
+/// a build problem naming the subagent and how to name its tool, as a handoff's is.
+#[test]
+fn a_subagent_whose_tool_name_is_invalid_or_taken_says_how_to_name_it() {
+    let agent = |name: &str| {
+        AgentBuilder::new(name)
+            .model(ScriptedModel::new([]))
+            .build()
+            .unwrap()
+    };
+    let error = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([]))
+        .subagent(&agent("Billing Desk"))
+        .subagent(&agent("helper"))
+        .subagent(&agent("helper"))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "subagent `Billing Desk`: invalid tool name `Billing Desk`: use 1 to 64 of \
+             `[A-Za-z0-9_-]` (name it with `Subagent::tool_name`)",
+            "subagent `helper`: the tool name `helper` is taken; name it with \
+             `Subagent::tool_name`",
+        ])
+    );
+}
