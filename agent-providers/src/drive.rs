@@ -77,6 +77,14 @@ impl AuthHeader {
     }
 }
 
+/// `base` with `path` added to its path: before its query, when it has one (an Azure OpenAI
+/// or gateway base URL that carries `?api-version=...`), so the path does not end up inside
+/// the query; trailing slashes of the base's path do not matter.
+pub(crate) fn joined(base: &str, path: &str) -> String {
+    let (head, query) = base.split_at(base.find('?').unwrap_or(base.len()));
+    format!("{}{path}{query}", head.trim_end_matches('/'))
+}
+
 /// A provider's endpoint, parsed once when the client is configured rather than by reqwest on
 /// every request (a URL parse per model call, about 0.7 µs: `whole_turn_agent` in
 /// benches/stream.rs).

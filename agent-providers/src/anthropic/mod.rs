@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire, joined};
 use crate::tools_json::ToolsJson;
 use decode::AnthropicDecoder;
 
@@ -69,7 +69,7 @@ pub struct Anthropic {
 struct Config {
     /// The API key's `x-api-key` header.
     auth: Arc<AuthHeader>,
-    /// The API root, without a trailing `/` or `/v1`.
+    /// The API root, without a trailing `/` or `/v1` (its query, if any, kept at the end).
     base_url: String,
     /// `{base_url}/v1/messages`.
     endpoint: Endpoint,
@@ -87,7 +87,7 @@ impl Anthropic {
         Anthropic {
             config: Arc::new(Config {
                 auth: Arc::new(AuthHeader::new("x-api-key", "", ApiKey::new(api_key))),
-                endpoint: Endpoint::new(format!("{base_url}/v1/messages")),
+                endpoint: Endpoint::new(joined(&base_url, "/v1/messages")),
                 base_url,
                 model: DEFAULT_MODEL.to_owned(),
                 max_tokens: DEFAULT_MAX_TOKENS,
@@ -132,11 +132,12 @@ impl Anthropic {
     /// The API root (default `https://api.anthropic.com`); requests go to
     /// `{base_url}/v1/messages`. The root may be given with a trailing `/v1` too, as some
     /// gateways and proxies write it (`http://localhost:8080/v1`): it is not doubled. Trailing
-    /// slashes do not matter.
+    /// slashes do not matter. A query in it stays at the end
+    /// (`https://gateway/anthropic?key=1` posts to `https://gateway/anthropic/v1/messages?key=1`).
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         let config = Arc::make_mut(&mut self.config);
         config.base_url = root(&base_url.into());
-        config.endpoint = Endpoint::new(format!("{}/v1/messages", config.base_url));
+        config.endpoint = Endpoint::new(joined(&config.base_url, "/v1/messages"));
         self
     }
 
@@ -249,12 +250,14 @@ impl Wire for Call {
 /// The API root of a base URL: without surrounding spaces, trailing slashes, or a trailing
 /// `/v1` (or `/v1/messages`), which the endpoint adds back.
 fn root(base_url: &str) -> String {
-    let base = base_url.trim().trim_end_matches('/');
+    let base_url = base_url.trim();
+    let (base, query) = base_url.split_at(base_url.find('?').unwrap_or(base_url.len()));
+    let base = base.trim_end_matches('/');
     let base = base
         .strip_suffix("/messages")
         .filter(|rest| rest.ends_with("/v1"))
         .unwrap_or(base);
-    base.strip_suffix("/v1").unwrap_or(base).to_owned()
+    format!("{}{query}", base.strip_suffix("/v1").unwrap_or(base))
 }
 
 #[cfg(test)]
@@ -284,6 +287,17 @@ mod tests {
         );
         // Only a whole trailing segment is taken off.
         assert_eq!(root("http://host/apiv1"), "http://host/apiv1");
+        // A query stays at the end: the path goes before it.
+        for base in [
+            "https://gateway.example/a?key=1",
+            "https://gateway.example/a/v1/?key=1",
+        ] {
+            assert_eq!(
+                Anthropic::new("k").base_url(base).config.endpoint.as_str(),
+                "https://gateway.example/a/v1/messages?key=1",
+                "{base}"
+            );
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 use serde_json::value::RawValue;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire, joined};
 use crate::tools_json::ToolsJson;
 use decode::OpenAiDecoder;
 use strict::strict_schema;
@@ -158,7 +158,9 @@ impl OpenAi {
     }
 
     /// Sends requests to this base URL (`{base_url}/chat/completions`), such as
-    /// `http://localhost:11434/v1` for Ollama or `https://openrouter.ai/api/v1`.
+    /// `http://localhost:11434/v1` for Ollama or `https://openrouter.ai/api/v1`. A query in it
+    /// stays at the end (`https://host/v1?api-version=1` posts to
+    /// `https://host/v1/chat/completions?api-version=1`).
     pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
         let base_url = base_url.into().trim().trim_end_matches('/').to_owned();
         let wire = Arc::make_mut(&mut self.wire);
@@ -316,7 +318,7 @@ impl OpenAiWire {
 }
 
 fn chat_url(base_url: &str) -> String {
-    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+    joined(base_url, "/chat/completions")
 }
 
 fn encode_error(error: serde_json::Error) -> ModelError {
@@ -355,6 +357,20 @@ mod tests {
             "https://api.openai.com/v1/chat/completions"
         );
         assert!(!format!("{openai:?}").contains("sk-test-123"));
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_at_the_end() {
+        for base in [
+            "https://res.example/openai/deployments/d?api-version=2024-10-21",
+            "https://res.example/openai/deployments/d/?api-version=2024-10-21",
+        ] {
+            assert_eq!(
+                OpenAi::new("k").base_url(base).wire.url.as_str(),
+                "https://res.example/openai/deployments/d/chat/completions?api-version=2024-10-21",
+                "{base}"
+            );
+        }
     }
 
     #[test]
