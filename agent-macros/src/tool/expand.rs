@@ -43,6 +43,17 @@ fn deserialize_fn(param: &Ident) -> Ident {
     format_ident!("__de_{}", param.to_string().trim_start_matches("r#"))
 }
 
+/// The associated function giving defaulted parameter `param`'s default (`__default_limit`).
+fn default_fn(param: &Ident) -> Ident {
+    format_ident!("__default_{}", param.to_string().trim_start_matches("r#"))
+}
+
+/// The associated function deserializing defaulted parameter `param`, `null` included
+/// (`__nullable_limit`).
+fn nullable_fn(param: &Ident) -> Ident {
+    format_ident!("__nullable_{}", param.to_string().trim_start_matches("r#"))
+}
+
 /// Whether serde's derive takes `ty` for an `Option` (a missing field is then `None`): the
 /// last segment of a path is `Option`, with one type argument.
 fn is_option(ty: &syn::Type) -> bool {
@@ -205,8 +216,8 @@ pub(crate) fn tool_code(
         let docs = &param.docs;
         let serde_attr = (!stub).then(|| match &param.default {
             Some(_) => {
-                let path = format!("{args_ty}::__default_{ident}");
-                let nullable_path = format!("{args_ty}::__nullable_{ident}");
+                let path = format!("{args_ty}::{}", default_fn(ident));
+                let nullable_path = format!("{args_ty}::{}", nullable_fn(ident));
                 quote!(#[serde(default = #path, deserialize_with = #nullable_path)])
             }
             None => {
@@ -381,8 +392,8 @@ pub(crate) fn tool_code(
         let Some(expr) = &param.default else { continue };
         let ident = &param.ident;
         let ty = &param.ty;
-        let default_fn = format_ident!("__default_{}", ident);
-        let nullable_fn = format_ident!("__nullable_{}", ident);
+        let default_fn = default_fn(ident);
+        let nullable_fn = nullable_fn(ident);
         field_fns.push(quote_spanned! {expr.span()=>
             #[doc(hidden)]
             fn #default_fn() -> #ty {

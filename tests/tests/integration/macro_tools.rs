@@ -166,3 +166,32 @@ fn a_defaulted_parameter_sent_as_null_takes_its_default() {
         "the schema is unchanged"
     );
 }
+
+/// Match a keyword.
+#[tool]
+fn r#match(
+    /// The keyword.
+    r#type: String,
+    /// How many times.
+    #[arg(default = 1)]
+    r#loop: u32,
+) -> String {
+    format!("{} x{}", r#type, r#loop)
+}
+
+#[test]
+fn raw_identifier_parameters_keep_their_names_and_defaults() {
+    use match_tool::{Match, MatchArgs};
+    assert_eq!(Match::NAME, "match");
+    let schema = Match::schema();
+    assert_eq!(schema["required"], json!(["type"]));
+    assert_eq!(schema["properties"]["loop"]["default"], 1);
+    for (sent, expected) in [
+        (r#"{"type":"fn"}"#, 1),
+        (r#"{"type":"fn","loop":null}"#, 1),
+        (r#"{"type":"fn","loop":4}"#, 4),
+    ] {
+        let args: MatchArgs = serde_json::from_str(sent).unwrap();
+        assert_eq!((args.r#type.as_str(), args.r#loop), ("fn", expected));
+    }
+}
