@@ -528,9 +528,17 @@ impl ::agent_core::AgentSpec for FileAgent {
     ) -> ::agent_core::AgentBuilder {
         let builder = builder.instructions("Be careful.").max_steps(8);
         let builder = builder
-            .tool(file_agent_tools::ReadFile(::std::sync::Arc::clone(&this)));
+            .tool(
+                file_agent_tools::ReadFile(
+                    <::std::sync::Arc<_> as ::core::clone::Clone>::clone(&this),
+                ),
+            );
         let builder = builder
-            .tool(file_agent_tools::WriteFile(::std::sync::Arc::clone(&this)));
+            .tool(
+                file_agent_tools::WriteFile(
+                    <::std::sync::Arc<_> as ::core::clone::Clone>::clone(&this),
+                ),
+            );
         let builder = builder.tool(current_time_tool::CurrentTime);
         let builder = builder
             .before_tool_call(
@@ -540,13 +548,17 @@ impl ::agent_core::AgentSpec for FileAgent {
                 >::from_async(
                     "sandbox",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::BeforeToolCall<
                                 _,
                             > as ::agent_core::Event>::Ctx|
                         {
-                            let __this = ::std::sync::Arc::clone(&__this);
+                            let __this = <::std::sync::Arc<
+                                _,
+                            > as ::core::clone::Clone>::clone(&__this);
                             ::std::boxed::Box::pin(async move {
                                 <FileAgent>::sandbox(
                                         &__this,
@@ -570,7 +582,9 @@ impl ::agent_core::AgentSpec for FileAgent {
                 >::sync(
                     "audit",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::AfterToolCall<
                                 _,
@@ -595,7 +609,9 @@ impl ::agent_core::AgentSpec for FileAgent {
                 >::sync(
                     "meter",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::OnChunk as ::agent_core::Event>::Ctx|
                         <FileAgent>::meter(

@@ -169,7 +169,12 @@ impl Triage {
     ) -> ::agent_core::AgentBuilder {
         let builder = ::agent_core::AgentBuilder::new(Self::NAME);
         let builder = builder.context_type::<User>();
-        let builder = builder.tool(triage_tools::Whoami(::std::sync::Arc::clone(&this)));
+        let builder = builder
+            .tool(
+                triage_tools::Whoami(
+                    <::std::sync::Arc<_> as ::core::clone::Clone>::clone(&this),
+                ),
+            );
         let builder = builder
             .hook(
                 ::agent_core::Hook::<
@@ -177,7 +182,9 @@ impl Triage {
                 >::sync(
                     "admins_only",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::BeforeHandoff as ::agent_core::Event>::Ctx|
                         match ::agent_core::run_context::<User>() {
@@ -206,11 +213,15 @@ impl Triage {
                 >::from_async(
                     "started",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::OnSubagentStart as ::agent_core::Event>::Ctx|
                         {
-                            let __this = ::std::sync::Arc::clone(&__this);
+                            let __this = <::std::sync::Arc<
+                                _,
+                            > as ::core::clone::Clone>::clone(&__this);
                             ::std::boxed::Box::pin(async move {
                                 match ::agent_core::run_context::<User>() {
                                     ::core::result::Result::Ok(__run_context) => {

@@ -24,7 +24,9 @@ impl ::agent_core::AgentSpec for Clerk {
                 >::sync(
                     "non_zero",
                     {
-                        let __this = ::std::sync::Arc::clone(&this);
+                        let __this = <::std::sync::Arc<
+                            _,
+                        > as ::core::clone::Clone>::clone(&this);
                         move |
                             __ctx: &<::agent_core::event::ValidateOutput<
                                 Invoice,
@@ -46,13 +48,17 @@ impl ::agent_core::AgentSpec for Clerk {
                 >::from_async(
                         "numbered",
                         {
-                            let __this = ::std::sync::Arc::clone(&this);
+                            let __this = <::std::sync::Arc<
+                                _,
+                            > as ::core::clone::Clone>::clone(&this);
                             move |
                                 __ctx: &<::agent_core::event::ValidateOutput<
                                     Invoice,
                                 > as ::agent_core::Event>::Ctx|
                             {
-                                let __this = ::std::sync::Arc::clone(&__this);
+                                let __this = <::std::sync::Arc<
+                                    _,
+                                > as ::core::clone::Clone>::clone(&__this);
                                 ::std::boxed::Box::pin(async move {
                                     <Clerk>::numbered(
                                             &__this,

@@ -134,7 +134,9 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
     let tool_registrations = plan.tools.iter().enumerate().map(|(index, tool)| {
         let ty = &tool.ty;
         let value = match model.tools.get(index) {
-            Some(method) if method.has_receiver => quote!(#ty(::std::sync::Arc::clone(&this))),
+            Some(method) if method.has_receiver => {
+                quote!(#ty(<::std::sync::Arc<_> as ::core::clone::Clone>::clone(&this)))
+            }
             _ => quote!(#ty),
         };
         quote!(let builder = builder.tool(#value);)

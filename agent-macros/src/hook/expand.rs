@@ -156,9 +156,9 @@ pub(crate) fn registration(
         }
     };
     let closure = if hook.is_async {
-        let inner_capture = hook
-            .has_receiver
-            .then(|| quote!(let __this = ::std::sync::Arc::clone(&__this);));
+        let inner_capture = hook.has_receiver.then(
+            || quote!(let __this = <::std::sync::Arc<_> as ::core::clone::Clone>::clone(&__this);),
+        );
         quote_spanned! {ctx_span=>
             move |__ctx: &#event_ctx| {
                 #inner_capture
@@ -171,7 +171,7 @@ pub(crate) fn registration(
     // Methods capture the agent (`this: Arc<Self>`) in a block; free functions need no block.
     let closure = if hook.has_receiver {
         quote_spanned!(ctx_span=> {
-            let __this = ::std::sync::Arc::clone(&this);
+            let __this = <::std::sync::Arc<_> as ::core::clone::Clone>::clone(&this);
             #closure
         })
     } else {

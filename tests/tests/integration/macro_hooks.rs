@@ -357,3 +357,42 @@ async fn dynamic_names_in_an_agent_match_tools_added_at_run_time() {
         "shredding is not allowed"
     );
 }
+
+/// An agent whose hooks are methods, in a module without the prelude: what `#[agent]` and
+/// `#[hook]` generate names every trait by its path.
+#[no_implicit_prelude]
+mod without_prelude {
+    use ::agent_core::{ChunkContext, StepRecord, agent};
+
+    #[derive(::std::default::Default)]
+    pub(super) struct Counter {
+        pub(super) seen: ::std::sync::atomic::AtomicUsize,
+    }
+
+    /// Counts its chunks and steps.
+    #[agent]
+    impl Counter {
+        #[hook(on_chunk)]
+        async fn chunk(&self, _ctx: &ChunkContext) {
+            self.seen
+                .fetch_add(1, ::std::sync::atomic::Ordering::SeqCst);
+        }
+
+        #[hook(on_step_finish)]
+        fn step(&self, _record: &StepRecord) {
+            self.seen
+                .fetch_add(10, ::std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+#[tokio::test]
+async fn method_hooks_compile_in_a_module_without_the_prelude() {
+    let counter = Arc::new(without_prelude::Counter::default());
+    let agent = without_prelude::Counter::shared_builder(counter.clone())
+        .model(ScriptedModel::new([ScriptedStep::new().text("hi")]))
+        .build()
+        .unwrap();
+    assert_eq!(agent.run("go").await.status, TurnStatus::Completed);
+    assert_eq!(counter.seen.load(std::sync::atomic::Ordering::SeqCst), 11);
+}
