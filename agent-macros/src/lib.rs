@@ -62,7 +62,9 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 /// elsewhere, `output = Type` (the final answer's type, as `AgentBuilder::output`; its
 /// `#[hook(validate_output)]` methods take the answer `&Type`, its `&OutputContext<Type>`, or
 /// both) with `output_retries = N` (default 1), `crate = path` (agent-core under another
-/// name; the inner `#[path::tool]` and `#[path::hook]` are then recognised too).
+/// name; the inner `#[path::tool]` and `#[path::hook]` are then recognised too). A tool or
+/// hook method cannot be under `#[cfg]` (the agent registers it in every configuration): make
+/// it a free function under `#[cfg]`, added to the builder under the same `#[cfg]`.
 ///
 /// Multi-agent options: `context = Type` registers `context_type::<Type>()` and lets tool and
 /// hook methods take a parameter `&Type` (recognised by the type's last path segment and

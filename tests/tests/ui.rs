@@ -8,6 +8,7 @@ use std::path::Path;
 const FAIL: &[&str] = &[
     "agent/fail/after_create_takes_new_message.rs",
     "agent/fail/builder_without_targets.rs",
+    "agent/fail/cfg_on_method.rs",
     "agent/fail/context_does_not_fit.rs",
     "agent/fail/context_not_a_type.rs",
     "agent/fail/context_param_first_wrong_type.rs",

@@ -313,6 +313,9 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
                 .iter()
                 .any(|name| attr_kind(a, name, krate) != AttrKind::No)
         });
+        if !tool_attrs.is_empty() || !hook_attrs.is_empty() {
+            report_cfg(cx, &mut method.attrs, !tool_attrs.is_empty());
+        }
         if tool_attrs.len() + hook_attrs.len() > 1 {
             cx.error_spanned_by(
                 &method.sig.ident,
@@ -355,6 +358,30 @@ pub(crate) fn collect(cx: &Ctxt, attr: AgentAttr, item: &mut ItemImpl) -> AgentM
         tools,
         hooks,
     }
+}
+
+/// `#[cfg]` on a tool or hook method: `#[agent]` registers the method whatever the
+/// configuration, so where the `cfg` is off the registration would name a method that is gone.
+/// One error on each `cfg`, which is removed so that nothing else fails.
+fn report_cfg(cx: &Ctxt, attrs: &mut Vec<syn::Attribute>, is_tool: bool) {
+    let hint = if is_tool {
+        "make the tool a free `#[tool]` function under `#[cfg]` and add it with `builder.tool(...)` under the same `#[cfg]`"
+    } else {
+        "make the hook a free `#[hook]` function under `#[cfg]` and add it with `builder.hooks(...)` under the same `#[cfg]`"
+    };
+    attrs.retain(|attr| {
+        if !attr.path().is_ident("cfg") {
+            return true;
+        }
+        cx.error_spanned_by(
+            attr,
+            format!(
+                "`#[cfg]` cannot go on a {} method of `#[agent]`, which registers it in every configuration: {hint}",
+                if is_tool { "tool" } else { "hook" }
+            ),
+        );
+        false
+    });
 }
 
 /// The tokens inside `#[tool(...)]`, or none for `#[tool]`.
