@@ -287,6 +287,23 @@ impl Wire for OpenAiWire {
     }
 }
 
+/// `schema`, given an empty `properties` when it is an object schema without one: OpenAI
+/// refuses those ("object schema missing properties"), and they are what a tool without
+/// parameters often has (an MCP server's, or a hand-written `{"type": "object"}`).
+fn with_properties(schema: &serde_json::Value) -> Cow<'_, serde_json::Value> {
+    match schema {
+        serde_json::Value::Object(map)
+            if map.get("type").and_then(serde_json::Value::as_str) == Some("object")
+                && !map.contains_key("properties") =>
+        {
+            let mut map = map.clone();
+            map.insert("properties".to_owned(), serde_json::json!({}));
+            Cow::Owned(serde_json::Value::Object(map))
+        }
+        _ => Cow::Borrowed(schema),
+    }
+}
+
 impl OpenAiWire {
     /// The request's tools as the body's `tools` array, their schemas adapted to strict mode
     /// when it is on.
@@ -296,7 +313,7 @@ impl OpenAiWire {
             .iter()
             .map(|tool| {
                 if !self.strict_tools {
-                    return Ok(Cow::Borrowed(&tool.parameters));
+                    return Ok(with_properties(&tool.parameters));
                 }
                 strict_schema(&tool.parameters)
                     .map(Cow::Owned)

@@ -613,7 +613,8 @@ async fn strict_mode_names_the_json_path_of_a_keyword_it_cannot_express() {
         );
     }
     assert!(server.requests().is_empty(), "nothing was sent");
-    // Without strict mode the canonical schema goes as it is.
+    // Without strict mode the canonical schema goes as it is, but for the empty `properties`
+    // OpenAI requires of an object schema.
     let request = {
         let mut req = user("hi");
         req.tools = vec![spec(
@@ -629,7 +630,7 @@ async fn strict_mode_names_the_json_path_of_a_keyword_it_cannot_express() {
     let body = server.requests()[0].json();
     assert_eq!(
         body["tools"][0]["function"]["parameters"],
-        json!({"type": "object", "patternProperties": {"^x-": {}}})
+        json!({"type": "object", "patternProperties": {"^x-": {}}, "properties": {}})
     );
     assert!(body["tools"][0]["function"].get("strict").is_none());
 }

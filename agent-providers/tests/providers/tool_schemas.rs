@@ -168,3 +168,29 @@ async fn anthropic_receives_the_tool_exactly_as_written_by_hand() {
         body_sent(ANTHROPIC_OK.to_owned(), anthropic, by_hand).await
     );
 }
+
+/// A tool without parameters, its schema written by hand (or listed by an MCP server) as
+/// `{"type": "object"}`, which OpenAI refuses ("object schema missing properties").
+fn no_parameters(builder: AgentBuilder) -> AgentBuilder {
+    builder.dyn_tool(FnTool::sync(
+        "now",
+        "The time.",
+        json!({"type": "object"}),
+        |_, _| Ok(json!("noon")),
+    ))
+}
+
+#[tokio::test]
+async fn an_object_schema_without_properties_reaches_openai_with_empty_ones() {
+    let openai = body_sent(OPENAI_OK.to_owned(), openai, no_parameters).await;
+    assert_eq!(
+        openai["tools"][0]["function"]["parameters"],
+        json!({"type": "object", "properties": {}})
+    );
+    let anthropic = body_sent(ANTHROPIC_OK.to_owned(), anthropic, no_parameters).await;
+    assert_eq!(
+        anthropic["tools"][0]["input_schema"],
+        json!({"type": "object"}),
+        "Anthropic takes it as it is"
+    );
+}
