@@ -21,7 +21,7 @@ use crate::hooks::tool_hooks::{AfterHook, BeforeHook, ToolHookMeta, TypedAfter, 
 use crate::hooks::{Hook, Matcher, TurnHooks, TurnWideEvent};
 use crate::model::{CallSettings, Model};
 use crate::store::{MemoryStore, SessionStore};
-use crate::tool::{DynTool, Tool, ToolInput, TypedTool, is_valid_tool_name};
+use crate::tool::{DynTool, Tool, ToolInput, TypedTool, is_object_schema, is_valid_tool_name};
 
 /// The agent could not be built. Lists every problem found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -364,9 +364,9 @@ impl AgentBuilder {
         }
     }
 
-    /// Builds the agent, checking tool names and every hook's matcher against the tools. An
-    /// agent with a [`Handoff::named`] is built with its teammates by
-    /// [`Team::build`](super::Team::build) instead.
+    /// Builds the agent, checking tool names, that each tool's parameters are an object schema,
+    /// and every hook's matcher against the tools. An agent with a [`Handoff::named`] is built
+    /// with its teammates by [`Team::build`](super::Team::build) instead.
     pub fn build(self) -> Result<Agent, BuildError> {
         Ok(Agent {
             inner: Arc::new(self.runtime(None)?),
@@ -607,8 +607,9 @@ fn handoff_slots(
     slots
 }
 
-/// Each tool's position by name; invalid and duplicate names are problems (a subagent's,
-/// from `subagents`, saying how to name its tool).
+/// Each tool's position by name; invalid and duplicate names, and parameters that are not an
+/// object schema, are problems (a subagent's name, from `subagents`, saying how to name its
+/// tool).
 fn index_tools(
     tools: &[(Arc<dyn DynTool>, bool)],
     subagents: &[Option<SubagentMark>],
@@ -646,6 +647,11 @@ fn index_tools(
                     problems.push(format!("duplicate tool name `{tool_name}`"));
                 }
             }
+        }
+        if !is_object_schema(&tool.spec().parameters) {
+            problems.push(format!(
+                "tool `{tool_name}`: its parameters schema must be an object schema, `{{\"type\": \"object\", \"properties\": {{...}}}}` (providers refuse any other)"
+            ));
         }
     }
     index

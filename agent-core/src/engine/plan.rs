@@ -56,9 +56,10 @@ impl<'a> TurnPlan<'a> {
         lent: bool,
     ) -> Self {
         // A turn's own tools (a hook's, a tool source's such as an MCP server's) go through
-        // the checks the builder makes of the agent's: one with an invalid name, or a name
-        // the agent (or an earlier one) already has, is left out with a warning; offered, it
-        // would make the request one providers refuse, or a tool no call could reach.
+        // the checks the builder makes of the agent's: one with an invalid name or parameters
+        // that are not an object schema, or a name the agent (or an earlier one) already has,
+        // is left out with a warning; offered, it would make the request one providers
+        // refuse, or a tool no call could reach.
         let mut names: Vec<String> = Vec::new();
         let extra = config
             .tools
@@ -71,11 +72,15 @@ impl<'a> TurnPlan<'a> {
                         .iter()
                         .any(|handoff| handoff.spec.name == name)
                     || names.iter().any(|earlier| earlier == name);
-                if taken || !crate::tool::is_valid_tool_name(name) {
+                if taken
+                    || !crate::tool::is_valid_tool_name(name)
+                    || !crate::tool::is_object_schema(&tool.spec().parameters)
+                {
                     tracing::warn!(
                         tool = name,
                         "a turn's tool is left out: its name is invalid (1 to 64 of \
-                         `[A-Za-z0-9_-]`) or another tool of the agent has it"
+                         `[A-Za-z0-9_-]`), its parameters are not an object schema, or \
+                         another tool of the agent has it"
                     );
                     return false;
                 }

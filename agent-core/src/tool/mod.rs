@@ -195,6 +195,12 @@ pub fn schema_for<T: schemars::JsonSchema>() -> Value {
     schema
 }
 
+/// Whether a tool's parameters schema is one providers take: a JSON object whose `type` is
+/// `"object"` (Anthropic requires that `type`, OpenAI an object schema).
+pub(crate) fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
 /// Checks a tool name: 1 to 64 characters of `[A-Za-z0-9_-]`. `#[tool]` checks this at compile
 /// time; tools added at run time are checked when the agent is built.
 pub fn is_valid_tool_name(name: &str) -> bool {

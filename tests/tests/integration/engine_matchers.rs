@@ -481,6 +481,34 @@ fn an_invalid_tool_name_is_a_build_error() {
 }
 
 #[test]
+fn parameters_that_are_not_an_object_schema_are_a_build_error() {
+    // Anthropic requires `"type": "object"` on a tool's input schema, OpenAI an object schema:
+    // offered, any other fails every model call of the agent.
+    let tool = |name: &str, schema: serde_json::Value| {
+        FnTool::new(name, "A tool.", schema, |args, _ctx| async move {
+            Ok::<_, ToolError>(args)
+        })
+    };
+    let error = build_error(
+        AgentBuilder::new("schemas")
+            .model(no_model())
+            .dyn_tool(tool("text", json!({"type": "string"})))
+            .dyn_tool(tool("anything", json!({})))
+            .dyn_tool(tool("yes", json!(true)))
+            .dyn_tool(tool("fine", json!({"type": "object"}))),
+    );
+    let problem = |name: &str| {
+        format!(
+            "tool `{name}`: its parameters schema must be an object schema, `{{\"type\": \"object\", \"properties\": {{...}}}}` (providers refuse any other)"
+        )
+    };
+    assert_eq!(
+        error.problems,
+        [problem("text"), problem("anything"), problem("yes")]
+    );
+}
+
+#[test]
 fn a_typed_hook_that_cannot_carry_a_matched_tools_args_is_a_build_error() {
     let trace = Trace::new();
     let error = build_error(
