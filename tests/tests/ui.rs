@@ -27,6 +27,7 @@ const FAIL: &[&str] = &[
     "agent/fail/generic_impl.rs",
     "agent/fail/listed_tools_share_type_name.rs",
     "agent/fail/matcher_matches_no_tool.rs",
+    "agent/fail/matcher_names_renamed_tool_function.rs",
     "agent/fail/matcher_tool_not_listed.rs",
     "agent/fail/max_steps_negative.rs",
     "agent/fail/misspelt_option.rs",

@@ -241,10 +241,20 @@ fn describe(spec: Option<&MatcherSpec>) -> String {
     }
 }
 
-/// What to do about a tool name the agent does not have: fix a misspelling, or list a
-/// `#[tool]` function defined elsewhere in `tools(...)`.
-fn unknown_name_hint(name: &str, tools: &[&str]) -> String {
-    match closest(name, tools.iter().copied()) {
+/// What to do about a tool name the agent does not have: name a renamed tool by its name, not
+/// its function's, fix a misspelling, or list a `#[tool]` function defined elsewhere in
+/// `tools(...)`.
+fn unknown_name_hint(name: &str, tools: &[StaticTool]) -> String {
+    let renamed = tools
+        .iter()
+        .find(|tool| tool.variant == pascal_case(name) && tool.name != name);
+    if let Some(tool) = renamed {
+        return format!(
+            "; `{name}` is the function of the tool `{}`: a matcher names the tool as the model calls it, `{}`",
+            tool.name, tool.name
+        );
+    }
+    match closest(name, tools.iter().map(|tool| tool.name.as_str())) {
         Some(best) => format!("; did you mean `{best}`?"),
         None if syn::parse_str::<Ident>(name).is_ok() => {
             format!("; if `{name}` is a `#[tool]` function, list it in `#[agent(tools({name}))]`")
@@ -304,7 +314,7 @@ fn plan_hook(
                 "{}{}",
                 matches_none(&hook_name, &describe(spec), &names),
                 first_unknown
-                    .map(|lit| unknown_name_hint(&lit.value(), &names))
+                    .map(|lit| unknown_name_hint(&lit.value(), tools))
                     .unwrap_or_default()
             );
             cx.error_spanned_by(span_tokens, message);
@@ -316,7 +326,7 @@ fn plan_hook(
                         "hook `{hook_name}`: no tool named `{}` (tools: {}){}",
                         lit.value(),
                         names.join(", "),
-                        unknown_name_hint(&lit.value(), &names)
+                        unknown_name_hint(&lit.value(), tools)
                     ),
                 );
             }
