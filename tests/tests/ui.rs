@@ -73,6 +73,7 @@ const FAIL: &[&str] = &[
     "hook/fail/tool_context_shape.rs",
     "hook/fail/unknown_event.rs",
     "hook/fail/unresolved_input_type.rs",
+    "hook/fail/unsafe_fn.rs",
     "hook/fail/validate_output_free_function.rs",
     "run_hooks/fail/async_method.rs",
     "run_hooks/fail/generic_method.rs",
@@ -114,6 +115,7 @@ const FAIL: &[&str] = &[
     "tool/fail/timeout_ms_not_a_number.rs",
     "tool/fail/timeout_ms_zero.rs",
     "tool/fail/unknown_option.rs",
+    "tool/fail/unsafe_fn.rs",
 ];
 
 const PASS: &[&str] = &[

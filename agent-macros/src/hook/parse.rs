@@ -351,6 +351,14 @@ pub(crate) fn parse_hook(
             "`timeout_ms` applies to async hooks: a sync hook runs inline and cannot be stopped; make it an `async fn`, or remove `timeout_ms`",
         );
     }
+    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
+        // Not registered: the engine would call it from safe code.
+        cx.error_spanned_by(
+            unsafety,
+            "a hook function cannot be `unsafe`: the engine calls it on every event it matches; make it safe, with an `unsafe` block inside it for the unsafe code",
+        );
+        return None;
+    }
     if attr.failed {
         return None;
     }

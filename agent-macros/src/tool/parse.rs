@@ -256,6 +256,12 @@ pub(crate) fn parse_tool(
             "a tool function cannot be generic: its arguments must have one JSON Schema",
         );
     }
+    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
+        cx.error_spanned_by(
+            unsafety,
+            "a tool function cannot be `unsafe`: the engine calls it with whatever arguments the model sends; make it safe, with an `unsafe` block inside it for the unsafe code",
+        );
+    }
     if let Some(variadic) = &sig.variadic {
         cx.error_spanned_by(variadic, "a tool function cannot be variadic");
     }
