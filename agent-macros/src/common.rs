@@ -106,8 +106,10 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<Doc> {
         let lines: Vec<String> = values
             .iter()
             .filter_map(|value| literal(value))
+            // `split`, not `lines`: an empty `///` line is `""`, which has no lines, and would
+            // lose the blank line between two paragraphs.
             .flat_map(|text| {
-                text.lines()
+                text.split('\n')
                     .map(|line| line.trim().to_owned())
                     .collect::<Vec<_>>()
             })

@@ -67,6 +67,26 @@ fn a_doc_written_by_a_macro_is_the_description() {
     assert_eq!(Hello::DESCRIPTION, "Say hello.");
 }
 
+/// Sum two numbers.
+///
+/// Both are integers:
+///
+/// - `a`, the first;
+/// - `b`, the second.
+#[tool]
+fn sum(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[test]
+fn a_docs_blank_lines_stay_in_the_description() {
+    use sum_tool::Sum;
+    assert_eq!(
+        Sum::DESCRIPTION,
+        "Sum two numbers.\n\nBoth are integers:\n\n- `a`, the first;\n- `b`, the second."
+    );
+}
+
 #[test]
 fn the_schema_is_json_schema_2020_12_with_descriptions_optional_fields_and_defaults() {
     let schema = Search::schema();
