@@ -92,6 +92,7 @@ const FAIL: &[&str] = &[
     "run_hooks/fail/wrong_param_type.rs",
     "tool/fail/borrowed_param.rs",
     "tool/fail/async_error_not_display.rs",
+    "tool/fail/default_on_context.rs",
     "tool/fail/error_keeps_tool_type.rs",
     "tool/fail/error_not_display.rs",
     "tool/fail/generic.rs",

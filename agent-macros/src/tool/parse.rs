@@ -304,7 +304,18 @@ pub(crate) fn parse_tool(
         typed
             .attrs
             .retain(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"));
+        // A parameter the engine passes is no argument of the model's: a default would be
+        // ignored.
+        let no_default = |what: &str| {
+            if let Some(default) = &default {
+                cx.error_spanned_by(
+                    default,
+                    format!("a {what} parameter takes no `#[arg(default = ...)]`: the engine passes it, the model never sends it; remove the attribute"),
+                );
+            }
+        };
         if is_helper_type(&typed.ty, "ToolContext", krate) {
+            no_default("`ToolContext`");
             if call_order
                 .iter()
                 .any(|slot| matches!(slot, Slot::ToolContext))
@@ -319,6 +330,7 @@ pub(crate) fn parse_tool(
         }
         match context_param(&typed.ty, context) {
             ContextParam::Context => {
+                no_default("run context");
                 if let Some(declared) = context {
                     call_order.push(Slot::RunContext(
                         Box::new(declared.clone()),
