@@ -93,6 +93,7 @@ const FAIL: &[&str] = &[
     "tool/fail/borrowed_param.rs",
     "tool/fail/async_error_not_display.rs",
     "tool/fail/default_on_context.rs",
+    "tool/fail/default_without_value.rs",
     "tool/fail/error_keeps_tool_type.rs",
     "tool/fail/error_not_display.rs",
     "tool/fail/generic.rs",

@@ -291,6 +291,11 @@ pub(crate) fn parse_tool(
                     if default.is_some() {
                         return Err(meta.error("duplicate `default` option"));
                     }
+                    if !meta.input.peek(syn::Token![=]) {
+                        return Err(meta.error(
+                            "`default` takes the parameter's default value: `#[arg(default = EXPR)]`",
+                        ));
+                    }
                     default = Some(meta.value()?.parse::<syn::Expr>()?);
                     Ok(())
                 } else {
