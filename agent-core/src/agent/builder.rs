@@ -160,8 +160,11 @@ impl AgentBuilder {
     }
 
     /// Adds a subscriber to JSON snapshots of this agent's turns (see [`Extension`]): it runs
-    /// after the agent's own hooks, after the extensions added before it.
+    /// after the agent's own hooks, after the extensions added before it. A zero
+    /// [`Extension::timeout`] is a build error.
     pub fn extension(mut self, extension: Extension) -> Self {
+        let (name, timeout) = (extension.name.clone(), extension.timeout);
+        self.zero_timeout("extension", &name, Some(timeout));
         self.extensions.push(extension);
         self
     }
@@ -215,7 +218,8 @@ impl AgentBuilder {
 
     /// Stops any tool call that runs longer than `limit` (its future is dropped) and gives the
     /// model a timeout error result, unless the tool has its own timeout (`Tool::TIMEOUT`,
-    /// `#[tool(timeout_ms = N)]`, `FnTool::with_timeout`). Default: no limit.
+    /// `#[tool(timeout_ms = N)]`, `FnTool::with_timeout`). Default: no limit. Zero, here or a
+    /// tool's own, is a build error (every call would time out at once).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
         self
@@ -288,8 +292,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a hook of a turn-wide event.
+    /// Adds a hook of a turn-wide event (one with a zero [`Hook::timeout`] is a build error).
     pub fn hook<E: TurnWideEvent>(mut self, hook: Hook<E>) -> Self {
+        self.zero_timeout("hook", &hook.name, hook.options.timeout);
         E::slot(&mut self.hooks).push(hook);
         self
     }
@@ -305,6 +310,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<BeforeToolCall<I>>,
     ) -> Self {
+        self.zero_timeout("hook", &hook.name, hook.options.timeout);
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -325,6 +331,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<AfterToolCall<I, O>>,
     ) -> Self {
+        self.zero_timeout("hook", &hook.name, hook.options.timeout);
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -337,6 +344,17 @@ impl AgentBuilder {
                 .push((matcher, Arc::new(TypedAfter { meta, hook })));
         }
         self
+    }
+
+    /// Notes a zero timeout as a build problem: everything it bounds would time out at once
+    /// (the macros refuse `timeout_ms = 0` the same way).
+    fn zero_timeout(&mut self, what: &str, name: &str, timeout: Option<Duration>) {
+        if timeout == Some(Duration::ZERO) {
+            self.problems.push(format!(
+                "{what} `{name}`: its timeout is zero, so every run would time out at once; give \
+                 a positive limit, or none"
+            ));
+        }
     }
 
     fn meta(
@@ -421,6 +439,13 @@ impl AgentBuilder {
         if tool_concurrency == 0 {
             problems.push(
                 "`tool_concurrency` must be at least 1 (1 runs a step's tool calls one at a time)"
+                    .to_owned(),
+            );
+        }
+        if tool_timeout == Some(Duration::ZERO) {
+            problems.push(
+                "`tool_timeout` is zero, so every tool call would time out at once; give a \
+                 positive limit, or none"
                     .to_owned(),
             );
         }
@@ -647,6 +672,12 @@ fn index_tools(
                     problems.push(format!("duplicate tool name `{tool_name}`"));
                 }
             }
+        }
+        if tool.timeout() == Some(Duration::ZERO) {
+            problems.push(format!(
+                "tool `{tool_name}`: its timeout is zero, so every call would time out at once; \
+                 give a positive limit, or none"
+            ));
         }
         if !is_object_schema(&tool.spec().parameters) {
             problems.push(format!(

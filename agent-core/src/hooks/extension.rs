@@ -70,12 +70,12 @@ type Handler =
 /// ```
 #[derive(Clone)]
 pub struct Extension {
-    name: Arc<str>,
+    pub(crate) name: Arc<str>,
     events: Vec<ExtensionEvent>,
     /// The onChunk types wanted (`None`: all).
     chunk_types: Option<Vec<&'static str>>,
     handler: Handler,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 impl fmt::Debug for Extension {
@@ -133,7 +133,7 @@ impl Extension {
     }
 
     /// How long one snapshot's handling may take before it is abandoned and logged (default
-    /// 5 s).
+    /// 5 s; zero is a build error of the agent it is added to).
     pub fn timeout(mut self, limit: Duration) -> Extension {
         self.timeout = limit;
         self

@@ -334,7 +334,8 @@ impl<E: Event> Hook<E> {
         self
     }
 
-    /// Fails the hook if it runs longer than this (async hooks).
+    /// Fails the hook if it runs longer than this (async hooks); zero is a build error of the
+    /// agent it is added to.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options.timeout = Some(timeout);
         self

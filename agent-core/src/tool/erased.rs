@@ -470,7 +470,8 @@ impl FnTool {
         )
     }
 
-    /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]).
+    /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]); zero is a build
+    /// error of the agent it is added to.
     pub fn with_timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
         self

@@ -583,3 +583,51 @@ fn an_empty_approval_key_is_a_build_error() {
         ])
     );
 }
+
+/// A zero timeout (the agent's `tool_timeout`, a tool's own, a hook's or an extension's) is a
+/// build error naming it: everything it bounds would time out at once. The macros refuse
+/// `timeout_ms = 0` the same way.
+#[test]
+fn a_zero_timeout_is_a_build_error() {
+    use std::time::Duration;
+    let zero = Duration::ZERO;
+    let instant = FnTool::sync(
+        "instant",
+        "Answers at once.",
+        json!({"type": "object"}),
+        |_, _| Ok(Value::Null),
+    )
+    .with_timeout(zero);
+    let gate = Hook::<AnyBefore>::sync("gate", |_| {}).timeout(zero);
+    let meter = Hook::<event::OnChunk>::sync("meter", |_| {}).timeout(zero);
+    let extension =
+        agent_core::Extension::new("audit", |_, _| async { Ok(Value::Null) }).timeout(zero);
+    let error = build_error(
+        AgentBuilder::new("hasty")
+            .model(no_model())
+            .tool_timeout(zero)
+            .dyn_tool(instant)
+            .before_tool_call(Matcher::all(), gate)
+            .hook(meter)
+            .extension(extension),
+    );
+    assert_eq!(
+        error.problems,
+        lines(&[
+            "hook `gate`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
+            "hook `meter`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
+            "extension `audit`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
+            "`tool_timeout` is zero, so every tool call would time out at once; give a positive limit, or none",
+            "tool `instant`: its timeout is zero, so every call would time out at once; give a positive limit, or none",
+        ])
+    );
+    // A limit of a nanosecond is the user's to give.
+    let tiny = Duration::from_nanos(1);
+    assert!(
+        AgentBuilder::new("hasty")
+            .model(no_model())
+            .tool_timeout(tiny)
+            .build()
+            .is_ok()
+    );
+}
