@@ -401,7 +401,7 @@ impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile>
 for file_agent_tools::WriteFileArgs {}
 ///The input of a hook matching the tools `read_file`, `write_file`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
-#[allow(clippy::enum_variant_names)]
+#[allow(clippy::enum_variant_names, private_interfaces)]
 enum FileCall {
     ///Arguments of the `read_file` tool.
     ReadFile(file_agent_tools::ReadFileArgs),
@@ -447,7 +447,7 @@ impl ::agent_core::__private::AcceptsTool<file_agent_tools::ReadFile> for FileCa
 impl ::agent_core::__private::AcceptsTool<file_agent_tools::WriteFile> for FileCall {}
 ///The input of a hook matching the tools `read_file`, `write_file`, `current_time`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
-#[allow(clippy::enum_variant_names)]
+#[allow(clippy::enum_variant_names, private_interfaces)]
 enum FileAgentInput {
     ///Arguments of the `read_file` tool.
     ReadFile(file_agent_tools::ReadFileArgs),

@@ -105,7 +105,7 @@ impl ::agent_core::__private::AcceptsTool<triage_tools::Whoami>
 for triage_tools::WhoamiArgs {}
 ///The input of a hook matching the tools `whoami`: one variant per tool, holding its arguments.
 #[derive(::core::clone::Clone)]
-#[allow(clippy::enum_variant_names)]
+#[allow(clippy::enum_variant_names, private_interfaces)]
 enum TriageInput {
     ///Arguments of the `whoami` tool.
     Whoami(triage_tools::WhoamiArgs),

@@ -458,7 +458,7 @@ fn input_enum(
         let stub_input = crate::common::stub_tool_input(&quote!(#krate), &quote!(#ident));
         return quote! {
             #[doc = #doc]
-            #[allow(clippy::enum_variant_names, dead_code)]
+            #[allow(clippy::enum_variant_names, dead_code, private_interfaces)]
             #vis enum #ident {
                 #(
                     #[doc = #variant_docs]
@@ -480,7 +480,9 @@ fn input_enum(
     quote! {
         #[doc = #doc]
         #[derive(::core::clone::Clone)]
-        #[allow(clippy::enum_variant_names)]
+        // A tool named in `tools(...)` is taken as public: one that is private (its arguments
+        // type too) must not make the user's `-D warnings` build fail on this generated enum.
+        #[allow(clippy::enum_variant_names, private_interfaces)]
         #vis enum #ident {
             #(
                 #[doc = #variant_docs]

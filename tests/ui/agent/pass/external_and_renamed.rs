@@ -1,5 +1,8 @@
 //! Tools and hooks defined apart from the agent, the agent's options, and a renamed dependency
-//! through `crate = ...`.
+//! through `crate = ...`. A private tool named in `tools(...)` gives no warning from the
+//! generated code (a `-D warnings` build must pass).
+
+#![deny(private_interfaces)]
 
 use core2::{AgentSpec, ChunkContext, ScriptedModel, StepRecord};
 use agent_core as core2;
