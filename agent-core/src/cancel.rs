@@ -97,6 +97,16 @@ impl CancelToken {
             notified.await;
         }
     }
+
+    /// Awaits `future` unless the token is cancelled first (`None`, `future` dropped). The
+    /// future is polled first, so one that is ready wins over a cancel.
+    pub(crate) async fn unless<F: Future>(&self, future: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            output = future => Some(output),
+            () = self.cancelled() => None,
+        }
+    }
 }
 
 impl CancelInner {

@@ -29,10 +29,10 @@ impl<'a> Turn<'a> {
                     agent: agent.name.to_string(),
                     session: self.session_id.to_string(),
                 };
+                // A cancel stops a slow context provider at once (it writes nothing itself).
                 let open = session::open(configure, agent.instructions.as_deref(), info);
-                let open = self
-                    .unless_cancelled(open)
-                    .await?
+                let open = (self.cancel.unless(open).await)
+                    .ok_or(End::Aborted)?
                     .map(Arc::new)
                     .map_err(|error| End::Failed(error, ErrorStage::Turn))?;
                 // Every handle of an agent that configures its sessions carries a mark
@@ -88,10 +88,10 @@ impl<'a> Turn<'a> {
         open: &OpenSession,
         plan: &mut TurnPlan<'_>,
     ) -> Result<Compaction, End> {
+        // A cancel stops a slow summarizer at once (the rows are written after it).
         let compaction = session::compact(&*self.agent.store, self.session_id, &open.config);
-        let compaction = self
-            .unless_cancelled(compaction)
-            .await?
+        let compaction = (self.cancel.unless(compaction).await)
+            .ok_or(End::Aborted)?
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         if let Compaction::Done {
             replaced,

@@ -106,14 +106,18 @@ pub(super) async fn check(
 ) -> Result<(), TurnError> {
     // A cancel stops the checks at once, as it stops an async hook: the turn then ends
     // aborted, and what was checked is neither stored nor shown.
-    tokio::select! {
-        biased;
-        checked = check_all(guardrails, kind, text) => checked,
-        () = cancel.cancelled() => Err(TurnError::new(
-            TurnErrorKind::Guardrail { kind, name: String::new() },
-            format!("the {kind} guardrails were stopped: the turn was cancelled"),
-        )),
-    }
+    cancel
+        .unless(check_all(guardrails, kind, text))
+        .await
+        .unwrap_or_else(|| {
+            Err(TurnError::new(
+                TurnErrorKind::Guardrail {
+                    kind,
+                    name: String::new(),
+                },
+                format!("the {kind} guardrails were stopped: the turn was cancelled"),
+            ))
+        })
 }
 
 async fn check_all(

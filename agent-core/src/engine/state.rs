@@ -138,22 +138,7 @@ impl Turn<'_> {
     pub(super) async fn emit(&self, event: TurnEvent) {
         if let Some(sink) = &self.sink {
             // A dropped stream only stops the events; the turn still completes.
-            tokio::select! {
-                biased;
-                _ = sink.send(event) => {}
-                () = self.cancel.cancelled() => {}
-            }
-        }
-    }
-
-    /// Awaits `future` unless the turn is cancelled first: then the turn ends `aborted` at
-    /// once (for the awaits of user code that no hook runner or tool guard watches: the
-    /// session's context providers and its summarizer, which write nothing themselves).
-    pub(super) async fn unless_cancelled<T>(&self, future: impl Future<Output = T>) -> Flow<T> {
-        tokio::select! {
-            biased;
-            done = future => Ok(done),
-            () = self.cancel.cancelled() => Err(End::Aborted),
+            let _ = self.cancel.unless(sink.send(event)).await;
         }
     }
 

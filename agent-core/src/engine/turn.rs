@@ -211,11 +211,10 @@ impl<'a> Turn<'a> {
             return Err((TurnStatus::Aborted, None));
         }
         // The store first: a free session is taken without waiting on the token at all.
-        let taken = tokio::select! {
-            biased;
-            taken = take => taken?,
-            () = self.cancel.cancelled() => return Err((TurnStatus::Aborted, None)),
+        let Some(taken) = self.cancel.unless(take).await else {
+            return Err((TurnStatus::Aborted, None));
         };
+        let taken = taken?;
         match taken {
             Ok(Some(lease)) => Ok(lease),
             Ok(None) => Err(busy(None)),

@@ -30,11 +30,7 @@ pub(crate) fn stopped_on_cancel<F: Future>(
 /// steps (see [`stopped_on_cancel`]), to its end.
 pub(crate) async fn unless_turn_cancelled<F: Future>(future: F) -> Option<F::Output> {
     match TURN_CANCEL.try_with(CancelToken::clone) {
-        Ok(cancel) => tokio::select! {
-            biased;
-            output = future => Some(output),
-            () = cancel.cancelled() => None,
-        },
+        Ok(cancel) => cancel.unless(future).await,
         Err(_) => Some(future.await),
     }
 }
