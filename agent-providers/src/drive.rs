@@ -81,8 +81,13 @@ impl AuthHeader {
 /// or gateway base URL that carries `?api-version=...`), so the path does not end up inside
 /// the query; trailing slashes of the base's path do not matter.
 pub(crate) fn joined(base: &str, path: &str) -> String {
-    let (head, query) = base.split_at(base.find('?').unwrap_or(base.len()));
+    let (head, query) = split_query(base);
     format!("{}{path}{query}", head.trim_end_matches('/'))
+}
+
+/// A URL's part before its query, and the query from its `?` (empty when it has none).
+pub(crate) fn split_query(url: &str) -> (&str, &str) {
+    url.split_at(url.find('?').unwrap_or(url.len()))
 }
 
 /// A provider's endpoint, parsed once when the client is configured rather than by reqwest on

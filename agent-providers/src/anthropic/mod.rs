@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use agent_core::{Model, ModelError, ModelErrorKind, ModelRequest, ModelStream};
 
 use crate::config::{ApiKey, ConfigError, HttpSettings, env_var};
-use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire, joined};
+use crate::drive::{self, AuthHeader, Endpoint, HttpRequest, Transport, Wire, joined, split_query};
 use crate::tools_json::ToolsJson;
 use decode::AnthropicDecoder;
 
@@ -251,7 +251,7 @@ impl Wire for Call {
 /// `/v1` (or `/v1/messages`), which the endpoint adds back.
 fn root(base_url: &str) -> String {
     let base_url = base_url.trim();
-    let (base, query) = base_url.split_at(base_url.find('?').unwrap_or(base_url.len()));
+    let (base, query) = split_query(base_url);
     let base = base.trim_end_matches('/');
     let base = base
         .strip_suffix("/messages")
