@@ -5,6 +5,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,14 @@ impl Drop for Aimock {
     }
 }
 
+/// AIMock's command-line script, installed on first use. The tests start their servers at once:
+/// the lock makes the others wait for the first install, since two `npm install`s into one folder
+/// fail each other (`ENOTEMPTY`).
 fn cli() -> PathBuf {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let _installing = INSTALL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aimock-{VERSION}"));
     let cli = dir.join("node_modules/@copilotkit/aimock/dist/aimock-cli.js");
     if !cli.exists() {
