@@ -28,7 +28,7 @@ mod file_agent_tools {
         ::agent_core::__private::serde::Deserialize,
         ::agent_core::__private::schemars::JsonSchema
     )]
-    #[serde(crate = "::agent_core::__private::serde")]
+    #[serde(crate = "::agent_core::__private::serde", deny_unknown_fields)]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct ReadFileArgs {
         #[serde(deserialize_with = "ReadFileArgs::__de_path")]
@@ -71,7 +71,7 @@ mod file_agent_tools {
         ::agent_core::__private::serde::Deserialize,
         ::agent_core::__private::schemars::JsonSchema
     )]
-    #[serde(crate = "::agent_core::__private::serde")]
+    #[serde(crate = "::agent_core::__private::serde", deny_unknown_fields)]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct WriteFileArgs {
         #[serde(deserialize_with = "WriteFileArgs::__de_path")]

@@ -17,7 +17,7 @@ mod triage_tools {
         ::agent_core::__private::serde::Deserialize,
         ::agent_core::__private::schemars::JsonSchema
     )]
-    #[serde(crate = "::agent_core::__private::serde")]
+    #[serde(crate = "::agent_core::__private::serde", deny_unknown_fields)]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct WhoamiArgs {}
     ///The `whoami` tool: The name of the user asking.

@@ -16,7 +16,7 @@ pub mod search_tool {
         ::agent_core::__private::serde::Deserialize,
         ::agent_core::__private::schemars::JsonSchema
     )]
-    #[serde(crate = "::agent_core::__private::serde")]
+    #[serde(crate = "::agent_core::__private::serde", deny_unknown_fields)]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub struct SearchArgs {
         /// What to look for.

@@ -11,7 +11,7 @@ mod index_tool {
         ::agent_core::__private::serde::Deserialize,
         ::agent_core::__private::schemars::JsonSchema
     )]
-    #[serde(crate = "::agent_core::__private::serde")]
+    #[serde(crate = "::agent_core::__private::serde", deny_unknown_fields)]
     #[schemars(crate = "::agent_core::__private::schemars")]
     pub(super) struct IndexArgs {
         #[serde(deserialize_with = "IndexArgs::__de_root")]

@@ -375,7 +375,9 @@ pub(crate) fn tool_code(
     let defs = quote! {
         #[doc = #args_doc]
         #[derive(#private::serde::Deserialize, #private::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate)]
+        // An unknown field is an error the model reads, as the schema's
+        // `additionalProperties: false` says, not a misspelt parameter left at its default.
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #args_ty {
             #(#field_defs,)*

@@ -167,6 +167,23 @@ async fn tools_run_with_defaults_context_and_errors_as_results() {
 }
 
 #[test]
+fn an_unknown_argument_is_refused_not_ignored() {
+    // The schema says `additionalProperties: false`; a misspelt optional parameter must not
+    // quietly fall back to its default, so the model reads which names exist.
+    let error = serde_json::from_str::<SearchArgs>(r#"{"query":"rust","limits":5}"#)
+        .err()
+        .map(|error| error.to_string());
+    assert_eq!(
+        error.as_deref(),
+        Some("unknown field `limits`, expected one of `query`, `limit`, `tag` at line 1 column 24")
+    );
+    assert_eq!(
+        agent_core::schema_for::<SearchArgs>()["additionalProperties"],
+        json!(false)
+    );
+}
+
+#[test]
 fn a_defaulted_parameter_sent_as_null_takes_its_default() {
     // Strict modes (OpenAI `strict_tools`) make every parameter required and nullable, so a
     // model leaving `limit` out sends `null`.
