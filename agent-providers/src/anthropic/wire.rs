@@ -307,16 +307,18 @@ fn answer_choice<'a>(
 }
 
 /// The top-level system prompt: the request's, then any system messages, blank-line separated.
+/// Empty ones are left out, as the OpenAI wire leaves out an empty system prompt: an
+/// `instructions("")` adds nothing to send.
 fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
-    let mut parts =
-        request
-            .system
-            .iter()
-            .map(String::as_str)
-            .chain(request.messages.iter().filter_map(|message| match message {
-                Message::System { content } => Some(content.as_str()),
-                _ => None,
-            }));
+    let mut parts = request
+        .system
+        .iter()
+        .map(String::as_str)
+        .chain(request.messages.iter().filter_map(|message| match message {
+            Message::System { content } => Some(content.as_str()),
+            _ => None,
+        }))
+        .filter(|part| !part.is_empty());
     let first = parts.next()?;
     let Some(second) = parts.next() else {
         return Some(Cow::Borrowed(first));
@@ -538,5 +540,21 @@ impl Serialize for Input<'_> {
             Input::Object(raw) => raw.serialize(serializer),
             Input::Empty => serializer.serialize_map(Some(0))?.end(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_system_texts_are_left_out() {
+        let mut request = ModelRequest::default();
+        request.system = Some(String::new());
+        assert_eq!(system(&request), None);
+        request.messages = vec![Message::system(""), Message::system("Be brief.")].into();
+        assert_eq!(system(&request).as_deref(), Some("Be brief."));
+        request.system = Some("You add.".to_owned());
+        assert_eq!(system(&request).as_deref(), Some("You add.\n\nBe brief."));
     }
 }
