@@ -165,6 +165,9 @@ pub(crate) trait Wire: Send + Sync + 'static {
     /// The provider's name, for error messages (`openai`).
     fn name(&self) -> &'static str;
 
+    /// The model asked for when a request names none.
+    fn model(&self) -> &str;
+
     /// Builds the HTTP request, writing its body into `body` (empty, with room for about as
     /// much as the client's last request). A bad request, such as a schema strict mode cannot
     /// express, is [`ModelErrorKind::BadRequest`].
@@ -261,7 +264,9 @@ pub(crate) fn stream<W: Wire>(
 ) -> ModelStream {
     // Room for the last body and an eighth more: a conversation's next request is a little
     // longer than its last.
-    if let Err(error) = finite_settings(wire.name(), &request) {
+    if let Err(error) = finite_settings(wire.name(), &request)
+        .and_then(|()| named_model(wire.name(), &request, wire.model()))
+    {
         return failed(error);
     }
     let last = transport.body_size.load(Ordering::Relaxed);
@@ -302,6 +307,27 @@ fn finite_settings(provider: &str, request: &ModelRequest) -> Result<(), ModelEr
                 format!("{provider}: the call's `{name}` is {value}: give a finite number"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A call that names no model, neither its own nor the client's (`model("")`, an empty
+/// variable read into it), is a bad request: the server would refuse it with a message that
+/// does not say where the model is set.
+fn named_model(provider: &str, request: &ModelRequest, default: &str) -> Result<(), ModelError> {
+    let model = if request.model.is_empty() {
+        default
+    } else {
+        &request.model
+    };
+    if model.trim().is_empty() {
+        return Err(ModelError::new(
+            ModelErrorKind::BadRequest,
+            format!(
+                "{provider}: the call names no model (`{model}`): give the client one with \
+                 `.model(...)`, or the call a non-empty `ModelRequest::model`"
+            ),
+        ));
     }
     Ok(())
 }

@@ -226,6 +226,10 @@ impl Wire for Call {
         "anthropic"
     }
 
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
     fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let config = &self.config;
         let body = wire::body(request, &config.model, config.max_tokens, &config.tools)?;

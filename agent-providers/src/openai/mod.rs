@@ -236,6 +236,10 @@ impl Wire for OpenAiWire {
         "openai"
     }
 
+    fn model(&self) -> &str {
+        &self.model
+    }
+
     fn request(&self, request: &ModelRequest, mut out: Vec<u8>) -> Result<HttpRequest, ModelError> {
         let model = if request.model.is_empty() {
             &self.model

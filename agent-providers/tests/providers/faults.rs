@@ -967,6 +967,45 @@ async fn a_temperature_or_top_p_that_is_not_finite_is_a_bad_request_never_sent()
     assert_eq!(server.requests()[0].json()["temperature"], json!(0.5));
 }
 
+/// A call that names no model, neither the client (`model("")`, or spaces) nor the request, is
+/// a bad request before anything is sent, saying where a model is named; a request's own model
+/// still goes with the client's left empty.
+#[tokio::test]
+async fn a_call_that_names_no_model_is_a_bad_request_never_sent() {
+    let server = TestServer::start([]).await;
+    for blank in ["", "  "] {
+        let openai = client(&server, 2).model(blank);
+        let anthropic = agent_providers::Anthropic::new(KEY)
+            .base_url(&server.url)
+            .settings(settings(2))
+            .model(blank);
+        let models: [(&dyn Model, &str); 2] = [(&openai, "openai"), (&anthropic, "anthropic")];
+        for (model, provider) in models {
+            let (events, error) = collect(model.stream(request())).await;
+            assert!(events.is_empty());
+            let error = error.expect("the call is refused");
+            assert_eq!(
+                (error.kind, error.message),
+                (
+                    ModelErrorKind::BadRequest,
+                    format!(
+                        "{provider}: the call names no model (`{blank}`): give the client one \
+                         with `.model(...)`, or the call a non-empty `ModelRequest::model`"
+                    )
+                )
+            );
+        }
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+
+    server.push(ok("hi"));
+    let mut call = request();
+    call.model = "gpt-named".to_owned();
+    let (_, error) = collect(client(&server, 0).model("").stream(call)).await;
+    assert_eq!(error, None);
+    assert_eq!(server.requests()[0].json()["model"], json!("gpt-named"));
+}
+
 /// A redirect to another server is not followed: it would take the conversation there, and
 /// Anthropic's `x-api-key` too (reqwest strips only `authorization` on such a redirect). The
 /// call fails, not retried, naming where the redirect pointed. A redirect within the endpoint's
