@@ -27,8 +27,11 @@ const API_VERSION: &str = "2023-06-01";
 /// A client of Anthropic's Messages API, streaming over SSE. It implements [`Model`].
 ///
 /// Text, thinking (as reasoning), tool calls, usage and stop reasons map onto the core's
-/// events. The system prompt goes in the top-level `system`; tool results go back as
-/// `tool_result` blocks of a user message. A structured answer
+/// events. The system prompt goes in the top-level `system`, with the conversation's system
+/// messages (a compaction's summary) after it; tool results go back as `tool_result` blocks of
+/// a user message. A conversation that would open with an assistant message (a compaction kept
+/// the tail of a tool loop, or a hook trimmed the history) opens with a user message
+/// `(Earlier messages are left out.)`, as the API wants the user's message first. A structured answer
 /// ([`ModelRequest::output_schema`]) is asked for through a tool named after the schema, whose
 /// input streams back as the answer's text. Provider options are merged into the top level of
 /// the request body, where they win over the fields built from the request (all but `stream`):

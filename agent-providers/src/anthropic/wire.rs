@@ -351,6 +351,15 @@ impl Serialize for Conversation<'_> {
         let mut seq = serializer.serialize_seq(None)?;
         let with_thinking = self.with_thinking;
         let mut rest = self.messages;
+        let first = rest
+            .iter()
+            .find_map(|message| role_of(message, with_thinking));
+        if first == Some(Role::Assistant) {
+            seq.serialize_element(&serde_json::json!({
+                "role": Role::User,
+                "content": [{"type": "text", "text": OPENING}],
+            }))?;
+        }
         // Each message of one role holds the core's messages up to the next one of the other
         // role (those that send nothing, a system message or an empty reply, go with either).
         while let Some((start, role)) = rest
@@ -375,6 +384,12 @@ impl Serialize for Conversation<'_> {
         seq.end()
     }
 }
+
+/// The user message sent first when the conversation would open with an assistant message, as
+/// after a compaction that kept the tail of a tool loop (the summary goes in the system prompt)
+/// or a hook that trimmed the history: the Messages API refuses a conversation whose first
+/// message is not the user's (`first message must use the "user" role`).
+pub(super) const OPENING: &str = "(Earlier messages are left out.)";
 
 /// The role of the message that carries `message`'s blocks; `None` when it sends none (a
 /// system message, an empty reply). Two tests of the message's kind, not a `match` over its
@@ -556,5 +571,55 @@ mod tests {
         assert_eq!(system(&request).as_deref(), Some("Be brief."));
         request.system = Some("You add.".to_owned());
         assert_eq!(system(&request).as_deref(), Some("You add.\n\nBe brief."));
+    }
+
+    #[test]
+    fn a_conversation_that_opens_with_the_assistant_gets_a_user_message_first() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+            metadata: None,
+        };
+        let messages = [
+            Message::system("Summary of the earlier conversation:\nS"),
+            Message::Assistant {
+                content: Default::default(),
+                reasoning: Default::default(),
+                tool_calls: vec![call].into(),
+                reasoning_signature: None,
+                provider_blocks: Vec::new(),
+            },
+            Message::Tool {
+                call_id: "c1".into(),
+                name: "t".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        ];
+        let written = |messages: &[Message]| {
+            serde_json::to_value(Conversation {
+                messages,
+                with_thinking: false,
+            })
+            .unwrap()
+        };
+        assert_eq!(
+            written(&messages),
+            serde_json::json!([
+                {"role": "user", "content": [{"type": "text", "text": OPENING}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "t", "input": {}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "ok"}
+                ]}
+            ])
+        );
+        // One that opens with the user's message is sent as it is.
+        assert_eq!(
+            written(&[Message::user("hi")]),
+            serde_json::json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+        );
     }
 }

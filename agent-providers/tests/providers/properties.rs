@@ -415,10 +415,12 @@ fn message() -> impl Strategy<Value = Message> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Whatever the conversation, Anthropic's request alternates roles, sends no message
-    /// without blocks and sends each message's blocks: a user message's text (even empty), an
-    /// assistant message's signed reasoning (with thinking on), text (unless empty) and tool
-    /// calls (their input always an object), a tool result's block; a system message none.
+    /// Whatever the conversation, Anthropic's request opens with the user's message and
+    /// alternates roles, sends no message without blocks and sends each message's blocks: a
+    /// user message's text (even empty), an assistant message's signed reasoning (with thinking
+    /// on), text (unless empty) and tool calls (their input always an object), a tool result's
+    /// block; a system message none. A conversation whose first message that sends anything is
+    /// an assistant's gets one text block more: the user message that opens it.
     #[test]
     fn anthropic_requests_alternate_roles_and_carry_every_block(
         messages in prop::collection::vec(message(), 0..12),
@@ -435,13 +437,23 @@ proptest! {
         let sent = sent_messages(Provider::Anthropic, request);
         let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap_or("?")).collect();
         prop_assert!(roles.windows(2).all(|pair| pair[0] != pair[1]), "{:?}", roles);
+        prop_assert!(roles.first().is_none_or(|role| *role == "user"), "{:?}", roles);
         let blocks: Vec<&Value> = sent
             .iter()
             .flat_map(|m| m["content"].as_array().map(|c| c.iter().collect()).unwrap_or_else(Vec::new))
             .collect();
         prop_assert!(sent.iter().all(|m| m["content"].as_array().is_some_and(|c| !c.is_empty())));
         let count = |kind: &str| blocks.iter().filter(|b| b["type"] == kind).count();
-        let mut want = [0usize; 4];
+        let sends = |message: &Message| match message {
+            Message::System { .. } => None,
+            Message::Assistant { content, reasoning, tool_calls, reasoning_signature, .. } => {
+                let signed = thinking && reasoning_signature.is_some() && !reasoning.is_empty();
+                (!content.is_empty() || !tool_calls.is_empty() || signed).then_some("assistant")
+            }
+            _ => Some("user"),
+        };
+        let opened = messages.iter().find_map(sends) == Some("assistant");
+        let mut want = [usize::from(opened), 0, 0, 0];
         for message in &messages {
             match message {
                 Message::User { .. } => want[0] += 1,
