@@ -271,7 +271,7 @@ impl SessionConfig {
     }
 
     /// The share of [`max_input_tokens`](Self::max_input_tokens) past which a step compacts
-    /// first (default 0.8).
+    /// first (default 0.8): above 0 and at most 1, else the session's turns fail, saying so.
     pub fn headroom(mut self, headroom: f64) -> Self {
         self.headroom = headroom;
         self

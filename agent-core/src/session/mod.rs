@@ -49,6 +49,21 @@ pub(crate) async fn open(
             format!("configure_session panicked: {message}"),
         )
     })?;
+    // Past `max_input_tokens * headroom` a step compacts first: a NaN never would, a share
+    // of 0 or less always would.
+    if !(config.headroom > 0.0 && config.headroom <= 1.0) {
+        return Err(TurnError::new(
+            TurnErrorKind::Hook {
+                event: "configure_session",
+                hook: "configure_session".to_owned(),
+            },
+            format!(
+                "SessionConfig::headroom is {}: give the share of max_input_tokens past which \
+                 a step compacts, above 0 and at most 1",
+                config.headroom
+            ),
+        ));
+    }
     let system = prompt::compose(instructions, &config, &info)
         .await
         .map_err(|(block, error)| {

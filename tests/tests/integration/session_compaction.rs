@@ -334,6 +334,37 @@ async fn reported_input_tokens_compact_before_a_step_at_most_max_compactions_tim
 }
 
 #[tokio::test]
+async fn a_headroom_that_is_not_a_share_fails_the_turn_saying_so() {
+    for (headroom, shown) in [(f64::NAN, "NaN"), (0.0, "0"), (-0.5, "-0.5"), (1.5, "1.5")] {
+        let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+        let agent = AgentBuilder::new("a")
+            .model(model.clone())
+            .configure_session(move |session| session.max_input_tokens(100).headroom(headroom))
+            .build()
+            .unwrap();
+        let result = agent.session("s").run("go").await;
+        let error = result.error.expect("the turn fails");
+        assert_eq!(
+            error.message,
+            format!(
+                "SessionConfig::headroom is {shown}: give the share of max_input_tokens past \
+                 which a step compacts, above 0 and at most 1"
+            )
+        );
+        assert!(model.requests().is_empty());
+    }
+    let agent = AgentBuilder::new("a")
+        .model(ScriptedModel::new([ScriptedStep::new().text("ok")]))
+        .configure_session(|session| session.headroom(1.0))
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent.session("s").run("go").await.status,
+        TurnStatus::Completed
+    );
+}
+
+#[tokio::test]
 async fn a_hook_error_that_mentions_the_context_window_is_not_an_overflow() {
     let seen = Seen::default();
     let model = ScriptedModel::new([
