@@ -238,6 +238,54 @@ fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) 
     }
 }
 
+/// Reads `raw` again with each `null` that serde refused taken out of its object, when that
+/// makes it parse: a field that may be left out (`#[serde(default)]`) then takes its default.
+/// Strict modes (OpenAI's `strict_tools`) make every property required and the optional ones
+/// nullable, so a model sends `null` for such a field, nested ones too. A `null` for a field
+/// that must be given still fails, with serde's first error. Only a failed parse pays for this.
+fn without_refused_nulls<T: serde::de::DeserializeOwned>(
+    raw: &str,
+    error: &serde_path_to_error::Error<serde_json::Error>,
+) -> Option<T> {
+    let refused_null = |error: &serde_path_to_error::Error<serde_json::Error>| {
+        error.inner().to_string().starts_with("invalid type: null")
+    };
+    if !refused_null(error) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(raw).ok()?;
+    let mut path = error.path().clone();
+    // Each round takes one `null` out, so there are at most as many rounds as nulls.
+    loop {
+        take_member(&mut value, &path)?;
+        match serde_path_to_error::deserialize::<_, T>(&value) {
+            Ok(args) => return Some(args),
+            Err(error) if refused_null(&error) => path = error.path().clone(),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Takes out the object member at `path`, if it is one and holds `null`.
+fn take_member(value: &mut Value, path: &serde_path_to_error::Path) -> Option<()> {
+    use serde_path_to_error::Segment;
+    let mut segments: Vec<&Segment> = path.iter().collect();
+    let Some(Segment::Map { key }) = segments.pop() else {
+        return None;
+    };
+    let mut parent = value;
+    for segment in segments {
+        parent = match segment {
+            Segment::Map { key } => parent.get_mut(key.as_str())?,
+            Segment::Seq { index } => parent.get_mut(*index)?,
+            Segment::Enum { .. } | Segment::Unknown => return None,
+        };
+    }
+    let object = parent.as_object_mut()?;
+    object.get(key.as_str())?.is_null().then_some(())?;
+    object.remove(key.as_str()).map(drop)
+}
+
 /// Text after the arguments' JSON value.
 fn trailing(tool: &str, error: serde_json::Error) -> ArgsError {
     ArgsError {
@@ -276,8 +324,13 @@ impl<T: Tool> DynTool for TypedTool<T> {
             return Ok(AnyValue::new(args));
         }
         let mut de = serde_json::Deserializer::from_str(raw);
-        let args: T::Args =
-            serde_path_to_error::deserialize(&mut de).map_err(|e| args_error(T::NAME, e))?;
+        let args: T::Args = match serde_path_to_error::deserialize(&mut de) {
+            Ok(args) => args,
+            Err(error) => match without_refused_nulls::<T::Args>(raw, &error) {
+                Some(args) => return Ok(AnyValue::new(args)),
+                None => return Err(args_error(T::NAME, error)),
+            },
+        };
         de.end().map_err(|e| trailing(T::NAME, e))?;
         Ok(AnyValue::new(args))
     }

@@ -186,9 +186,9 @@ impl OpenAi {
     /// property required and optional ones nullable, `additionalProperties: false`. A schema
     /// strict mode cannot express fails the call with an error naming the keyword and its JSON
     /// path. The model may then send `null` for a parameter it could omit before: `Option<T>`
-    /// reads it as `None` and an `#[arg(default = ...)]` parameter of `#[tool]` as its default;
-    /// a hand-written args type with a plain `#[serde(default)]` field does not, and should
-    /// take `Option<T>` there.
+    /// reads it as `None`, and a typed tool's field that may be left out (an `#[arg(default =
+    /// ...)]` parameter of `#[tool]`, a `#[serde(default)]` field at any depth) as left out,
+    /// taking its default.
     pub fn strict_tools(mut self, strict: bool) -> Self {
         Arc::make_mut(&mut self.wire).strict_tools = strict;
         self

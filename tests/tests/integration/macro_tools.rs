@@ -166,6 +166,64 @@ async fn tools_run_with_defaults_context_and_errors_as_results() {
     assert_eq!(offered, ["search-notes", "divide", "hello"]);
 }
 
+/// Which notes to list.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Filter {
+    /// The tag to match.
+    tag: String,
+    /// How many at most.
+    #[serde(default = "three")]
+    limit: u32,
+}
+
+fn three() -> u32 {
+    3
+}
+
+/// List notes.
+#[tool]
+fn list_notes(filter: Filter, pages: Vec<Filter>) -> String {
+    let pages: Vec<u32> = pages.iter().map(|page| page.limit).collect();
+    format!("{} {} {pages:?}", filter.tag, filter.limit)
+}
+
+#[tokio::test]
+async fn a_null_for_a_nested_field_that_may_be_left_out_takes_its_default() {
+    // OpenAI's strict mode makes every property required and the optional ones nullable, so
+    // the model sends `null` for a nested `#[serde(default)]` field; `tag` must be given.
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call(
+                "c1",
+                "list_notes",
+                r#"{"filter":{"tag":"a","limit":null},"pages":[{"tag":"b","limit":null},{"tag":"c","limit":7}]}"#,
+            )
+            .tool_call("c2", "list_notes", r#"{"filter":{"tag":null,"limit":null},"pages":[]}"#),
+        ScriptedStep::new().text("ok"),
+    ]);
+    let agent = AgentBuilder::new("notes")
+        .model(model)
+        .tool(list_notes_tool::ListNotes)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await;
+    let received: Vec<(&str, bool)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.content.as_str(), r.is_error))
+        .collect();
+    assert_eq!(
+        received,
+        [
+            ("a 3 [3, 7]", false),
+            (
+                "invalid arguments for tool `list_notes` at `filter.tag`: invalid type: null, expected a string",
+                true
+            ),
+        ]
+    );
+}
+
 #[test]
 fn an_unknown_argument_is_refused_not_ignored() {
     // The schema says `additionalProperties: false`; a misspelt optional parameter must not
