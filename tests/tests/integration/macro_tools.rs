@@ -2,7 +2,8 @@
 //! parameter, sync and async bodies, fallible outputs and name overrides.
 
 use agent_core::{
-    AgentBuilder, ScriptedModel, ScriptedStep, Tool, ToolContext, ToolError, TurnStatus, tool,
+    AgentBuilder, ScriptedModel, ScriptedStep, Tool, ToolContext, ToolError, TurnResult,
+    TurnStatus, tool,
 };
 use serde_json::json;
 
@@ -117,6 +118,15 @@ fn the_schema_is_json_schema_2020_12_with_descriptions_optional_fields_and_defau
     assert_eq!(Hello::schema()["properties"], json!({}));
 }
 
+/// The text and error flag of each result of a turn's first step.
+fn first_results(result: &TurnResult) -> Vec<(&str, bool)> {
+    result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| (r.content.as_str(), r.is_error))
+        .collect()
+}
+
 #[tokio::test]
 async fn tools_run_with_defaults_context_and_errors_as_results() {
     let model = ScriptedModel::new([
@@ -137,11 +147,7 @@ async fn tools_run_with_defaults_context_and_errors_as_results() {
         .unwrap();
     let result = agent.run("go").await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
-    let received: Vec<(&str, bool)> = result.steps[0]
-        .tool_results
-        .iter()
-        .map(|r| (r.content.as_str(), r.is_error))
-        .collect();
+    let received = first_results(&result);
     assert_eq!(
         received,
         [
@@ -207,11 +213,7 @@ async fn a_null_for_a_nested_field_that_may_be_left_out_takes_its_default() {
         .build()
         .unwrap();
     let result = agent.run("go").await;
-    let received: Vec<(&str, bool)> = result.steps[0]
-        .tool_results
-        .iter()
-        .map(|r| (r.content.as_str(), r.is_error))
-        .collect();
+    let received = first_results(&result);
     assert_eq!(
         received,
         [
