@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::AgentBuilder;
 use crate::hooks::event::{AfterToolCall, BeforeToolCall, BeforeTurn, OnStepFinish};
@@ -57,8 +57,9 @@ pub enum CommandEvent {
 /// `{"decision": "defer"}` (with an optional `reason`: the call waits, see
 /// [`ToolCallDecision::Ask`] and [`ToolCallDecision::Defer`]). A non-zero exit, an
 /// answer that is not one of these, or running past the timeout (the program and every
-/// process it started are killed) is the hook's failure, handled by its policy. Its `Debug`
-/// names the variables [`env`](Self::env) adds, not their values.
+/// process it started are killed) is the hook's failure, handled by its policy. Its output is
+/// read as UTF-8 (a byte that is not becomes U+FFFD). Its `Debug` names the variables
+/// [`env`](Self::env) adds, not their values.
 #[derive(Clone)]
 pub struct CommandHook {
     name: String,
@@ -396,14 +397,8 @@ impl Runner {
                 // A program that does not read its input is not an error.
                 let _ = stdin.write_all(snapshot.to_string().as_bytes()).await;
             }
-            let mut out = String::new();
-            if let Some(stdout) = child.stdout.take() {
-                let _ = stdout.take(STDOUT_LIMIT).read_to_string(&mut out).await;
-            }
-            let mut err = String::new();
-            if let Some(stderr) = child.stderr.take() {
-                let _ = stderr.take(STDOUT_LIMIT).read_to_string(&mut err).await;
-            }
+            let out = drain(child.stdout.take()).await;
+            let err = drain(child.stderr.take()).await;
             let status = child.wait().await;
             (status, out, err)
         };
@@ -426,6 +421,16 @@ impl Runner {
         }
         Ok(out)
     }
+}
+
+/// What a program printed on one of its pipes, up to [`STDOUT_LIMIT`] bytes; bytes that are not
+/// UTF-8 read as U+FFFD (an answer is never lost to one stray byte).
+async fn drain(pipe: Option<impl AsyncRead + Unpin>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(STDOUT_LIMIT).read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A before_tool_call program's answer as a decision.

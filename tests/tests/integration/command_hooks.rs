@@ -408,3 +408,20 @@ fn debug_output_names_the_variables_without_their_values() {
     assert!(shown.contains("AUDIT_TOKEN"), "{shown}");
     assert!(!shown.contains("tok-SECRET-123"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_gate_answer_that_is_not_utf8_is_read_not_taken_for_an_empty_allow() {
+    let dir = folder("latin1");
+    let trace = Trace::new();
+    // `caf\351` is "café" in Latin-1: one byte that is not UTF-8.
+    let block = script(
+        &dir,
+        "block",
+        r#"cat > /dev/null; printf '{"decision":"block","reason":"no caf\351 notes"}'"#,
+    );
+    let hook = CommandHook::new("block", CommandEvent::BeforeToolCall, [block]);
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    assert_eq!(read, "no caf\u{fffd} notes");
+}
