@@ -393,12 +393,17 @@ impl Runner {
         })?;
         let mut guard = KillGroup(child.id());
         let io = async {
-            if let Some(mut stdin) = child.stdin.take() {
-                // A program that does not read its input is not an error.
-                let _ = stdin.write_all(snapshot.to_string().as_bytes()).await;
-            }
-            let out = drain(child.stdout.take()).await;
-            let err = drain(child.stderr.take()).await;
+            let stdin = child.stdin.take();
+            let feed = async {
+                if let Some(mut stdin) = stdin {
+                    // A program that does not read its input is not an error.
+                    let _ = stdin.write_all(snapshot.to_string().as_bytes()).await;
+                }
+            };
+            // All three pipes at once: a program may print more than a pipe holds (on
+            // stderr, say) before it reads its input or writes its answer.
+            let (_, out, err) =
+                tokio::join!(feed, drain(child.stdout.take()), drain(child.stderr.take()));
             let status = child.wait().await;
             (status, out, err)
         };

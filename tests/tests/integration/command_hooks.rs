@@ -425,3 +425,73 @@ async fn a_gate_answer_that_is_not_utf8_is_read_not_taken_for_an_empty_allow() {
     assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
     assert_eq!(read, "no caf\u{fffd} notes");
 }
+
+#[tokio::test]
+async fn a_program_that_logs_much_to_stderr_before_answering_is_not_taken_for_a_hung_one() {
+    let dir = folder("chatty");
+    let trace = Trace::new();
+    // 256 KiB of log lines on stderr (more than a pipe holds), then the answer.
+    let chatty = script(
+        &dir,
+        "chatty",
+        r#"cat > /dev/null
+i=0
+while [ $i -lt 4096 ]; do
+  echo "checking the policy service, attempt $i of many ....................." >&2
+  i=$((i + 1))
+done
+echo '{"decision":"block","reason":"checked"}'"#,
+    );
+    let hook = CommandHook::new("chatty", CommandEvent::BeforeToolCall, [chatty]);
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    assert_eq!(read, "checked");
+}
+
+#[tokio::test]
+async fn a_program_that_answers_before_reading_a_large_snapshot_is_not_taken_for_a_hung_one() {
+    let dir = folder("early");
+    let trace = Trace::new();
+    // Prints more than a pipe holds before it reads its input, then reads it all and answers.
+    let early = script(
+        &dir,
+        "early",
+        r#"head -c 200000 /dev/zero | tr '\0' ' '
+cat > /dev/null
+echo '{"decision":"block","reason":"read it all"}'"#,
+    );
+    let t = trace.clone();
+    let write = FnTool::new(
+        "write_note",
+        "Writes a note.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        move |_: Value, _| {
+            t.push("tool ran".to_owned());
+            async { Ok::<Value, ToolError>(json!("written")) }
+        },
+    );
+    let long = "x".repeat(200_000);
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "write_note", json!({"text": long}).to_string()),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let result = AgentBuilder::new("notes")
+        .model(model.clone())
+        .dyn_tool(write)
+        .command_hook(CommandHook::new(
+            "early",
+            CommandEvent::BeforeToolCall,
+            [early],
+        ))
+        .build()
+        .unwrap()
+        .run("write it")
+        .await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    assert_eq!(
+        model.requests()[1].messages.last().unwrap().text(),
+        "read it all"
+    );
+}
