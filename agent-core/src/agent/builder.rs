@@ -169,8 +169,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a program run on an event (see [`CommandHook`]); one with an empty command is a
-    /// build error.
+    /// Adds a program run on an event (see [`CommandHook`]); one with an empty command or a
+    /// zero timeout is a build error.
     pub fn command_hook(mut self, hook: CommandHook) -> Self {
         if let Some(problem) = hook.problem() {
             self.problems.push(problem);

@@ -149,7 +149,8 @@ impl CommandHook {
         self
     }
 
-    /// How long the program may run before it (and everything it started) is killed.
+    /// How long the program may run before it (and everything it started) is killed; zero is
+    /// a build error.
     pub fn timeout(mut self, limit: Duration) -> CommandHook {
         self.timeout = limit;
         self
@@ -242,13 +243,20 @@ impl CommandHook {
             .collect()
     }
 
-    /// Why the hook cannot run, if it cannot: it has no program.
+    /// Why the hook cannot run, if it cannot: it has no program, or a zero timeout (every
+    /// run would be killed at once).
     pub(crate) fn problem(&self) -> Option<String> {
-        self.command.is_empty().then(|| {
+        let name = &self.name;
+        if self.command.is_empty() {
+            return Some(format!(
+                "command hook `{name}`: its command is empty: give the program to run, then its \
+                 arguments"
+            ));
+        }
+        self.timeout.is_zero().then(|| {
             format!(
-                "command hook `{}`: its command is empty: give the program to run, then its \
-                 arguments",
-                self.name
+                "command hook `{name}`: its timeout is zero, so every run would time out at \
+                 once; give a positive limit"
             )
         })
     }

@@ -495,3 +495,23 @@ echo '{"decision":"block","reason":"read it all"}'"#,
         "read it all"
     );
 }
+
+/// A zero timeout kills every run at once (as a hook's, an extension's or a tool's zero
+/// timeout would, which are build errors): an audit hook would never run, with only a log
+/// line to say so.
+#[test]
+fn a_hook_with_a_zero_timeout_is_a_build_error() {
+    let hook = CommandHook::new("audit", CommandEvent::AfterToolCall, ["audit.sh"])
+        .timeout(Duration::ZERO);
+    let error = AgentBuilder::new("notes")
+        .model(ScriptedModel::new([]))
+        .command_hook(hook)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        [
+            "command hook `audit`: its timeout is zero, so every run would time out at once; give a positive limit"
+        ]
+    );
+}
