@@ -394,10 +394,17 @@ impl Runner {
             command.current_dir(cwd);
         }
         let mut child = command.spawn().map_err(|e| {
-            format!(
-                "command hook `{name}` could not start `{}`: {e}",
-                self.command[0]
-            )
+            let program = &self.command[0];
+            match &self.cwd {
+                // The folder is entered before the program starts: its absence reads as the
+                // program's (`No such file or directory`).
+                Some(cwd) if !cwd.is_dir() => format!(
+                    "command hook `{name}` could not start `{program}`: its working directory \
+                     {} is not a directory",
+                    cwd.display()
+                ),
+                _ => format!("command hook `{name}` could not start `{program}`: {e}"),
+            }
         })?;
         let mut guard = KillGroup(child.id());
         let io = async {

@@ -515,3 +515,22 @@ fn a_hook_with_a_zero_timeout_is_a_build_error() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_working_directory_that_is_not_there_is_named_not_the_program() {
+    let dir = folder("cwd");
+    let trace = Trace::new();
+    let gate = script(&dir, "gate", "cat > /dev/null");
+    let missing = dir.join("hooks");
+    let hook = CommandHook::new("gate", CommandEvent::BeforeToolCall, [gate.clone()]).cwd(&missing);
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    assert_eq!(
+        read,
+        format!(
+            "tool `write_note` did not run: before_tool_call hook `gate` returned an error: command hook `gate` could not start `{gate}`: its working directory {} is not a directory",
+            missing.display()
+        )
+    );
+}
