@@ -30,7 +30,8 @@ use crate::util::clip;
 pub enum CommandEvent {
     /// Before the first step: the program reads the `beforeTurn` snapshot and may print an
     /// object of `TurnConfig` scalars to merge (as an extension's answer: `system`,
-    /// `maxSteps`, `temperature`, ...); fails the turn by default when it fails.
+    /// `maxSteps`, `temperature`, ...); an answer that is not such an object fails the hook.
+    /// Fails the turn by default when it fails.
     BeforeTurn,
     /// After each step: the program reads the `onStepFinish` snapshot (fails open).
     OnStepFinish,
@@ -284,6 +285,12 @@ impl CommandHook {
                             let answer: Value = serde_json::from_str(&out).map_err(|e| {
                                 format!("its answer is not JSON ({e}): {}", clip(&out))
                             })?;
+                            if !answer.is_object() {
+                                return Err(format!(
+                                    "its answer is not a JSON object of TurnConfig fields: {}",
+                                    clip(out.trim())
+                                ));
+                            }
                             merge_turn_answer(&mut config, &answer);
                         }
                         Ok::<_, String>(config)

@@ -534,3 +534,33 @@ async fn a_working_directory_that_is_not_there_is_named_not_the_program() {
         )
     );
 }
+
+/// A before_turn program's answer is an object of `TurnConfig` fields: JSON of another shape
+/// (a bare string, a list) fails the hook as an answer that is not JSON does, rather than
+/// being dropped without a word.
+#[tokio::test]
+async fn a_before_turn_answer_that_is_not_an_object_fails_the_hook() {
+    let dir = folder("turn-shape");
+    for (name, answer) in [
+        ("string", r#""Answer in French.""#),
+        ("list", r#"[{"system": "Answer in French."}]"#),
+    ] {
+        let program = script(&dir, name, &format!("cat > /dev/null; echo '{answer}'"));
+        let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+        let result = AgentBuilder::new("turn")
+            .model(model.clone())
+            .command_hook(CommandHook::new(name, CommandEvent::BeforeTurn, [program]))
+            .build()
+            .unwrap()
+            .run("go")
+            .await;
+        assert_eq!(
+            result.error.map(|e| e.message),
+            Some(format!(
+                "before_turn hook `{name}` returned an error: its answer is not a JSON object of TurnConfig fields: {answer}"
+            )),
+            "{name}"
+        );
+        assert!(model.requests().is_empty(), "{name}: no model call");
+    }
+}
