@@ -486,3 +486,121 @@ fn decision(out: &str) -> Result<ToolCallDecision<Value>, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    /// What the runner reads from a pipe that carried `bytes`.
+    fn read(bytes: &[u8]) -> String {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(drain(Some(bytes)))
+    }
+
+    /// Any JSON value, a few levels deep.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "\\PC{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(("[a-z]{0,4}", inner), 0..4)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// What a program may print: any bytes, or JSON answers with a stray byte or a cut.
+    fn any_output() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..256),
+            (any_json(), any::<u8>(), any::<prop::sample::Index>()).prop_map(
+                |(value, byte, at)| {
+                    let answer = json!({"decision": value.clone(), "input": value});
+                    let mut bytes = answer.to_string().into_bytes();
+                    bytes.insert(at.index(bytes.len() + 1), byte);
+                    bytes
+                }
+            ),
+            (
+                prop::sample::select(vec!["allow", "block", "modify", "ask"]),
+                any::<prop::sample::Index>()
+            )
+                .prop_map(|(decision, at)| {
+                    let mut bytes = json!({"decision": decision}).to_string().into_bytes();
+                    bytes.truncate(at.index(bytes.len() + 1));
+                    bytes
+                }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Whatever a before_tool_call program prints, its answer reads without a panic, and
+        /// it allows the call only when it printed nothing or said `allow`.
+        #[test]
+        fn any_output_reads_and_allows_only_when_it_says_so(output in any_output()) {
+            let text = read(&output);
+            if let Ok(ToolCallDecision::Allow) = decision(&text) {
+                let said = serde_json::from_str::<Value>(&text)
+                    .is_ok_and(|answer| answer["decision"] == "allow");
+                prop_assert!(text.trim().is_empty() || said, "{text:?}");
+            }
+        }
+
+        /// Every decision a program may print reads as itself, whatever its reason and
+        /// payload, even with a byte in its reason that is not UTF-8 (a Latin-1 `§`).
+        #[test]
+        fn every_decision_reads_as_itself(
+            kind in 0..6usize,
+            before in "[^§]{0,12}",
+            after in "[^§]{0,12}",
+            latin1 in any::<bool>(),
+            payload in any_json(),
+        ) {
+            let names = ["allow", "block", "modify", "substitute", "ask", "defer"];
+            let reason = format!("{before}§{after}");
+            let answer = json!({
+                "decision": names[kind],
+                "reason": reason,
+                "input": payload,
+                "output": payload,
+            });
+            let mut bytes = answer.to_string().into_bytes();
+            let mut expected = reason.clone();
+            if latin1 {
+                let text = answer.to_string();
+                let at = text.find('§').unwrap();
+                bytes.splice(at..at + '§'.len_utf8(), [0xa7]);
+                expected = format!("{before}\u{fffd}{after}");
+            }
+            let read = decision(&read(&bytes));
+            let expected = Some(expected);
+            match (kind, read) {
+                (0, Ok(ToolCallDecision::Allow)) => {}
+                (1, Ok(ToolCallDecision::Block(reason))) => prop_assert_eq!(reason, expected),
+                (2, Ok(ToolCallDecision::Modify(input))) => prop_assert_eq!(input, payload),
+                (3, Ok(ToolCallDecision::Substitute(output))) => {
+                    prop_assert_eq!(output, payload)
+                }
+                (4, Ok(ToolCallDecision::Ask(reason))) => prop_assert_eq!(reason, expected),
+                (5, Ok(ToolCallDecision::Defer(reason))) => prop_assert_eq!(reason, expected),
+                (kind, read) => prop_assert!(false, "{}: {read:?}", names[kind]),
+            }
+        }
+    }
+}
