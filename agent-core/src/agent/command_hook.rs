@@ -66,7 +66,8 @@ pub struct CommandHook {
     name: String,
     event: CommandEvent,
     command: Vec<String>,
-    matcher: Matcher,
+    /// The tools it runs on (tool-call events); `None` for every tool.
+    matcher: Option<Matcher>,
     timeout: Duration,
     policy: Option<FailurePolicy>,
     cwd: Option<PathBuf>,
@@ -135,7 +136,7 @@ impl CommandHook {
             name: name.into(),
             event,
             command: command.into_iter().map(Into::into).collect(),
-            matcher: Matcher::all().dynamic(),
+            matcher: None,
             timeout: Duration::from_secs(10),
             policy: None,
             cwd: None,
@@ -144,9 +145,10 @@ impl CommandHook {
     }
 
     /// Runs only on the tools `matcher` selects (always dynamic: it may select tools added at
-    /// run time, such as MCP tools). Tool-call events only.
+    /// run time, such as MCP tools). Tool-call events only: on another event it is a build
+    /// error.
     pub fn matcher(mut self, matcher: Matcher) -> CommandHook {
-        self.matcher = matcher.dynamic();
+        self.matcher = Some(matcher.dynamic());
         self
     }
 
@@ -193,8 +195,9 @@ impl CommandHook {
     /// Reads command hooks from a JSON file:
     /// `{"hooks": [{"name": "audit", "event": "after_tool_call", "command": ["./audit.sh"],
     /// "match": "^write_", "timeout_ms": 2000, "on_error": "fail_closed", "cwd": "hooks",
-    /// "env": [["LOG", "/tmp/audit.log"]]}]}` (`match` is a regex; without it every tool). A
-    /// relative `cwd` is relative to the file's folder.
+    /// "env": [["LOG", "/tmp/audit.log"]]}]}` (`match` is a regex; without it every tool; on
+    /// an event other than a tool call's it is a build error). A relative `cwd` is relative to
+    /// the file's folder.
     pub fn from_json_file(path: impl AsRef<Path>) -> Result<Vec<CommandHook>, CommandHookError> {
         let path = path.as_ref();
         let fail = |what: String| CommandHookError(format!("{}: {what}", path.display()));
@@ -244,8 +247,9 @@ impl CommandHook {
             .collect()
     }
 
-    /// Why the hook cannot run, if it cannot: it has no program, or a zero timeout (every
-    /// run would be killed at once).
+    /// Why the hook cannot run, if it cannot: it has no program, a zero timeout (every run
+    /// would be killed at once), or a matcher on an event without a tool call (it would run
+    /// on every turn or step, whatever the matcher says).
     pub(crate) fn problem(&self) -> Option<String> {
         let name = &self.name;
         if self.command.is_empty() {
@@ -254,17 +258,29 @@ impl CommandHook {
                  arguments"
             ));
         }
-        self.timeout.is_zero().then(|| {
-            format!(
+        if self.timeout.is_zero() {
+            return Some(format!(
                 "command hook `{name}`: its timeout is zero, so every run would time out at \
                  once; give a positive limit"
+            ));
+        }
+        let event = match self.event {
+            CommandEvent::BeforeTurn => "before_turn",
+            CommandEvent::OnStepFinish => "on_step_finish",
+            CommandEvent::BeforeToolCall | CommandEvent::AfterToolCall => return None,
+        };
+        self.matcher.as_ref().map(|_| {
+            format!(
+                "command hook `{name}`: it runs on `{event}`, which has no tool call for its \
+                 matcher to select; remove the matcher, or run it on before_tool_call or \
+                 after_tool_call"
             )
         })
     }
 
     /// Registers the hook on `builder`.
     pub(crate) fn register(self, builder: AgentBuilder) -> AgentBuilder {
-        let matcher = self.matcher.clone();
+        let matcher = self.matcher.unwrap_or_else(|| Matcher::all().dynamic());
         let run = Arc::new(Runner {
             name: self.name.clone(),
             command: self.command,

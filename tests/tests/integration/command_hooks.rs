@@ -564,3 +564,40 @@ async fn a_before_turn_answer_that_is_not_an_object_fails_the_hook() {
         assert!(model.requests().is_empty(), "{name}: no model call");
     }
 }
+
+/// A matcher selects tool calls: on before_turn or on_step_finish it would select nothing, and
+/// the program would run on every turn or step, whatever `match` says.
+#[test]
+fn a_matcher_on_an_event_without_a_tool_call_is_a_build_error() {
+    let dir = folder("turn-match");
+    let config = dir.join("hooks.json");
+    std::fs::write(
+        &config,
+        json!({"hooks": [{
+            "name": "audit",
+            "event": "on_step_finish",
+            "command": ["./audit.sh"],
+            "match": "^write_"
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let from_file = CommandHook::from_json_file(&config).unwrap().remove(0);
+    let in_code = CommandHook::new("config", CommandEvent::BeforeTurn, ["./config.sh"])
+        .matcher(agent_core::Matcher::tool("write_note"));
+    let error = AgentBuilder::new("notes")
+        .model(ScriptedModel::new([]))
+        .command_hook(from_file)
+        .command_hook(in_code)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        [
+            "command hook `audit`: it runs on `on_step_finish`, which has no tool call for its \
+             matcher to select; remove the matcher, or run it on before_tool_call or after_tool_call",
+            "command hook `config`: it runs on `before_turn`, which has no tool call for its \
+             matcher to select; remove the matcher, or run it on before_tool_call or after_tool_call",
+        ]
+    );
+}
