@@ -263,6 +263,11 @@ async fn execute_inner(
     resume: Option<Resume>,
     found: Result<&ToolSlot, String>,
 ) -> CallResult {
+    // An earlier call of the step (its hook or its tool) cancelled the turn: this one runs
+    // nothing (neither hook nor tool), and the turn ends aborted after the step.
+    if scope.cancel.is_cancelled() {
+        return rejected(call, not_run(call));
+    }
     let (slot, parsed) = match found.and_then(|slot| parse(slot, call)) {
         Ok(found) => found,
         Err(why) => return rejected(call, why),
@@ -273,7 +278,7 @@ async fn execute_inner(
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = has_after(scope, slot);
     let gated = match admit(gate(before, &mut state, call).await, slot, &state, call) {
-        ControlFlow::Continue(gated) => gated,
+        ControlFlow::Continue(gated) => gated.or_else(|| cancelled(scope, call)),
         ControlFlow::Break(waiting) => return waiting,
     };
     // Extensions see the call after the agent's own gates, with the input that runs. Most
@@ -357,6 +362,10 @@ fn execute_now<'s>(
     approval: Option<&CallAnswer>,
     found: Result<&'s ToolSlot, String>,
 ) -> Result<CallResult, BoxFuture<'s, CallResult>> {
+    // As in `execute_inner`: an earlier call of the step cancelled the turn.
+    if scope.cancel.is_cancelled() {
+        return Ok(rejected(call, not_run(call)));
+    }
     let (slot, parsed) = match found.and_then(|slot| parse(slot, call)) {
         Ok(found) => found,
         Err(why) => return Ok(rejected(call, why)),
@@ -366,7 +375,7 @@ fn execute_now<'s>(
     let before = scope.inherited.before_for(name).chain(&slot.before);
     let has_after = has_after(scope, slot);
     let gated = match admit(gate_now(before, &mut state, call), slot, &state, call) {
-        ControlFlow::Continue(gated) => gated,
+        ControlFlow::Continue(gated) => gated.or_else(|| cancelled(scope, call)),
         ControlFlow::Break(waiting) => return Ok(waiting),
     };
     let (outcome, duration, state) = match gated {
@@ -474,6 +483,20 @@ fn admit(
         },
     };
     ControlFlow::Break(waiting(call, state, kind, reason))
+}
+
+/// The failed outcome of a call whose gates let it run in a turn cancelled meanwhile (a hook
+/// cancelled it): the tool does not run, as a cancelled gate does not let it run.
+fn cancelled(scope: &CallScope<'_>, call: &ToolCall) -> Option<ToolOutcome> {
+    let cancelled = scope.cancel.is_cancelled();
+    cancelled.then(|| ToolOutcome::Failed(ToolError::new(not_run(call))))
+}
+
+/// The result of a call the turn's cancel kept from running (stored: the turn ends aborted
+/// after the step).
+#[cold]
+fn not_run(call: &ToolCall) -> String {
+    format!("tool `{}` did not run: the turn was cancelled", call.name)
 }
 
 /// A finished call's result.

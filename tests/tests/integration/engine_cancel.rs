@@ -457,3 +457,51 @@ async fn a_cancel_stops_a_slow_extension_on_every_event() {
         assert_whole(&store.load("s").await.unwrap());
     }
 }
+
+/// A hook that cancels its own turn stops what follows it, as a cancel from outside does: a
+/// sync gate that cancels on the step's first call (and blocks it) lets neither the gate nor
+/// the tool of the step's second call run, and the turn ends aborted after the step, each
+/// call answered with what became of it. The second call's tool ran before, after the cancel.
+#[tokio::test(start_paused = true)]
+async fn a_gate_that_cancels_its_own_turn_lets_no_later_call_of_the_step_run() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let t = trace.clone();
+    let kill_switch = Hook::<event::BeforeToolCall<AddArgs>>::sync("kill switch", move |ctx| {
+        t.push(format!("gate {}", ctx.call_id));
+        if &*ctx.call_id == "c1" {
+            ctx.cancel.cancel();
+            return ToolCallDecision::Block(Some("stopping the turn".to_owned()));
+        }
+        ToolCallDecision::Allow
+    });
+    let conversation = AgentBuilder::new("gated")
+        .model(ScriptedModel::new([
+            ScriptedStep::new()
+                .text("Adding twice.")
+                .tool_call("c1", "add", r#"{"a":1,"b":2}"#)
+                .tool_call("c2", "add", r#"{"a":3,"b":4}"#),
+            ScriptedStep::new().text("never asked"),
+        ]))
+        .store(store.clone())
+        .tool(Add::traced(&trace))
+        .before_tool_call(Matcher::tool("add"), kill_switch)
+        .build()
+        .unwrap()
+        .session("s");
+    let result = conversation.run("go").await;
+    assert_eq!(result.status, TurnStatus::Aborted, "{result:?}");
+    assert_eq!(trace.take(), ["gate c1"], "nothing ran after the cancel");
+    let rows = store.load("s").await.unwrap();
+    assert_whole(&rows);
+    let texts: Vec<_> = rows.iter().map(|row| row.message.text()).collect();
+    assert_eq!(
+        texts,
+        [
+            "go",
+            "Adding twice.",
+            "stopping the turn",
+            "tool `add` did not run: the turn was cancelled",
+        ]
+    );
+}

@@ -279,6 +279,51 @@ async fn a_turn_cancelled_before_its_calls_runs_none_of_them() {
     assert_eq!(SHOUTED.load(Ordering::SeqCst), 0, "no call ran");
 }
 
+/// A sync gate that cancels its own turn while the step's calls run on the spot stops the
+/// step there, as a cancel before the calls does: the later call's gate and tool do not run
+/// (its tool ran before, after the turn was cancelled).
+#[tokio::test(start_paused = true)]
+async fn a_gate_cancelling_its_turn_on_the_spot_runs_no_later_call() {
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+    /// Counts its calls.
+    #[tool]
+    fn tally() -> String {
+        RAN.fetch_add(1, Ordering::SeqCst);
+        "ran".to_owned()
+    }
+    let gates = Trace::new();
+    let seen = gates.clone();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "tally", "{}")
+            .tool_call("c2", "tally", "{}"),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let result = AgentBuilder::new("spot")
+        .model(model)
+        .tool(tally_tool::Tally)
+        .before_tool_call(
+            Matcher::tool("tally"),
+            Hook::<event::BeforeToolCall<Value>>::sync("kill switch", move |ctx| {
+                seen.push(format!("gate {}", ctx.call_id));
+                if &*ctx.call_id == "c1" {
+                    ctx.cancel.cancel();
+                }
+            }),
+        )
+        .build()
+        .unwrap()
+        .run("go")
+        .await;
+    assert_eq!(result.status, TurnStatus::Aborted);
+    assert_eq!(gates.take(), ["gate c1"]);
+    assert_eq!(
+        RAN.load(Ordering::SeqCst),
+        0,
+        "no tool ran after the cancel"
+    );
+}
+
 /// A hand-written tool that says it runs now but implements only `call`.
 struct Halfway;
 
