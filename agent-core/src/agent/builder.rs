@@ -161,10 +161,12 @@ impl AgentBuilder {
 
     /// Adds a subscriber to JSON snapshots of this agent's turns (see [`Extension`]): it runs
     /// after the agent's own hooks, after the extensions added before it. A zero
-    /// [`Extension::timeout`] is a build error.
+    /// [`Extension::timeout`], or [`Extension::chunk_types`] that select no chunk, is a build
+    /// error.
     pub fn extension(mut self, extension: Extension) -> Self {
         let (name, timeout) = (extension.name.clone(), extension.timeout);
         self.zero_timeout("extension", &name, Some(timeout));
+        self.problems.extend(extension.problems());
         self.extensions.push(extension);
         self
     }

@@ -53,6 +53,17 @@ impl ExtensionEvent {
     }
 }
 
+/// The onChunk snapshot types, as [`Extension::chunk_types`] names them.
+const CHUNK_TYPES: [&str; 7] = [
+    "text-delta",
+    "reasoning-delta",
+    "tool-input-delta",
+    "tool-call",
+    "tool-result",
+    "tool-preliminary",
+    "discarded",
+];
+
 type Handler =
     Arc<dyn Fn(ExtensionEvent, Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
 
@@ -117,10 +128,37 @@ impl Extension {
     /// Receives onChunk snapshots only for chunks of these types (`text-delta`,
     /// `reasoning-delta`, `tool-input-delta`, `tool-call`, `tool-result`,
     /// `tool-preliminary`, `discarded`). A chunk of another type costs nothing: no snapshot is
-    /// built, nothing is allocated.
+    /// built, nothing is allocated. Another type, or chunk types without a subscription to
+    /// [`ExtensionEvent::OnChunk`], is a build error of the agent it is added to.
     pub fn chunk_types(mut self, types: impl IntoIterator<Item = &'static str>) -> Extension {
         self.chunk_types = Some(types.into_iter().collect());
         self
+    }
+
+    /// Why the extension would receive none of the chunks it asked for, if so: a chunk type no
+    /// chunk has (a typo), or chunk types without a subscription to onChunk.
+    pub(crate) fn problems(&self) -> Vec<String> {
+        let Some(types) = &self.chunk_types else {
+            return Vec::new();
+        };
+        let name = &self.name;
+        let mut problems: Vec<String> = types
+            .iter()
+            .filter(|kind| !CHUNK_TYPES.contains(*kind))
+            .map(|kind| {
+                format!(
+                    "extension `{name}`: no chunk has the onChunk type `{kind}`; the types are {}",
+                    CHUNK_TYPES.join(", ")
+                )
+            })
+            .collect();
+        if !self.wants(ExtensionEvent::OnChunk) {
+            problems.push(format!(
+                "extension `{name}`: `chunk_types` selects onChunk snapshots, and it is not \
+                 subscribed to onChunk: add `ExtensionEvent::OnChunk` to its `subscribe`"
+            ));
+        }
+        problems
     }
 
     /// Whether the extension wants an onChunk snapshot of a chunk of this type.

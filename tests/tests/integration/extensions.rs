@@ -372,3 +372,33 @@ async fn an_on_chunk_subscriber_receives_only_the_chunk_types_it_asked_for() {
         [&json!({"type": "tool-call", "toolName": "lookup", "toolCallId": "c1"})]
     );
 }
+
+/// A chunk type that no chunk has (`text` for `text-delta`), or chunk types given to an
+/// extension not subscribed to onChunk, left it receiving no chunk at all, without a word:
+/// both are build errors naming the extension.
+#[test]
+fn chunk_types_that_select_no_chunk_are_a_build_error() {
+    let handler = |_, _| async { Ok::<_, String>(Value::Null) };
+    let typo = Extension::new("typo", handler)
+        .subscribe([ExtensionEvent::OnChunk])
+        .chunk_types(["text", "tool-call"]);
+    let unsubscribed = Extension::new("unsubscribed", handler)
+        .subscribe([ExtensionEvent::AfterToolCall])
+        .chunk_types(["tool-call"]);
+    let error = AgentBuilder::new("watched")
+        .model(ScriptedModel::new([]))
+        .extension(typo)
+        .extension(unsubscribed)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems,
+        [
+            "extension `typo`: no chunk has the onChunk type `text`; the types are text-delta, \
+             reasoning-delta, tool-input-delta, tool-call, tool-result, tool-preliminary, \
+             discarded",
+            "extension `unsubscribed`: `chunk_types` selects onChunk snapshots, and it is not \
+             subscribed to onChunk: add `ExtensionEvent::OnChunk` to its `subscribe`",
+        ]
+    );
+}
