@@ -25,8 +25,9 @@ use super::state::{End, Flow, Outcome, SessionTurn, Turn, as_stored, store_error
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     ChatErrorClassification, ChatErrorContext, ChatResponse, ErrorStage, GuardrailKind,
-    OutputReport, RunAgent, RunContext, TurnConfig, TurnContext, TurnError, TurnErrorKind,
-    TurnHooks, TurnResult, TurnStatus, each, every, observe, observe_every, stopped_on_cancel,
+    OutputReport, RunAgent, RunContext, RunningTurn, TurnConfig, TurnContext, TurnError,
+    TurnErrorKind, TurnHooks, TurnResult, TurnStatus, each, every, inside_turn_of, observe,
+    observe_every, stopped_on_cancel,
 };
 use crate::message::{self, Message};
 use crate::model::Usage;
@@ -148,8 +149,12 @@ impl<'a> Turn<'a> {
             // A panic in code the turn runs outside any hook or tool still ends the turn through
             // its error hooks and on_chat_response.
             // Boxed before it is wrapped: the steps' future is large, and is moved once.
-            let cancel = self.cancel.clone();
-            let steps = stopped_on_cancel(cancel, boxed(|| self.drive(request)));
+            let running = RunningTurn {
+                cancel: self.cancel.clone(),
+                store: self.agent.store.address(),
+                session: self.session_id.clone(),
+            };
+            let steps = stopped_on_cancel(running, boxed(|| self.drive(request)));
             let end = match catch_unwind(Box::pin(steps)).await {
                 Ok(end) => end,
                 Err(message) => End::Failed(
@@ -188,6 +193,17 @@ impl<'a> Turn<'a> {
             )
         };
         let store_failed = |error| (TurnStatus::Error, Some(store_error(error)));
+        if inside_turn_of(self.agent.store.address(), session) {
+            let message = format!(
+                "a turn of session `{session}` was started inside that session's running turn \
+                 (by one of its hooks or tools), which it would wait for forever: start it once \
+                 that turn has ended (from on_chat_response, or on a task of its own)"
+            );
+            return Err((
+                TurnStatus::Error,
+                Some(TurnError::new(TurnErrorKind::Busy, message)),
+            ));
+        }
         let (wait, limit) = match self.agent.overlap {
             TurnOverlap::Wait => (true, None),
             TurnOverlap::WaitAtMost(limit) => (true, Some(limit)),

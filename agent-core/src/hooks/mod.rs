@@ -35,7 +35,8 @@ pub use outcome::*;
 pub use output::{OutputCheck, OutputContext, OutputMode, OutputType, StoredOutputError};
 pub use returns::HookReturn;
 pub(crate) use run::{
-    chain, each, every, observe, observe_every, observe_now, settle, span, stopped_on_cancel,
+    RunningTurn, chain, each, every, inside_turn_of, observe, observe_every, observe_now, settle,
+    span, stopped_on_cancel,
 };
 pub use run_hooks::RunHooks;
 pub use subagent::*;

@@ -2,6 +2,8 @@
 //! ([`run_hook`]), the failure policy applied to what fails ([`settle`]), and the loops every
 //! event uses (`each`, `chain`, `observe`, and `every` for the events after the outcome). Tool-call hooks use `span` and `settle` too.
 
+use std::sync::Arc;
+
 use tracing::Instrument;
 
 use super::{
@@ -12,27 +14,46 @@ use crate::cancel::CancelToken;
 use crate::util::{catch_panic, catch_unwind};
 
 tokio::task_local! {
-    /// The running turn's token, while its steps run: an async hook stops when it is cancelled.
-    static TURN_CANCEL: CancelToken;
+    /// The running turn, while its steps run: an async hook stops when it is cancelled, and a
+    /// turn of its session started inside it is refused.
+    static TURN: RunningTurn;
+}
+
+/// What the code a turn's steps run (its hooks and tools) knows of that turn.
+pub(crate) struct RunningTurn {
+    /// The turn's cancel.
+    pub(crate) cancel: CancelToken,
+    /// The address of the store holding its session (`PanicSafe::address`).
+    pub(crate) store: usize,
+    /// Its session's id.
+    pub(crate) session: Arc<str>,
 }
 
 /// Runs `future` (a turn's steps) so that an async hook running inside it stops as soon as
-/// `cancel` is cancelled, rather than when it returns. The hooks that run once the turn's
+/// the turn is cancelled, rather than when it returns. The hooks that run once the turn's
 /// outcome is decided run outside it: they always run to their end.
 pub(crate) fn stopped_on_cancel<F: Future>(
-    cancel: CancelToken,
+    turn: RunningTurn,
     future: F,
 ) -> impl Future<Output = F::Output> {
-    TURN_CANCEL.scope(cancel, future)
+    TURN.scope(turn, future)
 }
 
 /// Awaits `future` unless the running turn is cancelled first (`None`); outside a turn's
 /// steps (see [`stopped_on_cancel`]), to its end.
 pub(crate) async fn unless_turn_cancelled<F: Future>(future: F) -> Option<F::Output> {
-    match TURN_CANCEL.try_with(CancelToken::clone) {
+    match TURN.try_with(|turn| turn.cancel.clone()) {
         Ok(cancel) => cancel.unless(future).await,
         Err(_) => Some(future.await),
     }
+}
+
+/// Whether the code running now runs in the steps of a turn of `session` in the store at
+/// `store` (a hook or tool of it, awaited there): a turn of that session started here would
+/// wait for that turn, which waits for it, forever.
+pub(crate) fn inside_turn_of(store: usize, session: &str) -> bool {
+    TURN.try_with(|turn| turn.store == store && *turn.session == *session)
+        .unwrap_or(false)
 }
 
 /// Runs a hook, catching panics; async hooks honour their timeout and the turn's cancel.

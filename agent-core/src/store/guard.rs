@@ -17,6 +17,13 @@ use crate::util::catch_panic;
 /// The agent's store, guarded against panics.
 pub(crate) struct PanicSafe(pub(crate) Arc<dyn SessionStore>);
 
+impl PanicSafe {
+    /// The store's address: the same for every agent built on one store.
+    pub(crate) fn address(&self) -> usize {
+        Arc::as_ptr(&self.0).cast::<()>().addr()
+    }
+}
+
 /// One store call with its panics caught: a panic while its future is made or polled is a
 /// [`StoreError`] of kind `Panicked` naming the call. A named future, not a box: the engine
 /// calls [`PanicSafe`]'s own methods, which return it, so a store call allocates only the

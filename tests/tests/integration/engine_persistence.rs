@@ -414,3 +414,55 @@ async fn a_replys_tool_calls_are_one_shared_list() {
     // A reply without calls holds the empty list.
     assert!(result.steps[1].tool_calls.is_empty());
 }
+
+/// A hook that runs another turn of its own session and awaits it waited forever: that turn
+/// waits for the session, which the turn running the hook holds until the hook returns. The
+/// inner turn now ends at once, `Busy`, saying why, and the outer turn goes on.
+#[tokio::test(start_paused = true)]
+async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
+    type Seen = (OnceLock<Conversation>, std::sync::Mutex<Vec<String>>);
+    let seen: Arc<Seen> = Arc::default();
+    let again = Hook::<event::OnStepFinish>::new_async_with(
+        "again",
+        seen.clone(),
+        async |seen: &Arc<Seen>, _: &agent_core::StepRecord| {
+            let inner = seen.0.get().unwrap().run("inner").await;
+            let error = inner.error.map(|e| (e.kind, e.message));
+            seen.1
+                .lock()
+                .unwrap()
+                .push(format!("{:?} {error:?}", inner.status));
+        },
+    );
+    let agent = AgentBuilder::new("reentrant")
+        .model(ScriptedModel::new([ScriptedStep::new().text("outer")]))
+        .hook(again)
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let _ = seen.0.set(conversation.clone());
+    let outer = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        conversation.run("outer"),
+    )
+    .await
+    .expect("the inner turn waited for the turn it runs in");
+    assert_eq!(outer.status, TurnStatus::Completed, "{outer:?}");
+    assert_eq!(
+        *seen.1.lock().unwrap(),
+        [
+            "Error Some((Busy, \"a turn of session `s` was started inside that session's \
+             running turn (by one of its hooks or tools), which it would wait for forever: \
+             start it once that turn has ended (from on_chat_response, or on a task of its \
+             own)\"))"
+        ]
+    );
+    let texts: Vec<String> = conversation
+        .history()
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.text().to_owned())
+        .collect();
+    assert_eq!(texts, ["outer", "outer"], "the inner turn stored nothing");
+}
