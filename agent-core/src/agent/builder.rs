@@ -141,7 +141,8 @@ impl AgentBuilder {
 
     /// Checks every turn's input before the first model call (see [`Guardrail`]): a trip
     /// ends the turn with [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail)
-    /// before the input is stored or any model sees it.
+    /// before the input is stored or any model sees it. Only the guardrails of the agent a
+    /// turn starts on run: a handoff target's are not run for the turn handed to it.
     pub fn input_guardrail(mut self, guardrail: Guardrail) -> Self {
         self.input_guardrails.push(guardrail);
         self
@@ -153,7 +154,8 @@ impl AgentBuilder {
     /// [`TurnErrorKind::Guardrail`](crate::TurnErrorKind::Guardrail) and the output reaches
     /// neither the store, nor on_chunk and the stream API, nor on_chat_response. An agent with
     /// output guardrails delivers each step's chunks when the step's reply is settled, not as
-    /// they stream.
+    /// they stream. They check the replies of this agent only: after a handoff, the target's
+    /// output guardrails check the final reply, not the handing agent's.
     pub fn output_guardrail(mut self, guardrail: Guardrail) -> Self {
         self.output_guardrails.push(guardrail);
         self

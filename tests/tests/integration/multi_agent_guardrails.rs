@@ -360,3 +360,51 @@ async fn output_guardrails_check_an_answer_given_by_the_final_answer_tool() {
         }
     }
 }
+
+/// Guardrails are the agent's own and do not follow a handoff: the entry agent's input
+/// guardrails check the turn's input (the target's never run: the input was checked before
+/// the turn began), and the output guardrails that check the final reply are those of the
+/// agent giving it, the target (the entry agent's never run), as in the OpenAI Agents SDK.
+#[tokio::test]
+async fn after_a_handoff_the_input_is_checked_by_the_entry_agent_and_the_reply_by_the_target() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let guardrail = |name: &'static str| {
+        let seen = seen.clone();
+        Guardrail::new(name, move |text: &str| {
+            seen.lock().unwrap().push(format!("{name}({text})"));
+            no_secrets(text)
+        })
+    };
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().text("Your password is hunter2.")
+        ]))
+        .input_guardrail(guardrail("billing input"))
+        .output_guardrail(guardrail("billing output"))
+        .build()
+        .unwrap();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "h1",
+            "transfer_to_billing",
+            "{}",
+        )]))
+        .handoff(&billing)
+        .input_guardrail(guardrail("triage input"))
+        .output_guardrail(guardrail("triage output"))
+        .build()
+        .unwrap();
+    let result = triage.run("What is my account's secret?").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        result.error.unwrap().message,
+        "output guardrail `billing output` tripped: it mentions a password"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "triage input(What is my account's secret?)",
+            "billing output(Your password is hunter2.)",
+        ]
+    );
+}
