@@ -71,6 +71,8 @@ impl Budget {
 
     /// At most this many dollars over the whole run, priced by `prices`. A model call on a
     /// model the table does not price ends the run too: an unpriced call cannot be counted.
+    /// So does the first call when the budget or the call's price is not a number (NaN),
+    /// which no cost can be compared with.
     pub fn cost(dollars: f64, prices: PriceTable) -> Budget {
         Budget {
             tokens: None,
@@ -174,7 +176,10 @@ impl RunLimits {
                 ),
             ));
         }
-        (used.cost > *max).then(|| {
+        // Not `used.cost > *max`: a budget or a price that is not a number (NaN) would then
+        // never stop the run; this way it stops it at the first call, naming the NaN.
+        let within = used.cost <= *max;
+        (!within).then(|| {
             (
                 StopReason::MaxBudget,
                 format!(

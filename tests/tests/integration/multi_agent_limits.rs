@@ -164,6 +164,39 @@ async fn a_cost_budget_prices_each_call_by_its_model() {
     );
 }
 
+/// A cost that cannot be compared with the budget (a budget or a price that is not a number,
+/// as a price table read from a config file may hold) ends the run at its first model call,
+/// saying so, instead of never stopping it: a comparison with NaN is always false.
+#[tokio::test]
+async fn a_budget_or_a_price_that_is_not_a_number_ends_the_run_at_its_first_call() {
+    let runs = [
+        (
+            Budget::cost(f64::NAN, PriceTable::new().price("small", 1.0, 2.0)),
+            "the run spent $0.0000, past its budget of $NaN",
+        ),
+        (
+            Budget::cost(1.0, PriceTable::new().price("small", f64::NAN, 2.0)),
+            "the run spent $NaN, past its budget of $1.0000",
+        ),
+    ];
+    for (budget, message) in runs {
+        let stops = Stops::default();
+        let result = run_agents(&stops, false, "small")
+            .run(TurnRequest::new("balance?").budget(budget))
+            .await;
+        assert_eq!(result.status, TurnStatus::Error);
+        let error = result.error.unwrap();
+        assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::MaxBudget));
+        assert_eq!(error.message, message);
+        assert_eq!(
+            *stops.lock().unwrap(),
+            [],
+            "triage's first call ends the run, before billing"
+        );
+        assert_eq!(&*result.agent.name, "triage");
+    }
+}
+
 #[tokio::test]
 async fn max_steps_still_completes_quietly_by_default() {
     let stops = Stops::default();
