@@ -76,9 +76,15 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Reads an environment variable, treating an empty value as unset.
-pub(crate) fn env_var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
+/// Reads an environment variable, treating an empty value as unset. A value that is not
+/// UTF-8 is an error naming the variable: it is set, and taking it for unset would go on
+/// without it (a base URL left out sends the key to the provider's own API).
+pub(crate) fn env_var(name: &str) -> Result<Option<String>, ConfigError> {
+    match std::env::var(name) {
+        Ok(value) => Ok(Some(value).filter(|value| !value.trim().is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError(format!(
+            "{name} is set but is not UTF-8: check its value"
+        ))),
+    }
 }

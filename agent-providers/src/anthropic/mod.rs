@@ -103,14 +103,16 @@ impl Anthropic {
 
     /// A client configured from the environment: `ANTHROPIC_API_KEY` (required) and
     /// `ANTHROPIC_BASE_URL` (optional, as for [`Anthropic::base_url`]). An empty variable counts
-    /// as unset. A base URL that is not http or https, or a key an HTTP header cannot carry (a
-    /// line break), is a [`ConfigError`] naming the variable.
+    /// as unset. A value that is not UTF-8, a base URL that is not http or https, or a key an
+    /// HTTP header cannot carry (a line break), is a [`ConfigError`] naming the variable.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(env_var)
     }
 
-    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let key = var("ANTHROPIC_API_KEY").ok_or_else(|| {
+    fn from_vars(
+        var: impl Fn(&str) -> Result<Option<String>, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        let key = var("ANTHROPIC_API_KEY")?.ok_or_else(|| {
             ConfigError(
                 "ANTHROPIC_API_KEY is not set: the Anthropic client needs an API key".to_owned(),
             )
@@ -119,7 +121,7 @@ impl Anthropic {
         if let Some(error) = client.config.auth.unsendable("ANTHROPIC_API_KEY") {
             return Err(error);
         }
-        let base_url = var("ANTHROPIC_BASE_URL");
+        let base_url = var("ANTHROPIC_BASE_URL")?;
         let client = match &base_url {
             Some(base_url) => client.base_url(base_url),
             None => client,
@@ -311,10 +313,10 @@ mod tests {
     fn from_the_environment() {
         let vars = |pairs: &'static [(&'static str, &'static str)]| {
             move |name: &str| {
-                pairs
+                Ok(pairs
                     .iter()
                     .find(|(n, _)| *n == name)
-                    .map(|(_, v)| (*v).to_owned())
+                    .map(|(_, v)| (*v).to_owned()))
             }
         };
         let error = Anthropic::from_vars(vars(&[("ANTHROPIC_BASE_URL", "http://x")])).unwrap_err();
@@ -349,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_key_a_header_cannot_carry_is_refused_from_the_environment_without_showing_it() {
-        let var = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-1\n".to_owned());
+        let var = |name: &str| Ok((name == "ANTHROPIC_API_KEY").then(|| "sk-ant-1\n".to_owned()));
         let error = Anthropic::from_vars(var).unwrap_err();
         assert_eq!(
             error.0,

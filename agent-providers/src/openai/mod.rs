@@ -118,11 +118,11 @@ impl OpenAi {
 
     /// A client configured from the environment: `OPENAI_API_KEY`, and `OPENAI_BASE_URL` for an
     /// OpenAI-compatible server. The key is required unless the base URL points somewhere
-    /// other than the OpenAI API (a local Ollama needs none). A base URL that is not http or
-    /// https, or a key an HTTP header cannot carry (a line break), is a [`ConfigError`] naming
-    /// the variable.
+    /// other than the OpenAI API (a local Ollama needs none). A value that is not UTF-8, a base
+    /// URL that is not http or https, or a key an HTTP header cannot carry (a line break), is a
+    /// [`ConfigError`] naming the variable.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_vars(env_var("OPENAI_API_KEY"), env_var("OPENAI_BASE_URL"))
+        Self::from_vars(env_var("OPENAI_API_KEY")?, env_var("OPENAI_BASE_URL")?)
     }
 
     fn from_vars(key: Option<String>, base_url: Option<String>) -> Result<Self, ConfigError> {
@@ -356,6 +356,42 @@ fn bad_request(message: String) -> ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A variable that is set but not UTF-8 is an error naming it, not taken for unset: a base
+    /// URL taken for unset would send the key to the OpenAI API. Checked in a child process of
+    /// this test binary, whose environment holds such a value.
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_that_is_not_utf8_is_an_error_naming_it() {
+        use std::os::unix::ffi::OsStringExt;
+        const CHILD: &str = "AGENT_PROVIDERS_FROM_ENV_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            match OpenAi::from_env() {
+                Ok(client) => println!("RESULT ok, base URL {}", client.wire.base_url),
+                Err(error) => println!("RESULT error: {error}"),
+            }
+            return;
+        }
+        let base_url = std::ffi::OsString::from_vec(b"http://localhost:8080/v\xff1".to_vec());
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "openai::tests::a_variable_that_is_not_utf8_is_an_error_naming_it",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("OPENAI_API_KEY", "sk-test-123")
+            .env("OPENAI_BASE_URL", base_url)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let result = stdout.lines().find(|line| line.starts_with("RESULT"));
+        assert_eq!(
+            result,
+            Some("RESULT error: OPENAI_BASE_URL is set but is not UTF-8: check its value"),
+            "{stdout}"
+        );
+    }
 
     #[test]
     fn the_key_is_required_only_for_the_openai_api() {
