@@ -600,7 +600,10 @@ mod tests {
             let mut expected = reason.clone();
             if latin1 {
                 let text = answer.to_string();
-                let at = text.find('§').unwrap();
+                // The reason's `§`, not one the payload may hold: only the reason's key reads
+                // `"reason":"` (a string's quotes are escaped, and payload keys are shorter).
+                let key = text.find("\"reason\":\"").unwrap();
+                let at = key + text[key..].find('§').unwrap();
                 bytes.splice(at..at + '§'.len_utf8(), [0xa7]);
                 expected = format!("{before}\u{fffd}{after}");
             }
