@@ -98,6 +98,15 @@ fn decided(
             None
         }
         Ok(ErasedDecision::Defer(reason)) => Some(Gate::Defer(reason)),
+        Ok(ErasedDecision::Misfit(why)) => {
+            let message = format!(
+                "tool `{}` did not run: hook `{}` modified its input to arguments it does not \
+                 take: {why}",
+                call.name, meta.name
+            );
+            tracing::warn!(hook.event = "before_tool_call", hook.name = %meta.name, "{message}");
+            Some(Gate::Decided(ToolOutcome::Failed(ToolError::new(message))))
+        }
         Err(failure) => {
             // Failing closed, the call does not run: the model reads why.
             let error =

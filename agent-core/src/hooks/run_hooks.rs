@@ -49,7 +49,9 @@ pub trait RunHooks: Send + Sync + 'static {
         let _ = (agent, call);
     }
 
-    /// A tool call ended, with what the model reads.
+    /// A tool call ended, with its result as its `after_tool_call_success`/`_failure` hooks
+    /// left it: `before_store_tool_result` and `before_create_message` run after this and may
+    /// still change what is stored and what the model reads.
     fn on_tool_end(&self, agent: &RunAgent, result: &ToolResultRecord) {
         let _ = (agent, result);
     }

@@ -82,6 +82,10 @@ pub(crate) enum ErasedDecision {
     Substitute(AnyValue),
     Ask(Option<String>),
     Defer(Option<String>),
+    /// A `Modify` whose input the tool does not take (why): the call fails closed whatever
+    /// the hook's failure policy, or a fail-open hook that meant to redact the input would let
+    /// the model's through.
+    Misfit(String),
 }
 
 /// What both tool-hook kinds share: name, policy, matcher and the input check.
@@ -174,9 +178,10 @@ fn erase<I: ToolInput>(
 ) -> Result<ErasedDecision, HookFailure> {
     Ok(match decision {
         ToolCallDecision::Allow => ErasedDecision::Allow,
-        ToolCallDecision::Modify(input) => {
-            ErasedDecision::Modify(input.into_args(&**call.tool).map_err(HookFailure::Error)?)
-        }
+        ToolCallDecision::Modify(input) => match input.into_args(&**call.tool) {
+            Ok(args) => ErasedDecision::Modify(args),
+            Err(why) => ErasedDecision::Misfit(why),
+        },
         ToolCallDecision::Block(reason) => ErasedDecision::Block(reason),
         ToolCallDecision::Substitute(output) => ErasedDecision::Substitute(AnyValue::new(output)),
         ToolCallDecision::Ask(reason) => ErasedDecision::Ask(reason),

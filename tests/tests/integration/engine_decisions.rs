@@ -2,8 +2,8 @@
 //! after_tool_call sees for each, and the merge rule of several hooks.
 
 use agent_core::{
-    AgentBuilder, Hook, Matcher, Message, ScriptedModel, ScriptedStep, ToolCallDecision,
-    TurnResult, TurnStatus, event,
+    AgentBuilder, FailurePolicy, Hook, Matcher, Message, ScriptedModel, ScriptedStep,
+    ToolCallDecision, TurnResult, TurnStatus, event,
 };
 use serde_json::{Value, json};
 use tests::{Add, AddArgs, GetWeather, GetWeatherArgs, Trace, Weather, lines};
@@ -545,43 +545,50 @@ async fn untyped_after_hooks_see_the_models_input_twice_when_unmodified() {
 
 #[tokio::test]
 async fn an_untyped_modify_that_does_not_fit_fails_closed() {
-    let trace = Trace::new();
-    let model = add_once();
-    let agent = AgentBuilder::new("decide")
-        .model(model.clone())
-        .tool(Add::traced(&trace))
-        .before_tool_call(
-            Matcher::tool("add"),
-            Hook::<event::BeforeToolCall<Value>>::sync("retype", |_| {
-                ToolCallDecision::Modify(json!({"a": "two", "b": 3}))
-            }),
-        )
-        .before_tool_call(Matcher::tool("add"), step(&trace, "never", 0, allow))
-        .after_tool_call(Matcher::tool("add"), after_probe(&trace))
-        .build()
-        .unwrap();
+    // Whatever the hook's policy: a fail-open hook that meant to redact the input must not let
+    // the model's through.
+    for policy in [FailurePolicy::FailClosed, FailurePolicy::FailOpen] {
+        let trace = Trace::new();
+        let model = add_once();
+        let agent = AgentBuilder::new("decide")
+            .model(model.clone())
+            .tool(Add::traced(&trace))
+            .before_tool_call(
+                Matcher::tool("add"),
+                Hook::<event::BeforeToolCall<Value>>::sync("retype", |_| {
+                    ToolCallDecision::Modify(json!({"a": "two", "b": 3}))
+                })
+                .on_error(policy),
+            )
+            .before_tool_call(Matcher::tool("add"), step(&trace, "never", 0, allow))
+            .after_tool_call(Matcher::tool("add"), after_probe(&trace))
+            .build()
+            .unwrap();
 
-    let result = agent.run("2+3").await;
+        let result = agent.run("2+3").await;
 
-    assert_completed(&result);
-    // Nothing ran after the failed gate; the after hook sees the model's input unchanged.
-    assert_eq!(
-        trace.take(),
-        lines(&["after(failed success=false model=2,3 effective=2,3 output=none)"])
-    );
-    assert_eq!(
-        tool_result_sent(&model),
-        (
-            "tool `add` did not run: before_tool_call hook `retype` returned an error: \
-             invalid arguments for tool `add` at `a`: invalid type: string \"two\", expected i64"
-                .to_owned(),
-            true
-        )
-    );
-    assert_eq!(
-        result.steps[0].tool_results[0].outcome,
-        agent_core::ToolOutcomeKind::Failed
-    );
+        assert_completed(&result);
+        // Nothing ran after the failed gate; the after hook sees the model's input unchanged.
+        assert_eq!(
+            trace.take(),
+            lines(&["after(failed success=false model=2,3 effective=2,3 output=none)"]),
+            "{policy:?}"
+        );
+        assert_eq!(
+            tool_result_sent(&model),
+            (
+                "tool `add` did not run: hook `retype` modified its input to arguments it does \
+                 not take: invalid arguments for tool `add` at `a`: invalid type: string \"two\", \
+                 expected i64"
+                    .to_owned(),
+                true
+            )
+        );
+        assert_eq!(
+            result.steps[0].tool_results[0].outcome,
+            agent_core::ToolOutcomeKind::Failed
+        );
+    }
 }
 
 #[tokio::test]
