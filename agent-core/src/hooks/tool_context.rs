@@ -238,8 +238,11 @@ impl<I, O: 'static> ToolCallResultContext<I, O> {
         self.outcome.success()
     }
 
-    /// The output the model received (executed or substituted), typed as `O`. `None` when the
-    /// call failed or was blocked, or when a hook substituted an output of another type.
+    /// The tool's output, or the one a before_tool_call hook substituted, typed as `O`. `None`
+    /// when the call failed or was blocked, or when a hook substituted an output of another
+    /// type. The model reads its text unless an after_tool_call_success/_failure hook replaced
+    /// it ([`ToolResultDecision::Replace`](crate::ToolResultDecision::Replace), whose text and
+    /// error flag the step's record and its `ToolResult` chunk carry) or a store hook changed it.
     pub fn output(&self) -> Option<&O> {
         if TypeId::of::<O>() == TypeId::of::<Value>() {
             let json = self
