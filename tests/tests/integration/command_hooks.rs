@@ -30,6 +30,14 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
+/// What the model read of a turn whose gate kept its tool from running (the turn completed).
+async fn blocked(hook: CommandHook, trace: &Trace) -> String {
+    let (result, read) = turn(hook, trace).await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    read
+}
+
 /// One turn in which the model calls `write_note` with `{"path":"notes.txt"}`; the tool records
 /// the path it got. Returns the result and what the model read.
 async fn turn(hook: CommandHook, trace: &Trace) -> (TurnResult, String) {
@@ -158,9 +166,7 @@ async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_i
     let trace = Trace::new();
     let crash = script(&dir, "crash", "echo boom >&2; exit 3");
     let hook = CommandHook::new("crash", CommandEvent::BeforeToolCall, [crash]);
-    let (result, read) = turn(hook, &trace).await;
-    assert!(result.is_completed());
-    assert!(trace.take().is_empty(), "the tool did not run");
+    let read = blocked(hook, &trace).await;
     assert_eq!(
         read,
         "tool `write_note` did not run: before_tool_call hook `crash` returned an error: command hook `crash` exited with 3: boom"
@@ -174,9 +180,7 @@ async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_i
     );
     let hook = CommandHook::new("hang", CommandEvent::BeforeToolCall, [hang])
         .timeout(Duration::from_millis(300));
-    let (result, read) = turn(hook, &trace).await;
-    assert!(result.is_completed());
-    assert!(trace.take().is_empty(), "the tool did not run");
+    let read = blocked(hook, &trace).await;
     assert_eq!(
         read,
         "tool `write_note` did not run: before_tool_call hook `hang` returned an error: command hook `hang` ran past its 300 ms and was killed"
@@ -420,9 +424,7 @@ async fn a_gate_answer_that_is_not_utf8_is_read_not_taken_for_an_empty_allow() {
         r#"cat > /dev/null; printf '{"decision":"block","reason":"no caf\351 notes"}'"#,
     );
     let hook = CommandHook::new("block", CommandEvent::BeforeToolCall, [block]);
-    let (result, read) = turn(hook, &trace).await;
-    assert!(result.is_completed(), "{result:?}");
-    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    let read = blocked(hook, &trace).await;
     assert_eq!(read, "no caf\u{fffd} notes");
 }
 
@@ -443,9 +445,7 @@ done
 echo '{"decision":"block","reason":"checked"}'"#,
     );
     let hook = CommandHook::new("chatty", CommandEvent::BeforeToolCall, [chatty]);
-    let (result, read) = turn(hook, &trace).await;
-    assert!(result.is_completed(), "{result:?}");
-    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    let read = blocked(hook, &trace).await;
     assert_eq!(read, "checked");
 }
 
@@ -523,9 +523,7 @@ async fn a_working_directory_that_is_not_there_is_named_not_the_program() {
     let gate = script(&dir, "gate", "cat > /dev/null");
     let missing = dir.join("hooks");
     let hook = CommandHook::new("gate", CommandEvent::BeforeToolCall, [gate.clone()]).cwd(&missing);
-    let (result, read) = turn(hook, &trace).await;
-    assert!(result.is_completed(), "{result:?}");
-    assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
+    let read = blocked(hook, &trace).await;
     assert_eq!(
         read,
         format!(
