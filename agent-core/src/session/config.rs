@@ -285,7 +285,9 @@ impl SessionConfig {
     }
 
     /// Adds a subscriber to JSON snapshots of every turn of the session (see
-    /// [`Extension`](crate::Extension)), after the agent's own extensions.
+    /// [`Extension`](crate::Extension)), after the agent's own extensions. One that could never
+    /// run (a zero timeout, chunk types that select no chunk) fails the session's turns, saying
+    /// so, as the builder refuses it for the agent's own.
     pub fn extension(mut self, extension: crate::hooks::Extension) -> Self {
         self.extensions.push(extension);
         self

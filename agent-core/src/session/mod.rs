@@ -34,6 +34,32 @@ pub(crate) struct OpenSession {
     pub(crate) last_input_tokens: AtomicU64,
 }
 
+/// What a session's configuration asks that could never work, as the agent's builder refuses
+/// it for the agent's own settings: a headroom that is not a share (past `max_input_tokens *
+/// headroom` a step compacts first: a NaN never would, a share of 0 or less always would), and
+/// an extension that could never run (a zero timeout, chunk types that select no chunk).
+fn problems(config: &SessionConfig) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !(config.headroom > 0.0 && config.headroom <= 1.0) {
+        problems.push(format!(
+            "SessionConfig::headroom is {}: give the share of max_input_tokens past which a \
+             step compacts, above 0 and at most 1",
+            config.headroom
+        ));
+    }
+    for extension in &config.extensions {
+        if extension.timeout.is_zero() {
+            problems.push(format!(
+                "extension `{}`: its timeout is zero, so every run would time out at once; give \
+                 a positive limit",
+                extension.name
+            ));
+        }
+        problems.extend(extension.problems());
+    }
+    problems
+}
+
 /// Opens a session: runs `configure` and every context provider, and composes the prompt.
 pub(crate) async fn open(
     configure: &Configure,
@@ -49,19 +75,14 @@ pub(crate) async fn open(
             format!("configure_session panicked: {message}"),
         )
     })?;
-    // Past `max_input_tokens * headroom` a step compacts first: a NaN never would, a share
-    // of 0 or less always would.
-    if !(config.headroom > 0.0 && config.headroom <= 1.0) {
+    let problems = problems(&config);
+    if !problems.is_empty() {
         return Err(TurnError::new(
             TurnErrorKind::Hook {
                 event: "configure_session",
                 hook: "configure_session".to_owned(),
             },
-            format!(
-                "SessionConfig::headroom is {}: give the share of max_input_tokens past which \
-                 a step compacts, above 0 and at most 1",
-                config.headroom
-            ),
+            problems.join("; "),
         ));
     }
     let system = prompt::compose(instructions, &config, &info)

@@ -402,3 +402,36 @@ fn chunk_types_that_select_no_chunk_are_a_build_error() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_session_extension_that_could_never_run_fails_the_sessions_turns_saying_why() {
+    // A session's configuration is made when the session opens, after the agent was built:
+    // what the builder refuses for the agent's extensions fails the turn instead.
+    let handler = |_, _| async { Ok::<_, String>(Value::Null) };
+    let model = ScriptedModel::new([ScriptedStep::new().text("never")]);
+    let agent = AgentBuilder::new("watched")
+        .model(model.clone())
+        .configure_session(move |session| {
+            session
+                .extension(Extension::new("hasty", handler).timeout(Duration::ZERO))
+                .extension(
+                    Extension::new("typo", handler)
+                        .subscribe([ExtensionEvent::OnChunk])
+                        .chunk_types(["text"]),
+                )
+        })
+        .build()
+        .unwrap();
+    let result = agent.session("s").run("go").await;
+    assert_eq!(
+        result.error.map(|error| error.message),
+        Some(
+            "extension `hasty`: its timeout is zero, so every run would time out at once; give a \
+             positive limit; extension `typo`: no chunk has the onChunk type `text`; the types \
+             are text-delta, reasoning-delta, tool-input-delta, tool-call, tool-result, \
+             tool-preliminary, discarded"
+                .to_owned()
+        )
+    );
+    assert!(model.requests().is_empty());
+}
