@@ -30,9 +30,19 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
+/// A before_tool_call hook running a script named `name` with `body`, written into `dir`.
+fn gate(dir: &Path, name: &str, body: &str) -> CommandHook {
+    CommandHook::new(
+        name,
+        CommandEvent::BeforeToolCall,
+        [script(dir, name, body)],
+    )
+}
+
 /// What the model read of a turn whose gate kept its tool from running (the turn completed).
-async fn blocked(hook: CommandHook, trace: &Trace) -> String {
-    let (result, read) = turn(hook, trace).await;
+async fn blocked(hook: CommandHook) -> String {
+    let trace = Trace::new();
+    let (result, read) = turn(hook, &trace).await;
     assert!(result.is_completed(), "{result:?}");
     assert_eq!(trace.take(), Vec::<String>::new(), "the tool did not run");
     read
@@ -163,24 +173,21 @@ async fn a_gate_program_may_ask_for_approval_or_defer_the_call() {
 #[tokio::test]
 async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_its_children() {
     let dir = folder("failing");
-    let trace = Trace::new();
-    let crash = script(&dir, "crash", "echo boom >&2; exit 3");
-    let hook = CommandHook::new("crash", CommandEvent::BeforeToolCall, [crash]);
-    let read = blocked(hook, &trace).await;
+    let hook = gate(&dir, "crash", "echo boom >&2; exit 3");
+    let read = blocked(hook).await;
     assert_eq!(
         read,
         "tool `write_note` did not run: before_tool_call hook `crash` returned an error: command hook `crash` exited with 3: boom"
     );
 
     let pid_file = dir.join("child.pid");
-    let hang = script(
+    let hook = gate(
         &dir,
         "hang",
         &format!("sleep 300 & echo $! > {}; wait", pid_file.display()),
-    );
-    let hook = CommandHook::new("hang", CommandEvent::BeforeToolCall, [hang])
-        .timeout(Duration::from_millis(300));
-    let read = blocked(hook, &trace).await;
+    )
+    .timeout(Duration::from_millis(300));
+    let read = blocked(hook).await;
     assert_eq!(
         read,
         "tool `write_note` did not run: before_tool_call hook `hang` returned an error: command hook `hang` ran past its 300 ms and was killed"
@@ -416,24 +423,21 @@ fn debug_output_names_the_variables_without_their_values() {
 #[tokio::test]
 async fn a_gate_answer_that_is_not_utf8_is_read_not_taken_for_an_empty_allow() {
     let dir = folder("latin1");
-    let trace = Trace::new();
     // `caf\351` is "café" in Latin-1: one byte that is not UTF-8.
-    let block = script(
+    let hook = gate(
         &dir,
         "block",
         r#"cat > /dev/null; printf '{"decision":"block","reason":"no caf\351 notes"}'"#,
     );
-    let hook = CommandHook::new("block", CommandEvent::BeforeToolCall, [block]);
-    let read = blocked(hook, &trace).await;
+    let read = blocked(hook).await;
     assert_eq!(read, "no caf\u{fffd} notes");
 }
 
 #[tokio::test]
 async fn a_program_that_logs_much_to_stderr_before_answering_is_not_taken_for_a_hung_one() {
     let dir = folder("chatty");
-    let trace = Trace::new();
     // 256 KiB of log lines on stderr (more than a pipe holds), then the answer.
-    let chatty = script(
+    let hook = gate(
         &dir,
         "chatty",
         r#"cat > /dev/null
@@ -444,8 +448,7 @@ while [ $i -lt 4096 ]; do
 done
 echo '{"decision":"block","reason":"checked"}'"#,
     );
-    let hook = CommandHook::new("chatty", CommandEvent::BeforeToolCall, [chatty]);
-    let read = blocked(hook, &trace).await;
+    let read = blocked(hook).await;
     assert_eq!(read, "checked");
 }
 
@@ -519,11 +522,10 @@ fn a_hook_with_a_zero_timeout_is_a_build_error() {
 #[tokio::test]
 async fn a_working_directory_that_is_not_there_is_named_not_the_program() {
     let dir = folder("cwd");
-    let trace = Trace::new();
     let gate = script(&dir, "gate", "cat > /dev/null");
     let missing = dir.join("hooks");
     let hook = CommandHook::new("gate", CommandEvent::BeforeToolCall, [gate.clone()]).cwd(&missing);
-    let read = blocked(hook, &trace).await;
+    let read = blocked(hook).await;
     assert_eq!(
         read,
         format!(
