@@ -844,3 +844,9 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The text of each message of a session's history, oldest first.
+pub async fn history_texts(conversation: &agent_core::Conversation) -> Vec<String> {
+    let history = conversation.history().await.unwrap();
+    history.iter().map(|m| m.text().to_owned()).collect()
+}

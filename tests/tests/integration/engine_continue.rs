@@ -3,7 +3,7 @@
 //! appending messages and running a turn in one call.
 
 use agent_core::{AgentBuilder, Hook, Message, ScriptedModel, ScriptedStep, TurnStatus, event};
-use tests::Trace;
+use tests::{Trace, history_texts};
 
 #[tokio::test]
 async fn continue_last_turn_runs_after_an_unanswered_message_and_after_an_answer() {
@@ -129,12 +129,6 @@ async fn messages_are_appended_and_answered_in_one_call() {
             Message::user("Second point.")
         ]
     );
-    let texts: Vec<String> = conversation
-        .history()
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.text().to_owned())
-        .collect();
+    let texts = history_texts(&conversation).await;
     assert_eq!(texts, ["First point.", "Second point.", "Both noted."]);
 }

@@ -10,7 +10,7 @@ use agent_core::{
     ScriptedModel, ScriptedStep, SessionStore, StoreError, StoreErrorKind, StoredMessage,
     TurnStatus, event,
 };
-use tests::{Add, Trace, TracedStore};
+use tests::{Add, Trace, TracedStore, history_texts};
 
 #[tokio::test]
 async fn every_row_is_written_at_its_place_in_the_turn() {
@@ -265,13 +265,7 @@ async fn with_the_reject_policy_an_overlapping_turn_ends_at_once_as_busy() {
     );
     let first = first.await.unwrap();
     assert_eq!(first.text, "slow");
-    let texts: Vec<String> = conversation
-        .history()
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.text().to_owned())
-        .collect();
+    let texts = history_texts(&conversation).await;
     assert_eq!(texts, ["one", "slow"], "the rejected turn stored nothing");
     assert_eq!(
         conversation.run("three").await.text,
@@ -457,12 +451,6 @@ async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
              own)\"))"
         ]
     );
-    let texts: Vec<String> = conversation
-        .history()
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.text().to_owned())
-        .collect();
+    let texts = history_texts(&conversation).await;
     assert_eq!(texts, ["outer", "outer"], "the inner turn stored nothing");
 }
