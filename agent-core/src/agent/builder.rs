@@ -166,8 +166,6 @@ impl AgentBuilder {
     /// [`Extension::timeout`], or [`Extension::chunk_types`] that select no chunk, is a build
     /// error.
     pub fn extension(mut self, extension: Extension) -> Self {
-        let (name, timeout) = (extension.name.clone(), extension.timeout);
-        self.zero_timeout("extension", &name, Some(timeout));
         self.problems.extend(extension.problems());
         self.extensions.push(extension);
         self
@@ -298,7 +296,7 @@ impl AgentBuilder {
 
     /// Adds a hook of a turn-wide event (one with a zero [`Hook::timeout`] is a build error).
     pub fn hook<E: TurnWideEvent>(mut self, hook: Hook<E>) -> Self {
-        self.zero_timeout("hook", &hook.name, hook.options.timeout);
+        self.zero_timeout(&hook.name, hook.options.timeout);
         E::slot(&mut self.hooks).push(hook);
         self
     }
@@ -314,7 +312,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<BeforeToolCall<I>>,
     ) -> Self {
-        self.zero_timeout("hook", &hook.name, hook.options.timeout);
+        self.zero_timeout(&hook.name, hook.options.timeout);
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -335,7 +333,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<AfterToolCall<I, O>>,
     ) -> Self {
-        self.zero_timeout("hook", &hook.name, hook.options.timeout);
+        self.zero_timeout(&hook.name, hook.options.timeout);
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -350,12 +348,12 @@ impl AgentBuilder {
         self
     }
 
-    /// Notes a zero timeout as a build problem: everything it bounds would time out at once
-    /// (the macros refuse `timeout_ms = 0` the same way).
-    fn zero_timeout(&mut self, what: &str, name: &str, timeout: Option<Duration>) {
+    /// Notes a hook's zero timeout as a build problem: every run would time out at once (the
+    /// macros refuse `timeout_ms = 0` the same way).
+    fn zero_timeout(&mut self, name: &str, timeout: Option<Duration>) {
         if timeout == Some(Duration::ZERO) {
             self.problems.push(format!(
-                "{what} `{name}`: its timeout is zero, so every run would time out at once; give \
+                "hook `{name}`: its timeout is zero, so every run would time out at once; give \
                  a positive limit, or none"
             ));
         }

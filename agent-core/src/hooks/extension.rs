@@ -135,14 +135,22 @@ impl Extension {
         self
     }
 
-    /// Why the extension would receive none of the chunks it asked for, if so: a chunk type no
-    /// chunk has (a typo), or chunk types without a subscription to onChunk.
+    /// Why the extension could never work as asked, if so: a zero timeout (every run would
+    /// time out at once), a chunk type no chunk has (a typo), or chunk types without a
+    /// subscription to onChunk.
     pub(crate) fn problems(&self) -> Vec<String> {
-        let Some(types) = &self.chunk_types else {
-            return Vec::new();
-        };
         let name = &self.name;
-        let mut problems: Vec<String> = types
+        let mut problems = Vec::new();
+        if self.timeout.is_zero() {
+            problems.push(format!(
+                "extension `{name}`: its timeout is zero, so every run would time out at once; \
+                 give a positive limit"
+            ));
+        }
+        let Some(types) = &self.chunk_types else {
+            return problems;
+        };
+        problems.extend(types
             .iter()
             .filter(|kind| !CHUNK_TYPES.contains(*kind))
             .map(|kind| {
@@ -150,8 +158,7 @@ impl Extension {
                     "extension `{name}`: no chunk has the onChunk type `{kind}`; the types are {}",
                     CHUNK_TYPES.join(", ")
                 )
-            })
-            .collect();
+            }));
         if !self.wants(ExtensionEvent::OnChunk) {
             problems.push(format!(
                 "extension `{name}`: `chunk_types` selects onChunk snapshots, and it is not \

@@ -616,7 +616,7 @@ fn a_zero_timeout_is_a_build_error() {
         lines(&[
             "hook `gate`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
             "hook `meter`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
-            "extension `audit`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
+            "extension `audit`: its timeout is zero, so every run would time out at once; give a positive limit",
             "`tool_timeout` is zero, so every tool call would time out at once; give a positive limit, or none",
             "tool `instant`: its timeout is zero, so every call would time out at once; give a positive limit, or none",
         ])
