@@ -389,7 +389,7 @@ impl Serialize for Conversation<'_> {
 /// after a compaction that kept the tail of a tool loop (the summary goes in the system prompt)
 /// or a hook that trimmed the history: the Messages API refuses a conversation whose first
 /// message is not the user's (`first message must use the "user" role`).
-pub(super) const OPENING: &str = "(Earlier messages are left out.)";
+const OPENING: &str = "(Earlier messages are left out.)";
 
 /// The role of the message that carries `message`'s blocks; `None` when it sends none (a
 /// system message, an empty reply). Two tests of the message's kind, not a `match` over its
