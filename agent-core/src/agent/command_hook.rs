@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustix::process::{Pid, Signal, kill_process_group};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -58,7 +59,10 @@ pub enum CommandEvent {
 /// `{"decision": "defer"}` (with an optional `reason`: the call waits, see
 /// [`ToolCallDecision::Ask`] and [`ToolCallDecision::Defer`]). A non-zero exit, an
 /// answer that is not one of these, or running past the timeout (the program and every
-/// process it started are killed) is the hook's failure, handled by its policy. Its output is
+/// process it started are killed) is the hook's failure, handled by its policy. A program's
+/// background processes (`cmd &`) are killed when it exits, so none outlives its run nor
+/// holds its output open; one that must live on leaves the group (`setsid cmd &`) and closes
+/// the program's stdout and stderr. Its output is
 /// read as UTF-8 (a byte that is not becomes U+FFFD). Its `Debug` names the variables
 /// [`env`](Self::env) adds, not their values.
 #[derive(Clone)]
@@ -385,14 +389,19 @@ struct KillGroup(Option<u32>);
 
 impl Drop for KillGroup {
     fn drop(&mut self) {
-        if let Some(group) = self.0.take() {
-            // `kill -- -PGID`: the program and every process it started.
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", "--", &format!("-{group}")])
-                .stderr(Stdio::null())
-                .status();
-        }
+        kill_group(self.0.take());
     }
+}
+
+/// Sends SIGKILL to the process group the program leads: the program and every process it
+/// started that stayed in its group. A system call, not the `kill` program (which an image
+/// without a shell's tools lacks).
+fn kill_group(group: Option<u32>) {
+    let Some(pid) = group.and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)) else {
+        return;
+    };
+    // ESRCH (the group is gone) is the usual answer once the program exited alone.
+    let _ = kill_process_group(pid, Signal::KILL);
 }
 
 /// The most of a program's stdout read (an answer is small).
@@ -429,7 +438,8 @@ impl Runner {
                 _ => format!("command hook `{name}` could not start `{program}`: {e}"),
             }
         })?;
-        let mut guard = KillGroup(child.id());
+        let group = child.id();
+        let mut guard = KillGroup(group);
         let io = async {
             let stdin = child.stdin.take();
             let feed = async {
@@ -438,11 +448,18 @@ impl Runner {
                     let _ = stdin.write_all(snapshot.to_string().as_bytes()).await;
                 }
             };
+            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+            let exit = async {
+                let status = child.wait().await;
+                // What the program left running in its group (`cmd &`) ends with it: it would
+                // outlive the turn, and one that holds stdout or stderr would keep the drains
+                // below waiting until the timeout.
+                kill_group(group);
+                status
+            };
             // All three pipes at once: a program may print more than a pipe holds (on
             // stderr, say) before it reads its input or writes its answer.
-            let (_, out, err) =
-                tokio::join!(feed, drain(child.stdout.take()), drain(child.stderr.take()));
-            let status = child.wait().await;
+            let (_, out, err, status) = tokio::join!(feed, drain(stdout), drain(stderr), exit);
             (status, out, err)
         };
         let (status, out, err) = tokio::time::timeout(self.timeout, io).await.map_err(|_| {

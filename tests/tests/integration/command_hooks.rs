@@ -192,9 +192,17 @@ async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_i
         read,
         "tool `write_note` did not run: before_tool_call hook `hang` returned an error: command hook `hang` ran past its 300 ms and was killed"
     );
-    let child = std::fs::read_to_string(&pid_file).unwrap();
-    // Killed: gone, or a zombie nobody reaped yet (PID 1 of a container may not reap); a
-    // signal may take a moment to land on a loaded machine, and a reused pid is not `sleep`.
+    assert!(
+        !sleeping(&pid_file),
+        "the program's own child was killed too"
+    );
+}
+
+/// Whether the `sleep` whose pid a hook wrote to `pid_file` still runs, after giving a kill a
+/// moment to land (on a loaded machine). Killed means gone, or a zombie nobody reaped yet
+/// (PID 1 of a container may not reap); a reused pid is not `sleep`.
+fn sleeping(pid_file: &Path) -> bool {
+    let child = std::fs::read_to_string(pid_file).unwrap();
     let sleeping = || {
         let stat =
             std::fs::read_to_string(format!("/proc/{}/stat", child.trim())).unwrap_or_default();
@@ -204,15 +212,55 @@ async fn a_crashing_or_hanging_gate_fails_closed_and_a_hung_one_is_killed_with_i
             .and_then(|rest| rest.chars().next());
         stat.contains("(sleep)") && !matches!(state, None | Some('Z' | 'X'))
     };
-    let mut alive = sleeping();
     for _ in 0..100 {
-        if !alive {
-            break;
+        if !sleeping() {
+            return false;
         }
         std::thread::sleep(Duration::from_millis(10));
-        alive = sleeping();
     }
-    assert!(!alive, "the program's own child was killed too");
+    sleeping()
+}
+
+/// A program that answers and exits, leaving a background process that still holds its
+/// stdout: its answer counts at once (before, the hook waited for the pipe to close until its
+/// timeout, and failed), and the background process is killed.
+#[tokio::test]
+async fn a_background_process_holding_the_output_does_not_hold_up_the_answer() {
+    let dir = folder("background-output");
+    let pid_file = dir.join("child.pid");
+    let hook = gate(
+        &dir,
+        "lingering",
+        &format!(
+            r#"sleep 300 & echo $! > {}; echo '{{"decision":"block","reason":"no notes today"}}'"#,
+            pid_file.display()
+        ),
+    );
+    let read = blocked(hook).await;
+    assert_eq!(read, "no notes today");
+    assert!(!sleeping(&pid_file), "the background process was killed");
+}
+
+/// A program's background process that let go of its pipes does not outlive the program's
+/// run either: the hook leaves nothing running once it has answered.
+#[tokio::test]
+async fn a_background_process_ends_with_the_program() {
+    let dir = folder("background");
+    let pid_file = dir.join("child.pid");
+    let hook = gate(
+        &dir,
+        "detached",
+        &format!(
+            "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}",
+            pid_file.display()
+        ),
+    );
+    let trace = Trace::new();
+    let (result, read) = turn(hook, &trace).await;
+    assert!(result.is_completed(), "{result:?}");
+    assert_eq!(trace.take(), ["tool ran with \"notes.txt\""]);
+    assert_eq!(read, "written");
+    assert!(!sleeping(&pid_file), "the background process was killed");
 }
 
 #[tokio::test]
