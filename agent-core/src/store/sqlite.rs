@@ -62,7 +62,9 @@ pub struct SqliteOptions {
     pub synchronous: SqliteSync,
     /// How long a turn's lease on its session lasts unless renewed (default 30 s). A running
     /// turn renews it every third of this; a process that dies mid-turn holds its sessions for
-    /// at most this long, then the next turn takes over and repairs what it left.
+    /// at most this long, then the next turn takes over and repairs what it left. On Linux a
+    /// process of this machine that is gone, or a turn of this process whose Tokio runtime was
+    /// dropped mid-turn, holds them not at all: the next turn sees it and takes over at once.
     pub turn_lease: Duration,
 }
 

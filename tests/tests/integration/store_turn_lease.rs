@@ -196,6 +196,71 @@ async fn a_sqlite_turn_takes_the_session_of_a_dead_process_at_once() {
     assert_eq!(lease_row(&db, "durable").await, None, "given back");
 }
 
+/// A turn whose Tokio runtime is dropped mid-turn (a short-lived runtime per request, or one
+/// shut down while a turn runs) cannot give its lease back, since its give-back would run on
+/// that runtime; its process lives on, so the next turn of this process on the file could not
+/// tell the holder is gone and waited for the lease to run out (30 s by default). It now takes
+/// the session at once, well within a bound of a third of the lease, and repairs the rows.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sqlite_turn_takes_the_session_of_a_runtime_dropped_mid_turn_at_once() {
+    let db = Db::sqlite("lease-runtime");
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let first = runtime();
+    first.block_on(async {
+        let (started, mut on_start) = mpsc::unbounded_channel();
+        let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "hang", "{}")]);
+        let conversation = AgentBuilder::new("held")
+            .model(model)
+            .store(db.open().await)
+            .dyn_tool(tests::hanging_tool(started))
+            .build()
+            .unwrap()
+            .session("s");
+        tokio::spawn(async move { conversation.run("go").await });
+        tests::within("the tool starts", on_start.recv()).await;
+        assert!(
+            lease_row(&db, "s").await.is_some(),
+            "the turn holds a lease"
+        );
+    });
+    drop(first);
+    runtime().block_on(async {
+        let store = db.open().await;
+        let result = AgentBuilder::new("next")
+            .model(ScriptedModel::new(
+                [ScriptedStep::new().text("Taken over.")],
+            ))
+            .store(store.clone())
+            .turn_overlap(TurnOverlap::WaitAtMost(Duration::from_secs(10)))
+            .build()
+            .unwrap()
+            .session("s")
+            .run("are you there?")
+            .await;
+        assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+        let rows = store.load("s").await.unwrap();
+        assert_whole(&rows);
+        assert_eq!(
+            texts(&rows),
+            [
+                "go",
+                "",
+                "tool `hang` did not finish: its turn was interrupted",
+                "are you there?",
+                "Taken over.",
+            ]
+        );
+        assert_eq!(lease_row(&db, "s").await, None, "given back");
+    });
+}
+
 /// A turn lease past what the server's timestamps hold, such as `Duration::MAX` for "never runs
 /// out", is taken as the longest one (1,000 years): turns still take the session and give it
 /// back, where the server refused every statement taking it ("interval out of range").

@@ -2,8 +2,11 @@
 //! row per session in `turn_leases` naming its holder and when the lease runs out. The holder
 //! renews it every third of its length while the turn runs and deletes it when the turn ends;
 //! a holder that died stops renewing, and the next turn takes the lease once it ran out, or at
-//! once when the holder was a process of this machine that is gone (see [`holder_gone`]).
+//! once when the holder was a process of this machine that is gone, or a turn of this process
+//! whose runtime was dropped mid-turn (see [`holder_gone`]).
 
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -39,7 +42,12 @@ pub(super) async fn take(
     let Some(local) = store.locks.lock(session, wait).await else {
         return Ok(None);
     };
-    let holder = format!("{}:{}:{}", std::process::id(), machine(), new_id("turn"));
+    let holder = Arc::new(Live::new(format!(
+        "{}:{}:{}",
+        std::process::id(),
+        machine(),
+        new_id("turn")
+    )));
     let length = micros(store.lease);
     let mut pause = FIRST_PAUSE;
     loop {
@@ -50,7 +58,7 @@ pub(super) async fn take(
             session: session.to_owned(),
             holder: holder.clone(),
         }));
-        let (key, who) = (session.to_owned(), holder.clone());
+        let (key, who) = (session.to_owned(), holder.0.clone());
         // Not synced: a lease lives no longer than its process (a power loss ends both).
         let taken = store
             .write(Commit::Deferred, move |conn, file| {
@@ -140,8 +148,9 @@ fn machine() -> &'static str {
     })
 }
 
-/// Whether a lease's holder is a process of this machine that no longer runs: its process id
-/// names no process, or one that exited and was not reaped yet. A holder of another machine,
+/// Whether a lease's holder is a process of this machine that no longer runs (its process id
+/// names no process, or one that exited and was not reaped yet), or a turn of this process that
+/// no longer holds it (its runtime was dropped mid-turn). A holder of another machine,
 /// of an older version of this store (`pid:turn`), or when this machine's processes cannot be
 /// told apart, is taken as alive: its lease runs out on its own.
 fn holder_gone(holder: &str) -> bool {
@@ -152,8 +161,13 @@ fn holder_gone(holder: &str) -> bool {
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    if machine_id.is_empty() || machine_id != machine() || pid == std::process::id() {
+    if machine_id.is_empty() || machine_id != machine() {
         return false;
+    }
+    if pid == std::process::id() {
+        // This process: gone when nothing here holds it any more (its runtime was dropped
+        // mid-turn, before the lease could be given back on it).
+        return !Live::holds(holder);
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command's closing parenthesis: `Z` for a zombie, `X` dead.
@@ -169,7 +183,7 @@ async fn renew(held: Held) {
     let length = micros(held.store.lease);
     loop {
         tokio::time::sleep(held.store.lease / 3).await;
-        let (session, holder) = (held.session.clone(), held.holder.clone());
+        let (session, holder) = (held.session.clone(), held.holder.0.clone());
         let renewed = held
             .store
             .write(Commit::Deferred, move |conn, file| {
@@ -201,14 +215,45 @@ async fn renew(held: Held) {
 struct Held {
     store: SqliteStore,
     session: String,
-    holder: String,
+    holder: Arc<Live>,
+}
+
+/// A holder name this process may have a lease row under, known to [`holder_gone`] as alive
+/// until the last of the turn's holds on it (its lease, an attempt, the renewals, a give-back
+/// on its way) is dropped: run to its end, or dropped with a runtime shut down mid-turn.
+struct Live(String);
+
+/// The holder names of this process's live leases, on every file.
+static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+impl Live {
+    fn new(holder: String) -> Live {
+        Live::names().insert(holder.clone());
+        Live(holder)
+    }
+
+    /// Whether a lease of this process under `holder` is live.
+    fn holds(holder: &str) -> bool {
+        Live::names().contains(holder)
+    }
+
+    /// The list of live names (a panic elsewhere while it was held leaves it whole).
+    fn names() -> MutexGuard<'static, HashSet<String>> {
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        Live::names().remove(&self.0);
+    }
 }
 
 impl Held {
     /// Deletes the row, if it is still this holder's: the turn's last write, synced when one of
     /// its writes before it was not.
     async fn give_back(&self) {
-        let (session, holder) = (self.session.clone(), self.holder.clone());
+        let (session, holder) = (self.session.clone(), self.holder.0.clone());
         let deleted = self
             .store
             .write(Commit::Flush, move |conn, file| {
