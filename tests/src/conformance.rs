@@ -1025,6 +1025,9 @@ fn waiting(id: &str, tool: &str, arguments: Value, kind: PendingKind, row: i64) 
             id: id.to_owned(),
             tool: tool.to_owned(),
             arguments,
+            // Kept as given: a hook's modification shown to whoever approves.
+            modified_arguments: (kind == PendingKind::Approval)
+                .then(|| serde_json::json!({"path": "~/redacted — ünïcödé"})),
             reason: format!("tool `{tool}` waits — ünïcödé"),
             kind,
             fingerprint: format!("{:064x}", row),

@@ -145,7 +145,9 @@ impl Conversation {
     }
 
     /// Approves the waiting call `call_id`: it runs, with the arguments the model sent, when
-    /// the turn resumes. Returns how many calls of the turn still wait for an answer. The
+    /// the turn resumes (its before_tool_call hooks run again first, so a hook's `Modify`
+    /// applies again: [`PendingCall::modified_arguments`](crate::PendingCall::modified_arguments)
+    /// shows its result). Returns how many calls of the turn still wait for an answer. The
     /// same answer given twice is one answer; another answer to an answered call is refused.
     ///
     /// With an approval key ([`AgentBuilder::approval_key`](crate::AgentBuilder::approval_key))

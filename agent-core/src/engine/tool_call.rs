@@ -79,11 +79,15 @@ fn waiting(
         _ => format!("tool `{}` needs approval", call.name),
     });
     let arguments = state.model_input.to_json().unwrap_or_default();
+    let modified_arguments = (!Arc::ptr_eq(&state.model_input, &state.effective_input))
+        .then(|| state.effective_input.to_json().unwrap_or_default())
+        .filter(|modified| *modified != arguments);
     let pending = PendingCall {
         id: call.id.to_string(),
         tool: call.name.to_string(),
         fingerprint: store::fingerprint(&call.name, &arguments),
         arguments,
+        modified_arguments,
         reason: reason.clone(),
         kind,
         // Sealed with the session and row when the turn keeps it (`tool_calls.rs`).

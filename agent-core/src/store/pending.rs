@@ -56,6 +56,13 @@ pub struct PendingCall {
     pub tool: String,
     /// The arguments the model sent, as JSON: what an approval approves.
     pub arguments: Value,
+    /// What the call would run with as things stand, when a before_tool_call hook's `Modify`
+    /// changed the model's arguments before the call came to wait (a hook that redacts or
+    /// narrows them, then one that asks): show these to whoever approves. `None` when they
+    /// are the model's. The gates run again when the turn resumes, so what runs is what they
+    /// decide then, from the model's arguments (or from [`CallAnswer::ApproveWith`]'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_arguments: Option<Value>,
     /// Why it waits, as a person reads it.
     pub reason: String,
     /// What it waits for.

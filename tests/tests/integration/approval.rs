@@ -138,6 +138,7 @@ fn delete_pending() -> PendingCall {
         id: "c2".to_owned(),
         tool: "delete".to_owned(),
         arguments: json!({"path": "a.txt"}),
+        modified_arguments: None,
         reason: "tool `delete` needs approval".to_owned(),
         kind: PendingKind::Approval,
         // SHA-256 of `delete`, a zero byte and `{"path":"a.txt"}` (sha256sum).
@@ -427,6 +428,68 @@ async fn a_gate_s_ask_suspends_and_hooks_see_the_approval_that_let_the_call_run(
     let rows = conversation.rows().await.expect("rows");
     assert_eq!(described(&rows)[2], "tool:c1:7");
     assert_whole(&rows);
+}
+
+/// A gate that modifies the call's input before another asks: the waiting call shows both the
+/// model's arguments (what the fingerprint covers) and the modified ones, which are what runs
+/// once approved, since the gates run again on resume.
+#[tokio::test]
+async fn a_call_a_gate_modified_before_another_asked_shows_what_would_run() {
+    let trace = Trace::new();
+    let model = add_once(2);
+    let t = trace.clone();
+    let agent = AgentBuilder::new("calc")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("tenfold", move |ctx| {
+                t.push(format!("tenfold(add {},{})", ctx.input.a, ctx.input.b));
+                ToolCallDecision::Modify(AddArgs {
+                    a: ctx.input.a * 10,
+                    b: ctx.input.b,
+                })
+            }),
+        )
+        .before_tool_call(
+            Matcher::tool("add"),
+            Hook::<event::BeforeToolCall<AddArgs>>::sync("ask", {
+                let t = trace.clone();
+                move |ctx| {
+                    t.push(format!("ask(add {},{})", ctx.input.a, ctx.input.b));
+                    match ctx.approval {
+                        None => ToolCallDecision::ask("check the sum"),
+                        Some(_) => ToolCallDecision::Allow,
+                    }
+                }
+            }),
+        )
+        .build()
+        .expect("the agent builds");
+    let conversation = agent.conversation();
+
+    let suspended = conversation.run("2+3").await;
+
+    assert_eq!(suspended.status, TurnStatus::Suspended);
+    let waiting = &suspended.pending[0];
+    assert_eq!(waiting.arguments, json!({"a": 2, "b": 3}));
+    assert_eq!(waiting.modified_arguments, Some(json!({"a": 20, "b": 3})));
+    assert_eq!(
+        conversation.waiting_calls().await.expect("waiting")[0]
+            .call
+            .modified_arguments,
+        Some(json!({"a": 20, "b": 3})),
+        "the stored waiting call keeps them"
+    );
+    assert_eq!(trace.take(), lines(&["tenfold(add 2,3)", "ask(add 20,3)"]));
+
+    assert_eq!(conversation.approve("c1").await, Ok(0));
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&["tenfold(add 2,3)", "ask(add 20,3)", "add(20,3)"])
+    );
 }
 
 #[tokio::test]
@@ -1860,6 +1923,7 @@ async fn a_repair_beside_a_waiting_call_with_the_same_id_names_the_right_tool() 
             id: "call_1".into(),
             tool: "wait".into(),
             arguments: json!({}),
+            modified_arguments: None,
             reason: "needs approval".into(),
             kind: agent_core::PendingKind::Approval,
             fingerprint: String::new(),
