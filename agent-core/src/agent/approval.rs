@@ -139,9 +139,27 @@ impl From<StoreError> for AnswerError {
 
 impl Conversation {
     /// The tool calls of the session's suspended turn, in the model's order, each with its
-    /// answer once given (empty when no turn is suspended).
+    /// answer once given (empty when no turn is suspended). With an approval key, each call's
+    /// token is the one this agent's key makes, which answers it: after the key changed while
+    /// the turn was suspended, the tokens given out before no longer do, and these replace
+    /// them.
     pub async fn waiting_calls(&self) -> Result<Vec<SuspendedCall>, StoreError> {
-        self.agent.inner.store.suspended(&self.session).await
+        let mut waiting = self.agent.inner.store.suspended(&self.session).await?;
+        if let Some(key) = &self.agent.inner.approval_key {
+            for suspended in &mut waiting {
+                let call = &suspended.call;
+                let token = store::token(
+                    key,
+                    &self.session,
+                    suspended.row,
+                    &call.id,
+                    &call.tool,
+                    &call.fingerprint,
+                );
+                suspended.call.token = Some(token);
+            }
+        }
+        Ok(waiting)
     }
 
     /// Approves the waiting call `call_id`: it runs, with the arguments the model sent, when

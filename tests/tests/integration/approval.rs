@@ -881,6 +881,56 @@ async fn an_answer_given_with_a_fingerprint_must_match_the_waiting_call() {
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
 }
 
+/// The approval key changed while a turn was suspended (a rotated secret, a restart with
+/// another configuration): the tokens given out under the old key no longer answer, and the
+/// waiting calls listed by the agent with the new key carry the tokens that do, so the session
+/// is not stuck.
+#[tokio::test]
+async fn after_the_approval_key_changed_the_listed_waiting_calls_carry_tokens_that_answer() {
+    let trace = Trace::new();
+    let store: Arc<dyn SessionStore> = Arc::new(agent_core::MemoryStore::new());
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c2", "delete", r#"{"path":"a.txt"}"#),
+        ScriptedStep::new().text("Done."),
+    ]);
+    let agent = |key: &[u8]| {
+        AgentBuilder::new("files")
+            .model(model.clone())
+            .store(store.clone())
+            .dyn_tool(delete_tool(&trace))
+            .approval_key(key.to_vec())
+            .build()
+            .expect("builds")
+    };
+    // Kept open: a memory store lets go of a session no handle holds.
+    let first = agent(b"the old key").session("s");
+    let suspended = first.run("delete a.txt").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let old_token = suspended.pending[0].token.clone().expect("a token");
+
+    let rotated = agent(b"the new key").session("s");
+    assert_eq!(
+        rotated
+            .answer("c2", CallAnswer::Approve, Some(&old_token))
+            .await,
+        Err(AnswerError::BadToken {
+            call_id: "c2".to_owned()
+        })
+    );
+    let waiting = rotated.waiting_calls().await.expect("waiting");
+    let new_token = waiting[0].call.token.clone().expect("a token");
+    assert_ne!(new_token, old_token);
+    assert_eq!(
+        rotated
+            .answer("c2", CallAnswer::Approve, Some(&new_token))
+            .await,
+        Ok(0)
+    );
+    let resumed = rotated.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(trace.take(), ["delete(a.txt)"]);
+}
+
 #[tokio::test]
 async fn with_an_approval_key_only_the_call_s_own_token_answers_it() {
     let trace = Trace::new();
