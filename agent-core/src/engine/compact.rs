@@ -49,7 +49,9 @@ impl<'a> Turn<'a> {
     }
 
     /// Before a step: compacts when the history passed the token threshold or the last model
-    /// call's input passed `max_input_tokens * headroom`, at most `max_compactions` times a turn.
+    /// call's input passed `max_input_tokens * headroom` (before a turn's first step with no
+    /// call reported since the session opened or compacted, the counted history stands for
+    /// that input), at most `max_compactions` times a turn.
     /// Called for an open session only (`open`): no other step makes its future.
     pub(super) async fn compact_before_step(
         &mut self,
@@ -67,7 +69,12 @@ impl<'a> Turn<'a> {
                 step.usage.input_tokens
             }
             Some(_) => 0,
-            None => open.last_input_tokens.load(Ordering::Relaxed),
+            // Unknown (the session was opened in this process after its last model call, or
+            // compacted since): the counter's estimate of the history stands in.
+            None => match open.last_input_tokens.load(Ordering::Relaxed) {
+                0 => counted as u64,
+                reported => reported,
+            },
         };
         let over_input = config
             .max_input_tokens

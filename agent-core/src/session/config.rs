@@ -264,7 +264,9 @@ impl SessionConfig {
     }
 
     /// The model's input limit: a step compacts first when the last step's reported input
-    /// tokens passed `max_input_tokens * headroom`.
+    /// tokens passed `max_input_tokens * headroom`. Before the first model call of a session
+    /// opened in this process (after a restart, say) or compacted since, no input was reported:
+    /// the history as the [`token_counter`](Self::token_counter) counts it stands in.
     pub fn max_input_tokens(mut self, max_input_tokens: u64) -> Self {
         self.max_input_tokens = Some(max_input_tokens);
         self

@@ -333,6 +333,65 @@ async fn reported_input_tokens_compact_before_a_step_at_most_max_compactions_tim
     assert_eq!(requests[3].messages.len(), 5);
 }
 
+/// The last model call's input tokens are known only to the process that made it: a session
+/// reopened after a restart (here, a new agent and store on the same SQLite file) estimates its
+/// first step's input with the token counter instead, so a history already past
+/// `max_input_tokens * headroom` is compacted before that step rather than sent whole.
+#[tokio::test]
+async fn a_reopened_session_past_its_input_limit_compacts_before_its_first_step() {
+    let dir = tests::Scratch::new("compaction-reopened");
+    let path = dir.join("sessions.db");
+    let long = "a first question, long enough to count for more than the limit allows".repeat(2);
+    let seen = Seen::default();
+    let agent = |model: &ScriptedModel| {
+        let recorded = seen.clone();
+        AgentBuilder::new("a")
+            .model(model.clone())
+            .store(Arc::new(agent_core::SqliteStore::open(&path).unwrap()))
+            .configure_session(move |session| {
+                let recorded = recorded.clone();
+                session
+                    .keep_recent(1)
+                    .max_input_tokens(100)
+                    .headroom(0.8)
+                    .token_counter(|m| m.text().len())
+                    .summarize_with(move |messages| {
+                        recorded.lock().unwrap().push(messages);
+                        async { Ok("S".to_owned()) }
+                    })
+            })
+            .build()
+            .unwrap()
+    };
+    let before = ScriptedModel::new([ScriptedStep::new().text("one").usage(90, 1)]);
+    let first = agent(&before).session("s").run(long.as_str()).await;
+    assert_eq!(first.status, TurnStatus::Completed, "{first:?}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing older to compact yet"
+    );
+
+    // Restarted: a new agent and store on the file, nothing of the first in memory.
+    let after = ScriptedModel::new([ScriptedStep::new().text("two")]);
+    let second = agent(&after).session("s").run("go").await;
+    assert_eq!(second.status, TurnStatus::Completed, "{second:?}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [vec![
+            Message::user(long.as_str()),
+            Message::assistant("one")
+        ]],
+        "the first turn was summarized"
+    );
+    assert_eq!(
+        *after.requests()[0].messages,
+        [
+            Message::system("Summary of the earlier conversation:\nS"),
+            Message::user("go"),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_headroom_that_is_not_a_share_fails_the_turn_saying_so() {
     for (headroom, shown) in [(f64::NAN, "NaN"), (0.0, "0"), (-0.5, "-0.5"), (1.5, "1.5")] {
