@@ -596,6 +596,7 @@ fn handoff_slots(
             description: handoff.description,
             history: handoff.history,
             inherit: handoff.inherit,
+            input: handoff.input,
         };
         let slot = match handoff.target {
             Target::Agent(agent) => {
@@ -619,6 +620,14 @@ fn handoff_slots(
         };
         let name = &slot.spec.name;
         let target = &slot.to;
+        if let Some(input) = &slot.input
+            && !is_object_schema(&input.schema)
+        {
+            problems.push(format!(
+                "handoff to `{target}`: its input type `{}` is not a struct: the transfer tool's parameters must be an object schema (providers refuse any other)",
+                input.name
+            ));
+        }
         if !is_valid_tool_name(name) {
             problems.push(format!(
                 "handoff to `{target}`: invalid transfer tool name `{name}`: use 1 to 64 of `[A-Za-z0-9_-]` (name it with `Handoff::tool_name`)"

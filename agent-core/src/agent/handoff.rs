@@ -4,10 +4,12 @@
 
 use super::Agent;
 use crate::engine::HandoffHistory;
+use crate::engine::runtime::InputType;
 
 /// A handoff to another agent: the model sees a transfer tool (`transfer_to_<name>` unless
 /// named) and calling it hands the rest of the turn to `target`, if every before_handoff hook
-/// allows it.
+/// allows it. The transfer tool takes no arguments, or an input the target is given
+/// ([`Handoff::input`]).
 ///
 /// ```
 /// use agent_core::{AgentBuilder, Handoff, HandoffHistory, ScriptedModel};
@@ -34,6 +36,7 @@ pub struct Handoff {
     pub(crate) description: Option<String>,
     pub(crate) history: HandoffHistory,
     pub(crate) inherit: bool,
+    pub(crate) input: Option<InputType>,
 }
 
 /// Where a handoff goes.
@@ -81,6 +84,7 @@ impl Handoff {
             description: None,
             history: HandoffHistory::All,
             inherit: false,
+            input: None,
         }
     }
 
@@ -102,6 +106,69 @@ impl Handoff {
     /// isolated, the target runs its own hooks only). Typed hooks never follow.
     pub fn inherit_tool_hooks(mut self, inherit: bool) -> Handoff {
         self.inherit = inherit;
+        self
+    }
+
+    /// Gives the transfer tool arguments: the model fills in a `T` (a struct deriving
+    /// `serde::Deserialize` and `schemars::JsonSchema`, as a tool's arguments do) when it hands
+    /// off, such as the reason for an escalation. The transfer tool's parameters become `T`'s
+    /// JSON Schema, built as a `#[tool]`'s are (no `$schema`, the type's own title and doc
+    /// comment dropped, `additionalProperties: false` for a struct) and adapted per provider as
+    /// theirs (strict mode); without it the transfer tool takes no arguments. A type that is
+    /// not a struct (an object schema) is a [`BuildError`](super::BuildError).
+    ///
+    /// Arguments that do not fit `T` (not JSON, a field of the wrong type, a required field
+    /// missing, a field `T`'s schema does not list) do not hand off: the model reads an error
+    /// result naming the transfer tool and the field, as for a tool's bad arguments, no
+    /// before_handoff hook runs, and the agent goes on with its next step. Those that fit
+    /// reach the before_handoff hooks as
+    /// [`HandoffContext::input`](crate::HandoffContext::input), typed through
+    /// [`HandoffContext::input_as`](crate::HandoffContext::input_as).
+    ///
+    /// The target reads the input where it reads the rest of the turn: in the transfer call
+    /// (its arguments, as the model sent them) at the end of the history it is given,
+    /// followed by the call's result ("Transferred to agent \`supervisor\`."), with
+    /// [`HandoffHistory::All`] (the default) and
+    /// [`HandoffHistory::Last`] of 2 or more; [`HandoffHistory::Input`] leaves it out, and a
+    /// [`HandoffHistory::Custom`] filter decides.
+    ///
+    /// ```
+    /// use agent_core::{AgentBuilder, Handoff, HandoffDecision, Hook, ScriptedModel, event};
+    ///
+    /// /// Why the customer is escalated, for the supervisor.
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Escalation {
+    ///     /// What went wrong, in a sentence.
+    ///     reason: String,
+    ///     /// 1 (low) to 3 (urgent).
+    ///     priority: u8,
+    /// }
+    ///
+    /// let supervisor = AgentBuilder::new("supervisor")
+    ///     .model(ScriptedModel::new([]))
+    ///     .build()
+    ///     .unwrap();
+    /// let support = AgentBuilder::new("support")
+    ///     .model(ScriptedModel::new([]))
+    ///     .handoff(Handoff::to(&supervisor).input::<Escalation>())
+    ///     .hook(Hook::<event::BeforeHandoff>::sync("urgent only", |ctx| {
+    ///         match ctx.input_as::<Escalation>() {
+    ///             Ok(escalation) if escalation.priority < 3 => HandoffDecision::deny(format!(
+    ///                 "not urgent enough for a supervisor: {}",
+    ///                 escalation.reason
+    ///             )),
+    ///             _ => HandoffDecision::Allow,
+    ///         }
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = support;
+    /// ```
+    pub fn input<T>(mut self) -> Handoff
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
+    {
+        self.input = Some(InputType::of::<T>());
         self
     }
 

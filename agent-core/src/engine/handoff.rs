@@ -16,9 +16,11 @@ use super::state::Turn;
 use super::tool_call::{CallResult, rejected};
 use crate::hooks::{HandoffContext, HandoffDecision, ToolOutcomeKind, ToolResultRecord, each};
 use crate::message::ToolCall;
+use crate::util::catch_panic;
 
-/// Decides one transfer call: before_handoff (the current agent's hooks, failing closed),
-/// without any tool-call hook. `first` is false for a second transfer call in one step, which
+/// Decides one transfer call: its arguments checked against the handoff's input type (when
+/// it has one; a call they do not fit is rejected, as a tool's), then before_handoff (the
+/// current agent's hooks, failing closed), without any tool-call hook. `first` is false for a second transfer call in one step, which
 /// is refused without asking (one handoff per step).
 pub(super) async fn decide(
     scope: &CallScope<'_>,
@@ -43,6 +45,22 @@ pub(super) async fn decide(
         gen_ai.tool.call.id = %call.id,
     );
     let decision = if first {
+        // Arguments that do not fit the input type are the model's mistake, answered as a
+        // tool's bad arguments are: it reads which field, and the agent stays.
+        let input = match &slot.input {
+            None => None,
+            Some(input) => match catch_panic(|| input.read(&call.name, &call.arguments)) {
+                Ok(Ok(input)) => Some(input),
+                Ok(Err(error)) => return rejected(call, error.to_string()),
+                Err(panic) => {
+                    let why = format!(
+                        "reading the arguments of transfer tool `{}` panicked: {panic}",
+                        call.name
+                    );
+                    return rejected(call, why);
+                }
+            },
+        };
         let ctx = HandoffContext {
             agent: scope.me.clone(),
             request_id: scope.request_id.clone(),
@@ -51,6 +69,7 @@ pub(super) async fn decide(
             tool: call.name.to_string(),
             from: from.name.clone(),
             to: to.clone(),
+            input,
         };
         let mut decision = HandoffDecision::Allow;
         let asked = each(&from.hooks.before_handoff, &ctx, |out| {

@@ -9,7 +9,8 @@ use crate::message::Message;
 /// either way).
 #[derive(Clone, Default)]
 pub enum HandoffHistory {
-    /// Everything so far, the transfer call and its result included (the default).
+    /// Everything so far, the transfer call (with its arguments: the handoff's input, when it
+    /// takes one) and its result included (the default).
     #[default]
     All,
     /// No earlier history: only this turn's input (the last user message).

@@ -14,6 +14,7 @@
 //!   suspended turn left waiting, run once answered;
 //! - `handoff`: before_handoff and the switch to the target; `reach`: the agents a turn can
 //!   hand off to and the steps each may run; `handoff_history`: what history a target sees;
+//!   `handoff_input`: the arguments a transfer call carries;
 //! - `subagent`: the tool that runs a subagent's turn (the one module above `turn`: a call to a
 //!   subagent runs a whole turn); `subagent_call`: on_subagent_start / on_subagent_stop and
 //!   what passes between the call and that turn;
@@ -41,6 +42,7 @@ mod finish_on_drop;
 mod guardrails;
 mod handoff;
 mod handoff_history;
+mod handoff_input;
 mod history;
 mod inherit;
 mod lifecycle;

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::guardrails::Guardrail;
 use super::handoff_history::HandoffHistory;
+pub(crate) use super::handoff_input::InputType;
 pub(crate) use super::output_spec::OutputSpec;
 use super::request::TurnOverlap;
 use super::run_scope::RunContextValue;
@@ -98,6 +99,8 @@ pub(crate) struct HandoffSlot {
     pub(crate) history: HandoffHistory,
     /// Whether the target inherits the handing agent's untyped tool hooks.
     pub(crate) inherit: bool,
+    /// The type the transfer call's arguments must fit, when it takes any.
+    pub(crate) input: Option<InputType>,
 }
 
 /// What a handoff's transfer tool is made from, besides its target.
@@ -106,12 +109,13 @@ pub(crate) struct TransferTool {
     pub(crate) description: Option<String>,
     pub(crate) history: HandoffHistory,
     pub(crate) inherit: bool,
+    pub(crate) input: Option<InputType>,
 }
 
 impl HandoffSlot {
     /// The transfer tool of a handoff to the agent named `to` (whose description is
     /// `what`): `transfer_to_<name>` unless named, with a description naming the target (and
-    /// what it does) unless given, and no arguments.
+    /// what it does) unless given, and the input type's arguments (none without one).
     pub(crate) fn new(
         target: HandoffTarget,
         to: Arc<str>,
@@ -125,10 +129,14 @@ impl HandoffSlot {
             Some(what) => format!("Hand the conversation to agent `{to}`: {what}"),
             None => format!("Hand the conversation to agent `{to}`."),
         });
+        let parameters = match &tool.input {
+            Some(input) => input.schema.clone(),
+            None => json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        };
         let spec = ToolSpec {
             name,
             description,
-            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            parameters,
         };
         HandoffSlot {
             target,
@@ -136,6 +144,7 @@ impl HandoffSlot {
             spec: Arc::new(spec),
             history: tool.history,
             inherit: tool.inherit,
+            input: tool.input,
         }
     }
 }

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
 use super::RunAgent;
+use crate::tool::{ArgsError, typed_args_of};
 
 /// before_handoff: the current agent's model called a transfer tool to hand the rest of the
 /// turn to another agent.
@@ -24,6 +28,49 @@ pub struct HandoffContext {
     pub from: Arc<str>,
     /// The agent asked to take over.
     pub to: Arc<str>,
+    /// What the model passed to the handoff's target, when the handoff takes an input
+    /// ([`Handoff::input`](crate::Handoff::input)): the transfer call's arguments as it sent
+    /// them, already checked against the input type (less a `null` the type refused for a
+    /// field it may leave out). `None` for a handoff without an input type, whatever the model
+    /// sent. Read it typed with [`input_as`](Self::input_as).
+    pub input: Option<Value>,
+}
+
+impl HandoffContext {
+    /// The input as a `T` (the handoff's input type, or any type its JSON fits). An error
+    /// naming the transfer tool and the field when it does not fit, or when the handoff
+    /// carries no input.
+    ///
+    /// ```
+    /// use agent_core::{HandoffContext, HandoffDecision};
+    /// #[derive(serde::Deserialize)]
+    /// struct Escalation {
+    ///     reason: String,
+    /// }
+    /// fn gate(ctx: &HandoffContext) -> HandoffDecision {
+    ///     match ctx.input_as::<Escalation>() {
+    ///         Ok(escalation) if escalation.reason.is_empty() => {
+    ///             HandoffDecision::deny("give the reason for the escalation")
+    ///         }
+    ///         Ok(_) => HandoffDecision::Allow,
+    ///         Err(error) => HandoffDecision::deny(error.to_string()),
+    ///     }
+    /// }
+    /// # let _ = gate;
+    /// ```
+    pub fn input_as<T: DeserializeOwned>(&self) -> Result<T, ArgsError> {
+        match &self.input {
+            Some(input) => typed_args_of(&self.tool, input),
+            None => Err(ArgsError {
+                tool: self.tool.clone(),
+                path: ".".to_owned(),
+                message: format!(
+                    "the handoff to `{}` takes no input: give it a type with `Handoff::input`",
+                    self.to
+                ),
+            }),
+        }
+    }
 }
 
 /// What a before_handoff hook decides. Returning `()` allows.

@@ -238,28 +238,62 @@ fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) 
     }
 }
 
-/// Reads `raw` again with each `null` that serde refused taken out of its object, when that
-/// makes it parse: a field that may be left out (`#[serde(default)]`) then takes its default.
-/// Strict modes (OpenAI's `strict_tools`) make every property required and the optional ones
-/// nullable, so a model sends `null` for such a field, nested ones too. A `null` for a field
-/// that must be given still fails, with serde's first error. Only a failed parse pays for this.
-fn without_refused_nulls<T: serde::de::DeserializeOwned>(
+/// Checks the JSON arguments `raw` against the type `A` as a tool's are parsed (blank text is
+/// `{}`, and a `null` serde refuses is taken out as [`without_refused_nulls`] says), keeping
+/// the JSON rather than the `A`: the arguments as the model sent them (less those nulls), or
+/// the error the model reads, naming `tool` and the field.
+pub(crate) fn checked_args<A: serde::de::DeserializeOwned>(
+    tool: &str,
     raw: &str,
+) -> Result<Value, ArgsError> {
+    let raw = if no_arguments(raw) { "{}" } else { raw };
+    let value: Value = serde_json::from_str(raw).map_err(|error| ArgsError {
+        tool: tool.to_owned(),
+        path: ".".to_owned(),
+        message: clip(&error.to_string()).into_owned(),
+    })?;
+    match serde_path_to_error::deserialize::<_, A>(&value) {
+        Ok(_) => Ok(value),
+        Err(error) => match without_refused_nulls::<A>(|| Some(value), &error) {
+            Some((_, value)) => Ok(value),
+            None => Err(args_error(tool, error)),
+        },
+    }
+}
+
+/// Reads the JSON arguments `value` as an `A`, or the error the model (or a hook) reads, naming
+/// `tool` and the field.
+pub(crate) fn typed_args_of<A: serde::de::DeserializeOwned>(
+    tool: &str,
+    value: &Value,
+) -> Result<A, ArgsError> {
+    serde_path_to_error::deserialize(value).map_err(|error| args_error(tool, error))
+}
+
+/// Reads the arguments (`value` gives them as JSON, asked only when serde refused a `null`)
+/// again with each `null` that serde refused taken out of its object, when that makes them
+/// parse (into the `T`, with what is left of the JSON): a field that may be left out
+/// (`#[serde(default)]`) then takes its default. Strict modes (OpenAI's `strict_tools`) make
+/// every property required and the optional ones nullable, so a model sends `null` for such a
+/// field, nested ones too. A `null` for a field that must be given still fails, with serde's
+/// first error. Only a failed parse pays for this.
+fn without_refused_nulls<T: serde::de::DeserializeOwned>(
+    value: impl FnOnce() -> Option<Value>,
     error: &serde_path_to_error::Error<serde_json::Error>,
-) -> Option<T> {
+) -> Option<(T, Value)> {
     let refused_null = |error: &serde_path_to_error::Error<serde_json::Error>| {
         error.inner().to_string().starts_with("invalid type: null")
     };
     if !refused_null(error) {
         return None;
     }
-    let mut value: Value = serde_json::from_str(raw).ok()?;
+    let mut value = value()?;
     let mut path = error.path().clone();
     // Each round takes one `null` out, so there are at most as many rounds as nulls.
     loop {
         take_member(&mut value, &path)?;
         match serde_path_to_error::deserialize::<_, T>(&value) {
-            Ok(args) => return Some(args),
+            Ok(args) => return Some((args, value)),
             Err(error) if refused_null(&error) => path = error.path().clone(),
             Err(_) => return None,
         }
@@ -326,10 +360,13 @@ impl<T: Tool> DynTool for TypedTool<T> {
         let mut de = serde_json::Deserializer::from_str(raw);
         let args: T::Args = match serde_path_to_error::deserialize(&mut de) {
             Ok(args) => args,
-            Err(error) => match without_refused_nulls::<T::Args>(raw, &error) {
-                Some(args) => return Ok(AnyValue::new(args)),
-                None => return Err(args_error(T::NAME, error)),
-            },
+            Err(error) => {
+                let value = || serde_json::from_str(raw).ok();
+                match without_refused_nulls::<T::Args>(value, &error) {
+                    Some((args, _)) => return Ok(AnyValue::new(args)),
+                    None => return Err(args_error(T::NAME, error)),
+                }
+            }
         };
         de.end().map_err(|e| trailing(T::NAME, e))?;
         Ok(AnyValue::new(args))

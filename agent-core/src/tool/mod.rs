@@ -20,6 +20,7 @@ use crate::cancel::CancelToken;
 use crate::run_agent::RunAgent;
 
 pub use erased::{AnyValue, ArgsError, ClientTool, DynTool, FnTool, TypedTool};
+pub(crate) use erased::{checked_args, typed_args_of};
 pub use input::{AcceptsTool, OutputIs, ToolInput, args_from, args_into};
 pub use spec::ToolSpec;
 pub(crate) use stream::{Preliminary, Report, Reported, reporting, reporting_now};

@@ -35,6 +35,7 @@ mod multi_agent_context;
 mod multi_agent_cycles;
 mod multi_agent_guardrails;
 mod multi_agent_handoff;
+mod multi_agent_handoff_input;
 mod multi_agent_limits;
 mod multi_agent_path;
 mod multi_agent_run_hooks;
