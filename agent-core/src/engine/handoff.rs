@@ -20,8 +20,9 @@ use crate::util::catch_panic;
 
 /// Decides one transfer call: its arguments checked against the handoff's input type (when
 /// it has one; a call they do not fit is rejected, as a tool's), then before_handoff (the
-/// current agent's hooks, failing closed), without any tool-call hook. `first` is false for a second transfer call in one step, which
-/// is refused without asking (one handoff per step).
+/// current agent's hooks, failing closed), without any tool-call hook. `first` is false for
+/// a second transfer call in one step, which is refused without asking (one handoff per
+/// step).
 pub(super) async fn decide(
     scope: &CallScope<'_>,
     call: &ToolCall,

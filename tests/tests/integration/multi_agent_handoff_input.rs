@@ -312,6 +312,42 @@ async fn a_handoff_without_input_takes_no_arguments_and_ignores_any() {
     }
 }
 
+/// An input type whose deserializer panics.
+#[derive(schemars::JsonSchema)]
+struct Fragile {}
+
+impl<'de> serde::Deserialize<'de> for Fragile {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Fragile, D::Error> {
+        panic!("the parser exploded")
+    }
+}
+
+#[tokio::test]
+async fn an_input_type_whose_parser_panics_is_an_error_the_model_reads() {
+    let trace = Trace::new();
+    let sm = ScriptedModel::new([]);
+    let supervisor = supervisor(&trace, &sm);
+    let model = calling("{}");
+    let support = support(&trace, &model, Handoff::to(&supervisor).input::<Fragile>());
+    let result = support.run("I was charged twice").await;
+    assert_eq!(result.text, "I will handle it myself.");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "support:before_step(0)",
+            "support:on_step_finish(0)",
+            "support:before_step(1)",
+            "support:on_step_finish(1)",
+        ])
+    );
+    let read = shown(&model.requests()[1].messages).pop().unwrap();
+    assert_eq!(
+        read,
+        "tool(error: true): reading the arguments of transfer tool `transfer_to_supervisor` panicked: the parser exploded"
+    );
+    assert!(sm.requests().is_empty(), "the supervisor never runs");
+}
+
 #[test]
 fn an_input_type_that_is_not_a_struct_is_refused_when_the_agent_is_built() {
     let model = ScriptedModel::new([]);
