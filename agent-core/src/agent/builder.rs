@@ -59,6 +59,7 @@ pub struct AgentBuilder {
     max_steps: usize,
     tool_concurrency: usize,
     tool_timeout: Option<Duration>,
+    tool_retries: Option<usize>,
     overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
@@ -100,6 +101,7 @@ impl AgentBuilder {
             max_steps: 10,
             tool_concurrency: 8,
             tool_timeout: None,
+            tool_retries: None,
             overlap: TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
@@ -224,6 +226,56 @@ impl AgentBuilder {
     /// tool's own, is a build error (every call would time out at once).
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
+        self
+    }
+
+    /// Fails the turn when a tool fails more than `retries` times in a row: the model may call
+    /// a tool again after a failed call `retries` times, and the next failure ends the turn
+    /// (Pydantic AI's `retries`). A tool's own limit (`Tool::RETRIES`,
+    /// `FnTool::with_retries`) comes first. Default: no limit, so a model that keeps failing
+    /// is stopped by `max_steps` alone, as it always was.
+    ///
+    /// A failed call is one whose result the model reads as an error: arguments that do not
+    /// parse, the tool's error, panic or timeout, a before_tool_call hook failing closed (a
+    /// failure hook that replaces the error with a valid result makes it a success; a block
+    /// or a substitute is not a failure). A call to a tool the agent does not have (or not in
+    /// this step) counts under the name called, against this limit. The count is per tool and
+    /// per turn, by step: a step in which a call of the tool failed adds one, a step in which
+    /// every call of it succeeded resets it to zero, and a step that does not call it leaves
+    /// it. Final-answer calls are counted by the output retries instead.
+    ///
+    /// Past the limit, once the step's results are stored and on_step_finish has fired,
+    /// on_stop fires with [`StopReason::ToolRetries`](crate::StopReason::ToolRetries); unless it
+    /// supplies an output, the turn fails with
+    /// [`TurnErrorKind::Limit`](crate::TurnErrorKind::Limit) and a message naming the tool, the
+    /// count, the limit and the last error.
+    ///
+    /// ```
+    /// use agent_core::{AgentBuilder, FnTool, ScriptedModel, ScriptedStep, StopReason, ToolError, TurnErrorKind};
+    /// use serde_json::json;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let flaky = FnTool::sync("lookup", "Looks it up.", json!({"type": "object"}), |_, _| {
+    ///     Err(ToolError::new("the index is down"))
+    /// });
+    /// let model = ScriptedModel::new((0..3).map(|step| {
+    ///     ScriptedStep::new().tool_call(format!("c{step}"), "lookup", "{}")
+    /// }));
+    /// let agent = AgentBuilder::new("researcher")
+    ///     .model(model)
+    ///     .dyn_tool(flaky)
+    ///     .tool_retries(1)
+    ///     .build()
+    ///     .unwrap();
+    /// let error = agent.run("look it up").await.error.unwrap();
+    /// assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::ToolRetries));
+    /// assert_eq!(
+    ///     error.message,
+    ///     "tool `lookup` failed 2 times in a row, past its limit of 1 retry; last error: the index is down"
+    /// );
+    /// # }
+    /// ```
+    pub fn tool_retries(mut self, retries: usize) -> Self {
+        self.tool_retries = Some(retries);
         self
     }
 
@@ -410,6 +462,7 @@ impl AgentBuilder {
             max_steps,
             tool_concurrency,
             tool_timeout,
+            tool_retries,
             overlap,
             settings,
             provider_options,
@@ -496,6 +549,8 @@ impl AgentBuilder {
         let before_hooks: Vec<_> = before.into_iter().map(|(_, hook)| hook).collect();
         let after_hooks: Vec<_> = after.into_iter().map(|(_, hook)| hook).collect();
         let (before_of, after_of) = (&before_hooks[..], &after_hooks[..]);
+        let counts_tool_failures =
+            tool_retries.is_some() || tools.iter().any(|(tool, _)| tool.retries().is_some());
         let slots = tool_slots(tools, subagent_names, before_of, after_of, tool_timeout);
         let specs = slots.iter().map(|slot| slot.spec().clone()).collect();
         Ok(AgentRuntime {
@@ -506,6 +561,8 @@ impl AgentBuilder {
             max_steps,
             tool_concurrency,
             tool_timeout,
+            tool_retries,
+            counts_tool_failures,
             overlap,
             settings,
             provider_options,

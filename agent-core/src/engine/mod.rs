@@ -10,8 +10,9 @@
 //!   before_turn has run;
 //! - `tool_calls`: a step's calls run concurrently and their results appended in the model's
 //!   order; `tool_call`: one call (before_tool_call, the tool, after_tool_call);
-//!   `tool_results`: after_tool_call_success / after_tool_call_failure; `resume`: the calls a
-//!   suspended turn left waiting, run once answered;
+//!   `tool_results`: after_tool_call_success / after_tool_call_failure; `tool_failures`: each
+//!   tool's failures in a row against its retry limit; `resume`: the calls a suspended turn
+//!   left waiting, run once answered;
 //! - `handoff`: before_handoff and the switch to the target; `reach`: the agents a turn can
 //!   hand off to and the steps each may run; `handoff_history`: what history a target sees;
 //!   `handoff_input`: the arguments a transfer call carries;
@@ -70,6 +71,7 @@ pub(crate) mod subagent;
 mod subagent_call;
 mod tool_call;
 mod tool_calls;
+mod tool_failures;
 mod tool_results;
 mod traced;
 mod turn;

@@ -8,6 +8,7 @@ use super::output_spec::Asked;
 use super::reach::Reach;
 use super::run_scope::RunScope;
 use super::runtime::{AgentRuntime, ToolSlot};
+use super::tool_failures::ToolFailures;
 use crate::cancel::CancelToken;
 use crate::hooks::Extension;
 use crate::hooks::RunAgent;
@@ -45,6 +46,8 @@ pub(super) struct TurnPlan<'a> {
     pub(super) output_retries: Option<usize>,
     /// The current step's final-answer calls, by position, with their results.
     pub(super) output_answers: Vec<(usize, ToolResultRecord)>,
+    /// Each tool's failures in a row, when the agent or a tool limits retries.
+    pub(super) tool_failures: ToolFailures,
 }
 
 impl<'a> TurnPlan<'a> {
@@ -128,6 +131,7 @@ impl<'a> TurnPlan<'a> {
             asked: None,
             output_retries: None,
             output_answers: Vec::new(),
+            tool_failures: ToolFailures::default(),
         }
     }
 
@@ -162,6 +166,26 @@ impl<'a> TurnPlan<'a> {
     /// the turn changed it otherwise or a request or hook context still holds it.
     pub(super) fn lent_history(self) -> Option<Vec<Message>> {
         self.lent.then(|| Arc::into_inner(self.messages)).flatten()
+    }
+
+    /// Counts a step's failed calls against the tools' retry limits (final-answer calls left
+    /// out); gives what ends the turn when a tool is past its limit. Nothing is counted when
+    /// neither the agent nor any tool of the turn limits retries.
+    pub(super) fn past_retry_limit(&mut self, results: &[ToolResultRecord]) -> Option<String> {
+        let tools = &self.tools;
+        let agent = tools.agent;
+        if !agent.counts_tool_failures
+            && tools.extra.iter().all(|slot| slot.tool.retries().is_none())
+        {
+            return None;
+        }
+        let output = agent.output.as_deref();
+        let skip = |name: &str| output.is_some_and(|spec| spec.answers(name));
+        let limit = |name: &str| {
+            let own = tools.get(name).and_then(|slot| slot.tool.retries());
+            own.or(agent.tool_retries)
+        };
+        self.tool_failures.count(results, skip, limit)
     }
 
     /// The model request of one step, with that step's overrides.

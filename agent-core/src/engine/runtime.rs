@@ -36,6 +36,11 @@ pub(crate) struct AgentRuntime {
     pub(crate) tool_concurrency: usize,
     /// The timeout of tools that set none.
     pub(crate) tool_timeout: Option<Duration>,
+    /// The retry limit of tools that set none (`AgentBuilder::tool_retries`).
+    pub(crate) tool_retries: Option<usize>,
+    /// Whether the agent or one of its tools limits retries: only then are a step's failed
+    /// calls counted (`tool_failures.rs`).
+    pub(crate) counts_tool_failures: bool,
     pub(crate) overlap: TurnOverlap,
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,

@@ -134,11 +134,14 @@ impl<'a> Turn<'a> {
             Verdict::Failed { reason, .. } => Some(reason.clone()),
             _ => None,
         };
+        // A tool past its retry limit ends the turn the same way, its calls all answered.
+        let past_retries = plan.past_retry_limit(&calls.results);
         let next = self.record(step, model, reply, calls, failure).await;
-        if let Some((reason, why)) = over_budget
+        let limit = over_budget.or_else(|| past_retries.map(|why| (StopReason::ToolRetries, why)));
+        if let Some((reason, why)) = limit
             && matches!(next, Ok(_) | Err(End::Completed(_)))
         {
-            // Boxed: only a run with a budget past it makes this future.
+            // Boxed: only a run past its budget, or a tool past its retries, makes this future.
             let stop: BoxFuture<'_, _> = Box::pin(self.stop(reason, why));
             return Err(stop.await);
         }

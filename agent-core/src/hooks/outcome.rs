@@ -81,16 +81,21 @@ pub enum StopReason {
     /// The run's token or cost budget (`TurnRequest::budget`) was spent, across every agent
     /// of the run.
     MaxBudget,
+    /// A tool failed more times in a row than its retry limit allows
+    /// ([`AgentBuilder::tool_retries`](crate::AgentBuilder::tool_retries)).
+    ToolRetries,
 }
 
 impl StopReason {
-    /// The reason in snake_case: `finished`, `max_steps`, `max_turns`, `max_budget`.
+    /// The reason in snake_case: `finished`, `max_steps`, `max_turns`, `max_budget`,
+    /// `tool_retries`.
     pub fn as_str(&self) -> &'static str {
         match self {
             StopReason::Finished => "finished",
             StopReason::MaxSteps => "max_steps",
             StopReason::MaxTurns => "max_turns",
             StopReason::MaxBudget => "max_budget",
+            StopReason::ToolRetries => "tool_retries",
         }
     }
 }
@@ -125,7 +130,8 @@ pub struct StopContext {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum StopDecision {
     /// The limit's own ending: `max_steps` completes the turn quietly (as Think does),
-    /// `max_turns` and `max_budget` fail it with [`TurnErrorKind::Limit`] (as Stratus does).
+    /// `max_turns`, `max_budget` and `tool_retries` fail it with [`TurnErrorKind::Limit`] (as
+    /// Stratus does).
     #[default]
     Default,
     /// End the turn as completed (stop reason stays the limit).
@@ -214,7 +220,9 @@ pub enum TurnErrorKind {
     },
     /// An on_stop hook failed the turn.
     Stopped,
-    /// The run reached this limit and no on_stop hook supplied an output.
+    /// The run reached this limit and no on_stop hook supplied an output. The message says
+    /// which limit; for [`StopReason::ToolRetries`] it names the tool, how many times in a
+    /// row it failed, its limit, and the last error the model read.
     Limit(StopReason),
     /// A guardrail tripped.
     Guardrail {

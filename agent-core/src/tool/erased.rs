@@ -160,6 +160,12 @@ pub trait DynTool: Send + Sync + 'static {
         None
     }
 
+    /// How many failed calls in a row the model may follow with another (see
+    /// [`Tool::RETRIES`]); `None` takes the agent's limit.
+    fn retries(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether the tool runs on the client ([`ClientTool`]): its calls suspend the turn until
     /// the client submits their results. The default: no.
     fn runs_on_client(&self) -> bool {
@@ -380,6 +386,10 @@ impl<T: Tool> DynTool for TypedTool<T> {
         T::IDEMPOTENT
     }
 
+    fn retries(&self) -> Option<usize> {
+        T::RETRIES
+    }
+
     fn needs_approval(&self, args: &AnyValue) -> bool {
         args.downcast_ref::<T::Args>()
             .is_some_and(|args| self.tool.needs_approval(args))
@@ -461,6 +471,7 @@ pub struct FnTool {
     timeout: Option<Duration>,
     approval: Option<Box<ApprovalRule>>,
     idempotent: bool,
+    retries: Option<usize>,
 }
 
 impl FnTool {
@@ -519,6 +530,7 @@ impl FnTool {
             timeout: None,
             approval: None,
             idempotent: false,
+            retries: None,
         }
     }
 
@@ -573,6 +585,13 @@ impl FnTool {
         self
     }
 
+    /// Lets the model call the tool again after at most `retries` failed calls in a row,
+    /// over the agent's limit (see [`Tool::RETRIES`]).
+    pub fn with_retries(mut self, retries: usize) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
     /// Makes a call wait for a person's approval when `when` says so of its arguments
     /// (`|_| true`: every call; see [`Tool::needs_approval`]).
     pub fn needs_approval(mut self, when: impl Fn(&Value) -> bool + Send + Sync + 'static) -> Self {
@@ -594,6 +613,10 @@ impl DynTool for FnTool {
 
     fn idempotent(&self) -> bool {
         self.idempotent
+    }
+
+    fn retries(&self) -> Option<usize> {
+        self.retries
     }
 
     fn needs_approval(&self, args: &AnyValue) -> bool {

@@ -51,6 +51,11 @@ pub trait Tool: Send + Sync + 'static {
     /// an approved call interrupted mid-run (its process stopped) is then run again when its
     /// turn resumes, rather than reported as interrupted.
     const IDEMPOTENT: bool = false;
+    /// How many times in a row the model may call this tool again after a failed call
+    /// before the turn fails; `None` takes the agent's limit
+    /// ([`AgentBuilder::tool_retries`](crate::AgentBuilder::tool_retries), which says what
+    /// counts as a failure).
+    const RETRIES: Option<usize> = None;
 
     /// JSON Schema 2020-12 of [`Self::Args`], built once.
     fn schema() -> &'static Value;

@@ -22,6 +22,7 @@ mod engine_persistence;
 mod engine_post_outcome;
 mod engine_settled;
 mod engine_tool_boundary;
+mod engine_tool_retries;
 mod engine_trace;
 mod extensions;
 mod hook_index;
