@@ -118,6 +118,7 @@ impl ::agent_core::Tool for transfer_tool::Transfer {
     type Args = transfer_tool::TransferArgs;
     type Output = String;
     const IDEMPOTENT: bool = true;
+    const RETRIES: ::core::option::Option<usize> = ::core::option::Option::Some(2);
     #[allow(unused_variables)]
     fn needs_approval(&self, __args: &transfer_tool::TransferArgs) -> bool {
         over_a_thousand(__args)

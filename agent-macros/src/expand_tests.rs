@@ -66,7 +66,7 @@ fn streaming_tool() {
 #[test]
 fn tool_with_approval_options() {
     let expanded = crate::tool::entry(
-        quote!(needs_approval = over_a_thousand, idempotent),
+        quote!(needs_approval = over_a_thousand, idempotent, retries = 2),
         quote! {
             /// Transfer money.
             fn transfer(amount: u32) -> String {

@@ -27,7 +27,8 @@ use proc_macro::TokenStream;
 /// `name = "..."` (1 to 64 of `[A-Za-z0-9_-]`), `timeout_ms = N` (the tool's own call timeout,
 /// `Tool::TIMEOUT`), `needs_approval` (every call waits for a person's approval) or
 /// `needs_approval = path` (a function `fn(&Args) -> bool` deciding per call;
-/// `Tool::needs_approval`), `idempotent` (`Tool::IDEMPOTENT`), `crate = path`.
+/// `Tool::needs_approval`), `idempotent` (`Tool::IDEMPOTENT`), `retries = N` (the tool's own
+/// retry limit, `Tool::RETRIES`), `crate = path`.
 ///
 /// # Generated names
 ///

@@ -113,6 +113,8 @@ const FAIL: &[&str] = &[
     "tool/fail/stream_without_final_type.rs",
     "tool/fail/needs_approval_not_a_function.rs",
     "tool/fail/needs_approval_wrong_predicate.rs",
+    "tool/fail/retries_negative.rs",
+    "tool/fail/retries_not_a_number.rs",
     "tool/fail/timeout_ms_negative.rs",
     "tool/fail/timeout_ms_not_a_number.rs",
     "tool/fail/timeout_ms_zero.rs",

@@ -231,7 +231,7 @@ impl AgentBuilder {
 
     /// Fails the turn when a tool fails more than `retries` times in a row: the model may call
     /// a tool again after a failed call `retries` times, and the next failure ends the turn
-    /// (Pydantic AI's `retries`). A tool's own limit (`Tool::RETRIES`,
+    /// (Pydantic AI's `retries`). A tool's own limit (`Tool::RETRIES`, `#[tool(retries = N)]`,
     /// `FnTool::with_retries`) comes first. Default: no limit, so a model that keeps failing
     /// is stopped by `max_steps` alone, as it always was.
     ///

@@ -52,7 +52,7 @@ pub trait Tool: Send + Sync + 'static {
     /// turn resumes, rather than reported as interrupted.
     const IDEMPOTENT: bool = false;
     /// How many times in a row the model may call this tool again after a failed call
-    /// before the turn fails; `None` takes the agent's limit
+    /// before the turn fails (`#[tool(retries = N)]`); `None` takes the agent's limit
     /// ([`AgentBuilder::tool_retries`](crate::AgentBuilder::tool_retries), which says what
     /// counts as a failure).
     const RETRIES: Option<usize> = None;

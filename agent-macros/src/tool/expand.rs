@@ -532,6 +532,11 @@ pub(crate) fn tool_code(
         }
     });
 
+    let retries = tool.attr.retries.as_ref().map(|retries| {
+        quote! {
+            const RETRIES: ::core::option::Option<usize> = ::core::option::Option::Some(#retries);
+        }
+    });
     let idempotent = tool.attr.idempotent.map(|_| {
         quote!(
             const IDEMPOTENT: bool = true;
@@ -604,6 +609,7 @@ pub(crate) fn tool_code(
             type Output = #output_ty;
             #timeout
             #idempotent
+            #retries
 
             #needs_approval
 

@@ -25,6 +25,8 @@ pub(crate) struct ToolAttr {
     pub(crate) needs_approval: Option<Approval>,
     /// `idempotent`: running a call twice does no more than once (`Tool::IDEMPOTENT`).
     pub(crate) idempotent: Option<Span>,
+    /// `retries = N`: the tool's own retry limit (`Tool::RETRIES`).
+    pub(crate) retries: Option<LitInt>,
     pub(crate) crate_path: Option<Path>,
 }
 
@@ -42,6 +44,7 @@ const OPTIONS: &[&str] = &[
     "timeout_ms",
     "needs_approval",
     "idempotent",
+    "retries",
     "crate",
 ];
 
@@ -115,6 +118,17 @@ impl ToolAttr {
                         ));
                     }
                     attr.idempotent = Some(meta.path.span());
+                }
+                "retries" => {
+                    if attr.retries.is_some() {
+                        return duplicate(&meta);
+                    }
+                    let (lit, _) = int_option::<usize>(
+                        &meta,
+                        "`retries` takes a whole number of failed calls the model may follow with another, for example `retries = 2`",
+                        "`retries` takes a whole number from 0 up, for example `retries = 2`",
+                    )?;
+                    attr.retries = Some(lit);
                 }
                 "crate" => {
                     if attr.crate_path.is_some() {

@@ -292,3 +292,34 @@ fn raw_identifier_parameters_keep_their_names_and_defaults() {
         assert_eq!((args.r#type.as_str(), args.r#loop), ("fn", expected));
     }
 }
+
+/// Fetch a page.
+#[tool(retries = 1)]
+fn fetch_page(url: String) -> Result<String, ToolError> {
+    Err(ToolError::new(format!("{url} is unreachable")))
+}
+
+#[tokio::test]
+async fn a_tools_own_retry_limit_ends_the_turn_past_it() {
+    use fetch_page_tool::FetchPage;
+    assert_eq!(FetchPage::RETRIES, Some(1));
+    let model = ScriptedModel::new((0..3).map(|step| {
+        ScriptedStep::new().tool_call(format!("c{step}"), "fetch_page", r#"{"url":"a.test"}"#)
+    }));
+    let agent = AgentBuilder::new("fetcher")
+        .model(model.clone())
+        .tool(FetchPage)
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(
+        result.error.unwrap().message,
+        "tool `fetch_page` failed 2 times in a row, past its limit of 1 retry; last error: \
+         a.test is unreachable"
+    );
+    assert_eq!(result.steps.len(), 2);
+    assert_eq!(model.remaining(), 1);
+}
