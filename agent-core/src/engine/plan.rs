@@ -314,6 +314,8 @@ pub(super) struct CallScope<'a> {
     pub(super) extensions: &'a [Extension],
     /// Where the calls' preliminary results go (`preliminary.rs`).
     pub(super) progress: &'a Arc<crate::tool::Reported>,
+    /// What the subagents' turns the calls ran used (`Outcome::subagent_usage`).
+    pub(super) subagent_usage: &'a std::sync::Mutex<crate::model::Usage>,
     /// Nothing of the step's but its tools and their hooks waits: no extension, no inherited
     /// async hook, no after_tool_call_success/failure hook. A call of a tool that runs now then
     /// runs on the spot (`tool_call::start`).

@@ -74,6 +74,9 @@ pub(super) struct Outcome {
     /// Messages this turn adds to the history (after the user's).
     pub(super) added: Vec<Message>,
     pub(super) usage: Usage,
+    /// What the turns of the subagents its tool calls ran used, theirs included
+    /// (`TurnResult::total_usage`). Behind a lock: the step's calls run concurrently.
+    pub(super) subagent_usage: std::sync::Mutex<Usage>,
     /// The last step's text (the answer), or partial text when a stream broke.
     pub(super) text: Text,
     pub(super) user_persisted: bool,

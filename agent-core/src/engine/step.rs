@@ -404,10 +404,15 @@ impl<'a> Turn<'a> {
             reason,
             steps: self.outcome.steps.len(),
             text: self.outcome.text.clone(),
-            usage: self
-                .limits
-                .as_ref()
-                .map_or(self.outcome.usage, |limits| limits.usage()),
+            usage: match &self.limits {
+                Some(limits) => limits.usage(),
+                None => {
+                    let mut usage = self.outcome.usage;
+                    let subagents = self.outcome.subagent_usage.lock();
+                    usage.add(&subagents.unwrap_or_else(PoisonError::into_inner));
+                    usage
+                }
+            },
         };
         let mut decision = StopDecision::Default;
         let decided = each(&self.current.hooks.on_stop, &ctx, |d| {

@@ -94,6 +94,9 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         (result, session)
     });
     let (result, mut session) = FinishOnDrop::new(turn, cancel).await;
+    if let Some(cell) = &cell {
+        subagent_call::spent(cell, result.total_usage);
+    }
     match result.status {
         // A typed answer goes back as its JSON.
         TurnStatus::Completed => match result.output {

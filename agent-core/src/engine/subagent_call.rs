@@ -1,7 +1,7 @@
 //! A call to a subagent, as the calling turn's tool call sees it: on_subagent_start and
 //! on_subagent_stop around it, and the task-local [`Passing`] cell through which the call and
-//! the subagent's turn (`subagent.rs`) hand each other a suspended turn to resume and the
-//! suspension it ended in.
+//! the subagent's turn (`subagent.rs`) hand each other a suspended turn to resume, the
+//! suspension it ended in and what it used.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -9,6 +9,7 @@ use super::plan::CallScope;
 use super::runtime::ToolSlot;
 use crate::hooks::tool_hooks::CallState;
 use crate::hooks::{SubagentStartContext, SubagentStopContext, ToolOutcome, observe};
+use crate::model::Usage;
 use crate::store::{CallAnswer, PendingCall};
 use crate::tool::ToolError;
 
@@ -24,6 +25,8 @@ pub(super) struct Passing {
     resume: Option<Resume>,
     /// The suspension the subagent's turn ended in.
     suspended: Option<Suspension>,
+    /// What the subagent's turn used, its own subagents' included.
+    usage: Usage,
 }
 
 /// A subagent's suspended turn to resume, with the answers to its waiting calls (in order).
@@ -43,6 +46,7 @@ pub(super) fn passing(resume: Option<Resume>) -> Arc<Mutex<Passing>> {
     Arc::new(Mutex::new(Passing {
         resume,
         suspended: None,
+        usage: Usage::default(),
     }))
 }
 
@@ -74,6 +78,20 @@ pub(super) fn suspend(cell: &Arc<Mutex<Passing>>, suspension: Suspension) {
     cell.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .suspended = Some(suspension);
+}
+
+/// Leaves what the subagent's turn used (`TurnResult::total_usage`), for the call to count.
+pub(super) fn spent(cell: &Arc<Mutex<Passing>>, usage: Usage) {
+    cell.lock().unwrap_or_else(PoisonError::into_inner).usage = usage;
+}
+
+/// Adds what the subagent's turn left in the cell to the calling turn's `total`.
+pub(super) fn count_spent(cell: &Arc<Mutex<Passing>>, total: &Mutex<Usage>) {
+    let usage = cell.lock().unwrap_or_else(PoisonError::into_inner).usage;
+    total
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .add(&usage);
 }
 
 /// The suspension the subagent's turn left in the cell, if it suspended.

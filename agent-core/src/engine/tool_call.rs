@@ -684,6 +684,7 @@ async fn invoke_subagent<'c>(
     });
     let result = guarded(slot.timeout, run).await;
     let duration = started.elapsed();
+    subagent_call::count_spent(&passing, scope.subagent_usage);
     if let Some(suspension) = subagent_call::suspension(&passing)
         && let Some(mark) = &slot.subagent
     {

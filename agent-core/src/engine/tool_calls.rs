@@ -254,6 +254,7 @@ impl Turn<'_> {
             inherited: &self.inherited,
             extensions: &self.extensions,
             progress: &progress,
+            subagent_usage: &self.outcome.subagent_usage,
             now: self.extensions.is_empty()
                 && self.inherited.is_sync()
                 && !tool_results::wanted_any(&plan.tools.agent.hooks),

@@ -3,7 +3,7 @@
 //! on_session_start, before_run, the history, before_turn, the step loop (`step`), on_stop,
 //! after_run, the error hooks and on_chat_response, in the order of docs/design.md §5.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -253,6 +253,7 @@ impl<'a> Turn<'a> {
             steps: Vec::new(),
             messages: Vec::new(),
             usage: Usage::default(),
+            total_usage: Usage::default(),
             error: None,
             classification: None,
             pending: Vec::new(),
@@ -625,6 +626,7 @@ impl<'a> Turn<'a> {
                 steps: outcome.steps,
                 messages: outcome.added,
                 usage: outcome.usage,
+                total_usage: total_usage(outcome.usage, outcome.subagent_usage),
                 error: None,
                 classification: None,
                 pending: outcome.pending,
@@ -688,6 +690,17 @@ impl<'a> Turn<'a> {
             result
         }
     }
+}
+
+/// A turn's usage with its subagents' turns'.
+fn total_usage(own: Usage, subagents: std::sync::Mutex<Usage>) -> Usage {
+    let mut total = own;
+    total.add(
+        &subagents
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    total
 }
 
 /// What on_chat_response reads of a finished turn: its last assistant message (an empty one

@@ -122,7 +122,8 @@ pub struct StopContext {
     /// The last step's text.
     pub text: Text,
     /// Tokens used so far: by the whole run (subagents' turns included) when it has a limit
-    /// or budget, else by this turn.
+    /// or budget, else by this turn and the subagents' turns it ran (as
+    /// [`TurnResult::total_usage`] counts them).
     pub usage: Usage,
 }
 
@@ -434,8 +435,14 @@ pub struct TurnResult {
     pub steps: Vec<StepRecord>,
     /// The messages this turn added to the conversation.
     pub messages: Vec<Message>,
-    /// Token usage over all steps.
+    /// Token usage over all steps: this turn's own model calls (a handoff target's steps
+    /// included), not its subagents'.
     pub usage: Usage,
+    /// Token usage of the whole turn: [`usage`](Self::usage) plus that of every subagent turn
+    /// its tool calls ran, theirs included, each counted once. A subagent's turn cut off
+    /// mid-way (its call timed out or the turn was cancelled) is left out: it finishes on a
+    /// task of its own. A run's budget counts every model call as it ends, cut off or not.
+    pub total_usage: Usage,
     /// The error surfaced, when the turn ended in error.
     pub error: Option<TurnError>,
     /// The error's classification, when the turn ended in error.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::{
     Agent, AgentBuilder, Budget, Handoff, Hook, PriceTable, ScriptedModel, ScriptedStep,
-    StopDecision, StopReason, Subagent, TurnErrorKind, TurnRequest, TurnStatus, event,
+    StopDecision, StopReason, Subagent, TurnErrorKind, TurnRequest, TurnStatus, Usage, event,
 };
 
 /// What on_stop saw: reason, agent, total tokens.
@@ -288,4 +288,111 @@ async fn a_reply_past_the_budget_runs_no_tool_and_ends_the_run_through_on_stop()
         [("user", false), ("assistant", true), ("tool", true)],
         "the call is answered with an error result"
     );
+}
+
+/// A parent whose first step asks the `researcher` subagent (which asks the `checker`
+/// subagent) and the `checker` at once, then answers: parent 10+5 and 20+7 tokens, researcher
+/// 100+40 and 3+1, each checker turn 1000+400.
+fn nested_subagents() -> Agent {
+    let checker = AgentBuilder::new("checker")
+        .model(ScriptedModel::new(
+            (0..2).map(|_| ScriptedStep::new().text("checked").usage(1000, 400)),
+        ))
+        .build()
+        .unwrap();
+    let researcher = AgentBuilder::new("researcher")
+        .model(ScriptedModel::new([
+            ScriptedStep::new()
+                .tool_call("r1", "checker", r#"{"input":"check"}"#)
+                .usage(100, 40),
+            ScriptedStep::new().text("found").usage(3, 1),
+        ]))
+        .subagent(Subagent::of(&checker))
+        .build()
+        .unwrap();
+    AgentBuilder::new("parent")
+        .model(ScriptedModel::new([
+            ScriptedStep::new()
+                .tool_call("p1", "researcher", r#"{"input":"find"}"#)
+                .tool_call("p2", "checker", r#"{"input":"check"}"#)
+                .usage(10, 5),
+            ScriptedStep::new().text("done").usage(20, 7),
+        ]))
+        .subagent(Subagent::of(&researcher))
+        .subagent(Subagent::of(&checker))
+        .build()
+        .unwrap()
+}
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
+    }
+}
+
+#[tokio::test]
+async fn total_usage_adds_every_subagent_turn_and_usage_keeps_the_turns_own() {
+    let result = nested_subagents().run("go").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.usage, usage(30, 12), "the parent's own two calls");
+    // 30 + (103 + 1000) + 1000 in, 12 + (41 + 400) + 400 out.
+    assert_eq!(result.total_usage, usage(2133, 853));
+}
+
+#[tokio::test]
+async fn a_token_budget_counts_what_total_usage_counts() {
+    // 2133 + 853 = 2986 tokens in all: one fewer is past the budget at the parent's last call.
+    let result = nested_subagents()
+        .run(TurnRequest::new("go").budget(Budget::tokens(2985)))
+        .await;
+    assert_eq!(
+        result.error.unwrap().message,
+        "the run spent 2986 tokens, past its budget of 2985"
+    );
+    assert_eq!(result.total_usage, usage(2133, 853));
+
+    let result = nested_subagents()
+        .run(TurnRequest::new("go").budget(Budget::tokens(2986)))
+        .await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+}
+
+#[tokio::test]
+async fn on_stop_reads_the_subagents_usage_without_a_budget() {
+    let researcher = AgentBuilder::new("researcher")
+        .model(ScriptedModel::new([ScriptedStep::new()
+            .text("found")
+            .usage(100, 40)]))
+        .build()
+        .unwrap();
+    let stops = Stops::default();
+    let seen = stops.clone();
+    let agent = AgentBuilder::new("parent")
+        .model(ScriptedModel::new([ScriptedStep::new()
+            .tool_call("p1", "researcher", r#"{"input":"find"}"#)
+            .usage(10, 5)]))
+        .subagent(Subagent::of(&researcher))
+        .max_steps(1)
+        .hook(Hook::<event::OnStop>::sync("stop", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.reason,
+                ctx.agent.name.to_string(),
+                ctx.usage.total_tokens(),
+            ));
+        }))
+        .build()
+        .unwrap();
+
+    let result = agent.run("go").await;
+
+    assert_eq!(result.stop_reason, Some(StopReason::MaxSteps));
+    assert_eq!(
+        *stops.lock().unwrap(),
+        [(StopReason::MaxSteps, "parent".to_owned(), 155)],
+        "the parent's 15 tokens and the researcher's 140"
+    );
+    assert_eq!(result.total_usage, usage(110, 45));
 }
