@@ -169,16 +169,27 @@ impl<'a> TurnPlan<'a> {
     }
 
     /// Counts a step's failed calls against the tools' retry limits (final-answer calls left
-    /// out); gives what ends the turn when a tool is past its limit. Nothing is counted when
-    /// neither the agent nor any tool of the turn limits retries.
+    /// out); gives what ends the turn when a tool is past its limit. Inlined, with the count
+    /// apart: a turn whose agent and tools limit no retries makes one check per step.
+    #[inline]
     pub(super) fn past_retry_limit(&mut self, results: &[ToolResultRecord]) -> Option<String> {
+        let limited = self.tools.agent.counts_tool_failures
+            || self
+                .tools
+                .extra
+                .iter()
+                .any(|slot| slot.tool.retries().is_some());
+        if limited {
+            self.count_failures(results)
+        } else {
+            None
+        }
+    }
+
+    /// [`past_retry_limit`](Self::past_retry_limit) when a limit applies.
+    fn count_failures(&mut self, results: &[ToolResultRecord]) -> Option<String> {
         let tools = &self.tools;
         let agent = tools.agent;
-        if !agent.counts_tool_failures
-            && tools.extra.iter().all(|slot| slot.tool.retries().is_none())
-        {
-            return None;
-        }
         let output = agent.output.as_deref();
         let skip = |name: &str| output.is_some_and(|spec| spec.answers(name));
         let limit = |name: &str| {

@@ -5,8 +5,9 @@
 //! changes.
 
 use agent_core::{
-    AgentBuilder, ChatErrorContext, FnTool, Hook, Message, ScriptedModel, ScriptedStep,
-    StopDecision, StopReason, StoredMessage, ToolError, TurnErrorKind, TurnStatus, event,
+    AgentBuilder, ChatErrorContext, FnTool, Hook, Matcher, Message, ScriptedModel, ScriptedStep,
+    StopDecision, StopReason, StoredMessage, ToolCallDecision, ToolError, TurnErrorKind,
+    TurnStatus, event,
 };
 use serde_json::{Value, json};
 use tests::{Add, Recorded, Seen, Trace, lines};
@@ -384,4 +385,91 @@ async fn without_a_limit_a_failing_tool_runs_until_max_steps() {
         "on_chat_response(completed)",
     ];
     assert_eq!(trace.take(), lookup_turn(&["x", "y", "z"], &end));
+}
+
+#[tokio::test]
+async fn a_blocked_call_is_no_failure_and_a_panicking_tool_is_one() {
+    let trace = Trace::new();
+    let panicking = FnTool::sync("explode", "Explodes.", json!({"type": "object"}), |_, _| {
+        panic!("boom")
+    });
+    let agent = AgentBuilder::new("finder")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c0", "lookup", word("x")),
+            ScriptedStep::new().tool_call("c1", "explode", "{}"),
+            ScriptedStep::new().text("done"),
+        ]))
+        .dyn_tool(lookup(&trace))
+        .dyn_tool(panicking)
+        .tool_retries(0)
+        .before_tool_call(
+            Matcher::tool("lookup"),
+            Hook::<event::BeforeToolCall<Value>>::sync("deny", |_| {
+                ToolCallDecision::block("lookups are off")
+            }),
+        )
+        .record_all(&trace)
+        .build()
+        .unwrap();
+
+    let result = agent.run("find").await;
+
+    let error = result.error.unwrap();
+    assert_eq!(error.kind, TurnErrorKind::Limit(StopReason::ToolRetries));
+    assert_eq!(
+        error.message,
+        format!(
+            "tool `explode` failed 1 time in a row, past its limit of 0 retries; last error: {}",
+            result.steps[1].tool_results[0].content
+        )
+    );
+    assert!(error.message.contains("boom"), "{}", error.message);
+    let mut expected = lines(&["before_run(find)", "before_turn"]);
+    expected.extend(lines(&[
+        "before_step(0)",
+        "on_llm_start(0)",
+        "on_chunk(tool_input:c0)",
+        "on_chunk(tool_call:c0 lookup)",
+        "on_llm_end(0)",
+        // The block stops the chain before the recording gate, added after it.
+        "after_tool_call(lookup c0 blocked)",
+        "on_chunk(tool_result:c0 lookup ok)",
+        "on_step_finish(0)",
+        "before_step(1)",
+        "on_llm_start(1)",
+        "on_chunk(tool_input:c1)",
+        "on_chunk(tool_call:c1 explode)",
+        "on_llm_end(1)",
+        "before_tool_call(explode c1)",
+        "after_tool_call(explode c1 failed)",
+        "on_chunk(tool_result:c1 explode error)",
+        "on_step_finish(1)",
+    ]));
+    expected.extend(lines(FAILED_ON_RETRIES));
+    assert_eq!(trace.take(), expected);
+}
+
+#[tokio::test]
+async fn final_answer_calls_count_against_the_output_retries_alone() {
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Verdict {
+        approved: bool,
+    }
+    let agent = AgentBuilder::new("judge")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c0", "final_result", r#"{"approved":"yes"}"#),
+            ScriptedStep::new().tool_call("c1", "final_result", r#"{"approved":true}"#),
+        ]))
+        .output::<Verdict>()
+        .tool_retries(0)
+        .build()
+        .unwrap();
+
+    let result = agent.run("judge").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        result.output::<Verdict>().unwrap(),
+        &Verdict { approved: true }
+    );
 }
