@@ -1,10 +1,11 @@
 //! The Chat Completions stream decoder: `data:` frames to model events.
 //!
 //! Text and reasoning deltas pass straight through. Tool calls arrive as argument deltas keyed
-//! by `index` (several calls may interleave): a call's first argument delta is preceded by
-//! [`ModelEvent::ToolCallStart`] when its name came by then, each delta is forwarded as
-//! [`ModelEvent::ToolInputDelta`] and appended to its call, and the complete calls are emitted,
-//! in index order, once the choice reports its finish reason. Usage arrives in its own chunk
+//! by `index` (several calls may interleave): a call starts ([`ModelEvent::ToolCallStart`]) as
+//! soon as its id and name are known, each delta is appended to its call and forwarded as
+//! [`ModelEvent::ToolInputDelta`] (deltas that come before the name are held until it comes,
+//! then forwarded as one), and the complete calls are emitted, in index order, once the choice
+//! reports its finish reason. Usage arrives in its own chunk
 //! after that (`stream_options.include_usage`), and only `data: [DONE]` ends the stream with
 //! [`ModelEvent::Finish`], once a finish reason came: `[DONE]` without one is a truncated
 //! stream, not a shorter answer.
@@ -262,32 +263,48 @@ impl OpenAiDecoder {
             call.id = SharedText::from(&*id.0);
             call.server_id = true;
         }
-        let Some(function) = delta.function else {
-            return;
+        let (name, piece) = match delta.function {
+            Some(function) => (function.name.filter(non_empty), function.arguments),
+            None => (None, None),
         };
-        if let Some(name) = function.name.filter(non_empty)
+        if let Some(name) = name
             && call.name.is_empty()
         {
             call.name = SharedText::from(&*name.0);
         }
-        if let Some(arguments) = function.arguments.filter(non_empty) {
-            call.arguments.push_str(&arguments.0);
+        let piece = piece.filter(non_empty);
+        let held = call.arguments.len();
+        if let Some(piece) = &piece {
+            call.arguments.push_str(&piece.0);
             if call.id.is_empty() {
                 call.id = format!("call_{}", call.index).into();
             }
-            // The call's id and name are shared, and a short piece is held inline: an
-            // argument chunk costs no allocation on its way to on_chunk (`openai_call_model`
-            // in benches/chunks.rs).
-            if !call.started && !call.name.is_empty() {
-                call.started = true;
-                out.push(ModelEvent::ToolCallStart {
+        }
+        // The call starts once its id and name are known, before its first piece: pieces
+        // that came before the name were held (in its arguments), and go out now as one.
+        if !call.started && !call.name.is_empty() && !call.id.is_empty() {
+            call.started = true;
+            out.push(ModelEvent::ToolCallStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            if held > 0 {
+                out.push(ModelEvent::ToolInputDelta {
                     id: call.id.clone(),
-                    name: call.name.clone(),
+                    delta: call.arguments.as_str().into(),
                 });
+                return;
             }
+        }
+        // The call's id and name are shared, and a short piece is held inline: an argument
+        // chunk costs no allocation on its way to on_chunk (`openai_call_model` in
+        // benches/chunks.rs).
+        if let Some(piece) = piece
+            && call.started
+        {
             out.push(ModelEvent::ToolInputDelta {
                 id: call.id.clone(),
-                delta: arguments.into_delta(),
+                delta: piece.into_delta(),
             });
         }
     }

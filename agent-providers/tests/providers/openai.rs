@@ -645,6 +645,43 @@ fn sse(chunks: &[Value]) -> String {
     body
 }
 
+/// A server that sends a call's first argument piece before its name, and a call with no
+/// arguments at all: each call still starts once, before its arguments. The pieces that came
+/// before the name are held until it comes, then go out as one.
+#[tokio::test]
+async fn each_call_starts_once_before_its_arguments_even_when_its_name_comes_late() {
+    let body = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "function": {"arguments": "{\"q\""}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "search", "arguments": ":\"rust"}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"}"}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "now", "arguments": ""}}]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let server = TestServer::start([Reply::sse_split(&body, 7)]).await;
+    let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
+        id: id.into(),
+        name: name.into(),
+    };
+    let input = |delta: &str| ModelEvent::ToolInputDelta {
+        id: "call_a".into(),
+        delta: delta.into(),
+    };
+    let (events, error) = collect(client(&server).stream(user("go"))).await;
+    assert_eq!(error, None);
+    assert_eq!(
+        events,
+        [
+            start("call_a", "search"),
+            input("{\"q\":\"rust"),
+            input("\"}"),
+            start("call_b", "now"),
+            ModelEvent::ToolCall(ToolCall::new("call_a", "search", "{\"q\":\"rust\"}")),
+            ModelEvent::ToolCall(ToolCall::new("call_b", "now", "")),
+            ModelEvent::Finish(FinishReason::ToolCalls),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_full_agent_turn_calls_a_tool_then_answers() {
     let call = sse(&[
