@@ -109,6 +109,7 @@ impl Assistant {
         let what = match &ctx.chunk {
             Chunk::TextDelta(text) => format!("text {text:?}"),
             Chunk::ReasoningDelta(text) => format!("reasoning {text:?}"),
+            Chunk::ToolInputStart { id, name } => format!("tool start {name} ({id})"),
             Chunk::ToolInputDelta { id, .. } => format!("tool input for {id}"),
             Chunk::ToolCall(call) => format!("tool call {}", call.name),
             Chunk::ToolResult { name, .. } => format!("tool result {name}"),

@@ -54,13 +54,14 @@ pub fn lines(entries: &[&str]) -> Vec<String> {
     entries.iter().map(|entry| (*entry).to_owned()).collect()
 }
 
-/// A chunk as trace entries spell it: `text:Hi`, `reasoning:..`, `tool_input:c1`,
-/// `tool_call:c1 add`, `tool_result:c1 add ok` (or `error`).
+/// A chunk as trace entries spell it: `text:Hi`, `reasoning:..`, `tool_start:c1 add`,
+/// `tool_input:c1`, `tool_call:c1 add`, `tool_result:c1 add ok` (or `error`).
 pub fn describe_chunk(chunk: &Chunk) -> String {
     match chunk {
         Chunk::TextDelta(text) => format!("text:{text}"),
         Chunk::Discarded { reason } => format!("discarded:{reason}"),
         Chunk::ReasoningDelta(text) => format!("reasoning:{text}"),
+        Chunk::ToolInputStart { id, name } => format!("tool_start:{id} {name}"),
         Chunk::ToolInputDelta { id, .. } => format!("tool_input:{id}"),
         Chunk::ToolCall(call) => format!("tool_call:{} {}", call.id, call.name),
         Chunk::ToolResult {

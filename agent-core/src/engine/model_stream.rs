@@ -36,6 +36,10 @@ pub(super) struct Streamed {
     reasoning: Vec<u8>,
     pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
+    /// The calls whose [`Chunk::ToolInputStart`] was shown in this attempt (kept only while
+    /// someone listens; the list is made at a step's first call): a start the model repeats
+    /// is shown once, and a call the model never started gets one made before it.
+    started: Vec<Text>,
     pub(super) usage: Usage,
     pub(super) provider_metadata: Vec<serde_json::Value>,
     pub(super) provider_blocks: Vec<serde_json::Value>,
@@ -295,14 +299,32 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     }
                 }
                 Absorbed::Quiet => {}
-                Absorbed::CallStart { id, name } => {
-                    if let Some(partial) = self.partial.as_mut() {
-                        partial.start(&id, &name);
+                // A call the model did not start: the start made for it, then the call.
+                Absorbed::MadeStart => {
+                    let shown = match self.chunk_now() {
+                        Ok(None) => self.made_call(out),
+                        Ok(Some(rest)) => return Poll::Ready(Wait::MadeStart(rest)),
+                        Err(error) => Err(error),
+                    };
+                    match shown {
+                        Ok(None) => {}
+                        Ok(Some(rest)) => return Poll::Ready(Wait::Chunk(rest, None)),
+                        Err(error) => return Poll::Ready(Wait::End(Err(Some(error)))),
                     }
                 }
                 Absorbed::End(end) => return Poll::Ready(Wait::End(end)),
             }
         }
+    }
+
+    /// Shows the call streamed last, after the start made for it ([`Absorbed::MadeStart`]),
+    /// as [`Self::chunk_now`] does (its texts shared, not copied).
+    fn made_call(&mut self, out: &Streamed) -> Result<Option<ChunkRest>, TurnError> {
+        let Some(call) = out.tool_calls.last() else {
+            return Ok(None);
+        };
+        self.context().chunk = Chunk::ToolCall(call.clone());
+        self.chunk_now()
     }
 
     /// Sends a partial typed value to the stream API when its channel has room; otherwise
@@ -367,6 +389,16 @@ impl<'t, 'a> StepStream<'t, 'a> {
                             Ok(())
                         })
                     }
+                    Wait::MadeStart(rest) => {
+                        let (this, out) = (&mut self, &out);
+                        Box::pin(async move {
+                            this.chunk_rest(rest).await?;
+                            match this.made_call(out)? {
+                                Some(rest) => this.chunk_rest(rest).await,
+                                None => Ok(()),
+                            }
+                        })
+                    }
                     Wait::Send(send) => send,
                 };
                 if let Err(error) = rest.await {
@@ -393,6 +425,9 @@ enum Wait<'t> {
     End(Result<FinishReason, Option<TurnError>>),
     /// What is left of a chunk, then the partial typed value it made, if any.
     Chunk(ChunkRest, Option<Value>),
+    /// What is left of the start made for a call the model did not start; the call (the
+    /// last one streamed) is shown after it.
+    MadeStart(ChunkRest),
     /// A partial typed value's event, awaiting room in the stream API's channel.
     Send(Boxed<'t>),
 }
@@ -419,8 +454,9 @@ enum Absorbed {
     Chunk,
     /// It was only recorded.
     Quiet,
-    /// A tool call began (only the typed answer's reader reads it).
-    CallStart { id: Text, name: Text },
+    /// A call the model did not start came whole: the context holds the start made for it,
+    /// to show before the call's own chunk (the last call streamed).
+    MadeStart,
     /// It ended the stream: finished, or an in-band error.
     End(Result<FinishReason, Option<TurnError>>),
 }
@@ -466,6 +502,7 @@ impl Streamed {
             reasoning: Vec::new(),
             reasoning_signature: None,
             tool_calls: Vec::new(),
+            started: Vec::new(),
             usage: Usage::default(),
             provider_metadata: Vec::new(),
             provider_blocks: Vec::new(),
@@ -521,7 +558,14 @@ impl Streamed {
                 self.reasoning.extend_from_slice(delta.as_bytes());
                 shown_as(shown, Chunk::ReasoningDelta(delta))
             }
-            ModelEvent::ToolCallStart { id, name } => Absorbed::CallStart { id, name },
+            ModelEvent::ToolCallStart { id, name } => match shown {
+                Some(slot) if !self.started.contains(&id) => {
+                    self.started.push(id.clone());
+                    *slot = Chunk::ToolInputStart { id, name };
+                    Absorbed::Chunk
+                }
+                _ => Absorbed::Quiet,
+            },
             // Not replaced in place as a text chunk is: for argument chunks that ran 17
             // instructions fewer and 50 ns longer (`anthropic_call_agent` in
             // `agent-providers/benches/chunks.rs`).
@@ -529,8 +573,18 @@ impl Streamed {
                 shown_as(shown, Chunk::ToolInputDelta { id, delta })
             }
             ModelEvent::ToolCall(call) if shown.is_some() => {
-                self.tool_calls.push(call.clone());
-                shown_as(shown, Chunk::ToolCall(call))
+                if self.started.contains(&call.id) {
+                    self.tool_calls.push(call.clone());
+                    return shown_as(shown, Chunk::ToolCall(call));
+                }
+                self.started.push(call.id.clone());
+                let start = Chunk::ToolInputStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                };
+                self.tool_calls.push(call);
+                shown_as(shown, start);
+                Absorbed::MadeStart
             }
             ModelEvent::ToolCall(call) => {
                 self.tool_calls.push(call);
@@ -560,6 +614,7 @@ impl Streamed {
                 self.reasoning.clear();
                 self.reasoning_signature = None;
                 self.tool_calls.clear();
+                self.started.clear();
                 self.usage = Usage::default();
                 self.provider_metadata.clear();
                 self.provider_blocks.clear();

@@ -237,7 +237,7 @@ impl OutputSpec {
 impl PartialAnswer {
     /// A tool call of the step began: with other tools offered, or one per variant, the first
     /// one calling a final-answer tool is the one read.
-    pub(super) fn start(&mut self, id: &Text, name: &str) {
+    fn start(&mut self, id: &Text, name: &str) {
         if self.call.is_some() {
             return;
         }
@@ -261,6 +261,7 @@ impl PartialAnswer {
     pub(super) fn read(&mut self, chunk: &Chunk) -> Option<Value> {
         match (chunk, self.tool) {
             (Chunk::TextDelta(delta), None) => self.text(delta),
+            (Chunk::ToolInputStart { id, name }, Some(_)) => self.start(id, name),
             (Chunk::ToolInputDelta { id, delta }, Some(_))
                 if self
                     .call

@@ -400,13 +400,28 @@ pub enum Chunk {
     /// Reasoning (short text held inline, see [`DeltaText`]).
     ReasoningDelta(DeltaText),
     /// A broken stream is being retried from the start of its step: drop (or mark as void)
-    /// every text, reasoning and tool-input chunk this step streamed so far. The retried
-    /// attempt's chunks follow from the beginning, and the step's record, the turn's result
-    /// and the stored history hold only the attempt that completed; no tool ran from the
-    /// discarded one.
+    /// every text, reasoning, tool-start and tool-input chunk this step streamed so far. The
+    /// retried attempt's chunks follow from the beginning, and the step's record, the turn's
+    /// result and the stored history hold only the attempt that completed; no tool ran from
+    /// the discarded one.
     Discarded {
         /// Why the attempt was discarded.
         reason: String,
+    },
+    /// A tool call begins, naming its tool before its arguments stream (the AI SDK's
+    /// `tool-input-start`: a client can show "calling search…" at once). Exactly one per call
+    /// of an attempt, before the call's first [`ToolInputDelta`](Self::ToolInputDelta) and its
+    /// [`ToolCall`](Self::ToolCall): the model's
+    /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart), or, for a call whose
+    /// model sent none (its calls come whole), one the engine makes just before the
+    /// [`ToolCall`](Self::ToolCall). A start repeated for a call is not shown again; a
+    /// retried attempt's starts come again after [`Discarded`](Self::Discarded). Costs no
+    /// allocation: the id and name are the call's own, shared.
+    ToolInputStart {
+        /// The call id (shared with the call's).
+        id: Text,
+        /// The tool's name (shared with the call's).
+        name: Text,
     },
     /// A piece of a tool call's arguments.
     ToolInputDelta {

@@ -54,9 +54,10 @@ impl ExtensionEvent {
 }
 
 /// The onChunk snapshot types, as [`Extension::chunk_types`] names them.
-const CHUNK_TYPES: [&str; 7] = [
+const CHUNK_TYPES: [&str; 8] = [
     "text-delta",
     "reasoning-delta",
+    "tool-input-start",
     "tool-input-delta",
     "tool-call",
     "tool-result",
@@ -126,7 +127,7 @@ impl Extension {
     }
 
     /// Receives onChunk snapshots only for chunks of these types (`text-delta`,
-    /// `reasoning-delta`, `tool-input-delta`, `tool-call`, `tool-result`,
+    /// `reasoning-delta`, `tool-input-start`, `tool-input-delta`, `tool-call`, `tool-result`,
     /// `tool-preliminary`, `discarded`). A chunk of another type costs nothing: no snapshot is
     /// built, nothing is allocated. Another type, or chunk types without a subscription to
     /// [`ExtensionEvent::OnChunk`], is a build error of the agent it is added to.
@@ -369,6 +370,12 @@ fn chunk_parts(chunk: &Chunk) -> (&'static str, Option<&str>, Option<&str>, Opti
     match chunk {
         Chunk::TextDelta(text) => ("text-delta", Some(text.as_str()), None, None),
         Chunk::ReasoningDelta(text) => ("reasoning-delta", Some(text.as_str()), None, None),
+        Chunk::ToolInputStart { id, name } => (
+            "tool-input-start",
+            None,
+            Some(name.as_str()),
+            Some(id.as_str()),
+        ),
         Chunk::ToolInputDelta { id, delta } => (
             "tool-input-delta",
             Some(delta.as_str()),

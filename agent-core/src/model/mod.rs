@@ -186,9 +186,12 @@ pub enum ModelEvent {
     /// the reasoning can be sent back (Anthropic's thinking blocks).
     ReasoningSignature(String),
     /// A tool call begins: its id and the tool's name, before its first
-    /// [`ToolInputDelta`](Self::ToolInputDelta). Optional (a model may go straight to the
-    /// deltas); the engine reads it to stream a final-answer call's partial values in a step
-    /// that offers other tools too. Not shown to on_chunk.
+    /// [`ToolInputDelta`](Self::ToolInputDelta). A model that streams a call's arguments sends
+    /// it first (the engine does not look for it per delta); a model whose calls come whole
+    /// may leave it out, and the engine makes one just before the call. Shown to on_chunk and
+    /// the stream API as [`Chunk::ToolInputStart`](crate::Chunk::ToolInputStart), once per
+    /// call; the engine also reads it to stream a final-answer call's partial values in a
+    /// step that offers other tools too.
     ToolCallStart {
         /// The call id, as its deltas and its complete call carry it (shared: a decoder hands
         /// out the one it keeps, without a copy).

@@ -369,3 +369,89 @@ async fn what_has_no_event_of_its_own_is_kept_as_provider_metadata() {
     .expect("JSON");
     assert_eq!(kept, [&first["citations"]]);
 }
+
+/// A decoded stream's tool events in order: `start:ID NAME`, `input:ID` (a run of one call's
+/// argument pieces as one entry) and `call:ID NAME`.
+fn tool_trace(events: &[ModelEvent]) -> Vec<String> {
+    let mut trace: Vec<String> = Vec::new();
+    for event in events {
+        let entry = match event {
+            ModelEvent::ToolCallStart { id, name } => format!("start:{id} {name}"),
+            ModelEvent::ToolInputDelta { id, .. } => format!("input:{id}"),
+            ModelEvent::ToolCall(call) => format!("call:{} {}", call.id, call.name),
+            _ => continue,
+        };
+        if !(entry.starts_with("input:") && trace.last() == Some(&entry)) {
+            trace.push(entry);
+        }
+    }
+    trace
+}
+
+/// Why a tool trace breaks the start rule, if it does: each call starts exactly once, under
+/// its own name, before its first argument piece and its complete call.
+fn start_rule(trace: &[String]) -> Option<String> {
+    let of = |entry: &str| -> Option<String> {
+        let (_, rest) = entry.split_once(':')?;
+        Some(rest.split(' ').next()?.to_owned())
+    };
+    for call in trace.iter().filter_map(|entry| entry.strip_prefix("call:")) {
+        let id = call.split(' ').next().unwrap_or_default();
+        let starts: Vec<&String> = trace
+            .iter()
+            .filter(|entry| entry.starts_with("start:") && of(entry).as_deref() == Some(id))
+            .collect();
+        let first = trace.iter().find(|entry| of(entry).as_deref() == Some(id));
+        if starts != [&format!("start:{call}")] || first != starts.first().copied() {
+            return Some(format!("call {call}: {trace:?}"));
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn every_recorded_tool_call_starts_once_before_its_arguments() {
+    let replayer = Replayer::new().await;
+    let mut failures = Vec::new();
+    let mut traces = std::collections::BTreeMap::new();
+    for (provider, name) in recordings() {
+        for (at, body) in sse_bodies(&provider, &name).iter().enumerate() {
+            let (events, _) = replayer.replay(&provider, body).await;
+            let trace = tool_trace(&events);
+            if let Some(broken) = start_rule(&trace) {
+                failures.push(format!("{provider}/{name} response {at}: {broken}"));
+            }
+            traces.insert(format!("{provider}/{name} {at}"), trace);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let trace = |key: &str| traces.get(key).cloned().unwrap_or_default();
+    // Parallel calls, each started as its first piece comes; a call whose id comes before
+    // its name, started once the name comes; a call with no arguments, started all the same.
+    assert_eq!(
+        trace("openai/openai-parallel-tool-calls.sse 0"),
+        [
+            "start:call_JMW1whyEaYG438VE1OIflxA2 GetWeatherArgs",
+            "input:call_JMW1whyEaYG438VE1OIflxA2",
+            "start:call_DNYTawLBoN8fj3KN6qU9N1Ou get_stock_price",
+            "input:call_DNYTawLBoN8fj3KN6qU9N1Ou",
+            "call:call_JMW1whyEaYG438VE1OIflxA2 GetWeatherArgs",
+            "call:call_DNYTawLBoN8fj3KN6qU9N1Ou get_stock_price",
+        ]
+    );
+    assert_eq!(
+        trace("openai/mistral-incremental-tool-call.chunks.txt 0"),
+        [
+            "start:chatcmpl-tool-9f149c74c42f265b webSearchTool",
+            "input:chatcmpl-tool-9f149c74c42f265b",
+            "call:chatcmpl-tool-9f149c74c42f265b webSearchTool",
+        ]
+    );
+    assert_eq!(
+        trace("anthropic/anthropic-tool-no-args.chunks.txt 0"),
+        [
+            "start:toolu_01QE1WLsSVp5hy5Q3GmGTmjP updateIssueList",
+            "call:toolu_01QE1WLsSVp5hy5Q3GmGTmjP updateIssueList",
+        ]
+    );
+}

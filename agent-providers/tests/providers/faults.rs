@@ -340,6 +340,7 @@ fn describe(chunk: &Chunk) -> String {
         Chunk::TextDelta(delta) => format!("text:{delta}"),
         Chunk::ReasoningDelta(delta) => format!("reasoning:{delta}"),
         Chunk::Discarded { .. } => "discarded".to_owned(),
+        Chunk::ToolInputStart { id, name } => format!("tool_start:{id} {name}"),
         Chunk::ToolInputDelta { id, .. } => format!("tool_input:{id}"),
         Chunk::ToolCall(call) => format!("tool_call:{} {}", call.id, call.name),
         Chunk::ToolResult { id, .. } => format!("tool_result:{id}"),
@@ -403,6 +404,7 @@ async fn a_truncated_stream_is_retried_as_a_whole_step_and_its_tool_never_runs()
     assert_eq!(result.steps.len(), 1);
     assert!(result.steps[0].tool_calls.is_empty());
     let expected = [
+        "tool_start:call_boom launch",
         "tool_input:call_boom",
         "tool_call:call_boom launch",
         "discarded",

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use crate::support::{Reply, TestServer};
 use agent_core::{
-    AgentBuilder, CallSettings, FinishReason, FnTool, Message, Model, ModelError, ModelErrorKind,
-    ModelEvent, ModelRequest, ModelStream, OutputSchema, Tool, ToolCall, ToolChoice, ToolSpec,
-    TurnStatus, Usage, tool,
+    AgentBuilder, CallSettings, Chunk, FinishReason, FnTool, Hook, Message, Model, ModelError,
+    ModelErrorKind, ModelEvent, ModelRequest, ModelStream, OutputSchema, Tool, ToolCall,
+    ToolChoice, ToolSpec, TurnStatus, Usage, event, tool,
 };
 use agent_providers::{HttpSettings, OpenAi};
 use futures_core::Stream;
@@ -657,7 +657,15 @@ async fn each_call_starts_once_before_its_arguments_even_when_its_name_comes_lat
         json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "now", "arguments": ""}}]}, "finish_reason": null}]}),
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
     ]);
-    let server = TestServer::start([Reply::sse_split(&body, 7)]).await;
+    let answer = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}),
+    ]);
+    let server = TestServer::start([
+        Reply::sse_split(&body, 7),
+        Reply::sse_split(&body, 7),
+        Reply::sse_split(&answer, 7),
+    ])
+    .await;
     let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
         id: id.into(),
         name: name.into(),
@@ -678,6 +686,41 @@ async fn each_call_starts_once_before_its_arguments_even_when_its_name_comes_lat
             ModelEvent::ToolCall(ToolCall::new("call_a", "search", "{\"q\":\"rust\"}")),
             ModelEvent::ToolCall(ToolCall::new("call_b", "now", "")),
             ModelEvent::Finish(FinishReason::ToolCalls),
+        ]
+    );
+
+    // The same stream through an agent: its on_chunk hook sees the same order.
+    let chunks = Arc::new(Mutex::new(Vec::new()));
+    let seen = chunks.clone();
+    let agent = AgentBuilder::new("starts")
+        .model(client(&server))
+        .hook(Hook::<event::OnChunk>::sync("chunks", move |ctx| {
+            let entry = match &ctx.chunk {
+                Chunk::ToolInputStart { id, name } => format!("start {id} {name}"),
+                Chunk::ToolInputDelta { id, delta } => format!("input {id} {delta}"),
+                Chunk::ToolCall(call) => format!("call {} {}", call.id, call.name),
+                Chunk::ToolResult { id, .. } => format!("result {id}"),
+                Chunk::TextDelta(text) => format!("text {text}"),
+                other => format!("{other:?}"),
+            };
+            seen.lock().unwrap().push(entry);
+        }))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("go").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(
+        *chunks.lock().unwrap(),
+        [
+            "start call_a search",
+            "input call_a {\"q\":\"rust",
+            "input call_a \"}",
+            "start call_b now",
+            "call call_a search",
+            "call call_b now",
+            "result call_a",
+            "result call_b",
+            "text Done.",
         ]
     );
 }

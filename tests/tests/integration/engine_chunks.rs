@@ -1,11 +1,13 @@
 //! Streamed chunks reach on_chunk and the stream API in order, whether a chunk's work is done
 //! on the spot (sync hooks, room in the stream's channel) or awaited (an async hook, a full
-//! channel): more chunks than the channel holds (64).
+//! channel): more chunks than the channel holds (64). Each tool call starts once, before its
+//! arguments, whatever its model sends.
 
 use agent_core::{
-    AgentBuilder, ChunkContext, Hook, ScriptedModel, ScriptedStep, TurnEvent, TurnStatus, event,
+    AgentBuilder, ChunkContext, Hook, ModelEvent, ScriptedModel, ScriptedStep, ToolCall, TurnEvent,
+    TurnStatus, event,
 };
-use tests::{Trace, describe_chunk};
+use tests::{Trace, describe_chunk, lines};
 
 /// Streams `count` text chunks (`0`, `1`, ...) through `hooks` and the stream API; returns
 /// what the stream showed of them.
@@ -72,4 +74,149 @@ async fn an_async_on_chunk_hook_runs_in_order_with_a_sync_one_on_every_chunk() {
         .flat_map(|i| [format!("sync text:{i}"), format!("async text:{i}")])
         .collect();
     assert_eq!(trace.take(), expected);
+}
+
+/// A step whose calls come every way a model may send them: `a` started, with its start sent
+/// twice; `b` whole, with no start and no arguments streamed; `c` started, then whole; then,
+/// after a discarded attempt, `a` again under the same id. None of the tools exists: each call
+/// is an error result.
+fn calls_every_way() -> ScriptedModel {
+    let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
+        id: id.into(),
+        name: name.into(),
+    };
+    let input = |id: &str, delta: &str| ModelEvent::ToolInputDelta {
+        id: id.into(),
+        delta: delta.into(),
+    };
+    let whole = |id: &str, name: &str| ModelEvent::ToolCall(ToolCall::new(id, name, "{}"));
+    let step = ScriptedStep::new()
+        .event(start("a", "search"))
+        .event(input("a", "{"))
+        .event(start("a", "search"))
+        .event(input("a", "}"))
+        .event(whole("a", "search"))
+        .text("and")
+        .event(whole("b", "fetch"))
+        .event(start("c", "list"))
+        .event(whole("c", "list"))
+        .event(ModelEvent::Discard {
+            reason: "broken".to_owned(),
+        })
+        .event(start("a", "search"))
+        .event(input("a", "{}"))
+        .event(whole("a", "search"))
+        .event(whole("b", "fetch"));
+    ScriptedModel::new([step, ScriptedStep::new().text("done")])
+}
+
+/// What `calls_every_way` shows, in order.
+const EVERY_WAY: [&str; 17] = [
+    "tool_start:a search",
+    "tool_input:a",
+    "tool_input:a",
+    "tool_call:a search",
+    "text:and",
+    "tool_start:b fetch",
+    "tool_call:b fetch",
+    "tool_start:c list",
+    "tool_call:c list",
+    "discarded:broken",
+    "tool_start:a search",
+    "tool_input:a",
+    "tool_call:a search",
+    "tool_start:b fetch",
+    "tool_call:b fetch",
+    "tool_result:a search error",
+    "tool_result:b fetch error",
+];
+
+/// Runs `calls_every_way` with `hook` on on_chunk; what the hook and the stream API saw.
+async fn every_way(hook: Hook<event::OnChunk>, trace: &Trace) -> (Vec<String>, Vec<String>) {
+    let agent = AgentBuilder::new("starts")
+        .model(calls_every_way())
+        .hook(hook)
+        .build()
+        .unwrap();
+    let mut stream = agent.conversation().stream("go");
+    let mut shown = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
+            TurnEvent::Finished(result) => {
+                assert_eq!(result.status, TurnStatus::Completed, "{result:?}")
+            }
+            _ => {}
+        }
+    }
+    (trace.take(), shown)
+}
+
+#[tokio::test]
+async fn each_call_starts_once_before_its_arguments_whatever_its_model_sends() {
+    let trace = Trace::new();
+    let seen = trace.clone();
+    let hook = Hook::<event::OnChunk>::sync("sync", move |ctx| {
+        seen.push(describe_chunk(&ctx.chunk));
+    });
+    let mut expected = lines(&EVERY_WAY);
+    expected.push("text:done".to_owned());
+    let (hooked, streamed) = every_way(hook, &trace).await;
+    assert_eq!(hooked, expected);
+    assert_eq!(streamed, expected);
+}
+
+/// A start the engine makes for a call that came whole goes through an async hook (the
+/// start's hook awaited, then the call's) in the same order.
+#[tokio::test]
+async fn a_start_made_for_a_whole_call_keeps_its_place_through_an_async_hook() {
+    let trace = Trace::new();
+    let hook = Hook::<event::OnChunk>::new_async_with(
+        "async",
+        trace.clone(),
+        async |trace: &Trace, ctx: &ChunkContext| {
+            tokio::task::yield_now().await;
+            trace.push(describe_chunk(&ctx.chunk));
+        },
+    );
+    let mut expected = lines(&EVERY_WAY);
+    expected.push("text:done".to_owned());
+    let (hooked, streamed) = every_way(hook, &trace).await;
+    assert_eq!(hooked, expected);
+    assert_eq!(streamed, expected);
+}
+
+/// More whole calls than the stream's channel holds: each start made for one, and its call,
+/// in order, whether the channel has room or not.
+#[tokio::test]
+async fn starts_made_for_whole_calls_keep_their_place_through_a_full_stream_channel() {
+    let step = (0..50).fold(ScriptedStep::new(), |step, i| {
+        step.event(ModelEvent::ToolCall(ToolCall::new(
+            format!("c{i}"),
+            "nothing",
+            "{}",
+        )))
+    });
+    let agent = AgentBuilder::new("starts")
+        .model(ScriptedModel::new([step, ScriptedStep::new().text("done")]))
+        .build()
+        .unwrap();
+    let mut stream = agent.conversation().stream("go");
+    let mut shown = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let TurnEvent::Chunk { chunk, .. } = event {
+            shown.push(describe_chunk(&chunk));
+        }
+    }
+    let mut expected: Vec<String> = (0..50)
+        .flat_map(|i| {
+            [
+                format!("tool_start:c{i} nothing"),
+                format!("tool_call:c{i} nothing"),
+            ]
+        })
+        .collect();
+    expected.extend((0..50).map(|i| format!("tool_result:c{i} nothing error")));
+    expected.push("text:done".to_owned());
+    assert_eq!(shown, expected);
 }

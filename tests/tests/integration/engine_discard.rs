@@ -55,10 +55,12 @@ async fn a_discarded_attempt_leaves_no_trace_in_the_step() {
         trace.take(),
         [
             "text:Adding",
+            "tool_start:c1 add",
             "tool_input:c1",
             "tool_call:c1 add",
             "discarded:stream truncated",
             "text:Adding again",
+            "tool_start:c2 add",
             "tool_input:c2",
             "tool_call:c2 add",
             "add(2,3)",

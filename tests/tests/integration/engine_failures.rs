@@ -26,6 +26,7 @@ const NORMAL_TURN: &[&str] = &[
     "before_turn",
     "before_step(0)",
     "on_llm_start(0)",
+    "on_chunk(tool_start:c1 add)",
     "on_chunk(tool_input:c1)",
     "on_chunk(tool_call:c1 add)",
     "on_llm_end(0)",
@@ -387,6 +388,7 @@ async fn a_fail_closed_after_tool_call_hook_fails_the_turn_after_its_step() {
             "before_turn",
             "before_step(0)",
             "on_llm_start(0)",
+            "on_chunk(tool_start:c1 add)",
             "on_chunk(tool_input:c1)",
             "on_chunk(tool_call:c1 add)",
             "on_llm_end(0)",
@@ -563,7 +565,7 @@ async fn a_before_step_hook_failing_in_a_later_step_keeps_the_earlier_steps() {
     let result = agent.run("2+3?").await;
 
     assert_eq!(result.status, TurnStatus::Error, "{result:?}");
-    let mut expected = lines(&NORMAL_TURN[..13]);
+    let mut expected = lines(&NORMAL_TURN[..14]);
     expected.extend(lines(&[
         "classify_chat_error(turn)",
         "on_chat_error(turn)",

@@ -128,6 +128,7 @@ async fn every_message_hook_fires_at_its_place_around_the_store_writes() {
             "store.insert(assistant pending \"\")",
             "after_create_message(2)",
             "on_chunk(text:Adding.)",
+            "on_chunk(tool_start:c1 add)",
             "on_chunk(tool_input:c1)",
             "on_chunk(tool_call:c1 add)",
             "on_llm_end(0)",

@@ -81,7 +81,15 @@ async fn unknown_tools_and_bad_arguments_are_error_results_without_hooks() {
     let tool_events: Vec<&str> = trace
         .iter()
         .map(String::as_str)
-        .filter(|e| !e.starts_with("on_chunk(tool_input") && !e.starts_with("on_chunk(tool_call"))
+        .filter(|e| {
+            ![
+                "on_chunk(tool_start",
+                "on_chunk(tool_input",
+                "on_chunk(tool_call",
+            ]
+            .iter()
+            .any(|chunk| e.starts_with(chunk))
+        })
         .collect();
     assert_eq!(
         tool_events,
@@ -247,6 +255,7 @@ const BROKEN_TURN: &[&str] = &[
     "on_llm_start(0)",
     "on_chunk(text:Par)",
     "on_chunk(text:tial)",
+    "on_chunk(tool_start:c1 add)",
     "on_chunk(tool_input:c1)",
     "on_chunk(tool_call:c1 add)",
     "on_llm_end(0)",

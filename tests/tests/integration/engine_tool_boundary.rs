@@ -178,6 +178,7 @@ async fn an_approval_rule_that_panics_fails_the_call_and_the_tool_does_not_run()
                 "before_turn",
                 "before_step(0)",
                 "on_llm_start(0)",
+                "on_chunk(tool_start:c1 rule)",
                 "on_chunk(tool_input:c1)",
                 "on_chunk(tool_call:c1 rule)",
                 "on_llm_end(0)",

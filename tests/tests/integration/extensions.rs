@@ -338,8 +338,8 @@ async fn the_documented_schemas_list_exactly_the_snapshot_fields() {
     }
 }
 
-/// An onChunk subscriber that asks for tool calls only receives those (the text chunks cost it
-/// nothing: no snapshot is built for them).
+/// An onChunk subscriber that asks for tool calls and their starts only receives those, in
+/// order (the text and argument chunks cost it nothing: no snapshot is built for them).
 #[tokio::test]
 async fn an_on_chunk_subscriber_receives_only_the_chunk_types_it_asked_for() {
     let seen = Seen::default();
@@ -351,7 +351,7 @@ async fn an_on_chunk_subscriber_receives_only_the_chunk_types_it_asked_for() {
         async { Ok(Value::Null) }
     })
     .subscribe([ExtensionEvent::OnChunk])
-    .chunk_types(["tool-call"]);
+    .chunk_types(["tool-input-start", "tool-call"]);
     let model = ScriptedModel::new([
         ScriptedStep::new()
             .text("Let me look.")
@@ -369,7 +369,10 @@ async fn an_on_chunk_subscriber_receives_only_the_chunk_types_it_asked_for() {
     let snapshots: Vec<&Value> = seen.iter().map(|(_, s)| s).collect();
     assert_eq!(
         snapshots,
-        [&json!({"type": "tool-call", "toolName": "lookup", "toolCallId": "c1"})]
+        [
+            &json!({"type": "tool-input-start", "toolName": "lookup", "toolCallId": "c1"}),
+            &json!({"type": "tool-call", "toolName": "lookup", "toolCallId": "c1"}),
+        ]
     );
 }
 
@@ -395,7 +398,7 @@ fn chunk_types_that_select_no_chunk_are_a_build_error() {
         error.problems,
         [
             "extension `typo`: no chunk has the onChunk type `text`; the types are text-delta, \
-             reasoning-delta, tool-input-delta, tool-call, tool-result, tool-preliminary, \
+             reasoning-delta, tool-input-start, tool-input-delta, tool-call, tool-result, tool-preliminary, \
              discarded",
             "extension `unsubscribed`: `chunk_types` selects onChunk snapshots, and it is not \
              subscribed to onChunk: add `ExtensionEvent::OnChunk` to its `subscribe`",
@@ -428,7 +431,7 @@ async fn a_session_extension_that_could_never_run_fails_the_sessions_turns_sayin
         Some(
             "extension `hasty`: its timeout is zero, so every run would time out at once; give a \
              positive limit; extension `typo`: no chunk has the onChunk type `text`; the types \
-             are text-delta, reasoning-delta, tool-input-delta, tool-call, tool-result, \
+             are text-delta, reasoning-delta, tool-input-start, tool-input-delta, tool-call, tool-result, \
              tool-preliminary, discarded"
                 .to_owned()
         )

@@ -179,6 +179,7 @@ async fn a_tripped_output_guardrail_keeps_the_output_from_the_store_the_stream_a
         streamed,
         [
             "text:Looking.",
+            "tool_start:c1 lookup",
             "tool_input:c1",
             "tool_call:c1 lookup",
             "tool_result:c1 lookup ok"

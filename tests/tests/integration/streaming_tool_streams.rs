@@ -190,6 +190,7 @@ async fn a_tool_returning_a_stream_reports_each_update_before_its_result_and_the
     assert_eq!(
         streamed,
         lines(&[
+            "tool_start:i1 index",
             "tool_input:i1",
             "tool_call:i1 index",
             r#"tool_preliminary:i1 index {"percent":50}"#,
@@ -203,6 +204,7 @@ async fn a_tool_returning_a_stream_reports_each_update_before_its_result_and_the
     assert_eq!(
         trace.take(),
         lines(&[
+            "on_chunk(tool_start:i1 index)",
             "on_chunk(tool_input:i1)",
             "on_chunk(tool_call:i1 index)",
             "before_tool_call(src)",
@@ -238,11 +240,13 @@ async fn a_blocked_or_substituted_call_never_calls_the_tool_or_polls_its_stream(
     assert_eq!(
         trace.take(),
         lines(&[
+            "on_chunk(tool_start:i1 index)",
             "on_chunk(tool_input:i1)",
             "on_chunk(tool_call:i1 index)",
             "before_tool_call(/secret)",
             "after_tool_call(None, 0 preliminary)",
             "on_chunk(tool_result:i1 index ok)",
+            "on_chunk(tool_start:i2 index)",
             "on_chunk(tool_input:i2)",
             "on_chunk(tool_call:i2 index)",
             "before_tool_call(cached)",
@@ -284,6 +288,7 @@ async fn a_cancel_mid_stream_drops_the_stream() {
     assert_eq!(
         trace.take(),
         lines(&[
+            "on_chunk(tool_start:i1 index)",
             "on_chunk(tool_input:i1)",
             "on_chunk(tool_call:i1 index)",
             "before_tool_call(src)",
@@ -315,11 +320,13 @@ async fn an_async_tool_fails_before_its_stream_and_its_timeout_drops_a_stalled_s
     assert_eq!(
         trace.take(),
         lines(&[
+            "on_chunk(tool_start:s1 scan)",
             "on_chunk(tool_input:s1)",
             "on_chunk(tool_call:s1 scan)",
             "scan(0)",
             "after_tool_call(failed: depth must be at least 1, 0 preliminary)",
             "on_chunk(tool_result:s1 scan error)",
+            "on_chunk(tool_start:s2 scan)",
             "on_chunk(tool_input:s2)",
             "on_chunk(tool_call:s2 scan)",
             "scan(3)",
@@ -418,6 +425,7 @@ async fn a_builder_streaming_tool_reports_each_update_and_a_blocked_call_polls_n
     assert_eq!(
         streamed,
         lines(&[
+            "tool_start:c1 count",
             "tool_input:c1",
             "tool_call:c1 count",
             "tool_preliminary:c1 count 1",
@@ -425,6 +433,7 @@ async fn a_builder_streaming_tool_reports_each_update_and_a_blocked_call_polls_n
             "tool_preliminary:c1 count 3",
             "tool_result:c1 count ok",
             "step_finished(0)",
+            "tool_start:c2 count",
             "tool_input:c2",
             "tool_call:c2 count",
             "tool_result:c2 count ok",
@@ -436,6 +445,7 @@ async fn a_builder_streaming_tool_reports_each_update_and_a_blocked_call_polls_n
     assert_eq!(
         trace.take(),
         lines(&[
+            "on_chunk(tool_start:c1 count)",
             "on_chunk(tool_input:c1)",
             "on_chunk(tool_call:c1 count)",
             r#"before_tool_call({"to":3})"#,
@@ -446,6 +456,7 @@ async fn a_builder_streaming_tool_reports_each_update_and_a_blocked_call_polls_n
             "stream dropped",
             r#"after_tool_call(executed {"counted":3}, 3 preliminary)"#,
             "on_chunk(tool_result:c1 count ok)",
+            "on_chunk(tool_start:c2 count)",
             "on_chunk(tool_input:c2)",
             "on_chunk(tool_call:c2 count)",
             r#"before_tool_call({"skip":true,"to":3})"#,
@@ -473,6 +484,7 @@ async fn a_stream_that_ends_early_fails_or_panics_is_an_error_result_the_model_r
     assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
     let call = |id: &str, end: &str, after: &str| {
         vec![
+            format!("on_chunk(tool_start:{id} count)"),
             format!("on_chunk(tool_input:{id})"),
             format!("on_chunk(tool_call:{id} count)"),
             format!(r#"before_tool_call({{"end":"{end}"}})"#),

@@ -78,6 +78,7 @@ async fn preliminary_results_reach_on_chunk_and_the_stream_and_the_model_reads_t
         }
     }
     let expected = [
+        "tool_start:i1 index",
         "tool_input:i1",
         "tool_call:i1 index",
         r#"tool_preliminary:i1 index {"percent":33}"#,
@@ -87,7 +88,7 @@ async fn preliminary_results_reach_on_chunk_and_the_stream_and_the_model_reads_t
     ];
     assert_eq!(streamed, lines(&expected));
     let mut hooks = lines(&expected);
-    hooks.insert(5, "after_tool_call: 3 preliminary".to_owned());
+    hooks.insert(6, "after_tool_call: 3 preliminary".to_owned());
     assert_eq!(trace.take(), hooks);
     let read = model.requests()[1]
         .messages
@@ -113,6 +114,7 @@ async fn a_blocked_call_streams_nothing() {
     assert_eq!(
         trace.take(),
         lines(&[
+            "tool_start:i1 index",
             "tool_input:i1",
             "tool_call:i1 index",
             "after_tool_call: 0 preliminary",

@@ -91,12 +91,14 @@ fn retried(first: &str, second: &str, reason: &str) -> Vec<String> {
         "before_turn",
         "before_step(0)",
         "on_llm_start(0)",
+        &format!("on_chunk(tool_start:c1 {first})"),
         &format!("on_chunk(tool_call:c1 {first})"),
         "on_llm_end(0)",
         &format!("on_chunk(tool_result:c1 {first} error)"),
         &format!("on_step_finish(0 output_failure: {reason})"),
         "before_step(1)",
         "on_llm_start(1)",
+        &format!("on_chunk(tool_start:c2 {second})"),
         &format!("on_chunk(tool_call:c2 {second})"),
         "on_llm_end(1)",
         &format!("on_chunk(tool_result:c2 {second} ok)"),
@@ -271,6 +273,7 @@ async fn a_variants_tool_streams_partial_values_as_the_enums_json() {
     assert_eq!(
         events,
         lines(&[
+            "chunk(0 tool_start:c1 final_result_approve)",
             "chunk(0 tool_input:c1)",
             r#"partial(0 {"Approve":{}})"#,
             "chunk(0 tool_input:c1)",
@@ -283,6 +286,7 @@ async fn a_variants_tool_streams_partial_values_as_the_enums_json() {
             &format!("step_finished(0 output_failure: {reason})"),
             "output_retry(0 1)",
             // No partial until `response` starts: the enum's JSON needs the content.
+            "chunk(1 tool_start:c2 final_result_note)",
             "chunk(1 tool_input:c2)",
             "chunk(1 tool_input:c2)",
             r#"partial(1 {"Note":"ask"})"#,
