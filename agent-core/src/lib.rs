@@ -63,14 +63,14 @@ pub use hooks::{
     Event, Extension, ExtensionEvent, FailurePolicy, FilterMessagesContext, GuardrailKind,
     HandoffContext, HandoffDecision, HistoryDecision, Hook, HookError, HookFailure, HookOptions,
     HookReturn, LlmEndContext, LlmHistoryContext, LlmStartContext, Matcher, MatcherError,
-    MessageCreatedContext, Output, OutputCheck, OutputContext, OutputError, OutputFailure,
-    OutputMode, OutputReport, OutputType, PostProcessContext, RunAgent, RunContext, RunHooks,
-    SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, StoreToolResultContext, StoredOutputError, SubagentStartContext,
-    SubagentStopContext, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
-    ToolOutcomeKind, ToolResultContext, ToolResultDecision, ToolResultRecord, TurnConfig,
-    TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus, TurnWideEvent,
-    UpdateMessageContext, event,
+    MessageCreatedContext, ModelResult, Output, OutputCheck, OutputContext, OutputError,
+    OutputFailure, OutputMode, OutputReport, OutputType, PostProcessContext, RunAgent, RunContext,
+    RunHooks, SessionEndContext, SessionStartContext, StepConfig, StepContext, StepRecord,
+    StopContext, StopDecision, StopReason, StoreToolResultContext, StoredOutputError,
+    SubagentStartContext, SubagentStopContext, ToolCallContext, ToolCallDecision,
+    ToolCallResultContext, ToolOutcome, ToolOutcomeKind, ToolResultContext, ToolResultDecision,
+    ToolResultRecord, TurnConfig, TurnContext, TurnError, TurnErrorKind, TurnResult, TurnStatus,
+    TurnWideEvent, UpdateMessageContext, event,
 };
 pub use message::{Message, ToolCall, is_paired, no_arguments};
 pub use model::{

@@ -357,7 +357,8 @@ impl CommandHook {
                             ctx.step,
                             ctx.dynamic,
                         );
-                        let snapshot = result_snapshot(call, ctx.duration, &ctx.outcome);
+                        let snapshot =
+                            result_snapshot(call, ctx.duration, &ctx.outcome, &ctx.model_result);
                         run.run(snapshot).await.map(|_| ())
                     },
                 );

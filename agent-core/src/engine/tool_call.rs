@@ -19,7 +19,7 @@ use super::tool_results;
 use super::traced::{self, in_span};
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::tool_hooks::CallState;
-use crate::hooks::{ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
+use crate::hooks::{ModelResult, ToolOutcome, ToolOutcomeKind, ToolResultRecord, TurnError};
 use crate::message::ToolCall;
 use crate::store::{self, CallAnswer, PendingCall, PendingKind, SubagentTurn};
 use crate::text::Text;
@@ -330,10 +330,6 @@ async fn execute_inner(
     if let Some(state) = &mut state {
         state.preliminary = preliminary;
     }
-    let result_snapshot = call_snapshot
-        .filter(|_| extensions::subscribed(scope.extensions, ExtensionEvent::AfterToolCall))
-        .map(|snapshot| extensions::result_snapshot(snapshot, duration, &outcome));
-
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
     let mut checked = if tool_results::wanted(scope, is_error) {
@@ -341,8 +337,16 @@ async fn execute_inner(
     } else {
         tool_results::Checked::unchanged(content, is_error)
     };
+    // Observers see the tool's outcome and what the model reads (a result hook's, if one
+    // replaced it).
+    let result_snapshot = call_snapshot
+        .filter(|_| extensions::subscribed(scope.extensions, ExtensionEvent::AfterToolCall))
+        .map(|snapshot| {
+            extensions::result_snapshot(snapshot, duration, &outcome, &checked.model_result())
+        });
     let mut error = checked.error.take();
     if let Some(mut state) = state.filter(|_| has_after) {
+        state.model_result = checked.model_result();
         let after = scope.inherited.after_for(name).chain(&slot.after);
         error = error.or(observe_outcome(after, &mut state, outcome, duration).await);
     }
@@ -414,12 +418,13 @@ fn finish_now(
 ) -> CallResult {
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
+    let checked = tool_results::Checked::unchanged(content, is_error);
     let error = state.and_then(|mut state| {
         state.preliminary = preliminary;
+        state.model_result = checked.model_result();
         let after = scope.inherited.after_for(&slot.name).chain(&slot.after);
         observe_now(after, &mut state, outcome, duration)
     });
-    let checked = tool_results::Checked::unchanged(content, is_error);
     finished(call, checked, kind, duration, error)
 }
 
@@ -446,6 +451,7 @@ fn call_state<'c>(
         effective_input: parsed,
         preliminary: 0,
         approval: approval.cloned(),
+        model_result: ModelResult::default(),
         input_json: None,
     }
 }

@@ -1,7 +1,9 @@
 //! after_tool_call_success / after_tool_call_failure: the turn-wide hooks that may replace a
 //! call's result, or drop the call from history, before the result is stored.
 
-use crate::hooks::{ToolOutcomeKind, ToolResultContext, ToolResultDecision, TurnError};
+use crate::hooks::{
+    ModelResult, ToolOutcomeKind, ToolResultContext, ToolResultDecision, TurnError,
+};
 use crate::hooks::{TurnHooks, chain};
 use crate::message::ToolCall;
 use crate::text::Text;
@@ -12,6 +14,8 @@ use super::plan::CallScope;
 pub(super) struct Checked {
     pub(super) content: Text,
     pub(super) is_error: bool,
+    /// A hook replaced the result.
+    pub(super) replaced: bool,
     /// A hook dropped the call from history.
     pub(super) dropped: bool,
     /// A hook whose `on_error` says fail closed failed: the turn fails after this step.
@@ -24,8 +28,20 @@ impl Checked {
         Checked {
             content,
             is_error,
+            replaced: false,
             dropped: false,
             error: None,
+        }
+    }
+
+    /// The result as the model reads it, for after_tool_call and extensions (its text shared,
+    /// not copied).
+    pub(super) fn model_result(&self) -> ModelResult {
+        ModelResult {
+            content: self.content.clone(),
+            is_error: self.is_error,
+            replaced: self.replaced,
+            dropped: self.dropped,
         }
     }
 }
@@ -67,12 +83,13 @@ pub(super) async fn check(
         content: checked.content.to_string(),
         is_error,
     };
-    let mut dropped = false;
+    let (mut dropped, mut replaced) = (false, false);
     let apply = |ctx: &mut ToolResultContext, decision| match decision {
         ToolResultDecision::Keep => true,
         ToolResultDecision::Replace { content, is_error } => {
             ctx.content = content;
             ctx.is_error = is_error;
+            replaced = true;
             true
         }
         ToolResultDecision::Drop => {
@@ -87,6 +104,7 @@ pub(super) async fn check(
     };
     checked.content = ctx.content.into();
     checked.is_error = ctx.is_error;
+    checked.replaced = replaced;
     checked.dropped = dropped;
     checked.error = result.err();
     checked

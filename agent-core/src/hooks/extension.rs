@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::run::unless_turn_cancelled;
-use super::{Chunk, StepRecord, ToolOutcome, TurnConfig, TurnContext};
+use super::{Chunk, ModelResult, StepRecord, ToolOutcome, TurnConfig, TurnContext};
 use crate::util::{BoxFuture, catch_panic, catch_unwind};
 
 /// The version of the snapshot contract: it changes when a field changes meaning or goes
@@ -31,7 +31,7 @@ pub enum ExtensionEvent {
     /// `beforeToolCall`: `{ toolName, toolCallId, input, stepNumber, dynamic }`.
     BeforeToolCall,
     /// `afterToolCall`: `{ toolName, toolCallId, input, stepNumber, durationMs, success,
-    /// output | error, dynamic }`.
+    /// output | error, dynamic, modelResult: { content, isError, replaced, dropped } }`.
     AfterToolCall,
     /// `onStepFinish`: `{ stepNumber, finishReason, text, reasoningText, toolCallCount,
     /// toolResultCount, usage, providerMetadata }`.
@@ -305,8 +305,14 @@ pub(crate) fn call_snapshot(
     })
 }
 
-/// `afterToolCall`'s snapshot: `beforeToolCall`'s with the duration and the outcome.
-pub(crate) fn result_snapshot(mut call: Value, duration: Duration, outcome: &ToolOutcome) -> Value {
+/// `afterToolCall`'s snapshot: `beforeToolCall`'s with the duration, the outcome and the
+/// result the model reads.
+pub(crate) fn result_snapshot(
+    mut call: Value,
+    duration: Duration,
+    outcome: &ToolOutcome,
+    read: &ModelResult,
+) -> Value {
     let fields = call.as_object_mut().expect("a call snapshot is an object");
     fields.insert(
         "durationMs".to_owned(),
@@ -324,6 +330,15 @@ pub(crate) fn result_snapshot(mut call: Value, duration: Duration, outcome: &Too
             fields.insert("output".to_owned(), json!(reason));
         }
     }
+    fields.insert(
+        "modelResult".to_owned(),
+        json!({
+            "content": read.content.as_str(),
+            "isError": read.is_error,
+            "replaced": read.replaced,
+            "dropped": read.dropped,
+        }),
+    );
     call
 }
 

@@ -13,6 +13,7 @@ use super::RunAgent;
 use crate::cancel::CancelToken;
 use crate::message::Message;
 use crate::store::CallAnswer;
+use crate::text::Text;
 use crate::tool::{AnyValue, ToolError, ToolInput};
 
 /// before_tool_call: one call about to run, with input typed as `I`.
@@ -170,6 +171,40 @@ impl fmt::Display for ToolOutcomeKind {
     }
 }
 
+/// The result the model reads for a call, as its after_tool_call_success/_failure hooks left
+/// it: what after_tool_call observers (and extensions' `afterToolCall`) see beside the tool's
+/// own outcome. The store hooks that run after (`before_store_tool_result`,
+/// `before_create_message`) may still change what is stored.
+///
+/// ```
+/// use agent_core::ToolCallResultContext;
+/// use serde_json::Value;
+///
+/// fn audit(ctx: &ToolCallResultContext<Value>) {
+///     if ctx.model_result.replaced {
+///         // The tool gave `ctx.output()`; the model reads this instead.
+///         let _ = ctx.model_result.content.as_str();
+///     }
+/// }
+/// # let _ = audit;
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelResult {
+    /// The text the model reads (shared with the step's record and the `ToolResult` chunk).
+    pub content: Text,
+    /// Whether the model reads it as an error.
+    pub is_error: bool,
+    /// Whether an after_tool_call_success/_failure hook replaced the result
+    /// ([`ToolResultDecision::Replace`](crate::ToolResultDecision::Replace)): `content` and
+    /// `is_error` are then the hook's, while the call's outcome stays the tool's.
+    pub replaced: bool,
+    /// Whether such a hook dropped the call from history
+    /// ([`ToolResultDecision::Drop`](crate::ToolResultDecision::Drop)): the model reads
+    /// neither the call nor this result.
+    pub dropped: bool,
+}
+
 /// after_tool_call: one call's outcome, with input typed as `I` and output as `O`.
 pub struct ToolCallResultContext<I, O = Value> {
     /// The agent this hook fires for, the one whose model made the call: its name, its path
@@ -203,6 +238,10 @@ pub struct ToolCallResultContext<I, O = Value> {
     pub messages: Arc<Vec<Message>>,
     /// The answer that approved the call, when it waited for approval.
     pub approval: Option<CallAnswer>,
+    /// The result the model reads for the call, as its after_tool_call_success/_failure hooks
+    /// left it. [`outcome`](Self::outcome) and [`output`](Self::output) stay the tool's own
+    /// (its typed output); when a hook replaced the result, this holds the hook's text.
+    pub model_result: ModelResult,
     /// The output as JSON for `O = Value`, made on the first [`output`](Self::output) call: a
     /// hook that never reads it costs no serialization of the output (one allocation per call
     /// and hook fewer in `whole_turn_calls_agent`, agent-providers/benches/stream.rs).
@@ -219,6 +258,7 @@ impl<I: fmt::Debug, O> fmt::Debug for ToolCallResultContext<I, O> {
             .field("model_input", self.model_input())
             .field("effective_input", &self.effective_input)
             .field("outcome", &self.outcome)
+            .field("model_result", &self.model_result)
             .field("duration", &self.duration)
             .finish()
     }
@@ -242,7 +282,8 @@ impl<I, O: 'static> ToolCallResultContext<I, O> {
     /// when the call failed or was blocked, or when a hook substituted an output of another
     /// type. The model reads its text unless an after_tool_call_success/_failure hook replaced
     /// it ([`ToolResultDecision::Replace`](crate::ToolResultDecision::Replace), whose text and
-    /// error flag the step's record and its `ToolResult` chunk carry) or a store hook changed it.
+    /// error flag [`model_result`](Self::model_result), the step's record and its `ToolResult`
+    /// chunk carry) or a store hook changed it.
     pub fn output(&self) -> Option<&O> {
         if TypeId::of::<O>() == TypeId::of::<Value>() {
             let json = self

@@ -9,7 +9,9 @@ use std::time::Duration;
 use super::event::{AfterToolCall, BeforeToolCall};
 use super::matcher::CompiledMatcher;
 use super::run::{run_hook, run_sync};
-use super::tool_context::{ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome};
+use super::tool_context::{
+    ModelResult, ToolCallContext, ToolCallDecision, ToolCallResultContext, ToolOutcome,
+};
 use super::{FailurePolicy, Hook, HookBody, HookFailure, RunAgent};
 use crate::cancel::CancelToken;
 use crate::message::Message;
@@ -39,6 +41,8 @@ pub(crate) struct CallState<'c> {
     pub(crate) preliminary: usize,
     /// The answer that approved the call, when it waited for approval.
     pub(crate) approval: Option<CallAnswer>,
+    /// The result the model reads, once the result hooks ran (for after_tool_call).
+    pub(crate) model_result: ModelResult,
     /// `effective_input` as JSON, handed back by the last untyped (`Value`) hook that read it
     /// so the next one takes it instead of serializing the arguments again: one serialization
     /// per call, not one per hook (3 allocations fewer per call with a `Value` before/after
@@ -299,6 +303,7 @@ pub(crate) fn result_view<I: ToolInput, O: 'static>(
         preliminary: call.preliminary,
         messages: call.messages.clone(),
         approval: call.approval.clone(),
+        model_result: call.model_result.clone(),
         output_json: OnceLock::new(),
         _output: PhantomData,
     })

@@ -4,9 +4,11 @@
 //! writes are traced together with the hooks, so each test compares one full ordered list.
 
 use agent_core::{
-    AgentBuilder, HistoryDecision, Hook, Message, MessageStatus, ScriptedModel, ScriptedStep,
-    ToolCall, ToolResultDecision, ToolStatus, TurnStatus, event,
+    AgentBuilder, Chunk, Extension, ExtensionEvent, HistoryDecision, Hook, Matcher, Message,
+    MessageStatus, ScriptedModel, ScriptedStep, ToolCall, ToolResultDecision, ToolStatus,
+    TurnStatus, event,
 };
+use serde_json::Value;
 use tests::{Add, Failure, Recorded, Trace, TracedStore, failing, lines, status_name};
 
 /// One recording hook for each message hook, all keeping what they receive.
@@ -472,6 +474,91 @@ async fn dropping_a_call_keeps_every_other_call_paired_with_its_result() {
     assert_eq!(result.messages, history[1..]);
     assert_eq!(result.steps[0].tool_results.len(), 1);
     assert_eq!(result.steps[0].tool_results[0].content, "sum=2");
+}
+
+/// A success hook's Replace changes what the model reads; the observers after it (after_tool_call,
+/// an extension's afterToolCall) see that text, whether a hook replaced it, and still the
+/// tool's own output.
+#[tokio::test]
+async fn observers_see_the_result_a_success_hook_replaced_beside_the_tools_output() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().tool_call("c2", "add", r#"{"a":1,"b":1}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let (t1, t2, t3, t4) = (trace.clone(), trace.clone(), trace.clone(), trace.clone());
+    let agent = AgentBuilder::new("replacing")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .hook(Hook::<event::AfterToolCallSuccess>::sync(
+            "five",
+            move |ctx| {
+                t1.push(format!(
+                    "after_tool_call_success({} {})",
+                    ctx.call.id, ctx.content
+                ));
+                if ctx.call.id == "c1" {
+                    ToolResultDecision::Replace {
+                        content: "five".to_owned(),
+                        is_error: false,
+                    }
+                } else {
+                    ToolResultDecision::Keep
+                }
+            },
+        ))
+        .after_tool_call(
+            Matcher::all(),
+            Hook::<event::AfterToolCall<Value>>::sync("audit", move |ctx| {
+                let read = &ctx.model_result;
+                t2.push(format!(
+                    "after_tool_call({} {} output={} reads={} error={} replaced={} dropped={})",
+                    ctx.call_id,
+                    ctx.outcome.kind(),
+                    ctx.output().map_or("-".to_owned(), Value::to_string),
+                    read.content,
+                    read.is_error,
+                    read.replaced,
+                    read.dropped,
+                ));
+            }),
+        )
+        .extension(
+            Extension::new("audit", move |event, snapshot| {
+                t3.push(format!("{}({})", event.as_str(), snapshot["modelResult"]));
+                async { Ok(Value::Null) }
+            })
+            .subscribe([ExtensionEvent::AfterToolCall]),
+        )
+        .hook(Hook::<event::OnChunk>::sync("results", move |ctx| {
+            if let Chunk::ToolResult { id, content, .. } = &ctx.chunk {
+                t4.push(format!("on_chunk(tool_result {id} {content})"));
+            }
+        }))
+        .build()
+        .unwrap();
+    let result = agent.run("sums").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let replaced = r#"{"content":"five","dropped":false,"isError":false,"replaced":true}"#;
+    let kept = r#"{"content":"2","dropped":false,"isError":false,"replaced":false}"#;
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "add(2,3)",
+            "after_tool_call_success(c1 5)",
+            "after_tool_call(c1 executed output=5 reads=five error=false replaced=true dropped=false)",
+            &format!("afterToolCall({replaced})"),
+            "on_chunk(tool_result c1 five)",
+            "add(1,1)",
+            "after_tool_call_success(c2 2)",
+            "after_tool_call(c2 executed output=2 reads=2 error=false replaced=false dropped=false)",
+            &format!("afterToolCall({kept})"),
+            "on_chunk(tool_result c2 2)",
+        ])
+    );
+    assert_eq!(result.steps[0].tool_results[0].content, "five");
+    assert_eq!(result.steps[1].tool_results[0].content, "2");
 }
 
 #[tokio::test]

@@ -176,6 +176,7 @@ async fn snapshots_have_thinks_fields_and_come_after_the_agents_hooks_in_load_or
             "durationMs",
             "dynamic",
             "input",
+            "modelResult",
             "output",
             "stepNumber",
             "success",
@@ -185,6 +186,10 @@ async fn snapshots_have_thinks_fields_and_come_after_the_agents_hooks_in_load_or
     );
     assert_eq!(after["output"], json!({"found": true}));
     assert_eq!(after["success"], json!(true));
+    assert_eq!(
+        after["modelResult"],
+        json!({"content": r#"{"found":true}"#, "isError": false, "replaced": false, "dropped": false})
+    );
     let step = first("one:onStepFinish");
     assert_eq!(
         keys(step),

@@ -410,3 +410,36 @@ async fn an_fn_tool_made_sync_runs_on_the_spot_and_its_panic_is_an_error_result(
         .collect();
     assert_eq!(read, ["5", "tool `boom` panicked: sync body"]);
 }
+
+/// A call run on the spot (no result hook) gives after_tool_call the tool's own text as what
+/// the model reads, not replaced.
+#[tokio::test]
+async fn a_call_run_on_the_spot_gives_after_tool_call_what_the_model_reads() {
+    let trace = Trace::new();
+    let seen = trace.clone();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "shout", r#"{"text":"hi"}"#),
+        ScriptedStep::new().text("done"),
+    ]);
+    let agent = AgentBuilder::new("spot")
+        .model(model)
+        .tool(shout_tool::Shout)
+        .after_tool_call(
+            Matcher::all(),
+            Hook::<event::AfterToolCall<Value>>::sync("audit", move |ctx| {
+                let read = &ctx.model_result;
+                seen.push(format!(
+                    "after_tool_call({} reads={} error={} replaced={} dropped={})",
+                    ctx.call_id, read.content, read.is_error, read.replaced, read.dropped,
+                ));
+            }),
+        )
+        .build()
+        .unwrap();
+    let result = agent.run("shout").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(
+        trace.take(),
+        ["after_tool_call(c1 reads=HI error=false replaced=false dropped=false)"]
+    );
+}
