@@ -1375,3 +1375,56 @@ async fn server_tool_blocks_are_kept_on_the_reply_and_sent_back_next_turn() {
         ]})
     );
 }
+
+/// Each tool_use block's call starts once, naming its tool, before its argument pieces (one
+/// block streams none), as an agent's on_chunk sees it.
+#[tokio::test]
+async fn each_tool_use_block_starts_its_call_before_its_arguments() {
+    let calls = message_start(10)
+        + &text_block(0, &["Looking."])
+        + &tool_block(1, "toolu_a", "search", &["{\"q\":", "\"rust\"}"])
+        + &tool_block(2, "toolu_b", "now", &[])
+        + &message_end("tool_use", 5);
+    let server = TestServer::start([
+        Reply::sse_split(&calls, 7),
+        Reply::sse_split(&text_stream("Done."), 7),
+    ])
+    .await;
+    let chunks = Arc::new(Mutex::new(Vec::new()));
+    let seen = chunks.clone();
+    let agent = AgentBuilder::new("starts")
+        .model(client(&server, 0))
+        .hook(Hook::<event::OnChunk>::sync(
+            "record",
+            move |ctx: &ChunkContext| {
+                let entry = match &ctx.chunk {
+                    Chunk::ToolInputStart { id, name } => format!("start {id} {name}"),
+                    Chunk::ToolInputDelta { id, delta } => format!("input {id} {delta}"),
+                    Chunk::ToolCall(call) => format!("call {} {}", call.id, call.name),
+                    Chunk::ToolResult { id, .. } => format!("result {id}"),
+                    Chunk::TextDelta(text) => format!("text {text}"),
+                    other => format!("{other:?}"),
+                };
+                seen.lock().expect("not poisoned").push(entry);
+            },
+        ))
+        .build()
+        .expect("the agent builds");
+    let result = agent.run("go").await;
+    assert!(result.is_completed(), "{:?}", result.error);
+    assert_eq!(
+        *chunks.lock().expect("not poisoned"),
+        [
+            "text Looking.",
+            "start toolu_a search",
+            "input toolu_a {\"q\":",
+            "input toolu_a \"rust\"}",
+            "call toolu_a search",
+            "start toolu_b now",
+            "call toolu_b now",
+            "result toolu_a",
+            "result toolu_b",
+            "text Done.",
+        ]
+    );
+}
