@@ -1,5 +1,5 @@
-//! Chat with a real model from the terminal: the answer streams as it arrives, then the hook
-//! timeline is printed. Configured from the environment, so pointing `OPENAI_BASE_URL` at Ollama
+//! Chat with a real model from the terminal: the answer streams as it arrives (each tool named
+//! as its call starts, `[calling current_time…]`), then the hook timeline is printed. Configured from the environment, so pointing `OPENAI_BASE_URL` at Ollama
 //! or any OpenAI-compatible server just works.
 //!
 //! ```sh
@@ -253,6 +253,11 @@ async fn main() -> ExitCode {
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();
             }
+            // A tool call begins: say which tool before its arguments stream.
+            TurnEvent::Chunk {
+                chunk: Chunk::ToolInputStart { name, .. },
+                ..
+            } => println!("[calling {name}…]"),
             // The provider broke off and is retrying the step from its start: what this step
             // printed so far is void. It is on the screen already, so it is marked as such;
             // the retried attempt's text follows, once.

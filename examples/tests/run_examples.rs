@@ -182,6 +182,31 @@ fn text_chunk(text: &str) -> String {
 }
 
 #[test]
+fn chat_cli_names_each_tool_it_calls_as_the_call_starts() {
+    let call = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",",
+        "\"function\":{\"name\":\"current_time\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,",
+        "\"function\":{\"arguments\":\"{}\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let answer = text_chunk("It is late.")
+        + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let url = serve(vec![call.to_owned(), answer]);
+    let output = Command::new(example("chat_cli"))
+        .args(["--provider", "openai", "--model", "gpt-test", "Time?"])
+        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_BASE_URL", &url)
+        .output()
+        .expect("run chat_cli");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    let answer = stdout.split("\nhook timeline:").next().unwrap_or_default();
+    assert_eq!(answer, "[calling current_time…]\nIt is late.\n");
+}
+
+#[test]
 fn chat_cli_shows_each_attempt_of_a_retried_stream_once_and_marks_the_discarded_one() {
     let cut = text_chunk("Reading it.");
     let whole = text_chunk("Reading it.")
