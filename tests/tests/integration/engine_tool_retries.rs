@@ -49,6 +49,7 @@ fn lookup_step(step: usize, word: &str) -> Vec<String> {
     vec![
         format!("before_step({step})"),
         format!("on_llm_start({step})"),
+        format!("on_chunk(tool_start:c{step} lookup)"),
         format!("on_chunk(tool_input:c{step})"),
         format!("on_chunk(tool_call:c{step} lookup)"),
         format!("on_llm_end({step})"),
@@ -265,6 +266,7 @@ async fn arguments_that_do_not_parse_count_and_no_hook_sees_them() {
         expected.extend([
             format!("before_step({step})"),
             format!("on_llm_start({step})"),
+            format!("on_chunk(tool_start:c{step} add)"),
             format!("on_chunk(tool_input:c{step})"),
             format!("on_chunk(tool_call:c{step} add)"),
             format!("on_llm_end({step})"),
@@ -313,6 +315,7 @@ async fn calls_to_an_unknown_tool_count_against_the_agents_limit() {
             "before_turn",
             "before_step(0)",
             "on_llm_start(0)",
+            "on_chunk(tool_start:c0 define)",
             "on_chunk(tool_input:c0)",
             "on_chunk(tool_call:c0 define)",
             "on_llm_end(0)",
@@ -428,6 +431,7 @@ async fn a_blocked_call_is_no_failure_and_a_panicking_tool_is_one() {
     expected.extend(lines(&[
         "before_step(0)",
         "on_llm_start(0)",
+        "on_chunk(tool_start:c0 lookup)",
         "on_chunk(tool_input:c0)",
         "on_chunk(tool_call:c0 lookup)",
         "on_llm_end(0)",
@@ -437,6 +441,7 @@ async fn a_blocked_call_is_no_failure_and_a_panicking_tool_is_one() {
         "on_step_finish(0)",
         "before_step(1)",
         "on_llm_start(1)",
+        "on_chunk(tool_start:c1 explode)",
         "on_chunk(tool_input:c1)",
         "on_chunk(tool_call:c1 explode)",
         "on_llm_end(1)",
