@@ -36,10 +36,14 @@ pub(super) struct Streamed {
     reasoning: Vec<u8>,
     pub(super) reasoning_signature: Option<String>,
     pub(super) tool_calls: Vec<ToolCall>,
-    /// The calls whose [`Chunk::ToolInputStart`] was shown in this attempt (kept only while
-    /// someone listens; the list is made at a step's first call): a start the model repeats
-    /// is shown once, and a call the model never started gets one made before it.
-    started: Vec<Text>,
+    /// The calls whose [`Chunk::ToolInputStart`] was shown in this attempt, in the order shown,
+    /// each with whether its call came whole since (kept only while someone listens; the list
+    /// is made at a step's first call): a start the model sends again for the call it is
+    /// streaming is shown once, and a call the model never started gets one made before it.
+    started: Vec<(Text, bool)>,
+    /// Whether the model sent any of those starts (else each was made for a call already
+    /// whole, so none is of the call coming next).
+    model_started: bool,
     pub(super) usage: Usage,
     pub(super) provider_metadata: Vec<serde_json::Value>,
     pub(super) provider_blocks: Vec<serde_json::Value>,
@@ -503,6 +507,7 @@ impl Streamed {
             reasoning_signature: None,
             tool_calls: Vec::new(),
             started: Vec::new(),
+            model_started: false,
             usage: Usage::default(),
             provider_metadata: Vec::new(),
             provider_blocks: Vec::new(),
@@ -535,6 +540,23 @@ impl Streamed {
         }
     }
 
+    /// Whether the call `id`, the next of this attempt's calls to come whole, had its start
+    /// shown. One compare when the model starts its calls in the order they come whole, as the
+    /// providers do: the start at the call's place in `started`. A scan only when that is not
+    /// it and the model started calls of its own (not one compare per start shown before, which
+    /// cost a step of 32 calls about 800 instructions a call: `whole_turn_calls_agent` in
+    /// `agent-providers/benches/stream.rs`).
+    /// Marks the start found as its call's (calls of one reply may share an id).
+    fn was_started(&mut self, id: &Text) -> bool {
+        let own = |(start, whole): &&mut (Text, bool)| !*whole && start == id;
+        let found = match self.started.get_mut(self.tool_calls.len()) {
+            Some(at) if own(&at) => Some(at),
+            _ if self.model_started => self.started.iter_mut().find(own),
+            _ => None,
+        };
+        found.map(|(_, whole)| *whole = true).is_some()
+    }
+
     /// Records one event (accumulating linearly: text is appended, never re-copied). When
     /// someone is listening, the chunk it makes is put in `shown` (tool calls are only cloned
     /// into one then).
@@ -559,8 +581,9 @@ impl Streamed {
                 shown_as(shown, Chunk::ReasoningDelta(delta))
             }
             ModelEvent::ToolCallStart { id, name } => match shown {
-                Some(slot) if !self.started.contains(&id) => {
-                    self.started.push(id.clone());
+                Some(slot) if !matches!(self.started.last(), Some((last, false)) if *last == id) => {
+                    self.started.push((id.clone(), false));
+                    self.model_started = true;
                     *slot = Chunk::ToolInputStart { id, name };
                     Absorbed::Chunk
                 }
@@ -573,11 +596,11 @@ impl Streamed {
                 shown_as(shown, Chunk::ToolInputDelta { id, delta })
             }
             ModelEvent::ToolCall(call) if shown.is_some() => {
-                if self.started.contains(&call.id) {
+                if self.was_started(&call.id) {
                     self.tool_calls.push(call.clone());
                     return shown_as(shown, Chunk::ToolCall(call));
                 }
-                self.started.push(call.id.clone());
+                self.started.push((call.id.clone(), true));
                 let start = Chunk::ToolInputStart {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -615,6 +638,7 @@ impl Streamed {
                 self.reasoning_signature = None;
                 self.tool_calls.clear();
                 self.started.clear();
+                self.model_started = false;
                 self.usage = Usage::default();
                 self.provider_metadata.clear();
                 self.provider_blocks.clear();

@@ -414,8 +414,10 @@ pub enum Chunk {
     /// [`ToolCall`](Self::ToolCall): the model's
     /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart), or, for a call whose
     /// model sent none (its calls come whole), one the engine makes just before the
-    /// [`ToolCall`](Self::ToolCall). A start repeated for a call is not shown again; a
-    /// retried attempt's starts come again after [`Discarded`](Self::Discarded). Costs no
+    /// [`ToolCall`](Self::ToolCall). A start the model sends again for the call it is
+    /// streaming is not shown again (a model sends one start a call, see
+    /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart)); a retried attempt's
+    /// starts come again after [`Discarded`](Self::Discarded). Costs no
     /// allocation: the id and name are the call's own, shared.
     ToolInputStart {
         /// The call id (shared with the call's).

@@ -187,7 +187,8 @@ pub enum ModelEvent {
     ReasoningSignature(String),
     /// A tool call begins: its id and the tool's name, before its first
     /// [`ToolInputDelta`](Self::ToolInputDelta). A model that streams a call's arguments sends
-    /// it first (the engine does not look for it per delta); a model whose calls come whole
+    /// it first, once (the engine does not look for it per delta, and shows a start sent again
+    /// only if another call started in between); a model whose calls come whole
     /// may leave it out, and the engine makes one just before the call. Shown to on_chunk and
     /// the stream API as [`Chunk::ToolInputStart`](crate::Chunk::ToolInputStart), once per
     /// call; the engine also reads it to stream a final-answer call's partial values in a

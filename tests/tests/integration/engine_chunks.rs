@@ -220,3 +220,52 @@ async fn starts_made_for_whole_calls_keep_their_place_through_a_full_stream_chan
     expected.push("text:done".to_owned());
     assert_eq!(shown, expected);
 }
+
+/// Calls of one reply that share an id (providers reuse ids such as `call_0`), started by the
+/// model or coming whole: each call has its own start, in order.
+#[tokio::test]
+async fn calls_sharing_an_id_each_start_once() {
+    let whole = |name: &str| ModelEvent::ToolCall(ToolCall::new("x", name, "{}"));
+    let started = ScriptedStep::new()
+        .event(ModelEvent::ToolCallStart {
+            id: "x".into(),
+            name: "list".into(),
+        })
+        .event(whole("list"));
+    let step = ScriptedStep::new()
+        .event(whole("search"))
+        .event(whole("fetch"));
+    let agent = AgentBuilder::new("starts")
+        .model(ScriptedModel::new([
+            step,
+            started.event(whole("search")),
+            ScriptedStep::new().text("done"),
+        ]))
+        .build()
+        .unwrap();
+    let mut stream = agent.conversation().stream("go");
+    let mut shown = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let TurnEvent::Chunk { chunk, .. } = event {
+            shown.push(describe_chunk(&chunk));
+        }
+    }
+    assert_eq!(
+        shown,
+        lines(&[
+            "tool_start:x search",
+            "tool_call:x search",
+            "tool_start:x fetch",
+            "tool_call:x fetch",
+            "tool_result:x search error",
+            "tool_result:x fetch error",
+            "tool_start:x list",
+            "tool_call:x list",
+            "tool_start:x search",
+            "tool_call:x search",
+            "tool_result:x list error",
+            "tool_result:x search error",
+            "text:done",
+        ])
+    );
+}
