@@ -194,16 +194,23 @@ fn chat_cli_names_each_tool_it_calls_as_the_call_starts() {
     let answer = text_chunk("It is late.")
         + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
     let url = serve(vec![call.to_owned(), answer]);
+    let answer = chat_cli_answer(&url, "Time?");
+    assert_eq!(answer, "[calling current_time…]\nIt is late.\n");
+}
+
+/// What `chat_cli` printed before its hook timeline, asked `prompt` of the OpenAI server at
+/// `url` (it must succeed).
+fn chat_cli_answer(url: &str, prompt: &str) -> String {
     let output = Command::new(example("chat_cli"))
-        .args(["--provider", "openai", "--model", "gpt-test", "Time?"])
+        .args(["--provider", "openai", "--model", "gpt-test", prompt])
         .env("OPENAI_API_KEY", "test-key")
-        .env("OPENAI_BASE_URL", &url)
+        .env("OPENAI_BASE_URL", url)
         .output()
         .expect("run chat_cli");
-    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
     let answer = stdout.split("\nhook timeline:").next().unwrap_or_default();
-    assert_eq!(answer, "[calling current_time…]\nIt is late.\n");
+    answer.to_owned()
 }
 
 #[test]
@@ -213,15 +220,7 @@ fn chat_cli_shows_each_attempt_of_a_retried_stream_once_and_marks_the_discarded_
         + &text_chunk(" Done.")
         + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
     let url = serve(vec![cut, whole]);
-    let output = Command::new(example("chat_cli"))
-        .args(["--provider", "openai", "--model", "gpt-test", "Read it"])
-        .env("OPENAI_API_KEY", "test-key")
-        .env("OPENAI_BASE_URL", &url)
-        .output()
-        .expect("run chat_cli");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{output:?}");
-    let answer = stdout.split("\nhook timeline:").next().unwrap_or_default();
+    let answer = chat_cli_answer(&url, "Read it");
     assert!(
         answer.starts_with("Reading it.\n[discarded: the stream broke ("),
         "{answer}"
