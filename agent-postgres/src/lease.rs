@@ -2,7 +2,8 @@
 //! database: a row per session in `turn_leases` naming its holder and when the lease runs out,
 //! by the server's clock. The holder renews it every third of its length while the turn runs
 //! and deletes it when the turn ends; a holder that died stops renewing, and the next turn takes
-//! the lease once it ran out.
+//! the lease once it ran out, or at once when the holder was a turn of this process whose Tokio
+//! runtime was dropped mid-turn (see [`crate::holders`]).
 //!
 //! A turn waiting for the lease is woken when it is given back (see [`crate::wake`]) and when
 //! it runs out; while no connection listens for given-back leases it polls, 2 ms doubling up to
@@ -10,6 +11,7 @@
 //! waits for the database's lease.
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,11 +20,12 @@ use tokio::sync::OwnedMutexGuard;
 use tokio::task::AbortHandle;
 
 use super::PostgresStore;
+use crate::holders::{self, Live};
 use crate::wake::{CHANNEL, Watch};
 
 /// Takes the lease of `$1` for holder `$2` for `$3` µs, or an expired one: whether it took it
-/// and, if not, how many µs the holder's lease has left (null when the row came after the
-/// statement's snapshot).
+/// and, if not, how many µs the holder's lease has left and who holds it (null when the row
+/// came after the statement's snapshot).
 const TAKE: &str = "WITH taken AS (
         INSERT INTO turn_leases (session_id, holder, expires_at)
         VALUES ($1, $2, clock_timestamp() + $3 * interval '1 microsecond')
@@ -33,7 +36,8 @@ const TAKE: &str = "WITH taken AS (
     )
     SELECT EXISTS (SELECT FROM taken),
         (SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::float8
-            FROM turn_leases WHERE session_id = $1)";
+            FROM turn_leases WHERE session_id = $1),
+        (SELECT holder FROM turn_leases WHERE session_id = $1)";
 /// Renews the lease of `$1` held by `$2` for `$3` µs from now.
 const RENEW: &str =
     "UPDATE turn_leases SET expires_at = clock_timestamp() + $3 * interval '1 microsecond'
@@ -66,7 +70,11 @@ pub(crate) async fn take(
     };
     static TURNS: AtomicU64 = AtomicU64::new(0);
     let turn = TURNS.fetch_add(1, Ordering::Relaxed);
-    let holder = format!("{}:{}:{turn}", std::process::id(), store.id);
+    let holder = Arc::new(Live::new(format!(
+        "{}:{}:{turn}",
+        std::process::id(),
+        store.id
+    )));
     let length = micros(store.lease);
     let mut pause = FIRST_PAUSE;
     // Registered once the lease was found taken.
@@ -90,9 +98,17 @@ pub(crate) async fn take(
                 session: session.to_owned(),
                 holder: holder.clone(),
             }));
-            let taken = store.query(TAKE, &[&session, &holder, &length]).await;
+            let taken = store.query(TAKE, &[&session, &holder.0, &length]).await;
             let held = attempt.settle();
-            let (taken, left) = outcome(store, &taken?)?;
+            let (taken, left, other) = outcome(store, &taken?)?;
+            if let Some(other) = other.filter(|other| !taken && holders::abandoned(other)) {
+                // A turn of this process whose runtime was dropped mid-turn could not give its
+                // lease back: it is given back now, and taken at once.
+                store
+                    .execute(GIVE_BACK, &[&session, &other, &CHANNEL])
+                    .await?;
+                continue;
+            }
             if taken {
                 let heartbeat = Heartbeat(tokio::spawn(renew(held.clone())).abort_handle());
                 return Ok(Some(TurnLease::new(PostgresLease {
@@ -129,19 +145,22 @@ pub(crate) async fn take(
     }
 }
 
-/// Whether `TAKE` took the lease, and how long the holder's lease has left when it did not.
+/// Whether `TAKE` took the lease, and how long the holder's lease has left and who holds it
+/// when it did not.
 fn outcome(
     store: &PostgresStore,
     rows: &[tokio_postgres::Row],
-) -> Result<(bool, Option<Duration>), StoreError> {
+) -> Result<(bool, Option<Duration>, Option<String>), StoreError> {
     let row = rows
         .first()
         .ok_or_else(|| store.server.at("taking the turn lease returned no row"))?;
     let taken: bool = row.try_get(0).map_err(|e| store.server.postgres(&e))?;
     let left: Option<f64> = row.try_get(1).map_err(|e| store.server.postgres(&e))?;
+    let holder: Option<String> = row.try_get(2).map_err(|e| store.server.postgres(&e))?;
     Ok((
         taken,
         left.map(|left| Duration::from_micros(left.max(0.0) as u64)),
+        holder,
     ))
 }
 
@@ -157,7 +176,7 @@ async fn renew(held: Held) {
         tokio::time::sleep(held.store.lease / 3).await;
         let renewed = held
             .store
-            .execute(RENEW, &[&held.session, &held.holder, &length])
+            .execute(RENEW, &[&held.session, &held.holder.0, &length])
             .await;
         match renewed {
             Ok(1) => {}
@@ -181,7 +200,7 @@ async fn renew(held: Held) {
 struct Held {
     store: PostgresStore,
     session: String,
-    holder: String,
+    holder: Arc<Live>,
 }
 
 impl Held {
@@ -189,7 +208,7 @@ impl Held {
     async fn give_back(&self) {
         let deleted = self
             .store
-            .execute(GIVE_BACK, &[&self.session, &self.holder, &CHANNEL])
+            .execute(GIVE_BACK, &[&self.session, &self.holder.0, &CHANNEL])
             .await;
         if let Err(error) = deleted {
             tracing::warn!(

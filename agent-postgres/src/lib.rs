@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod holders;
 mod lease;
 mod row;
 mod schema;
@@ -211,6 +212,7 @@ impl PostgresStore {
             .and_then(|row| row.try_get(0))
             .map_err(|e| server.postgres(&e))?;
         drop(conn);
+        holders::store_made(&id);
         Ok(PostgresStore {
             pool,
             server,

@@ -198,20 +198,31 @@ async fn a_sqlite_turn_takes_the_session_of_a_dead_process_at_once() {
 
 /// A turn whose Tokio runtime is dropped mid-turn (a short-lived runtime per request, or one
 /// shut down while a turn runs) cannot give its lease back, since its give-back would run on
-/// that runtime; its process lives on, so the next turn of this process on the file could not
-/// tell the holder is gone and waited for the lease to run out (30 s by default). It now takes
-/// the session at once, well within a bound of a third of the lease, and repairs the rows.
+/// that runtime; its process lives on, so the next turn of this process on the file or
+/// database could not tell the holder is gone and waited for the lease to run out (30 s by
+/// default). It now takes the session at once, well within a bound of a third of the lease,
+/// and repairs the rows.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sqlite_turn_takes_the_session_of_a_runtime_dropped_mid_turn_at_once() {
-    let db = Db::sqlite("lease-runtime");
-    let runtime = || {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-    };
+    runtime_dropped_mid_turn(Db::sqlite("lease-runtime"));
+}
+
+#[test]
+fn a_postgres_turn_takes_the_session_of_a_runtime_dropped_mid_turn_at_once() {
+    runtime_dropped_mid_turn(runtime().block_on(Db::postgres("lease-runtime")));
+}
+
+/// A runtime of its own for a test that drops one.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn runtime_dropped_mid_turn(db: Db) {
     let first = runtime();
     first.block_on(async {
         let (started, mut on_start) = mpsc::unbounded_channel();
