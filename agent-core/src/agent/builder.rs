@@ -346,9 +346,10 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a hook of a turn-wide event (one with a zero [`Hook::timeout`] is a build error).
+    /// Adds a hook of a turn-wide event (a zero [`Hook::timeout`], or one on a sync hook, is a
+    /// build error).
     pub fn hook<E: TurnWideEvent>(mut self, hook: Hook<E>) -> Self {
-        self.zero_timeout(&hook.name, hook.options.timeout);
+        self.hook_timeout(&hook.name, hook.options.timeout, hook.is_sync());
         E::slot(&mut self.hooks).push(hook);
         self
     }
@@ -364,7 +365,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<BeforeToolCall<I>>,
     ) -> Self {
-        self.zero_timeout(&hook.name, hook.options.timeout);
+        self.hook_timeout(&hook.name, hook.options.timeout, hook.is_sync());
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -385,7 +386,7 @@ impl AgentBuilder {
         matcher: Matcher,
         hook: Hook<AfterToolCall<I, O>>,
     ) -> Self {
-        self.zero_timeout(&hook.name, hook.options.timeout);
+        self.hook_timeout(&hook.name, hook.options.timeout, hook.is_sync());
         if let Some(meta) = self.meta(
             &matcher,
             &hook.name,
@@ -400,10 +401,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Notes a hook's zero timeout as a build problem: every run would time out at once (the
-    /// macros refuse `timeout_ms = 0` the same way).
-    fn zero_timeout(&mut self, name: &str, timeout: Option<Duration>) {
-        if timeout == Some(Duration::ZERO) {
+    /// Notes a hook's timeout that could not work as a build problem: a sync hook's (it runs
+    /// inline, where nothing can stop it), or a zero one (every run would time out at once).
+    /// The macros refuse `timeout_ms` on a sync hook and `timeout_ms = 0` the same way.
+    fn hook_timeout(&mut self, name: &str, timeout: Option<Duration>, sync: bool) {
+        if timeout.is_some() && sync {
+            self.problems.push(format!(
+                "hook `{name}`: a timeout applies to async hooks; a sync hook runs inline and \
+                 cannot be stopped: make it async, or remove its timeout"
+            ));
+        } else if timeout == Some(Duration::ZERO) {
             self.problems.push(format!(
                 "hook `{name}`: its timeout is zero, so every run would time out at once; give \
                  a positive limit, or none"

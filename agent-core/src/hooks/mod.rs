@@ -129,7 +129,8 @@ pub struct HookOptions {
     pub priority: i32,
     /// Overrides the event's default failure policy.
     pub on_error: Option<FailurePolicy>,
-    /// Fails an async hook that runs longer than this.
+    /// Fails an async hook that runs longer than this (on a sync hook, a build error of the
+    /// agent it is added to: nothing can stop a hook that runs inline).
     pub timeout: Option<Duration>,
 }
 
@@ -151,7 +152,7 @@ impl HookOptions {
         self
     }
 
-    /// Fails an async hook that runs longer than this.
+    /// Fails an async hook that runs longer than this (on a sync hook, a build error).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -335,8 +336,9 @@ impl<E: Event> Hook<E> {
         self
     }
 
-    /// Fails the hook if it runs longer than this (async hooks); zero is a build error of the
-    /// agent it is added to.
+    /// Fails the hook if it runs longer than this. For async hooks: on a sync hook, which runs
+    /// inline where nothing can stop it, it is a build error of the agent it is added to, as
+    /// zero is.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options.timeout = Some(timeout);
         self
@@ -355,6 +357,11 @@ impl<E: Event> Hook<E> {
 
     pub(crate) fn policy(&self) -> FailurePolicy {
         self.options.on_error.unwrap_or(E::DEFAULT_POLICY)
+    }
+
+    /// Whether it runs inline ([`Hook::sync`]).
+    pub(crate) fn is_sync(&self) -> bool {
+        matches!(self.body, HookBody::Sync(_))
     }
 }
 

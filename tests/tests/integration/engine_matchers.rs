@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use agent_core::{
-    AgentBuilder, BuildError, FnTool, Hook, Matcher, ScriptedModel, ScriptedStep, StepConfig,
-    ToolCallDecision, ToolError, TurnConfig, TurnStatus, event,
+    AgentBuilder, BuildError, ChunkContext, FnTool, Hook, Matcher, ScriptedModel, ScriptedStep,
+    StepConfig, ToolCallContext, ToolCallDecision, ToolError, TurnConfig, TurnStatus, event,
 };
 use serde_json::{Value, json};
 use tests::{
@@ -585,8 +585,9 @@ fn an_empty_approval_key_is_a_build_error() {
 }
 
 /// A zero timeout (the agent's `tool_timeout`, a tool's own, a hook's or an extension's) is a
-/// build error naming it: everything it bounds would time out at once. The macros refuse
-/// `timeout_ms = 0` the same way.
+/// build error naming it: everything it bounds would time out at once. So is a sync hook's
+/// timeout: nothing can stop a hook that runs inline. The macros refuse `timeout_ms = 0` and
+/// `timeout_ms` on a sync hook the same way.
 #[test]
 fn a_zero_timeout_is_a_build_error() {
     use std::time::Duration;
@@ -598,8 +599,13 @@ fn a_zero_timeout_is_a_build_error() {
         |_, _| Ok(Value::Null),
     )
     .with_timeout(zero);
-    let gate = Hook::<AnyBefore>::sync("gate", |_| {}).timeout(zero);
-    let meter = Hook::<event::OnChunk>::sync("meter", |_| {}).timeout(zero);
+    let gate =
+        Hook::<AnyBefore>::new_async("gate", async |_: &ToolCallContext<Value>| {}).timeout(zero);
+    let meter =
+        Hook::<event::OnChunk>::new_async("meter", async |_: &ChunkContext| {}).timeout(zero);
+    // A sync hook runs inline: no timeout, zero or not, can stop it.
+    let inline = Hook::<event::OnChunk>::sync("inline", |_| {}).timeout(zero);
+    let bounded = Hook::<AnyBefore>::sync("bounded", |_| {}).timeout(Duration::from_millis(250));
     let extension =
         agent_core::Extension::new("audit", |_, _| async { Ok(Value::Null) }).timeout(zero);
     let error = build_error(
@@ -609,6 +615,8 @@ fn a_zero_timeout_is_a_build_error() {
             .dyn_tool(instant)
             .before_tool_call(Matcher::all(), gate)
             .hook(meter)
+            .hook(inline)
+            .before_tool_call(Matcher::all(), bounded)
             .extension(extension),
     );
     assert_eq!(
@@ -616,6 +624,8 @@ fn a_zero_timeout_is_a_build_error() {
         lines(&[
             "hook `gate`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
             "hook `meter`: its timeout is zero, so every run would time out at once; give a positive limit, or none",
+            "hook `inline`: a timeout applies to async hooks; a sync hook runs inline and cannot be stopped: make it async, or remove its timeout",
+            "hook `bounded`: a timeout applies to async hooks; a sync hook runs inline and cannot be stopped: make it async, or remove its timeout",
             "extension `audit`: its timeout is zero, so every run would time out at once; give a positive limit",
             "`tool_timeout` is zero, so every tool call would time out at once; give a positive limit, or none",
             "tool `instant`: its timeout is zero, so every call would time out at once; give a positive limit, or none",
