@@ -83,7 +83,7 @@ pub use session::{
     TokenCounter, cut_point, default_token_counter, is_boundary, summary_message,
 };
 pub use store::{
-    CallAnswer, ExpectedTable, MemoryStore, MessageColumns, MessageRow, MessageStatus,
+    CallAnswer, ExpectedTable, LeaseHolder, MemoryStore, MessageColumns, MessageRow, MessageStatus,
     MessageUpdate, NewMessage, NowOrLater, PendingCall, PendingKind, ReleaseTurn, SessionStore,
     SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage,
     SubagentTurn, SuspendedCall, ToolStatus, TurnLease, TurnLocks, missing_from_schema,

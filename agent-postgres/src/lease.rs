@@ -15,12 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use agent_core::{BoxFuture, ReleaseTurn, StoreError, TurnLease};
+use agent_core::{BoxFuture, LeaseHolder, ReleaseTurn, StoreError, TurnLease};
 use tokio::sync::OwnedMutexGuard;
 use tokio::task::AbortHandle;
 
 use super::PostgresStore;
-use crate::holders::{self, Live};
+use crate::holders;
 use crate::wake::{CHANNEL, Watch};
 
 /// Takes the lease of `$1` for holder `$2` for `$3` µs, or an expired one: whether it took it
@@ -70,7 +70,7 @@ pub(crate) async fn take(
     };
     static TURNS: AtomicU64 = AtomicU64::new(0);
     let turn = TURNS.fetch_add(1, Ordering::Relaxed);
-    let holder = Arc::new(Live::new(format!(
+    let holder = Arc::new(LeaseHolder::new(format!(
         "{}:{}:{turn}",
         std::process::id(),
         store.id
@@ -98,7 +98,9 @@ pub(crate) async fn take(
                 session: session.to_owned(),
                 holder: holder.clone(),
             }));
-            let taken = store.query(TAKE, &[&session, &holder.0, &length]).await;
+            let taken = store
+                .query(TAKE, &[&session, &holder.name(), &length])
+                .await;
             let held = attempt.settle();
             let (taken, left, other) = outcome(store, &taken?)?;
             if let Some(other) = other.filter(|other| !taken && holders::abandoned(other)) {
@@ -176,7 +178,7 @@ async fn renew(held: Held) {
         tokio::time::sleep(held.store.lease / 3).await;
         let renewed = held
             .store
-            .execute(RENEW, &[&held.session, &held.holder.0, &length])
+            .execute(RENEW, &[&held.session, &held.holder.name(), &length])
             .await;
         match renewed {
             Ok(1) => {}
@@ -200,7 +202,7 @@ async fn renew(held: Held) {
 struct Held {
     store: PostgresStore,
     session: String,
-    holder: Arc<Live>,
+    holder: Arc<LeaseHolder>,
 }
 
 impl Held {
@@ -208,7 +210,7 @@ impl Held {
     async fn give_back(&self) {
         let deleted = self
             .store
-            .execute(GIVE_BACK, &[&self.session, &self.holder.0, &CHANNEL])
+            .execute(GIVE_BACK, &[&self.session, &self.holder.name(), &CHANNEL])
             .await;
         if let Err(error) = deleted {
             tracing::warn!(

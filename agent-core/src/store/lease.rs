@@ -1,7 +1,9 @@
 //! One turn at a time per session: the lease a store gives a turn ([`TurnLease`]), and the
 //! in-process turn locks every store keeps ([`TurnLocks`]).
 
+use std::collections::HashSet;
 use std::fmt;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::OwnedMutexGuard;
 
@@ -88,6 +90,48 @@ impl fmt::Debug for TurnLease {
             .field("held", &!matches!(self.held, Held::Nothing))
             .finish()
     }
+}
+
+/// The holder name a turn of this process has its store's lease row under, known as live
+/// ([`LeaseHolder::is_live`]) until dropped. A store that names its lease rows' holders keeps
+/// one (shared) for as long as anything of the turn may hold the lease: the lease, an attempt at
+/// it, its renewals, its give-back on its way. A turn whose Tokio runtime was dropped mid-turn
+/// could not give its lease back on that runtime, but drops its holder with it: the next turn
+/// of this process that finds the row under a name no longer live may take it at once, rather
+/// than wait for it to run out (the SQLite and PostgreSQL stores do).
+#[derive(Debug)]
+pub struct LeaseHolder(String);
+
+/// The names of this process's live lease holders, on every store.
+static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+impl LeaseHolder {
+    /// Holds `name` (unique to the turn, as a lease row's holder must be) as live.
+    pub fn new(name: String) -> LeaseHolder {
+        live().insert(name.clone());
+        LeaseHolder(name)
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether a turn of this process holds `name` now.
+    pub fn is_live(name: &str) -> bool {
+        live().contains(name)
+    }
+}
+
+impl Drop for LeaseHolder {
+    fn drop(&mut self) {
+        live().remove(&self.0);
+    }
+}
+
+/// The live names (a panic elsewhere while they were held leaves them whole).
+fn live() -> MutexGuard<'static, HashSet<String>> {
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The turn locks of one store's sessions within this process: one lock per session id,

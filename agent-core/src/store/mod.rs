@@ -22,11 +22,11 @@ use crate::util::BoxFuture;
 
 pub use columns::{ExpectedTable, MessageColumns, MessageRow, missing_from_schema};
 pub(crate) use guard::PanicSafe;
-pub use lease::{ReleaseTurn, TurnLease, TurnLocks};
+pub use lease::{LeaseHolder, ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
 pub(crate) use pending::units;
 pub use pending::{CallAnswer, PendingCall, PendingKind, SubagentTurn, SuspendedCall};
-pub(crate) use seal::{fingerprint, same_token, token};
+pub(crate) use seal::{call_token, fingerprint, same_token};
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 
 /// A failure of the session store: its [`kind`](Self::kind) to branch on, and a message that

@@ -5,8 +5,7 @@
 //! once when the holder was a process of this machine that is gone, or a turn of this process
 //! whose runtime was dropped mid-turn (see [`holder_gone`]).
 
-use std::collections::HashSet;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -16,7 +15,7 @@ use tokio::task::AbortHandle;
 use super::SqliteStore;
 use super::commit::{Commit, TurnMark};
 use super::error::DbFile;
-use crate::store::{ReleaseTurn, StoreError, TurnLease, now_micros};
+use crate::store::{LeaseHolder, ReleaseTurn, StoreError, TurnLease, now_micros};
 use crate::util::{BoxFuture, new_id};
 
 /// Takes the lease, or an expired one; `?4` is now.
@@ -42,7 +41,7 @@ pub(super) async fn take(
     let Some(local) = store.locks.lock(session, wait).await else {
         return Ok(None);
     };
-    let holder = Arc::new(Live::new(format!(
+    let holder = Arc::new(LeaseHolder::new(format!(
         "{}:{}:{}",
         std::process::id(),
         machine(),
@@ -58,7 +57,7 @@ pub(super) async fn take(
             session: session.to_owned(),
             holder: holder.clone(),
         }));
-        let (key, who) = (session.to_owned(), holder.0.clone());
+        let (key, who) = (session.to_owned(), holder.name().to_owned());
         // Not synced: a lease lives no longer than its process (a power loss ends both).
         let taken = store
             .write(Commit::Deferred, move |conn, file| {
@@ -167,7 +166,7 @@ fn holder_gone(holder: &str) -> bool {
     if pid == std::process::id() {
         // This process: gone when nothing here holds it any more (its runtime was dropped
         // mid-turn, before the lease could be given back on it).
-        return !Live::holds(holder);
+        return !LeaseHolder::is_live(holder);
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command's closing parenthesis: `Z` for a zombie, `X` dead.
@@ -183,7 +182,7 @@ async fn renew(held: Held) {
     let length = micros(held.store.lease);
     loop {
         tokio::time::sleep(held.store.lease / 3).await;
-        let (session, holder) = (held.session.clone(), held.holder.0.clone());
+        let (session, holder) = (held.session.clone(), held.holder.name().to_owned());
         let renewed = held
             .store
             .write(Commit::Deferred, move |conn, file| {
@@ -215,45 +214,14 @@ async fn renew(held: Held) {
 struct Held {
     store: SqliteStore,
     session: String,
-    holder: Arc<Live>,
-}
-
-/// A holder name this process may have a lease row under, known to [`holder_gone`] as alive
-/// until the last of the turn's holds on it (its lease, an attempt, the renewals, a give-back
-/// on its way) is dropped: run to its end, or dropped with a runtime shut down mid-turn.
-struct Live(String);
-
-/// The holder names of this process's live leases, on every file.
-static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
-
-impl Live {
-    fn new(holder: String) -> Live {
-        Live::names().insert(holder.clone());
-        Live(holder)
-    }
-
-    /// Whether a lease of this process under `holder` is live.
-    fn holds(holder: &str) -> bool {
-        Live::names().contains(holder)
-    }
-
-    /// The list of live names (a panic elsewhere while it was held leaves it whole).
-    fn names() -> MutexGuard<'static, HashSet<String>> {
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        Live::names().remove(&self.0);
-    }
+    holder: Arc<LeaseHolder>,
 }
 
 impl Held {
     /// Deletes the row, if it is still this holder's: the turn's last write, synced when one of
     /// its writes before it was not.
     async fn give_back(&self) {
-        let (session, holder) = (self.session.clone(), self.holder.0.clone());
+        let (session, holder) = (self.session.clone(), self.holder.name().to_owned());
         let deleted = self
             .store
             .write(Commit::Flush, move |conn, file| {
