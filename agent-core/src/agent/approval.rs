@@ -147,15 +147,7 @@ impl Conversation {
         let mut waiting = self.agent.inner.store.suspended(&self.session).await?;
         if let Some(key) = &self.agent.inner.approval_key {
             for suspended in &mut waiting {
-                let call = &suspended.call;
-                let token = store::token(
-                    key,
-                    &self.session,
-                    suspended.row,
-                    &call.id,
-                    &call.tool,
-                    &call.fingerprint,
-                );
+                let token = store::call_token(key, &self.session, suspended.row, &suspended.call);
                 suspended.call.token = Some(token);
             }
         }
@@ -467,17 +459,7 @@ impl Conversation {
         let expected = match (&self.agent.inner.approval_key, check) {
             (Some(_), None) => return Err(AnswerError::TokenRequired { call_id }),
             (None, None) => return Ok(()),
-            (Some(key), Some(_)) => {
-                let session = &self.session;
-                store::token(
-                    key,
-                    session,
-                    waiting.row,
-                    &call.id,
-                    &call.tool,
-                    &call.fingerprint,
-                )
-            }
+            (Some(key), Some(_)) => store::call_token(key, &self.session, waiting.row, call),
             (None, Some(_)) => call.fingerprint.clone(),
         };
         match check {

@@ -105,10 +105,8 @@ impl Turn<'_> {
             })
             .map(|(mut call, via)| {
                 // Sealed for this session and row (a subagent's own seal is for its session).
-                call.token = self.agent.approval_key.as_ref().map(|key| {
-                    let (id, tool, print) = (&call.id, &call.tool, &call.fingerprint);
-                    store::token(key, self.session_id, row, id, tool, print)
-                });
+                call.token = (self.agent.approval_key.as_ref())
+                    .map(|key| store::call_token(key, self.session_id, row, &call));
                 SuspendedCall {
                     call,
                     row,

@@ -6,6 +6,8 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::PendingCall;
+
 /// The fingerprint of a call: hex SHA-256 of its tool name, a zero byte, and its arguments as
 /// canonical JSON (object keys sorted, no whitespace), so the same arguments always give the
 /// same fingerprint whatever order the model wrote them in.
@@ -68,6 +70,11 @@ pub(crate) fn token(
         message.extend_from_slice(field.as_bytes());
     }
     hex(&hmac_sha256(key, &message))
+}
+
+/// The token of the waiting call `call` of assistant row `row` in `session` (see [`token`]).
+pub(crate) fn call_token(key: &[u8], session: &str, row: i64, call: &PendingCall) -> String {
+    token(key, session, row, &call.id, &call.tool, &call.fingerprint)
 }
 
 /// Whether two tokens are equal, in time that does not depend on where they differ.
