@@ -51,6 +51,7 @@ pub struct StepRecord {
 
 /// One tool call's result in a step record.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolResultRecord {
     /// The call id.
     pub call_id: Text,
@@ -179,6 +180,7 @@ impl fmt::Display for TurnStatus {
 
 /// An error that ended a turn.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TurnError {
     /// What failed.
     pub kind: TurnErrorKind,
@@ -415,6 +417,7 @@ pub struct ChatResponse {
 
 /// The outcome of a turn: what `run` returns and the stream API's last event.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TurnResult {
     /// This turn's id.
     pub request_id: Arc<str>,
