@@ -212,7 +212,8 @@ impl Conversation {
     /// [`Chunk::Discarded`](crate::Chunk::Discarded) and then the retried attempt's chunks from the start of the step: a
     /// consumer that shows text as it arrives drops (or marks) what it showed of that step
     /// since the step began, as `examples/chat_cli.rs` does; `StepFinished` and `Finished`
-    /// hold only the attempt that completed.
+    /// hold only the attempt that completed. A post_process_message hook that changes a
+    /// reply's text or calls is shown the same way: `Discarded`, then the reply it gave.
     pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
         self.spawn_stream(request.into())
     }

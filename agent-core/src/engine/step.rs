@@ -15,10 +15,10 @@ use super::state::{End, Flow, Turn, as_stored};
 use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
-    ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext, StopDecision,
-    StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,
+    Chunk, ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext,
+    StopDecision, StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,
 };
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest};
 use crate::store::{self, MessageStatus, MessageUpdate};
 use crate::text::Text;
@@ -210,6 +210,56 @@ impl<'a> Turn<'a> {
         Ok((model, Box::new(request)))
     }
 
+    /// Shows the reply a post_process_message hook gave in place of the one streamed, so a
+    /// client is never left with a call that will not run or text that is not stored: after
+    /// [`Chunk::Discarded`] (or, while the step's chunks are held back, in place of them) its
+    /// reasoning, text, and each call's start and whole call. Only when the hook changed the
+    /// text or the calls.
+    async fn show_replaced(&self, step: usize, message: &Message) -> Flow {
+        let Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            ..
+        } = message
+        else {
+            return Ok(());
+        };
+        let mut stream = StepStream::new(self, step);
+        if !stream.listening() {
+            return Ok(());
+        }
+        let holding = match self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            Some(held) => {
+                held.clear();
+                true
+            }
+            None => false,
+        };
+        let reason = "a post_process_message hook replaced the reply".to_owned();
+        let mut chunks = Vec::with_capacity(3 + 2 * tool_calls.len());
+        chunks.extend((!holding).then_some(Chunk::Discarded { reason }));
+        chunks
+            .extend((!reasoning.is_empty()).then(|| Chunk::ReasoningDelta((&**reasoning).into())));
+        chunks.extend((!content.is_empty()).then(|| Chunk::TextDelta((&**content).into())));
+        for call in tool_calls.iter() {
+            chunks.push(Chunk::ToolInputStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            chunks.push(Chunk::ToolCall(call.clone()));
+        }
+        for chunk in chunks {
+            stream.chunk(chunk).await.map_err(End::turn)?;
+        }
+        Ok(())
+    }
+
     /// Sends the step's held chunks (an agent with output guardrails), in order; for such an
     /// agent only.
     async fn release(&self, step: usize) -> Flow {
@@ -249,7 +299,12 @@ impl<'a> Turn<'a> {
         let reply = if hooks.post_process_message.is_empty() {
             reply
         } else {
+            let streamed = (reply.text.clone(), reply.tool_calls.clone());
             match history::post_process(hooks, &self.me, step, reply).await {
+                Ok(reply) if replaced(&streamed, &reply) => {
+                    self.show_replaced(step, &reply.message).await?;
+                    reply
+                }
                 Ok(reply) => reply,
                 Err((error, reply)) => {
                     self.open.partial(&reply.message);
@@ -444,4 +499,9 @@ impl<'a> Turn<'a> {
             ),
         }
     }
+}
+
+/// Whether post_process_message changed what the step streamed: its text or its tool calls.
+fn replaced((text, calls): &(Text, Arc<[ToolCall]>), reply: &history::Reply) -> bool {
+    *text != reply.text || !(Arc::ptr_eq(calls, &reply.tool_calls) || *calls == reply.tool_calls)
 }

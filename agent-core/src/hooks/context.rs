@@ -399,11 +399,15 @@ pub enum Chunk {
     TextDelta(DeltaText),
     /// Reasoning (short text held inline, see [`DeltaText`]).
     ReasoningDelta(DeltaText),
-    /// A broken stream is being retried from the start of its step: drop (or mark as void)
-    /// every text, reasoning, tool-start and tool-input chunk this step streamed so far. The
-    /// retried attempt's chunks follow from the beginning, and the step's record, the turn's
-    /// result and the stored history hold only the attempt that completed; no tool ran from
-    /// the discarded one.
+    /// Drop (or mark as void) every text, reasoning and tool-call chunk (start, input, whole
+    /// call) this step streamed so far; what follows replaces them. Sent when a broken stream
+    /// is retried from the start of its step (the retried attempt's chunks follow from the
+    /// beginning; the step's record, the turn's result and the stored history hold only the
+    /// attempt that completed, and no tool ran from the discarded one), and when a
+    /// post_process_message hook changed the reply's text or calls (the reply as it will be
+    /// stored and run follows: its reasoning, text, and each call's start and whole call; an
+    /// agent with output guardrails, whose chunks are held until the reply is settled, shows
+    /// only the replacement).
     Discarded {
         /// Why the attempt was discarded.
         reason: String,

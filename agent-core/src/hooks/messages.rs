@@ -87,7 +87,10 @@ pub enum HistoryDecision {
 }
 
 /// post_process_message: the model's reply before it is stored, as the previous hook left it.
-/// A replacement must be an assistant message; its tool calls are the ones that run.
+/// A replacement must be an assistant message; its tool calls are the ones that run. When the
+/// hooks change the reply's text or calls, on_chunk and the stream API get
+/// [`Chunk::Discarded`](crate::Chunk::Discarded) and then the reply as stored, so a client
+/// drops what the model streamed.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct PostProcessContext {

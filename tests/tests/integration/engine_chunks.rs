@@ -4,10 +4,10 @@
 //! arguments, whatever its model sends.
 
 use agent_core::{
-    AgentBuilder, ChunkContext, Hook, ModelEvent, ScriptedModel, ScriptedStep, ToolCall, TurnEvent,
-    TurnStatus, event,
+    AgentBuilder, ChunkContext, Guardrail, GuardrailVerdict, Hook, Message, ModelEvent,
+    ScriptedModel, ScriptedStep, ToolCall, TurnEvent, TurnResult, TurnStatus, event,
 };
-use tests::{Trace, describe_chunk, lines};
+use tests::{Add, Trace, describe_chunk, lines};
 
 /// Streams `count` text chunks (`0`, `1`, ...) through `hooks` and the stream API; returns
 /// what the stream showed of them.
@@ -268,4 +268,132 @@ async fn calls_sharing_an_id_each_start_once() {
             "text:done",
         ])
     );
+}
+
+/// A post_process_message hook that keeps only the call `c2` and rewrites the reply's text
+/// when it has calls (what a redacting or call-filtering hook does); `rewrite` false leaves
+/// every reply as it is.
+fn keeping_c2(rewrite: bool) -> Hook<event::PostProcessMessage> {
+    Hook::<event::PostProcessMessage>::sync("keep c2", move |ctx| {
+        let Message::Assistant {
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+            ..
+        } = &ctx.message
+        else {
+            return None;
+        };
+        (rewrite && !tool_calls.is_empty()).then(|| Message::Assistant {
+            content: "Adding [redacted].".into(),
+            reasoning: reasoning.clone(),
+            tool_calls: tool_calls
+                .iter()
+                .filter(|c| c.id == "c2")
+                .cloned()
+                .collect(),
+            reasoning_signature: reasoning_signature.clone(),
+            provider_blocks: provider_blocks.clone(),
+        })
+    })
+}
+
+/// Streams a step of two calls through `keeping_c2(rewrite)`, with on_chunk recording and
+/// output guardrails when `guarded`; what on_chunk and the stream API saw, and the turn.
+async fn post_processed(rewrite: bool, guarded: bool) -> (Vec<String>, Vec<String>, TurnResult) {
+    let trace = Trace::new();
+    let seen = trace.clone();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding 2 and 3.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#)
+            .tool_call("c2", "add", r#"{"a":1,"b":1}"#),
+        ScriptedStep::new().text("2"),
+    ]);
+    let mut builder = AgentBuilder::new("post")
+        .model(model)
+        .tool(Add::traced(&Trace::new()))
+        .hook(keeping_c2(rewrite))
+        .hook(Hook::<event::OnChunk>::sync("chunks", move |ctx| {
+            seen.push(describe_chunk(&ctx.chunk));
+        }));
+    if guarded {
+        builder = builder.output_guardrail(Guardrail::new("pass", |_| GuardrailVerdict::Pass));
+    }
+    let agent = builder.build().unwrap();
+    let mut stream = agent.conversation().stream("sums");
+    let mut shown = Vec::new();
+    let mut finished = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
+            TurnEvent::Finished(result) => finished = Some(result),
+            _ => {}
+        }
+    }
+    let result = finished.expect("the stream ends with Finished");
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    (trace.take(), shown, result)
+}
+
+/// The model's chunks of `post_processed`'s first step.
+const STREAMED: [&str; 7] = [
+    "text:Adding 2 and 3.",
+    "tool_start:c1 add",
+    "tool_input:c1",
+    "tool_call:c1 add",
+    "tool_start:c2 add",
+    "tool_input:c2",
+    "tool_call:c2 add",
+];
+
+/// The chunks after the first step's reply was settled.
+const ANSWERED: [&str; 2] = ["tool_result:c2 add ok", "text:2"];
+
+#[tokio::test]
+async fn a_reply_post_process_message_replaced_is_shown_again_after_a_discard() {
+    let (hooked, shown, result) = post_processed(true, false).await;
+    let mut expected = lines(&STREAMED);
+    expected.extend(lines(&[
+        "discarded:a post_process_message hook replaced the reply",
+        "text:Adding [redacted].",
+        "tool_start:c2 add",
+        "tool_call:c2 add",
+    ]));
+    expected.extend(lines(&ANSWERED));
+    assert_eq!(shown, expected);
+    assert_eq!(hooked, expected);
+    assert_eq!(result.steps[0].text, "Adding [redacted].");
+    let ran: Vec<&str> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|r| &*r.call_id)
+        .collect();
+    assert_eq!(ran, ["c2"]);
+}
+
+#[tokio::test]
+async fn a_held_reply_post_process_message_replaced_is_shown_only_as_replaced() {
+    let (hooked, shown, _) = post_processed(true, true).await;
+    let mut expected = lines(&[
+        "text:Adding [redacted].",
+        "tool_start:c2 add",
+        "tool_call:c2 add",
+    ]);
+    expected.extend(lines(&ANSWERED));
+    assert_eq!(shown, expected);
+    assert_eq!(hooked, expected);
+}
+
+#[tokio::test]
+async fn a_reply_post_process_message_kept_is_shown_once() {
+    for guarded in [false, true] {
+        let (hooked, shown, _) = post_processed(false, guarded).await;
+        let mut expected = lines(&STREAMED);
+        expected.extend(lines(&["tool_result:c1 add ok"]));
+        expected.extend(lines(&ANSWERED));
+        assert_eq!(shown, expected, "guarded: {guarded}");
+        assert_eq!(hooked, expected, "guarded: {guarded}");
+    }
 }
