@@ -1,5 +1,5 @@
 //! A step's tool calls: run concurrently (`tool_call` runs each one with its hooks), then each
-//! result, in the model's order, through before_store_tool_result, on_chunk and the store. The
+//! result, in the model's order, through before_store_tool_result, the store and on_chunk. The
 //! calls that wait for an answer are kept with the session first (`resume` runs them later).
 
 use std::collections::HashSet;
@@ -22,7 +22,7 @@ use super::subagent_call::Resume;
 use super::tool_call::{self, CallResult, Started};
 use super::tool_results;
 use crate::hooks::{Chunk, ErrorStage, TurnError};
-use crate::message::ToolCall;
+use crate::message::{Message, ToolCall};
 use crate::store::{self, CallAnswer, NewMessage, SuspendedCall};
 use crate::tool::{Preliminary, Reported};
 use crate::util::{BoxFuture, join_ordered};
@@ -150,8 +150,8 @@ impl Turn<'_> {
         }
     }
 
-    /// Each result, in the model's order, through before_store_tool_result, on_chunk and the
-    /// store, into `done`; a waiting call is skipped (it has no result yet). Returns the
+    /// Each result, in the model's order, through before_store_tool_result, the store and
+    /// on_chunk, into `done`; a waiting call is skipped (it has no result yet). Returns the
     /// positions of the calls a result hook dropped.
     pub(super) async fn store_results(
         &mut self,
@@ -192,6 +192,22 @@ impl Turn<'_> {
                 let stored = history::tool_result(hooks, &self.me, step, &mut record, message);
                 message = stored.await.map_err(End::turn)?;
             }
+            // Each result is stored as it is appended, in the model's call order, then shown:
+            // a before_create_message hook may change the row, which the model then reads, so
+            // the result is shown and recorded as stored.
+            let (written, stored, flow) = self
+                .insert_tracked(NewMessage::completed(message.clone()))
+                .await;
+            let rewritten = stored.is_some();
+            let message = as_stored(message, stored);
+            if rewritten
+                && let Message::Tool {
+                    content, is_error, ..
+                } = &message
+            {
+                record.content = content.clone();
+                record.is_error = *is_error;
+            }
             let mut stream = StepStream::new(self, step);
             if stream.listening() {
                 let chunk = Chunk::ToolResult {
@@ -204,11 +220,6 @@ impl Turn<'_> {
                     stream.rest(rest).await.map_err(End::turn)?;
                 }
             }
-            // Each result is stored as it is appended, in the model's call order.
-            let (written, stored, flow) = self
-                .insert_tracked(NewMessage::completed(message.clone()))
-                .await;
-            let message = as_stored(message, stored);
             if let Some(row) = written {
                 self.open.answered(position);
                 self.outcome.added.push(message.clone());

@@ -143,10 +143,10 @@ async fn every_message_hook_fires_at_its_place_around_the_store_writes() {
             "after_tool_call_success(c1 \"5\")",
             "after_tool_call(add c1 executed)",
             "before_store_tool_result(\"5\")",
-            "on_chunk(tool_result:c1 add ok)",
             "before_create_message(tool)",
             "store.insert(tool completed \"5\")",
             "after_create_message(3)",
+            "on_chunk(tool_result:c1 add ok)",
             "on_step_finish(0)",
             "before_step(1)",
             "prefilter_llm_history(1 3 messages)",
@@ -382,6 +382,67 @@ async fn the_turn_reads_the_rows_as_the_create_and_update_hooks_stored_them() {
     assert_eq!(*requests[2].messages, next);
     // The turn's result holds its messages as stored too.
     assert_eq!(result.messages, stored[1..]);
+}
+
+/// A tool row a before_create_message hook changed is what the model reads: the result's
+/// chunk and the step's record say so too, after the row's write.
+#[tokio::test]
+async fn a_tool_result_is_shown_and_recorded_as_the_create_hook_stored_it() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .text("Adding.")
+            .tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("5"),
+    ]);
+    let t = trace.clone();
+    let builder = AgentBuilder::new("tagged")
+        .model(model)
+        .tool(Add::traced(&trace))
+        .store(TracedStore::shared(&trace))
+        .hook(Hook::<event::OnChunk>::sync("chunks", move |ctx| {
+            if let Chunk::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } = &ctx.chunk
+            {
+                t.push(format!("on_chunk(result {id} {content:?} {is_error})"));
+            }
+        }));
+    let agent = tagging(builder).build().unwrap();
+    let mut stream = agent.conversation().stream("2+3?");
+    let mut streamed = Vec::new();
+    let mut finished = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            agent_core::TurnEvent::Chunk {
+                chunk: Chunk::ToolResult { content, .. },
+                ..
+            } => streamed.push(content.to_string()),
+            agent_core::TurnEvent::Finished(result) => finished = Some(result),
+            _ => {}
+        }
+    }
+    let result = finished.expect("the stream ends with Finished");
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(streamed, ["[tool] 5"]);
+    assert_eq!(result.steps[0].tool_results[0].content, "[tool] 5");
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "store.load",
+            "store.insert(user completed \"[user] 2+3?\")",
+            "store.insert(assistant pending \"\")",
+            "store.update(2 completed \"Adding. (signed)\")",
+            "add(2,3)",
+            "store.insert(tool completed \"[tool] 5\")",
+            "on_chunk(result c1 \"[tool] 5\" false)",
+            "store.insert(assistant pending \"\")",
+            "store.update(4 completed \"5 (signed)\")",
+        ])
+    );
 }
 
 fn call(id: &str, a: i64, b: i64) -> ToolCall {
