@@ -44,6 +44,7 @@ const FAIL: &[&str] = &[
     "agent/fail/tool_context_param_wrong_type.rs",
     "agent/fail/tool_error_not_display.rs",
     "agent/fail/tool_listed_twice.rs",
+    "agent/fail/tool_without_attribute.rs",
     "agent/fail/tool_result_hook_returns_option_string.rs",
     "agent/fail/tools_listed_twice.rs",
     "agent/fail/tools_share_type_name.rs",
