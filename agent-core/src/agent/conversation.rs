@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 
 use super::{Agent, TurnStream};
 use crate::cancel::CancelToken;
-use crate::engine::{FinishOnDrop, SessionRef, TurnRequest, run_turn};
+use crate::engine::{FinishOnDrop, SessionRef, TurnRequest, run_turn, stored_output};
 use crate::hooks::{OutputType, StoredOutputError, TurnResult};
 use crate::message::Message;
 use crate::session::Opened;
@@ -101,7 +101,9 @@ impl Conversation {
     /// final-answer call that was accepted (a failed one has an error result), or, in the
     /// native and prompted modes, the reply text no retry message followed (a fenced
     /// ```` ```json ```` block unwrapped); the value is parsed from it again, not validated
-    /// again. `T` must be the agent's output type.
+    /// again. `T` must be the output type of the agent or of an agent its handoffs reach
+    /// (the first found, breadth first): a triage agent without one reads the answers of
+    /// the desk it hands off to.
     ///
     /// ```no_run
     /// # async fn f(agent: agent_core::Agent) -> Result<(), agent_core::StoredOutputError> {
@@ -111,12 +113,14 @@ impl Conversation {
     /// ```
     pub async fn last_output<T: OutputType>(&self) -> Result<Option<T>, StoredOutputError> {
         let asked = std::any::type_name::<T>();
-        let spec = match self.agent.inner.output.as_deref() {
-            Some(spec) if spec.kind.type_id == TypeId::of::<T>() => spec,
-            other => {
-                let actual = other.map(|spec| spec.kind.type_name);
-                return Err(StoredOutputError::OtherType { asked, actual });
-            }
+        let Some(spec) = stored_output::spec_of(&self.agent.inner, TypeId::of::<T>()) else {
+            let actual = self
+                .agent
+                .inner
+                .output
+                .as_ref()
+                .map(|spec| spec.kind.type_name);
+            return Err(StoredOutputError::OtherType { asked, actual });
         };
         let rows = self.rows().await.map_err(StoredOutputError::Store)?;
         let Some(answer) = spec.last_accepted(&rows) else {

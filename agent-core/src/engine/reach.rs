@@ -39,6 +39,12 @@ impl Reach {
         }
     }
 
+    /// Every agent reachable, in the order found (breadth first from the entry agent, which
+    /// is not among them unless a handoff leads back to it).
+    pub(super) fn agents(&self) -> impl Iterator<Item = &AgentRuntime> {
+        self.held.iter().map(|agent| &**agent)
+    }
+
     /// The target of `slot`: `None` when it is a teammate that was never linked or no longer
     /// lived when the turn started.
     pub(super) fn target<'a>(&'a self, slot: &'a HandoffSlot) -> Option<&'a AgentRuntime> {

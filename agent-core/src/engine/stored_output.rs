@@ -11,10 +11,13 @@
 //! An answer that validated in a step whose turn then ended otherwise is marked the same way
 //! when the turn ends (`settle.rs`): its result made an error result, or its text row failed.
 
+use std::any::TypeId;
 use std::sync::Arc;
 
 use super::output::{RETRY_LEAD, RETRY_TAIL, from_text, from_tool};
 use super::output_spec::OutputSpec;
+use super::reach::Reach;
+use super::runtime::AgentRuntime;
 use crate::hooks::{Output, OutputMode};
 use crate::message::Message;
 use crate::store::{MessageStatus, StoredMessage};
@@ -26,6 +29,17 @@ pub(crate) struct StoredAnswer {
     /// The answer parsed into the output type, or why it does not parse (the type changed
     /// since the answer was stored).
     pub(crate) parsed: Result<Output, String>,
+}
+
+/// The output spec of type `type_id` a session's rows are read with: the entry agent's, or,
+/// when its output is of another type (or it has none), that of the first agent its handoffs
+/// reach with one of this type (a triage agent handing off to a desk that answers typed).
+pub(crate) fn spec_of(entry: &AgentRuntime, type_id: TypeId) -> Option<Arc<OutputSpec>> {
+    let of_type = |agent: &AgentRuntime| {
+        let spec = agent.output.as_ref()?;
+        (spec.kind.type_id == type_id).then(|| spec.clone())
+    };
+    of_type(entry).or_else(|| Reach::of(entry).agents().find_map(of_type))
 }
 
 impl OutputSpec {

@@ -74,7 +74,7 @@ pub enum OutputMode {
 pub enum StoredOutputError {
     /// The session's rows could not be loaded.
     Store(crate::store::StoreError),
-    /// The agent has no output type, or another one than the type asked for.
+    /// Neither the agent nor an agent its handoffs reach answers the type asked for.
     OtherType {
         /// The type asked for.
         asked: &'static str,
@@ -98,13 +98,16 @@ impl fmt::Display for StoredOutputError {
             StoredOutputError::OtherType {
                 asked,
                 actual: Some(actual),
-            } => write!(f, "the agent's output type is `{actual}`, not `{asked}`"),
+            } => write!(
+                f,
+                "the agent's output type is `{actual}`, not `{asked}`, nor is that of an agent its handoffs reach"
+            ),
             StoredOutputError::OtherType {
                 asked,
                 actual: None,
             } => write!(
                 f,
-                "the agent has no output type: give it `{asked}` with `AgentBuilder::output`"
+                "the agent has no output type, nor has an agent its handoffs reach `{asked}`: give it `{asked}` with `AgentBuilder::output`"
             ),
             StoredOutputError::Unreadable { reason, .. } => {
                 write!(f, "the last stored answer does not parse: {reason}")

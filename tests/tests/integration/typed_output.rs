@@ -734,6 +734,53 @@ async fn a_handoff_targets_output_type_is_the_one_the_turn_returns() {
     assert!(why.contains("total_cents"), "the path is named: {why}");
 }
 
+#[tokio::test]
+async fn last_output_reads_the_answer_of_the_agent_a_handoff_reached() {
+    // triage has no output type; billing, which it hands off to, answers an Invoice, which
+    // the session reads back through triage, in this process and from another handle.
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "b1",
+            "final_result",
+            GOOD,
+        )]))
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "h1",
+            "transfer_to_billing",
+            "{}",
+        )]))
+        .handoff(&billing)
+        .build()
+        .unwrap();
+    let session = triage.session("s");
+    assert_eq!(session.last_output::<Invoice>().await.unwrap(), None);
+    let result = session.run("What does invoice 7 say?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let invoice = || Invoice {
+        number: "INV-7".into(),
+        total_cents: 1250,
+    };
+    assert_eq!(
+        session.last_output::<Invoice>().await.unwrap(),
+        Some(invoice())
+    );
+    assert_eq!(
+        triage.session("s").last_output::<Invoice>().await.unwrap(),
+        Some(invoice())
+    );
+    // A type no agent of the team answers is still refused, naming the entry agent's.
+    let error = session.last_output::<String>().await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the agent has no output type, nor has an agent its handoffs reach `alloc::string::String`: \
+         give it `alloc::string::String` with `AgentBuilder::output`"
+    );
+}
+
 /// Reads invoices.
 #[agent_core::agent(instructions = "Read the invoice.", output = Invoice, output_retries = 0)]
 impl Clerk {}
