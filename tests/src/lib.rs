@@ -13,7 +13,8 @@ use std::time::Duration;
 use agent_core::{
     AgentBuilder, AnyValue, BoxFuture, Chunk, DynTool, Event, Hook, HookReturn, Matcher,
     MemoryStore, MessageUpdate, NewMessage, SessionStore, StopReason, StoreError, StoredMessage,
-    Tool, ToolContext, ToolError, ToolInput, TurnStatus, event, schema_for,
+    Tool, ToolContext, ToolError, ToolInput, TurnEvent, TurnResult, TurnStatus, TurnStream, event,
+    schema_for,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -75,6 +76,21 @@ pub fn describe_chunk(chunk: &Chunk) -> String {
         }
         other => format!("{other:?}"),
     }
+}
+
+/// Reads a turn's stream to its end: its chunks as [`describe_chunk`] spells them, in order,
+/// and the turn's result (the stream must end with `Finished`).
+pub async fn shown_chunks(mut stream: TurnStream) -> (Vec<String>, TurnResult) {
+    let mut shown = Vec::new();
+    let mut finished = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
+            TurnEvent::Finished(result) => finished = Some(result),
+            _ => {}
+        }
+    }
+    (shown, finished.expect("the stream ends with Finished"))
 }
 
 /// A turn status as trace entries spell it.

@@ -7,7 +7,7 @@ use agent_core::{
     AgentBuilder, ChunkContext, Guardrail, GuardrailVerdict, Hook, Message, ModelEvent,
     ScriptedModel, ScriptedStep, ToolCall, TurnEvent, TurnResult, TurnStatus, event,
 };
-use tests::{Add, Trace, describe_chunk, lines};
+use tests::{Add, Trace, describe_chunk, lines, shown_chunks};
 
 /// Streams `count` text chunks (`0`, `1`, ...) through `hooks` and the stream API; returns
 /// what the stream showed of them.
@@ -18,17 +18,7 @@ async fn stream_chunks(count: usize, hooks: Vec<Hook<event::OnChunk>>) -> Vec<St
         builder = builder.hook(hook);
     }
     let agent = builder.build().unwrap();
-    let mut stream = agent.conversation().stream("count");
-    let mut shown = Vec::new();
-    let mut finished = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
-            TurnEvent::Finished(result) => finished = Some(result),
-            _ => {}
-        }
-    }
-    let result = finished.expect("the stream ends with Finished");
+    let (shown, result) = shown_chunks(agent.conversation().stream("count")).await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     assert_eq!(
         result.text,
@@ -138,17 +128,8 @@ async fn every_way(hook: Hook<event::OnChunk>, trace: &Trace) -> (Vec<String>, V
         .hook(hook)
         .build()
         .unwrap();
-    let mut stream = agent.conversation().stream("go");
-    let mut shown = Vec::new();
-    while let Some(event) = stream.next().await {
-        match event {
-            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
-            TurnEvent::Finished(result) => {
-                assert_eq!(result.status, TurnStatus::Completed, "{result:?}")
-            }
-            _ => {}
-        }
-    }
+    let (shown, result) = shown_chunks(agent.conversation().stream("go")).await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     (trace.take(), shown)
 }
 
@@ -322,17 +303,7 @@ async fn post_processed(rewrite: bool, guarded: bool) -> (Vec<String>, Vec<Strin
         builder = builder.output_guardrail(Guardrail::new("pass", |_| GuardrailVerdict::Pass));
     }
     let agent = builder.build().unwrap();
-    let mut stream = agent.conversation().stream("sums");
-    let mut shown = Vec::new();
-    let mut finished = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            TurnEvent::Chunk { chunk, .. } => shown.push(describe_chunk(&chunk)),
-            TurnEvent::Finished(result) => finished = Some(result),
-            _ => {}
-        }
-    }
-    let result = finished.expect("the stream ends with Finished");
+    let (shown, result) = shown_chunks(agent.conversation().stream("sums")).await;
     assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
     (trace.take(), shown, result)
 }
