@@ -59,7 +59,9 @@ pub fn hook(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// Options: `name = "..."` (default: the type's name), `description = "..."` (default: the
 /// impl block's doc comment), `instructions = "..."`, `max_steps = N` (default 10),
-/// `tools(path, ...)` for tools defined elsewhere, `hooks(path, ...)` for hooks defined
+/// `stop_at_tools("name", ...)` (tools whose result ends the turn as its answer, as
+/// `AgentBuilder::stop_at_tools`; each must be one of the agent's tools, and the agent may not
+/// have an output type), `tools(path, ...)` for tools defined elsewhere, `hooks(path, ...)` for hooks defined
 /// elsewhere, `output = Type` (the final answer's type, as `AgentBuilder::output`; its
 /// `#[hook(validate_output)]` methods take the answer `&Type`, its `&OutputContext<Type>`, or
 /// both) with `output_retries = N` (default 1), `crate = path` (agent-core under another

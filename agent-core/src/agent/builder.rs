@@ -60,6 +60,7 @@ pub struct AgentBuilder {
     tool_concurrency: usize,
     tool_timeout: Option<Duration>,
     tool_retries: Option<usize>,
+    stop_at_tools: Vec<String>,
     overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
@@ -102,6 +103,7 @@ impl AgentBuilder {
             tool_concurrency: 8,
             tool_timeout: None,
             tool_retries: None,
+            stop_at_tools: Vec::new(),
             overlap: TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
@@ -276,6 +278,44 @@ impl AgentBuilder {
     /// ```
     pub fn tool_retries(mut self, retries: usize) -> Self {
         self.tool_retries = Some(retries);
+        self
+    }
+
+    /// Ends the turn once one of these tools has answered a call: its result is the turn's
+    /// answer, and the model does not read it (the OpenAI Agents SDK's `StopAtTools`, the AI
+    /// SDK's `stopWhen: hasToolCall(..)`, Google ADK's `skip_summarization`). After a step
+    /// whose calls are all answered, stored, and on_step_finish has fired, the first call of
+    /// such a tool, in the model's order, whose tool ran (or whose output a gate substituted)
+    /// and whose result is not an error ends the turn as completed, with
+    /// [`StopReason::Tool`](crate::StopReason::Tool) and that result's text as
+    /// [`TurnResult::text`](crate::TurnResult::text). A failed call does not: the model reads
+    /// its error and may try again. A limit reached in the same step (budget, tool retries)
+    /// and a handoff made in it come first; a call answered when a suspended turn resumes
+    /// counts as in its step (one that ran before its step suspended does not). Each name must be one of the agent's tools (a subagent's tool
+    /// too: its answer becomes the turn's); an agent with an output type answers through it
+    /// instead, so naming stop tools for one is a build error.
+    ///
+    /// ```
+    /// use agent_core::{AgentBuilder, FnTool, ScriptedModel, ScriptedStep, StopReason};
+    /// use serde_json::json;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let report = FnTool::sync("report", "Writes the report.", json!({"type": "object"}), |_, _| {
+    ///     Ok(json!("Q3 revenue: 12.4M"))
+    /// });
+    /// let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "report", "{}")]);
+    /// let agent = AgentBuilder::new("analyst")
+    ///     .model(model)
+    ///     .dyn_tool(report)
+    ///     .stop_at_tools(["report"])
+    ///     .build()
+    ///     .unwrap();
+    /// let result = agent.run("Write the Q3 report.").await;
+    /// assert_eq!(result.stop_reason, Some(StopReason::Tool));
+    /// assert_eq!(result.text, "Q3 revenue: 12.4M");
+    /// # }
+    /// ```
+    pub fn stop_at_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.stop_at_tools.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -470,6 +510,7 @@ impl AgentBuilder {
             tool_concurrency,
             tool_timeout,
             tool_retries,
+            stop_at_tools,
             overlap,
             settings,
             provider_options,
@@ -537,6 +578,8 @@ impl AgentBuilder {
             .iter()
             .map(|(tool, _)| tool.spec().name.as_str())
             .collect();
+        let output_type = output.as_ref().map(|spec| spec.kind.type_name);
+        check_stop_tools(&stop_at_tools, &names, output_type, &mut problems);
         check_matchers(
             before.iter().map(|(m, h)| (m, h.meta())),
             &names,
@@ -570,6 +613,7 @@ impl AgentBuilder {
             tool_timeout,
             tool_retries,
             counts_tool_failures,
+            stop_at_tools: stop_at_tools.into_iter().map(Arc::from).collect(),
             overlap,
             settings,
             provider_options,
@@ -593,6 +637,30 @@ impl AgentBuilder {
             configure_session,
             output,
         })
+    }
+}
+
+/// Each of `stop_at_tools` must name one of the agent's tools, and an agent with an output
+/// type answers through it instead.
+fn check_stop_tools(
+    stop_at_tools: &[String],
+    tools: &[&str],
+    output_type: Option<&str>,
+    problems: &mut Vec<String>,
+) {
+    for name in stop_at_tools {
+        if !tools.contains(&name.as_str()) {
+            problems.push(format!(
+                "`stop_at_tools`: no tool named `{name}` (tools: {})",
+                tools.join(", ")
+            ));
+        }
+    }
+    if let (Some(output_type), false) = (output_type, stop_at_tools.is_empty()) {
+        problems.push(format!(
+            "`stop_at_tools` makes a tool's result the answer, but the agent answers with its \
+             output type `{output_type}`: drop one of them"
+        ));
     }
 }
 

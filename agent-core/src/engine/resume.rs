@@ -11,10 +11,12 @@ use super::plan::TurnPlan;
 use super::reach::Reach;
 use super::runtime::AgentRuntime;
 use super::state::{End, Flow, Turn, store_error};
-use super::step::CallsDone;
+use super::step::{CallsDone, stop_answer};
 use super::subagent_call::Resume;
 use super::tool_call::CallResult;
-use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
+use crate::hooks::{
+    ErrorStage, StopReason, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind,
+};
 use crate::message::{Message, ToolCall};
 use crate::store::{self, CallAnswer, StoredMessage, SubagentTurn, SuspendedCall, units};
 use serde_json::Value;
@@ -220,6 +222,10 @@ impl<'a> Turn<'a> {
         });
         if let Some(index) = target {
             self.hand_off(plan, index).await;
+        } else if let Some(answer) = stop_answer(&self.current.stop_at_tools, &self.outcome.resumed)
+        {
+            self.outcome.text = answer;
+            return Err(End::Completed(StopReason::Tool));
         }
         Ok(())
     }

@@ -41,6 +41,8 @@ pub(crate) struct AgentRuntime {
     /// Whether the agent or one of its tools limits retries: only then are a step's failed
     /// calls counted (`tool_failures.rs`).
     pub(crate) counts_tool_failures: bool,
+    /// The tools whose answered call ends the turn (`AgentBuilder::stop_at_tools`).
+    pub(crate) stop_at_tools: Box<[Arc<str>]>,
     pub(crate) overlap: TurnOverlap,
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,

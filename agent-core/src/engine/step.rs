@@ -16,7 +16,8 @@ use super::traced::in_span;
 use crate::hooks::extension::{self as extensions, ExtensionEvent};
 use crate::hooks::{
     Chunk, ErrorStage, GuardrailKind, StepConfig, StepContext, StepRecord, StopContext,
-    StopDecision, StopReason, ToolResultRecord, TurnError, TurnErrorKind, each, observe,
+    StopDecision, StopReason, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind, each,
+    observe,
 };
 use crate::message::{Message, ToolCall};
 use crate::model::{Model, ModelRequest};
@@ -144,6 +145,16 @@ impl<'a> Turn<'a> {
             // Boxed: only a run past its budget, or a tool past its retries, makes this future.
             let stop: BoxFuture<'_, _> = Box::pin(self.stop(reason, why));
             return Err(stop.await);
+        }
+        // One check a step for an agent without stop tools (an agent with them has no output
+        // type, so no verdict to settle).
+        if !self.current.stop_at_tools.is_empty() && matches!(next, Ok(None)) {
+            let results = self.outcome.steps.last().map(|step| &step.tool_results[..]);
+            let stops = &self.current.stop_at_tools;
+            if let Some(answer) = stop_answer(stops, results.unwrap_or_default()) {
+                self.outcome.text = answer;
+                return Err(End::Completed(StopReason::Tool));
+            }
         }
         match verdict {
             Verdict::None => next,
@@ -504,4 +515,18 @@ impl<'a> Turn<'a> {
 /// Whether post_process_message changed what the step streamed: its text or its tool calls.
 fn replaced((text, calls): &(Text, Arc<[ToolCall]>), reply: &history::Reply) -> bool {
     *text != reply.text || !(Arc::ptr_eq(calls, &reply.tool_calls) || *calls == reply.tool_calls)
+}
+
+/// The text of the first of `results` that answers a call of a tool in `stops` (its tool ran,
+/// or a gate substituted its output, and it is not an error): the turn's answer
+/// (`AgentBuilder::stop_at_tools`).
+pub(super) fn stop_answer(stops: &[Arc<str>], results: &[ToolResultRecord]) -> Option<Text> {
+    let answer = results.iter().find(|result| {
+        let ran = matches!(
+            result.outcome,
+            ToolOutcomeKind::Executed | ToolOutcomeKind::Substituted
+        );
+        ran && !result.is_error && stops.iter().any(|name| **name == *result.name)
+    });
+    answer.map(|answer| answer.content.clone())
 }

@@ -85,11 +85,14 @@ pub enum StopReason {
     /// A tool failed more times in a row than its retry limit allows
     /// ([`AgentBuilder::tool_retries`](crate::AgentBuilder::tool_retries)).
     ToolRetries,
+    /// A tool the agent stops at answered a call, and its result is the answer
+    /// ([`AgentBuilder::stop_at_tools`](crate::AgentBuilder::stop_at_tools)).
+    Tool,
 }
 
 impl StopReason {
     /// The reason in snake_case: `finished`, `max_steps`, `max_turns`, `max_budget`,
-    /// `tool_retries`.
+    /// `tool_retries`, `tool`.
     pub fn as_str(&self) -> &'static str {
         match self {
             StopReason::Finished => "finished",
@@ -97,6 +100,7 @@ impl StopReason {
             StopReason::MaxTurns => "max_turns",
             StopReason::MaxBudget => "max_budget",
             StopReason::ToolRetries => "tool_retries",
+            StopReason::Tool => "tool",
         }
     }
 }

@@ -150,6 +150,20 @@ pub(crate) fn check(cx: &Ctxt, model: &AgentModel) -> Plan {
         });
     }
     check_target_names(cx, &model.attr.handoffs, &model.attr.subagents);
+    for name in model.attr.stop_at_tools.iter().flatten() {
+        let value = name.value();
+        if !tools.iter().any(|tool| tool.name == value) {
+            let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+            cx.error_spanned_by(
+                name,
+                format!(
+                    "`stop_at_tools`: `{value}` is none of the agent's tools ({}){}",
+                    names.join(", "),
+                    unknown_name_hint(&value, &tools)
+                ),
+            );
+        }
+    }
     let targets_module = model
         .attr
         .declares_targets
@@ -250,7 +264,7 @@ fn unknown_name_hint(name: &str, tools: &[StaticTool]) -> String {
         .find(|tool| tool.variant == pascal_case(name) && tool.name != name);
     if let Some(tool) = renamed {
         return format!(
-            "; `{name}` is the function of the tool `{}`: a matcher names the tool as the model calls it, `{}`",
+            "; `{name}` is the function of the tool `{}`: name the tool as the model calls it, `{}`",
             tool.name, tool.name
         );
     }

@@ -131,6 +131,11 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
         .max_steps
         .as_ref()
         .map(|m| quote!(.max_steps(#m)));
+    let stop_at_tools = model
+        .attr
+        .stop_at_tools
+        .as_ref()
+        .map(|names| quote!(.stop_at_tools([#(#names),*])));
     let tool_registrations = plan.tools.iter().enumerate().map(|(index, tool)| {
         let ty = &tool.ty;
         let value = match model.tools.get(index) {
@@ -198,7 +203,7 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
             &name,
             stub,
             quote! {
-                let builder = builder #description #instructions #max_steps #context_type #output;
+                let builder = builder #description #instructions #max_steps #stop_at_tools #context_type #output;
                 #(#tool_registrations)*
                 #(#hook_registrations)*
                 #(#hook_sets)*
@@ -238,7 +243,7 @@ pub(crate) fn expand(model: &AgentModel, plan: &Plan, stub: bool) -> TokenStream
                 this: ::std::sync::Arc<Self>,
                 builder: #krate::AgentBuilder,
             ) -> #krate::AgentBuilder {
-                let builder = builder #description #instructions #max_steps #context_type #output;
+                let builder = builder #description #instructions #max_steps #stop_at_tools #context_type #output;
                 #(#tool_registrations)*
                 #(#hook_registrations)*
                 #(#hook_sets)*

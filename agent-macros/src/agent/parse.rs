@@ -19,6 +19,8 @@ pub(crate) struct AgentAttr {
     pub(crate) description: Option<LitStr>,
     pub(crate) instructions: Option<LitStr>,
     pub(crate) max_steps: Option<LitInt>,
+    /// `stop_at_tools("a", "b")`: the tools whose answered call ends the turn.
+    pub(crate) stop_at_tools: Option<Vec<LitStr>>,
     pub(crate) tools: Vec<Path>,
     pub(crate) hooks: Vec<Path>,
     /// `context = T`: the type of the run context every turn carries.
@@ -43,6 +45,7 @@ const OPTIONS: &[&str] = &[
     "description",
     "instructions",
     "max_steps",
+    "stop_at_tools",
     "tools",
     "hooks",
     "context",
@@ -102,6 +105,19 @@ impl AgentAttr {
                         ));
                     }
                     set(&meta, &mut attr.max_steps, "max_steps", lit)
+                }
+                "stop_at_tools" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let what = "`stop_at_tools` takes the names of the agent's tools whose result ends the turn, for example `stop_at_tools(\"report\")`";
+                    let names = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)
+                        .map_err(|error| syn::Error::new(error.span(), what))?;
+                    set(
+                        &meta,
+                        &mut attr.stop_at_tools,
+                        "stop_at_tools",
+                        names.into_iter().collect(),
+                    )
                 }
                 "tools" | "hooks" => {
                     let seen = if key == "tools" {
@@ -165,6 +181,18 @@ impl AgentAttr {
         });
         if let Err(error) = parser.parse2(args) {
             cx.syn_error(error);
+        }
+        if let (Some(first), Some(output)) = (
+            attr.stop_at_tools.as_ref().and_then(|names| names.first()),
+            &attr.output,
+        ) {
+            cx.error_spanned_by(
+                first,
+                format!(
+                    "`stop_at_tools` makes a tool's result the answer, but the agent answers with `output = {}`: drop one of them",
+                    quote::ToTokens::to_token_stream(output)
+                ),
+            );
         }
         if let (Some(retries), None) = (&attr.output_retries, &attr.output) {
             cx.error_spanned_by(

@@ -176,3 +176,36 @@ async fn written_out_receivers_and_lifetimes_are_accepted() {
         .collect();
     assert_eq!(read, ["a", "B"]);
 }
+
+struct Analyst;
+
+/// Writes quarterly reports.
+#[agent(stop_at_tools("report"))]
+impl Analyst {
+    /// Look a figure up.
+    #[tool]
+    fn figure(&self, name: String) -> i64 {
+        name.len() as i64
+    }
+
+    /// Write the report: its text is the answer.
+    #[tool]
+    fn report(&self, quarter: String) -> String {
+        format!("{quarter} report")
+    }
+}
+
+#[tokio::test]
+async fn stop_at_tools_ends_the_turn_with_the_tools_result() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "figure", r#"{"name":"revenue"}"#),
+        ScriptedStep::new().tool_call("c2", "report", r#"{"quarter":"Q3"}"#),
+        ScriptedStep::new().text("never asked"),
+    ]);
+    let agent = Analyst.builder().model(model.clone()).build().unwrap();
+    let result = agent.run("Write the Q3 report.").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.stop_reason, Some(agent_core::StopReason::Tool));
+    assert_eq!(result.text, "Q3 report");
+    assert_eq!(model.requests().len(), 2);
+}

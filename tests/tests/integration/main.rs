@@ -21,6 +21,7 @@ mod engine_panics;
 mod engine_persistence;
 mod engine_post_outcome;
 mod engine_settled;
+mod engine_stop_tools;
 mod engine_tool_boundary;
 mod engine_tool_retries;
 mod engine_trace;
