@@ -881,3 +881,52 @@ async fn inject_message_appends_rows_the_next_turn_reads() {
         [Message::user("context"), Message::user("go")]
     );
 }
+
+/// A post_process_message hook repairs a call whose arguments do not parse before it is read
+/// (as the AI SDK's `experimental_repairToolCall`): the repaired call runs, and the model and
+/// the store read it as repaired.
+#[tokio::test]
+async fn post_process_message_repairs_a_malformed_call_before_it_runs() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":2,"b":3"#),
+        ScriptedStep::new().text("5"),
+    ]);
+    let agent = AgentBuilder::new("repairing")
+        .model(model.clone())
+        .tool(Add::traced(&trace))
+        .hook(Hook::<event::PostProcessMessage>::sync("repair", |ctx| {
+            let Message::Assistant { tool_calls, .. } = &ctx.message else {
+                return None;
+            };
+            let broken = |call: &ToolCall| serde_json::from_str::<Value>(&call.arguments).is_err();
+            if !tool_calls.iter().any(broken) {
+                return None;
+            }
+            let mut message = ctx.message.clone();
+            if let Message::Assistant { tool_calls, .. } = &mut message {
+                let repaired = tool_calls.iter().map(|call| {
+                    let mut call = call.clone();
+                    if broken(&call) {
+                        call.arguments = format!("{}}}", call.arguments).into();
+                    }
+                    call
+                });
+                *tool_calls = repaired.collect();
+            }
+            Some(message)
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let result = conversation.run("2+3?").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(trace.take(), ["add(2,3)"]);
+    let stored = [
+        Message::user("2+3?"),
+        assistant("", vec![call("c1", 2, 3)]),
+        tool("c1", "5", false),
+    ];
+    assert_eq!(*model.requests()[1].messages, stored);
+    assert_eq!(conversation.history().await.unwrap()[..3], stored);
+}
