@@ -108,8 +108,10 @@ pub fn two_sided() -> Option<TwoSidedState> {
 }
 
 /// A session whose two sides take turns: `dual_ai` (two agents, each reading the other's
-/// answers as its input) or `ai_human` (an agent and a person). Each agent keeps its own
-/// history of the exchange under the session id (its own store), so a side can be resumed.
+/// answers as its input) or `ai_human` (an agent and a person). Each side keeps its own
+/// history of the exchange in its agent's store, so a side can be resumed: side A under the
+/// session id, side B under the session id followed by `:b`, so the two histories stay apart
+/// when both agents share one store (or are one agent).
 pub struct TwoSided {
     a: Side,
     b: Option<Side>,
@@ -143,14 +145,16 @@ pub enum SessionEnd {
 }
 
 impl TwoSided {
-    /// Two agents taking turns (`dual_ai`), side A first, in session `session` of each agent.
-    /// A side whose stop tool is not one of its agent's tools is an error.
+    /// Two agents taking turns (`dual_ai`), side A first: side A's history is session
+    /// `session` of its agent, side B's is session `{session}:b` of its agent (its own even
+    /// when both agents share a store). A side whose stop tool is not one of its agent's tools
+    /// is an error.
     pub fn dual(a: Side, b: Side, session: &str) -> Result<TwoSided, BuildError> {
         check_stop_tool(&a)?;
         check_stop_tool(&b)?;
         let conversations = (
             a.agent.session(session.to_owned()),
-            Some(b.agent.session(session.to_owned())),
+            Some(b.agent.session(format!("{session}:{}", SideId::B))),
         );
         Ok(TwoSided::new(a, Some(b), conversations))
     }

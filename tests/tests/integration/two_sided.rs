@@ -1,11 +1,14 @@
 //! Two-sided sessions (issue 9 item 8, Standard Agents `dual_ai` and `ai_human`): two agents,
 //! or an agent and a person, take turns; each side stops the session by its own condition
 //! (returning content, or calling a named stop tool), or the turn limit does; the session's
-//! state (turn count, current side, stopped and by whom) is readable from every hook.
+//! state (turn count, current side, stopped and by whom) is readable from every hook; the
+//! sides' histories stay apart on one store.
+
+use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentBuilder, FnTool, Hook, ScriptedModel, ScriptedStep, SessionEnd, Side, SideId,
-    ToolError, TwoSided, event, two_sided,
+    Agent, AgentBuilder, FnTool, Hook, MemoryStore, ScriptedModel, ScriptedStep, SessionEnd,
+    SessionStore, Side, SideId, StoredMessage, ToolError, TwoSided, event, two_sided,
 };
 use serde_json::{Value, json};
 use tests::{Trace, lines};
@@ -198,5 +201,79 @@ fn a_stop_tool_the_agent_lacks_is_an_error() {
         [
             "side agent `plain` has no tool `end_chat` to stop the session with (it has no tools); add the tool to the agent"
         ]
+    );
+}
+
+/// Each message of a request as `role: text`.
+fn sent(model: &ScriptedModel) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .map(|request| {
+            request
+                .messages
+                .iter()
+                .map(|m| format!("{}: {}", m.role(), m.text()))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn two_agents_on_one_store_keep_their_histories_apart() {
+    let store = Arc::new(MemoryStore::new());
+    let on = |name: &str, steps: [&str; 2]| {
+        let model = ScriptedModel::new(steps.map(|text| ScriptedStep::new().text(text)));
+        let agent = AgentBuilder::new(name)
+            .model(model.clone())
+            .store(store.clone())
+            .build()
+            .unwrap();
+        (agent, model)
+    };
+    let (support, support_model) = on("support", ["How can I help?", "Restart it."]);
+    let (customer, customer_model) = on("customer", ["It crashes.", "Thanks."]);
+    let session = TwoSided::dual(Side::new(&support), Side::new(&customer), "ticket-1")
+        .unwrap()
+        .max_session_turns(4);
+
+    assert_eq!(session.run("Hello").await.0, SessionEnd::MaxSessionTurns);
+
+    // Each side reads its own answers as the assistant's and the other's as the user's, once.
+    assert_eq!(
+        sent(&support_model),
+        [
+            lines(&["user: Hello"]),
+            lines(&[
+                "user: Hello",
+                "assistant: How can I help?",
+                "user: It crashes."
+            ]),
+        ]
+    );
+    assert_eq!(
+        sent(&customer_model),
+        [
+            lines(&["user: How can I help?"]),
+            lines(&[
+                "user: How can I help?",
+                "assistant: It crashes.",
+                "user: Restart it."
+            ]),
+        ]
+    );
+    // Side A's history is under the session id, side B's under the id and `:b`.
+    let texts = |rows: Vec<StoredMessage>| -> Vec<String> {
+        rows.iter()
+            .map(|row| row.message.text().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        texts(store.load("ticket-1").await.unwrap()),
+        ["Hello", "How can I help?", "It crashes.", "Restart it."]
+    );
+    assert_eq!(
+        texts(store.load("ticket-1:b").await.unwrap()),
+        ["How can I help?", "It crashes.", "Restart it.", "Thanks."]
     );
 }
