@@ -121,6 +121,7 @@ const FAIL: &[&str] = &[
     "tool/fail/retries_not_a_number.rs",
     "tool/fail/timeout_ms_negative.rs",
     "tool/fail/timeout_ms_not_a_number.rs",
+    "tool/fail/timeout_ms_on_sync_fn.rs",
     "tool/fail/timeout_ms_zero.rs",
     "tool/fail/unknown_option.rs",
     "tool/fail/unsafe_fn.rs",

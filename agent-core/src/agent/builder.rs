@@ -225,7 +225,9 @@ impl AgentBuilder {
     /// Stops any tool call that runs longer than `limit` (its future is dropped) and gives the
     /// model a timeout error result, unless the tool has its own timeout (`Tool::TIMEOUT`,
     /// `#[tool(timeout_ms = N)]`, `FnTool::with_timeout`). Default: no limit. Zero, here or a
-    /// tool's own, is a build error (every call would time out at once).
+    /// tool's own, is a build error (every call would time out at once). A tool that runs on
+    /// the spot (a `#[tool]` on a plain `fn`, `FnTool::sync`) runs inline and is not bounded:
+    /// a timeout of its own is a build error.
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
         self.tool_timeout = Some(limit);
         self
@@ -820,6 +822,12 @@ fn index_tools(
             problems.push(format!(
                 "tool `{tool_name}`: its timeout is zero, so every call would time out at once; \
                  give a positive limit, or none"
+            ));
+        } else if tool.timeout().is_some() && tool.runs_now() {
+            problems.push(format!(
+                "tool `{tool_name}`: a timeout applies to async tools; a tool that runs on the \
+                 spot (`FnTool::sync`, `Tool::RUNS_NOW`) runs inline and cannot be stopped: make \
+                 it async, or remove its timeout"
             ));
         }
         if !is_object_schema(&tool.spec().parameters) {

@@ -572,8 +572,9 @@ impl FnTool {
         )
     }
 
-    /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]); zero is a build
-    /// error of the agent it is added to.
+    /// Stops a call that runs longer than `limit` (see [`Tool::TIMEOUT`]); zero, or a limit
+    /// on a tool made with [`FnTool::sync`] (which runs inline, where nothing can stop it), is
+    /// a build error of the agent it is added to.
     pub fn with_timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
         self

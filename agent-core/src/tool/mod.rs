@@ -45,7 +45,9 @@ pub trait Tool: Send + Sync + 'static {
     type Output: Serialize + Send + Sync + 'static;
     /// How long a call may run before it is stopped (its future dropped) and the model reads
     /// a timeout error (`#[tool(timeout_ms = N)]`); `None` takes the agent's default
-    /// ([`AgentBuilder::tool_timeout`](crate::AgentBuilder::tool_timeout)).
+    /// ([`AgentBuilder::tool_timeout`](crate::AgentBuilder::tool_timeout)). A tool that sets
+    /// [`RUNS_NOW`](Self::RUNS_NOW) runs inline and cannot be stopped: a timeout of its own is
+    /// a build error (`timeout_ms` on a plain `fn`, a compile error).
     const TIMEOUT: Option<Duration> = None;
     /// Whether running a call twice does no more than running it once (`#[tool(idempotent)]`):
     /// an approved call interrupted mid-run (its process stopped) is then run again when its

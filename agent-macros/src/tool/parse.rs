@@ -20,6 +20,8 @@ pub(crate) struct ToolAttr {
     pub(crate) name: Option<LitStr>,
     /// `timeout_ms = N`: the tool's own call timeout (`Tool::TIMEOUT`).
     pub(crate) timeout_ms: Option<LitInt>,
+    /// The span of `timeout_ms`, where a plain `fn`'s is reported.
+    pub(crate) timeout_span: Option<Span>,
     /// `needs_approval` or `needs_approval = predicate`: calls wait for a person's approval
     /// (`Tool::needs_approval`).
     pub(crate) needs_approval: Option<Approval>,
@@ -86,6 +88,7 @@ impl ToolAttr {
                         ));
                     }
                     attr.timeout_ms = Some(lit);
+                    attr.timeout_span = Some(meta.path.span());
                 }
                 "needs_approval" => {
                     if attr.needs_approval.is_some() {
@@ -433,6 +436,19 @@ pub(crate) fn parse_tool(
             }
         }
     };
+
+    // A plain `fn` runs inline, on the spot, where nothing can stop it; a stream it returns
+    // is polled as the call runs, and can be.
+    if let (Some(span), None, false) = (
+        attr.timeout_span,
+        &sig.asyncness,
+        matches!(output, Output::Stream { .. } | Output::MalformedStream),
+    ) {
+        cx.error_at(
+            span,
+            "`timeout_ms` applies to async tools: a plain `fn` runs inline and cannot be stopped; make it an `async fn`, or remove `timeout_ms`",
+        );
+    }
 
     if !crate::common::lifetimes_only(&sig.generics) {
         // The parameters' types may name the generics, which the args struct does not have

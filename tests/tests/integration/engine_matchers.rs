@@ -586,8 +586,9 @@ fn an_empty_approval_key_is_a_build_error() {
 
 /// A zero timeout (the agent's `tool_timeout`, a tool's own, a hook's or an extension's) is a
 /// build error naming it: everything it bounds would time out at once. So is a sync hook's
-/// timeout: nothing can stop a hook that runs inline. The macros refuse `timeout_ms = 0` and
-/// `timeout_ms` on a sync hook the same way.
+/// timeout, and a timeout of a tool that runs on the spot: nothing can stop what runs inline.
+/// The macros refuse `timeout_ms = 0`, and `timeout_ms` on a sync hook or a plain `fn` tool,
+/// the same way.
 #[test]
 fn a_zero_timeout_is_a_build_error() {
     use std::time::Duration;
@@ -599,6 +600,21 @@ fn a_zero_timeout_is_a_build_error() {
         |_, _| Ok(Value::Null),
     )
     .with_timeout(zero);
+    // A tool that runs on the spot runs inline too; an async one's limit applies.
+    let inline_tool = FnTool::sync(
+        "inline_tool",
+        "Answers at once.",
+        json!({"type": "object"}),
+        |_, _| Ok(Value::Null),
+    )
+    .with_timeout(Duration::from_millis(250));
+    let async_tool = FnTool::new(
+        "async_tool",
+        "Waits.",
+        json!({"type": "object"}),
+        |_, _| async { Ok(Value::Null) },
+    )
+    .with_timeout(Duration::from_millis(250));
     let gate =
         Hook::<AnyBefore>::new_async("gate", async |_: &ToolCallContext<Value>| {}).timeout(zero);
     let meter =
@@ -613,6 +629,8 @@ fn a_zero_timeout_is_a_build_error() {
             .model(no_model())
             .tool_timeout(zero)
             .dyn_tool(instant)
+            .dyn_tool(inline_tool)
+            .dyn_tool(async_tool)
             .before_tool_call(Matcher::all(), gate)
             .hook(meter)
             .hook(inline)
@@ -629,6 +647,7 @@ fn a_zero_timeout_is_a_build_error() {
             "extension `audit`: its timeout is zero, so every run would time out at once; give a positive limit",
             "`tool_timeout` is zero, so every tool call would time out at once; give a positive limit, or none",
             "tool `instant`: its timeout is zero, so every call would time out at once; give a positive limit, or none",
+            "tool `inline_tool`: a timeout applies to async tools; a tool that runs on the spot (`FnTool::sync`, `Tool::RUNS_NOW`) runs inline and cannot be stopped: make it async, or remove its timeout",
         ])
     );
     // A limit of a nanosecond is the user's to give.
