@@ -1,9 +1,12 @@
 //! Small helpers the engine needs without pulling in `futures`: an ordered concurrent join,
 //! ids, catching panics in closures and futures, and boxing a future in place.
 
+use std::collections::hash_map::RandomState;
 use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind as catch_sync};
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -109,10 +112,16 @@ impl<T> Future for JoinOrdered<'_, T> {
     }
 }
 
-/// A process-unique id with a prefix, such as `req_18c2f0a91b3e_1`.
+/// A unique id with a prefix, such as `req_18c2f0a91b3e_5f3a9c0e17b2d846`: the time in
+/// microseconds, then a count that starts, in each process, at a number drawn at random. The
+/// count keeps the ids of one process apart; the random start those of processes that make
+/// one in the same microsecond (two processes on one store started together would otherwise
+/// both count from 0, and share their first conversation's session).
 pub(crate) fn new_id(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let count = COUNTER
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_add(process_start());
     // Microseconds fit a `u64` for half a million years.
     let micros = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -125,8 +134,19 @@ pub(crate) fn new_id(prefix: &str) -> String {
     id.push('_');
     push_digits::<16>(&mut id, micros);
     id.push('_');
-    push_digits::<10>(&mut id, count);
+    push_digits::<16>(&mut id, count);
     id
+}
+
+/// Where this process's id count starts: drawn once, from the operating system's randomness
+/// that seeds std's `RandomState`, mixed with the process id.
+fn process_start() -> u64 {
+    static START: OnceLock<u64> = OnceLock::new();
+    *START.get_or_init(|| {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.finish()
+    })
 }
 
 /// Appends `n` in base `RADIX` (10 or 16, lowercase), most significant digit first. The radix
@@ -236,17 +256,21 @@ mod id_tests {
     }
 
     #[test]
-    fn ids_are_the_prefix_the_time_in_hex_and_a_count() {
+    fn ids_are_the_prefix_the_time_in_hex_and_a_count_in_hex() {
         let (a, b) = (new_id("req"), new_id("req"));
         assert_ne!(a, b);
-        let parts: Vec<&str> = a.split('_').collect();
-        assert_eq!(parts.len(), 3, "{a}");
-        assert_eq!(parts[0], "req");
-        assert!(
-            u64::from_str_radix(parts[1], 16).is_ok_and(|micros| micros > 0),
-            "{a}"
-        );
-        assert!(parts[2].parse::<u64>().is_ok(), "{a}");
+        let count = |id: &str| {
+            let parts: Vec<&str> = id.split('_').collect();
+            assert_eq!(parts.len(), 3, "{id}");
+            assert_eq!(parts[0], "req");
+            assert!(
+                u64::from_str_radix(parts[1], 16).is_ok_and(|micros| micros > 0),
+                "{id}"
+            );
+            u64::from_str_radix(parts[2], 16).unwrap_or_else(|_| panic!("{id}"))
+        };
+        // One process counts on from its random start (this test may share it with others).
+        assert!(count(&b).wrapping_sub(count(&a)) >= 1, "{a} {b}");
     }
 }
 

@@ -44,6 +44,7 @@ mod multi_agent_run_hooks;
 mod multi_agent_subagent;
 mod run_examples;
 mod session_compaction;
+mod session_ids;
 mod store_conformance;
 mod store_memory;
 mod store_postgres;
