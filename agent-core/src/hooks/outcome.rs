@@ -508,6 +508,42 @@ mod tests {
     use super::*;
     use crate::model::FinishReason;
 
+    /// A missing answer says why by how the turn ended, never telling an agent that has an
+    /// output type to add one.
+    #[test]
+    fn a_missing_answer_says_why_by_the_turns_status() {
+        let missing = |status| {
+            OutputError::Missing {
+                status,
+                error: None,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            missing(TurnStatus::Completed),
+            "the turn completed without a typed answer: the agent that answered has no output \
+             type (`AgentBuilder::output`), or the turn ended before an answer validated (at \
+             `max_steps`, by an `on_stop` hook, by a `prefilter_llm_history` block)"
+        );
+        assert_eq!(
+            missing(TurnStatus::Suspended),
+            "the turn has no typed answer yet: it is suspended; answer its waiting calls and \
+             resume it (`Conversation::resume`), whose result has the answer"
+        );
+        assert_eq!(
+            missing(TurnStatus::Aborted),
+            "the turn has no typed answer (status `aborted`)"
+        );
+        let failed = OutputError::Missing {
+            status: TurnStatus::Error,
+            error: Some(TurnError::new(TurnErrorKind::Custom, "hook `x` failed")),
+        };
+        assert_eq!(
+            failed.to_string(),
+            "the turn has no typed answer: hook `x` failed"
+        );
+    }
+
     #[test]
     fn outcomes_display_in_snake_case_as_on_the_wire() {
         let shown = |value: &dyn fmt::Display| value.to_string();
@@ -574,10 +610,25 @@ impl fmt::Display for OutputError {
             OutputError::Missing {
                 error: Some(error), ..
             } => write!(f, "the turn has no typed answer: {error}"),
-            OutputError::Missing { status, .. } => write!(
-                f,
-                "the turn has no typed answer (status `{status}`): give the agent an output type with `AgentBuilder::output`"
+            OutputError::Missing {
+                status: TurnStatus::Completed,
+                ..
+            } => f.write_str(
+                "the turn completed without a typed answer: the agent that answered has no \
+                 output type (`AgentBuilder::output`), or the turn ended before an answer \
+                 validated (at `max_steps`, by an `on_stop` hook, by a \
+                 `prefilter_llm_history` block)",
             ),
+            OutputError::Missing {
+                status: TurnStatus::Suspended,
+                ..
+            } => f.write_str(
+                "the turn has no typed answer yet: it is suspended; answer its waiting calls \
+                 and resume it (`Conversation::resume`), whose result has the answer",
+            ),
+            OutputError::Missing { status, .. } => {
+                write!(f, "the turn has no typed answer (status `{status}`)")
+            }
             OutputError::OtherType { asked, actual } => {
                 write!(f, "the answer is a `{actual}`, not a `{asked}`")
             }
