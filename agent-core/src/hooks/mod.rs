@@ -545,7 +545,7 @@ pub mod event {
 
     /// Before a tool runs: allow, modify, block or substitute the call.
     ///
-    /// Fired by `gate` in `engine/tool_call.rs`.
+    /// Fired by `gate` in `engine/call_hooks.rs`.
     pub struct BeforeToolCall<I>(PhantomData<fn() -> I>);
 
     impl<I: ToolInput> Event for BeforeToolCall<I> {
@@ -557,7 +557,7 @@ pub mod event {
 
     /// After every tool outcome (executed, failed, blocked or substituted).
     ///
-    /// Fired by `observe_outcome` in `engine/tool_call.rs`.
+    /// Fired by `observe_outcome` in `engine/call_hooks.rs`.
     pub struct AfterToolCall<I, O = serde_json::Value>(PhantomData<fn() -> (I, O)>);
 
     impl<I: ToolInput, O: Send + Sync + 'static> Event for AfterToolCall<I, O> {

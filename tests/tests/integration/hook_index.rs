@@ -135,6 +135,48 @@ fn each_fired_by_function_exists_and_fires_its_event() {
     }
 }
 
+/// Each event's marker in `agent-core/src/hooks/mod.rs` says in its doc comment where the event
+/// fires ("Fired by `F` in `P`."): the function and file of the index's row, so the rustdoc page
+/// of a marker never sends a reader to a file that no longer fires it.
+#[test]
+fn each_markers_fired_by_line_names_the_index_row() {
+    let source = read("agent-core/src/hooks/mod.rs");
+    let rows = rows();
+    let mut fired_by: Option<String> = None;
+    let mut checked = Vec::new();
+    for line in source.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("/// Fired by ") {
+            // "`Turn::prepare` in `engine/step.rs`." -> "`Turn::prepare` (engine/step.rs)"
+            let (function, file) = rest
+                .trim_end_matches('.')
+                .split_once(" in ")
+                .unwrap_or_else(|| panic!("no file in {line:?}"));
+            fired_by = Some(format!("{function} ({})", file.trim_matches('`')));
+            continue;
+        }
+        let Some(said) = &fired_by else { continue };
+        // The event the line before documents: `Marker = "name" / ...` in the events table,
+        // `const NAME: &'static str = "name";` in a generic marker's impl.
+        let Some(name) = line.split('"').nth(1) else {
+            continue;
+        };
+        if !(line.contains(" = \"") && (line.contains(" / ") || line.starts_with("const NAME"))) {
+            continue;
+        }
+        let row = rows
+            .iter()
+            .find(|(events, _)| events.iter().any(|event| event == name))
+            .unwrap_or_else(|| panic!("the index has no row for `{name}`"));
+        assert_eq!(
+            said, &row.1,
+            "the doc comment of `{name}`'s marker names another place than the index"
+        );
+        checked.push(name.to_owned());
+        fired_by = None;
+    }
+    assert_eq!(checked.len(), 29, "{checked:?}");
+}
+
 /// The short name of a type without its generics: `ToolCallContext` for
 /// `agent_core::hooks::tool_context::ToolCallContext<serde_json::Value>`.
 fn short_name(full: &str) -> String {
