@@ -143,7 +143,7 @@ mod tests {
             ),
             (
                 "\"refund\"",
-                "`.`: invalid type: string \"refund\", expected struct Escalation",
+                "`.`: expected a JSON object, found \"refund\"",
             ),
             (
                 r#"{"reason":"refund","priority":2} trailing"#,

@@ -245,7 +245,8 @@ fn args_error(tool: &str, error: serde_path_to_error::Error<serde_json::Error>) 
 }
 
 /// Checks the JSON arguments `raw` against the type `A` as a tool's are parsed (blank text is
-/// `{}`, and a `null` serde refuses is taken out as [`without_refused_nulls`] says), keeping
+/// `{}`, only an object is taken, and a `null` serde refuses is taken out as
+/// [`without_refused_nulls`] says), keeping
 /// the JSON rather than the `A`: the arguments as the model sent them (less those nulls), or
 /// the error the model reads, naming `tool` and the field.
 pub(crate) fn checked_args<A: serde::de::DeserializeOwned>(
@@ -258,6 +259,9 @@ pub(crate) fn checked_args<A: serde::de::DeserializeOwned>(
         path: ".".to_owned(),
         message: clip(&error.to_string()).into_owned(),
     })?;
+    if !value.is_object() {
+        return Err(not_an_object(tool, &value));
+    }
     match serde_path_to_error::deserialize::<_, A>(&value) {
         Ok(_) => Ok(value),
         Err(error) => match without_refused_nulls::<A>(|| Some(value), &error) {
@@ -326,6 +330,16 @@ fn take_member(value: &mut Value, path: &serde_path_to_error::Path) -> Option<()
     object.remove(key.as_str()).map(drop)
 }
 
+/// Arguments that are JSON but no object: a tool's parameters are an object schema (the
+/// builder refuses any other), and serde would read a struct from an array, by position.
+fn not_an_object(tool: &str, value: &Value) -> ArgsError {
+    ArgsError {
+        tool: tool.to_owned(),
+        path: ".".to_owned(),
+        message: format!("expected a JSON object, found {}", clip(&value.to_string())),
+    }
+}
+
 /// Text after the arguments' JSON value.
 fn trailing(tool: &str, error: serde_json::Error) -> ArgsError {
     ArgsError {
@@ -358,9 +372,15 @@ impl<T: Tool> DynTool for TypedTool<T> {
 
     fn parse_args(&self, raw: &str) -> Result<AnyValue, ArgsError> {
         let raw = if no_arguments(raw) { "{}" } else { raw };
-        // Fast path: plain serde_json. Path tracking allocates a `String` per object key and
-        // wraps every visitor (about 2.5x the parse), so it only runs again to explain a failure.
-        if let Ok(args) = serde_json::from_str::<T::Args>(raw) {
+        // Only an object, as the parameters schema says: serde would read the arguments
+        // struct from an array too, by position. Fast path: plain serde_json. Path tracking
+        // allocates a `String` per object key and wraps every visitor (about 2.5x the parse),
+        // so it only runs again to explain a failure.
+        if !raw.trim_start().starts_with('{') {
+            if let Ok(value) = serde_json::from_str::<Value>(raw) {
+                return Err(not_an_object(T::NAME, &value));
+            }
+        } else if let Ok(args) = serde_json::from_str::<T::Args>(raw) {
             return Ok(AnyValue::new(args));
         }
         let mut de = serde_json::Deserializer::from_str(raw);
@@ -396,6 +416,9 @@ impl<T: Tool> DynTool for TypedTool<T> {
     }
 
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
+        if !value.is_object() {
+            return Err(not_an_object(T::NAME, &value));
+        }
         let args: T::Args =
             serde_path_to_error::deserialize(value).map_err(|e| args_error(T::NAME, e))?;
         Ok(AnyValue::new(args))
@@ -642,12 +665,7 @@ impl DynTool for FnTool {
 
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         if !value.is_object() {
-            let message = format!("expected a JSON object, found {}", clip(&value.to_string()));
-            return Err(ArgsError {
-                tool: self.spec.name.clone(),
-                path: ".".to_owned(),
-                message,
-            });
+            return Err(not_an_object(&self.spec.name, &value));
         }
         Ok(AnyValue::new(value))
     }
@@ -734,12 +752,7 @@ impl DynTool for ClientTool {
 
     fn args_from_json(&self, value: Value) -> Result<AnyValue, ArgsError> {
         if !value.is_object() {
-            let message = format!("expected a JSON object, found {}", clip(&value.to_string()));
-            return Err(ArgsError {
-                tool: self.spec.name.clone(),
-                path: ".".to_owned(),
-                message,
-            });
+            return Err(not_an_object(&self.spec.name, &value));
         }
         Ok(AnyValue::new(value))
     }

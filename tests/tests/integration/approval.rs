@@ -409,6 +409,12 @@ async fn a_gate_s_ask_suspends_and_hooks_see_the_approval_that_let_the_call_run(
     };
     assert_eq!(call_id, "c1");
     assert_eq!(error.path, "a");
+    // So is an edit that is no object: serde would read the arguments from an array too.
+    let refused = conversation.approve_with("c1", json!([4, 3])).await;
+    let Err(AnswerError::InvalidArguments { error, .. }) = refused else {
+        panic!("expected invalid arguments, got {refused:?}");
+    };
+    assert_eq!(error.message, "expected a JSON object, found [4,3]");
     assert_eq!(
         conversation.waiting_calls().await.expect("waiting")[0].answer,
         None

@@ -240,6 +240,54 @@ async fn trailing_text_after_the_arguments_is_rejected_by_every_kind_of_tool() {
     }
 }
 
+/// Arguments are a JSON object for every kind of tool, as their schema says: serde would read
+/// a typed tool's arguments from an array by position (`[1, 2]` as `a = 1, b = 2`), and a
+/// JSON tool's would receive the array. Anything but an object is an error result the model
+/// reads, and the tool does not run.
+#[tokio::test]
+async fn arguments_that_are_no_object_are_rejected_by_every_kind_of_tool() {
+    let echo = || {
+        FnTool::new(
+            "echo",
+            "Echo.",
+            json!({"type": "object"}),
+            |args, _| async move { Ok(args) },
+        )
+    };
+    for (name, arguments, found) in [
+        ("add", "[1, 2]", "[1,2]"),
+        ("add", " [1, 2]", "[1,2]"),
+        ("add", "7", "7"),
+        ("add", "null", "null"),
+        ("echo", "[1, 2]", "[1,2]"),
+        ("echo", r#""text""#, r#""text""#),
+    ] {
+        let model = one_call(name, arguments);
+        let agent = AgentBuilder::new("t")
+            .model(model.clone())
+            .tool(add_tool::Add)
+            .dyn_tool(echo())
+            .build()
+            .unwrap();
+        let result = agent.run("go").await;
+        assert_done(&result);
+        assert_eq!(
+            result_read(&model),
+            (
+                format!(
+                    "invalid arguments for tool `{name}` at `.`: expected a JSON object, found {found}"
+                ),
+                true
+            ),
+            "{name} {arguments}"
+        );
+        assert_eq!(
+            result.steps[0].tool_results[0].outcome,
+            agent_core::ToolOutcomeKind::Rejected
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_error_result_quotes_a_few_kb_of_a_huge_argument_and_says_how_long_it_was() {
     let huge = "x".repeat(10 << 20);

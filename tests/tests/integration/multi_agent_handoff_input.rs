@@ -271,9 +271,11 @@ async fn arguments_that_do_not_fit_the_input_are_an_error_the_model_reads() {
             r#"{"reason":"charged twice","priority":3,"urgent":true}"#,
             "`.`: unknown field `urgent`, expected one of `priority`, `reason`, `ticket`",
         ),
+        // Only an object: serde would read the struct from an array, by position.
+        ("[]", "`.`: expected a JSON object, found []"),
         (
-            "[]",
-            "`.`: invalid length 0, expected struct Escalation with 3 elements",
+            r#"["charged twice", 3, null]"#,
+            "`.`: expected a JSON object, found [\"charged twice\",3,null]",
         ),
     ];
     for (bad, reads) in cases {
