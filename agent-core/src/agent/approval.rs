@@ -176,7 +176,10 @@ impl Conversation {
     /// approval in this turn are approved too, and later calls of it run without asking (the
     /// before_tool_call hooks still run, with
     /// [`ToolCallContext::approval`](crate::ToolCallContext::approval) set to
-    /// [`CallAnswer::ApproveAlways`]). Returns how many calls still wait.
+    /// [`CallAnswer::ApproveAlways`]). The tool is the agent's that made the call: a
+    /// subagent's call ([`PendingCall::path`](crate::PendingCall::path) not empty) approves
+    /// that subagent's tool, for the rest of its turn, and no call of another agent's tool of
+    /// the same name. Returns how many calls still wait.
     pub async fn approve_always(&self, call_id: &str) -> Result<usize, AnswerError> {
         self.answer(call_id, CallAnswer::ApproveAlways, None).await
     }
@@ -387,8 +390,8 @@ impl Conversation {
                         })?;
                 }
                 if answer == CallAnswer::ApproveAlways {
-                    let tool = call.call.tool.clone();
-                    self.approve_for_good(&tool, &mut waiting).await?;
+                    let (tool, path) = (call.call.tool.clone(), call.call.path.clone());
+                    self.approve_for_good(&tool, &path, &mut waiting).await?;
                 } else {
                     call.answer = Some(answer);
                 }
@@ -430,21 +433,32 @@ impl Conversation {
         Ok(open.or_else(alike).copied().unwrap_or(first_verified))
     }
 
-    /// Keeps `tool` approved for good in this session, and approves its calls of `waiting`
-    /// that wait for approval without an answer.
+    /// Keeps `tool` of the agent at `path` (empty: this agent; else the subagents the call
+    /// waits in) approved for good, and approves its calls of `waiting` that wait for approval
+    /// without an answer. A subagent's tool is another agent's, even under the same name: its
+    /// calls are the only ones approved with it, and it is approved for good in the
+    /// subagent's turn, which the answer reaches when it resumes (`engine/subagent.rs`), not in
+    /// this session, whose standing approvals are this agent's tools.
     async fn approve_for_good(
         &self,
         tool: &str,
+        path: &[String],
         waiting: &mut [SuspendedCall],
     ) -> Result<(), StoreError> {
-        let store = &self.agent.inner.store;
-        let mut tools = store.approved_tools(&self.session).await?;
-        if !tools.iter().any(|t| t == tool) {
-            tools.push(tool.to_owned());
-            store.set_approved_tools(&self.session, tools).await?;
+        if path.is_empty() {
+            let store = &self.agent.inner.store;
+            let mut tools = store.approved_tools(&self.session).await?;
+            if !tools.iter().any(|t| t == tool) {
+                tools.push(tool.to_owned());
+                store.set_approved_tools(&self.session, tools).await?;
+            }
         }
         for w in waiting.iter_mut() {
-            if w.call.tool == tool && w.answer.is_none() && !w.call.kind.takes_result() {
+            if w.call.tool == tool
+                && w.call.path == path
+                && w.answer.is_none()
+                && !w.call.kind.takes_result()
+            {
                 w.answer = Some(CallAnswer::ApproveAlways);
             }
         }

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{
-    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, Continued, FnTool,
-    Hook, Matcher, Message, MessageStatus, PendingCall, PendingKind, ScriptedModel, ScriptedStep,
-    SessionStore, SqliteStore, StoredMessage, Tool, ToolCallDecision, ToolError, TurnErrorKind,
-    TurnEvent, TurnRequest, TurnStatus, event, tool,
+    Agent, AgentBuilder, AnswerError, CallAnswer, ChatResponse, ClientTool, Continued,
+    Conversation, FnTool, Hook, Matcher, MemoryStore, Message, MessageStatus, PendingCall,
+    PendingKind, ScriptedModel, ScriptedStep, SessionStore, SqliteStore, StoredMessage, Tool,
+    ToolCallDecision, ToolError, TurnErrorKind, TurnEvent, TurnRequest, TurnStatus, event, tool,
 };
 use serde_json::{Value, json};
 use tests::{
@@ -1731,6 +1731,96 @@ async fn a_subagent_s_call_waiting_for_approval_suspends_its_caller_and_resumes_
             .expect("none")
             .is_empty()
     );
+}
+
+/// `boss` with a `delete` tool of its own beside the subagent `worker`, whose `delete` is
+/// another tool of the same name: one step calls the boss's `delete` (c1) and the worker (c2),
+/// whose step calls its own `delete` (w1). Each waits for approval.
+async fn two_deletes_waiting(trace: &Trace) -> Conversation {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let worker_model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("w1", "delete", r#"{"path":"/prod/db"}"#),
+        ScriptedStep::new().text("Worker done."),
+    ]);
+    let worker = AgentBuilder::new("worker")
+        .model(worker_model)
+        .dyn_tool(delete_tool(trace))
+        .store(store.clone())
+        .build()
+        .expect("the worker builds");
+    let boss_model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "delete", r#"{"path":"tmp.txt"}"#)
+            .tool_call("c2", "worker", r#"{"input":"clean up"}"#),
+        ScriptedStep::new().text("Boss done."),
+    ]);
+    let boss = AgentBuilder::new("boss")
+        .model(boss_model)
+        .dyn_tool(delete_tool(trace))
+        .subagent(&worker)
+        .store(store)
+        .build()
+        .expect("the boss builds");
+    let conversation = boss.conversation();
+    let suspended = conversation.run("Tidy up").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    let waiting: Vec<(&str, &[String])> = suspended
+        .pending
+        .iter()
+        .map(|call| (call.id.as_str(), call.path.as_slice()))
+        .collect();
+    assert_eq!(
+        waiting,
+        [("c1", &[][..]), ("w1", &["worker".to_owned()][..])]
+    );
+    conversation
+}
+
+/// Each waiting call's id and answer.
+async fn answers(conversation: &Conversation) -> Vec<(String, Option<CallAnswer>)> {
+    let waiting = conversation.waiting_calls().await.expect("waiting");
+    waiting.into_iter().map(|w| (w.call.id, w.answer)).collect()
+}
+
+/// Approving a tool for good approves that agent's tool: not a subagent's tool of the same
+/// name (whose call the person never saw approved), and a subagent's call approved for good
+/// leaves the caller's own tool of that name asking.
+#[tokio::test]
+async fn approving_a_tool_for_good_approves_the_calling_agent_s_tool_only() {
+    let trace = Trace::new();
+    let conversation = two_deletes_waiting(&trace).await;
+    assert_eq!(conversation.approve_always("c1").await, Ok(1));
+    assert_eq!(
+        answers(&conversation).await,
+        [
+            ("c1".to_owned(), Some(CallAnswer::ApproveAlways)),
+            ("w1".to_owned(), None),
+        ]
+    );
+    assert_eq!(conversation.approved_tools().await.unwrap(), ["delete"]);
+    conversation.deny("w1", "not the database").await.unwrap();
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(trace.take(), lines(&["delete(tmp.txt)"]));
+
+    let trace = Trace::new();
+    let conversation = two_deletes_waiting(&trace).await;
+    assert_eq!(conversation.approve_always("w1").await, Ok(1));
+    assert_eq!(
+        answers(&conversation).await,
+        [
+            ("c1".to_owned(), None),
+            ("w1".to_owned(), Some(CallAnswer::ApproveAlways)),
+        ]
+    );
+    assert_eq!(
+        conversation.approved_tools().await.unwrap(),
+        Vec::<String>::new()
+    );
+    conversation.deny("c1", "keep it").await.unwrap();
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(trace.take(), lines(&["delete(/prod/db)"]));
 }
 
 #[tokio::test]
