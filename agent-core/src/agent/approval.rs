@@ -176,21 +176,24 @@ impl Conversation {
     /// approval in this turn are approved too, and later calls of it run without asking (the
     /// before_tool_call hooks still run, with
     /// [`ToolCallContext::approval`](crate::ToolCallContext::approval) set to
-    /// [`CallAnswer::ApproveAlways`]). The tool is the agent's that made the call: a
-    /// subagent's call ([`PendingCall::path`](crate::PendingCall::path) not empty) approves
-    /// that subagent's tool, for the rest of its turn, and no call of another agent's tool of
-    /// the same name. Returns how many calls still wait.
+    /// [`CallAnswer::ApproveAlways`]). The tool is the agent's that made the call, and no
+    /// other agent's tool of the same name: a handoff target's tool is kept as `agent/tool`
+    /// (`billing/delete`), and a subagent's call
+    /// ([`PendingCall::path`](crate::PendingCall::path) not empty) approves that subagent's
+    /// tool for the rest of its turn. Returns how many calls still wait.
     pub async fn approve_always(&self, call_id: &str) -> Result<usize, AnswerError> {
         self.answer(call_id, CallAnswer::ApproveAlways, None).await
     }
 
-    /// The tools this session approved for good ([`approve_always`](Self::approve_always)).
+    /// The tools this session approved for good ([`approve_always`](Self::approve_always)):
+    /// the agent's own by name, a handoff target's as `agent/tool`.
     pub async fn approved_tools(&self) -> Result<Vec<String>, StoreError> {
         self.agent.inner.store.approved_tools(&self.session).await
     }
 
-    /// Withdraws the standing approval of `tool` in this session: its calls ask again.
-    /// Returns whether it had one.
+    /// Withdraws the standing approval of `tool` in this session (named as
+    /// [`approved_tools`](Self::approved_tools) lists it: `delete`, or `billing/delete` for a
+    /// handoff target's): its calls ask again. Returns whether it had one.
     pub async fn revoke_approval(&self, tool: &str) -> Result<bool, StoreError> {
         let lease = self.lock().await?;
         let store = &self.agent.inner.store;
@@ -391,7 +394,9 @@ impl Conversation {
                 }
                 if answer == CallAnswer::ApproveAlways {
                     let (tool, path) = (call.call.tool.clone(), call.call.path.clone());
-                    self.approve_for_good(&tool, &path, &mut waiting).await?;
+                    let agent = call.agent.clone();
+                    self.approve_for_good(&tool, &path, &agent, &mut waiting)
+                        .await?;
                 } else {
                     call.answer = Some(answer);
                 }
@@ -433,29 +438,33 @@ impl Conversation {
         Ok(open.or_else(alike).copied().unwrap_or(first_verified))
     }
 
-    /// Keeps `tool` of the agent at `path` (empty: this agent; else the subagents the call
-    /// waits in) approved for good, and approves its calls of `waiting` that wait for approval
-    /// without an answer. A subagent's tool is another agent's, even under the same name: its
-    /// calls are the only ones approved with it, and it is approved for good in the
-    /// subagent's turn, which the answer reaches when it resumes (`engine/subagent.rs`), not in
-    /// this session, whose standing approvals are this agent's tools.
+    /// Keeps `tool` of the agent that made the call (`agent`, this one or a handoff's target;
+    /// `path`: the subagents the call waits in, if any) approved for good, and approves its
+    /// calls of `waiting` that wait for approval without an answer. Another agent's tool is
+    /// another tool, even under the same name: a handoff target's is kept as `agent/tool`
+    /// ([`store::standing_name`]), and a subagent's is approved for good in the subagent's
+    /// turn, which the answer reaches when it resumes (`engine/subagent.rs`), not in this
+    /// session.
     async fn approve_for_good(
         &self,
         tool: &str,
         path: &[String],
+        agent: &str,
         waiting: &mut [SuspendedCall],
     ) -> Result<(), StoreError> {
         if path.is_empty() {
             let store = &self.agent.inner.store;
+            let kept = store::standing_name(&self.agent.inner.name, agent, tool);
             let mut tools = store.approved_tools(&self.session).await?;
-            if !tools.iter().any(|t| t == tool) {
-                tools.push(tool.to_owned());
+            if !tools.contains(&kept) {
+                tools.push(kept);
                 store.set_approved_tools(&self.session, tools).await?;
             }
         }
         for w in waiting.iter_mut() {
             if w.call.tool == tool
                 && w.call.path == path
+                && w.agent == agent
                 && w.answer.is_none()
                 && !w.call.kind.takes_result()
             {

@@ -171,7 +171,11 @@ async fn answer(agent: &AgentRuntime, resume: &Resume) -> Result<(), ToolError> 
     let mut approved = Vec::new();
     for (call, answer) in waiting.iter_mut().zip(&resume.answers) {
         if *answer == CallAnswer::ApproveAlways {
-            approved.push(call.call.tool.clone());
+            approved.push(crate::store::standing_name(
+                &agent.name,
+                &call.agent,
+                &call.call.tool,
+            ));
         }
         call.answer = Some(answer.clone());
     }

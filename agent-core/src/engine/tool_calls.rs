@@ -270,9 +270,12 @@ impl Turn<'_> {
         };
         // A call of a tool approved for good runs as approved; a resumed one by its answer.
         let standing = CallAnswer::ApproveAlways;
+        let (entry, current) = (&*self.agent.name, &*self.current.name);
         let approval = |position: usize, call: &ToolCall| {
             let approved = self.session.approved_tools.as_deref().unwrap_or_default();
-            let granted = approved.iter().any(|tool| *tool == call.name);
+            let granted = approved
+                .iter()
+                .any(|kept| store::is_standing(kept, entry, current, &call.name));
             approvals
                 .get(position)
                 .and_then(Option::as_ref)

@@ -24,8 +24,8 @@ pub use columns::{ExpectedTable, MessageColumns, MessageRow, missing_from_schema
 pub(crate) use guard::PanicSafe;
 pub use lease::{LeaseHolder, ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
-pub(crate) use pending::units;
 pub use pending::{CallAnswer, PendingCall, PendingKind, SubagentTurn, SuspendedCall};
+pub(crate) use pending::{is_standing, standing_name, units};
 pub(crate) use seal::{call_token, fingerprint, same_token};
 pub use sqlite::{SqliteOptions, SqliteStore, SqliteSync};
 

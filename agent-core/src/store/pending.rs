@@ -174,6 +174,30 @@ pub struct SuspendedCall {
     pub via: Option<SubagentTurn>,
 }
 
+/// The name a standing approval ([`CallAnswer::ApproveAlways`]) of `tool` of `agent` is kept
+/// under in a session of the agent `entry` (the agent asked): the tool's own name for the
+/// entry agent's tools, `agent/tool` for a tool of an agent the turn handed off to, which is
+/// another tool even under the same name (tool names hold no `/`, so the two never meet).
+pub(crate) fn standing_name(entry: &str, agent: &str, tool: &str) -> String {
+    if agent == entry {
+        tool.to_owned()
+    } else {
+        format!("{agent}/{tool}")
+    }
+}
+
+/// Whether the standing approval kept as `kept` (see [`standing_name`]) is of `tool` of
+/// `agent`, in a session of the agent `entry`.
+pub(crate) fn is_standing(kept: &str, entry: &str, agent: &str, tool: &str) -> bool {
+    if agent == entry {
+        kept == tool
+    } else {
+        kept.strip_prefix(agent)
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(tool)
+    }
+}
+
 impl SuspendedCall {
     /// The id of the call of the agent's step that waits: its own, or its call to the subagent
     /// the call waits in.

@@ -1823,6 +1823,65 @@ async fn approving_a_tool_for_good_approves_the_calling_agent_s_tool_only() {
     assert_eq!(trace.take(), lines(&["delete(/prod/db)"]));
 }
 
+/// A handoff target's tool approved for good is kept as `billing/delete`: it runs without
+/// asking whenever billing calls it again in the session, while the agent asked's own
+/// `delete`, another tool of the same name, still asks.
+#[tokio::test]
+async fn a_handoff_target_s_tool_approved_for_good_is_that_agent_s_only() {
+    let trace = Trace::new();
+    let billing_model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("b1", "delete", r#"{"path":"old-invoice.pdf"}"#),
+        ScriptedStep::new().text("Billing: deleted."),
+        ScriptedStep::new().tool_call("b2", "delete", r#"{"path":"older-invoice.pdf"}"#),
+        ScriptedStep::new().text("Billing: deleted again."),
+    ]);
+    let billing = AgentBuilder::new("billing")
+        .model(billing_model)
+        .dyn_tool(delete_tool(&trace))
+        .build()
+        .expect("billing builds");
+    let triage_model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("h1", "transfer_to_billing", "{}"),
+        ScriptedStep::new().tool_call("t1", "delete", r#"{"path":"/home/user"}"#),
+        ScriptedStep::new().text("Triage: kept it."),
+        ScriptedStep::new().tool_call("h2", "transfer_to_billing", "{}"),
+    ]);
+    let triage = AgentBuilder::new("triage")
+        .model(triage_model)
+        .dyn_tool(delete_tool(&trace))
+        .handoff(&billing)
+        .build()
+        .expect("triage builds");
+    let conversation = triage.conversation();
+
+    let suspended = conversation.run("Remove my old invoice").await;
+    assert_eq!(suspended.status, TurnStatus::Suspended, "{suspended:?}");
+    assert_eq!(conversation.approve_always("b1").await, Ok(0));
+    assert_eq!(
+        conversation.approved_tools().await.unwrap(),
+        ["billing/delete"]
+    );
+    let resumed = conversation.resume().await.expect("resumes");
+    assert_eq!(resumed.text, "Billing: deleted.");
+
+    // Triage's own `delete` still asks.
+    let asked = conversation.run("And my home folder").await;
+    assert_eq!(asked.status, TurnStatus::Suspended, "{asked:?}");
+    let waiting: Vec<&str> = asked.pending.iter().map(|call| call.id.as_str()).collect();
+    assert_eq!(waiting, ["t1"]);
+    conversation.deny("t1", "no").await.unwrap();
+    let kept = conversation.resume().await.expect("resumes");
+    assert_eq!(kept.text, "Triage: kept it.");
+
+    // Billing's runs without asking.
+    let again = conversation.run("One more invoice").await;
+    assert_eq!(again.text, "Billing: deleted again.", "{again:?}");
+    assert_eq!(
+        trace.take(),
+        lines(&["delete(old-invoice.pdf)", "delete(older-invoice.pdf)"])
+    );
+}
+
 #[tokio::test]
 async fn answering_the_last_waiting_call_continues_the_turn_at_once() {
     let trace = Trace::new();
