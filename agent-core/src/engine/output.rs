@@ -215,6 +215,19 @@ impl<'a> Turn<'a> {
                     .output_retries
                     .unwrap_or_else(|| self.current.output.as_ref().map_or(0, |spec| spec.retries));
                 let attempts = &self.outcome.attempts;
+                // In the step limit's last step, a failed answer is not sent back: no step
+                // would read the retry, and its message would be left in the history for the
+                // next turn. The step limit ends the turn (on_stop), the answer stored failed.
+                if plan.last_step && attempts.reasons.len() <= retries {
+                    if by_tool {
+                        // Its error result is stored already, answering the call.
+                        return next;
+                    }
+                    if let Some(row) = row {
+                        self.update(row, failed_row()).await?;
+                    }
+                    return Ok(None);
+                }
                 if attempts.reasons.len() > retries {
                     let message = format!(
                         "no valid answer after {} attempts: {}",
@@ -234,13 +247,7 @@ impl<'a> Turn<'a> {
                         // A text answer that ends the turn is stored failed, so the rows tell
                         // every accepted answer apart (`stored_output.rs`); a final-answer
                         // call's error result marks it already.
-                        let failed = MessageUpdate {
-                            message: None,
-                            status: Some(MessageStatus::Failed),
-                            response_completed_at: None,
-                            silent: None,
-                        };
-                        self.update(row, failed).await?;
+                        self.update(row, failed_row()).await?;
                     }
                     return Err(End::Failed(error, ErrorStage::Turn));
                 }
@@ -269,6 +276,17 @@ impl<'a> Turn<'a> {
                 Ok(None)
             }
         }
+    }
+}
+
+/// The update that marks a failed text answer's row failed, so the rows tell every accepted
+/// answer apart (`stored_output.rs`).
+fn failed_row() -> MessageUpdate {
+    MessageUpdate {
+        message: None,
+        status: Some(MessageStatus::Failed),
+        response_completed_at: None,
+        silent: None,
     }
 }
 

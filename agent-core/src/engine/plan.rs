@@ -48,6 +48,9 @@ pub(super) struct TurnPlan<'a> {
     pub(super) output_answers: Vec<(usize, ToolResultRecord)>,
     /// Each tool's failures in a row, when the agent or a tool limits retries.
     pub(super) tool_failures: ToolFailures,
+    /// Whether the current step is the last the agent's step limit allows: a typed answer
+    /// that fails in it is not sent back, since no step would read the retry.
+    pub(super) last_step: bool,
 }
 
 impl<'a> TurnPlan<'a> {
@@ -132,6 +135,7 @@ impl<'a> TurnPlan<'a> {
             output_retries: None,
             output_answers: Vec::new(),
             tool_failures: ToolFailures::default(),
+            last_step: false,
         }
     }
 

@@ -56,6 +56,7 @@ impl<'a> Turn<'a> {
                 gen_ai.agent.name = %self.current.name,
                 gen_ai.agent.step = step,
             );
+            plan.last_step = step + 1 >= limit;
             // Not a `match` around the handoff: the step's result (80 bytes) would be kept
             // beside the step's future the whole time.
             let handoff = match in_span!(span, self.step(plan, step)) {

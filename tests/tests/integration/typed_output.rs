@@ -3,7 +3,7 @@
 
 use agent_core::{
     AgentBuilder, Hook, Message, OutputCheck, OutputError, OutputMode, ScriptedModel, ScriptedStep,
-    ToolChoice, TurnErrorKind, TurnRequest, TurnStatus, event,
+    StopReason, ToolChoice, TurnErrorKind, TurnEvent, TurnRequest, TurnStatus, event,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -682,6 +682,69 @@ async fn a_subagent_with_an_output_type_returns_its_json() {
         serde_json::from_str::<serde_json::Value>(content).unwrap(),
         json!({"number": "INV-7", "total_cents": 1250})
     );
+}
+
+/// An answer that fails in the step limit's last step is not sent back: no retry message is
+/// stored for the next turn to read, no retry is streamed, and the limit ends the turn; a text
+/// answer's row is stored failed, so it is no accepted answer.
+#[tokio::test]
+async fn a_failed_answer_in_the_last_allowed_step_is_not_sent_back() {
+    for native in [true, false] {
+        let trace = Trace::new();
+        let (first, second) = if native {
+            (
+                ScriptedStep::new().text(BAD),
+                ScriptedStep::new().text(GOOD),
+            )
+        } else {
+            let call = |args: &str| ScriptedStep::new().tool_call("f1", "final_result", args);
+            (call(BAD), call(GOOD))
+        };
+        let mut model = ScriptedModel::new([first, second]);
+        if native {
+            model = model.supporting_output_schema();
+        }
+        let agent = invoice_agent(&model, &trace).max_steps(1).build().unwrap();
+        let session = agent.session("s");
+        let mut stream = session.stream("Extract the invoice.");
+        let mut retries = 0;
+        let mut finished = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                TurnEvent::OutputRetry { .. } => retries += 1,
+                TurnEvent::Finished(result) => finished = Some(result),
+                _ => {}
+            }
+        }
+        let result = finished.unwrap();
+        assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+        assert_eq!(result.stop_reason, Some(StopReason::MaxSteps));
+        assert!(result.output::<Invoice>().is_err());
+        assert_eq!(retries, 0, "native: {native}");
+        let mut expected = lines(&["before_step(0)", "on_llm_start(0)"]);
+        if !native {
+            expected.extend(lines(&[
+                "on_chunk(tool_start:f1 final_result)",
+                "on_chunk(tool_call:f1 final_result)",
+            ]));
+        }
+        expected.push("on_llm_end(0)".into());
+        if !native {
+            expected.push("on_chunk(tool_result:f1 final_result error)".into());
+        }
+        expected.extend(lines(&[
+            "on_step_finish(0 output_failure: invalid answer at `total_cents`: invalid type: \
+             string \"twelve\", expected u64)",
+            "on_stop(max_steps)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ]));
+        assert_eq!(without_chunks(&trace)[2..], expected, "native: {native}");
+        let retry = |m: &Message| m.text().starts_with("Your answer was not accepted");
+        let history = session.history().await.unwrap();
+        assert!(!history.iter().any(retry), "native: {native}: {history:?}");
+        assert_eq!(session.last_output::<Invoice>().await.unwrap(), None);
+    }
 }
 
 #[tokio::test]
