@@ -1,10 +1,20 @@
 //! Reading one stream chunk (`chat.completion.chunk`) straight into the decoder: the first
-//! choice with index 0 is handed to [`ChoiceSink::choice`] as soon as its object ends (`n`
-//! is never asked for), and only the chunk's other fields the decoder reads are kept. Building
-//! the whole chunk as one struct first moved its 200 bytes through every level of serde's
-//! return values, which cost about a fifth of a chunk's decoding (`benches/chunks.rs`).
+//! choice with the stream's index is handed to [`ChoiceSink::choice`] as soon as its object
+//! ends (`n` is never asked for), and only the chunk's other fields the decoder reads are kept.
+//! Building the whole chunk as one struct first moved its 200 bytes through every level of
+//! serde's return values, which cost about a fifth of a chunk's decoding (`benches/chunks.rs`).
 //! Fields this client does not use (`id`, `model`, `created`, ...) are skipped without being
 //! built.
+//!
+//! **Which choice is read.** The stream's choice is the one with index 0, as OpenAI numbers
+//! it, unless the first chunk that offers any choice offers none with index 0 (some
+//! OpenAI-compatible servers number their only choice 1): the stream is then read from the
+//! index of that chunk's first choice, and that chunk is read again to give it to the
+//! decoder (once a stream, so a chunk costs no more than with index 0: nothing is held while
+//! the rest of the chunk is read). The first choice read fixes the index for the whole
+//! stream, and choices with other indices are skipped, index 0 arriving later included: the
+//! chosen choice's events have gone out by then, and another choice's would mix two answers.
+//! Within a chunk, only the first choice with the stream's index is read.
 
 use std::fmt;
 
@@ -138,9 +148,77 @@ impl<'de> Fields<'de> for FunctionDelta<'de> {
     }
 }
 
-/// What a chunk's first choice with index 0 is given to, as soon as its object ends: the
-/// decoder (`decode.rs`), which pushes the events it makes of it to `out`.
+/// Which choice of a stream is read (see the module doc), kept by the decoder for the whole
+/// stream.
+#[derive(Default)]
+pub(super) struct StreamChoice {
+    /// The index read: 0 until the stream's first chunk with choices offers none with it.
+    index: u32,
+    /// A choice was read, which fixes `index` for the rest of the stream.
+    fixed: bool,
+    /// The index of the first choice the chunk being read offers, while none was read.
+    offered: Option<u32>,
+}
+
+/// Reads the chunk `data`, giving its choice with the stream's index to `decoder` and
+/// returning the rest; a stream's first chunk with choices is read twice when none of them
+/// has index 0 (see the module doc).
+#[inline]
+pub(super) fn read_chunk<C: ChoiceSink>(
+    decoder: &mut C,
+    data: &str,
+    out: &mut Vec<ModelEvent>,
+) -> Result<ChunkRest, serde_json::Error> {
+    let read = read_whole(decoder, data, out);
+    if decoder.stream_choice().offered.is_some() {
+        return read_again(decoder, data, out, read);
+    }
+    read
+}
+
+/// The stream's first chunk with choices, read once and found to offer none with index 0:
+/// read again, from the index of its first choice (`read` is the first reading's outcome).
+#[cold]
+#[inline(never)]
+fn read_again<C: ChoiceSink>(
+    decoder: &mut C,
+    data: &str,
+    out: &mut Vec<ModelEvent>,
+    read: Result<ChunkRest, serde_json::Error>,
+) -> Result<ChunkRest, serde_json::Error> {
+    let stream = decoder.stream_choice();
+    match stream.offered.take() {
+        // Unless a choice with index 0 came after the others (it was read), or the chunk is
+        // malformed.
+        Some(index) if !stream.fixed && read.is_ok() => {
+            stream.index = index;
+            read_whole(decoder, data, out)
+        }
+        _ => read,
+    }
+}
+
+/// One reading of the chunk `data`, to its end. Inlined even though `read_again` calls it
+/// too: as a call of its own it cost a chunk about 80 instructions (`openai_call_agent` in
+/// `benches/chunks.rs`).
+#[inline(always)]
+fn read_whole<C: ChoiceSink>(
+    decoder: &mut C,
+    data: &str,
+    out: &mut Vec<ModelEvent>,
+) -> Result<ChunkRest, serde_json::Error> {
+    let mut json = serde_json::Deserializer::from_str(data);
+    ChunkSeed { decoder, out }
+        .deserialize(&mut json)
+        .and_then(|rest| json.end().map(|()| rest))
+}
+
+/// What a chunk's first choice with the stream's index is given to, as soon as its object
+/// ends: the decoder (`decode.rs`), which pushes the events it makes of it to `out`.
 pub(super) trait ChoiceSink {
+    /// Which choice of the stream is read.
+    fn stream_choice(&mut self) -> &mut StreamChoice;
+
     /// Takes the choice: its delta, its finish reason and its log probabilities.
     fn choice(
         &mut self,
@@ -151,10 +229,10 @@ pub(super) trait ChoiceSink {
     );
 }
 
-/// Reads a chunk, giving its first choice to the decoder.
-pub(super) struct ChunkSeed<'d, C> {
-    pub(super) decoder: &'d mut C,
-    pub(super) out: &'d mut Vec<ModelEvent>,
+/// Reads a chunk, giving its choice with the stream's index to the decoder.
+struct ChunkSeed<'d, C> {
+    decoder: &'d mut C,
+    out: &'d mut Vec<ModelEvent>,
 }
 
 impl<'de, C: ChoiceSink> DeserializeSeed<'de> for ChunkSeed<'_, C> {
@@ -211,7 +289,7 @@ impl<'de, C: ChoiceSink> Visitor<'de> for ChunkSeed<'_, C> {
 struct ChoicesSeed<'d, C> {
     decoder: &'d mut C,
     out: &'d mut Vec<ModelEvent>,
-    /// Whether a choice with index 0 was given to the decoder already.
+    /// Whether a choice of this chunk was given to the decoder already.
     chosen: &'d mut bool,
 }
 
@@ -260,7 +338,8 @@ impl<'de, C: ChoiceSink> Visitor<'de> for ChoicesSeed<'_, C> {
     }
 }
 
-/// Reads one choice, and gives it to the decoder if it is the first with index 0.
+/// Reads one choice, and gives it to the decoder if it is the chunk's first with the stream's
+/// index.
 struct ChoiceSeed<'d, C> {
     decoder: &'d mut C,
     out: &'d mut Vec<ModelEvent>,
@@ -314,10 +393,14 @@ impl<'de, C: ChoiceSink> Visitor<'de> for ChoiceSeed<'_, C> {
                 }
             }
         }
-        if index == 0 && !*self.chosen {
+        let stream = self.decoder.stream_choice();
+        if index == stream.index && !*self.chosen {
+            stream.fixed = true;
             *self.chosen = true;
             self.decoder
                 .choice(delta.as_mut(), finish, logprobs, self.out);
+        } else if !stream.fixed && stream.offered.is_none() {
+            stream.offered = Some(index);
         }
         Ok(())
     }

@@ -15,9 +15,7 @@ use agent_core::{
     is_context_overflow,
 };
 
-use serde::de::DeserializeSeed;
-
-use super::chunk::{ChoiceSink, ChunkSeed};
+use super::chunk::{ChoiceSink, StreamChoice, read_chunk};
 use super::wire::{
     Content, ContentPart, Delta, ErrorBody, ErrorCode, ErrorFrame, Text, ToolCallDelta, WireUsage,
 };
@@ -34,6 +32,8 @@ pub(crate) struct OpenAiDecoder {
     highest: Option<u32>,
     finish: Option<FinishReason>,
     done: bool,
+    /// Which choice of the stream is read (see `chunk.rs`).
+    choice: StreamChoice,
     /// The citations last kept (a server repeats them in every chunk).
     citations: Option<serde_json::Value>,
     /// The index of a complete call that came without a name (a server that lost it, or
@@ -75,13 +75,10 @@ impl Decoder for OpenAiDecoder {
         if event == Some("error") {
             return Err(stream_error(data));
         }
-        // The chunk's first choice goes to `choice` as it is read; its events come after the
+        // The chunk's choice goes to `choice` as it is read; its events come after the
         // citations' below, and none stay when the chunk is an error or malformed.
         let start = out.len();
-        let mut json = serde_json::Deserializer::from_str(data);
-        let read = ChunkSeed { decoder: self, out }
-            .deserialize(&mut json)
-            .and_then(|rest| json.end().map(|()| rest));
+        let read = read_chunk(self, data, out);
         if let Some(index) = self.nameless.take() {
             out.truncate(start);
             return Err(nameless(index));
@@ -117,7 +114,11 @@ impl Decoder for OpenAiDecoder {
 }
 
 impl ChoiceSink for OpenAiDecoder {
-    /// The first choice of a chunk: its deltas, and its finish reason.
+    fn stream_choice(&mut self) -> &mut StreamChoice {
+        &mut self.choice
+    }
+
+    /// The chunk's choice the stream is read from: its deltas, and its finish reason.
     fn choice(
         &mut self,
         delta: Option<&mut Delta<'_>>,
@@ -876,6 +877,99 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(events, [ModelEvent::TextDelta("first".into())]);
+    }
+
+    /// A stream whose only choice has index 1 (some OpenAI-compatible servers) reads as one
+    /// with index 0: text, tool calls and finish reason, in order.
+    #[test]
+    fn a_stream_whose_only_choice_is_not_index_0_is_read_from_it() {
+        let (events, done) = decode(&[
+            r#"{"choices":[{"index":1,"delta":{"role":"assistant","content":"Hel"}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"lo"}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("Hel".into()),
+                ModelEvent::TextDelta("lo".into()),
+                ModelEvent::ToolCallStart {
+                    id: "c1".into(),
+                    name: "f".into()
+                },
+                ModelEvent::ToolInputDelta {
+                    id: "c1".into(),
+                    delta: r#"{"a""#.into()
+                },
+                ModelEvent::ToolInputDelta {
+                    id: "c1".into(),
+                    delta: ":1}".into()
+                },
+                ModelEvent::ToolCall(ToolCall::new("c1", "f", r#"{"a":1}"#)),
+                ModelEvent::Usage(Usage {
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    ..Usage::default()
+                }),
+                ModelEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    /// The first chunk with a choice fixes the stream's index: index 0 if it offers one
+    /// (wherever it stands in the chunk), else its first choice's; choices with any other
+    /// index are skipped from then on, index 0 arriving later included, and chunks without
+    /// choices fix nothing.
+    #[test]
+    fn the_first_chunk_with_a_choice_fixes_the_streams_index() {
+        let (events, done) = decode(&[
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"index":2,"delta":{"content":"two"}},{"index":1,"delta":{"content":"one"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"zero"}},{"index":2,"delta":{"content":" again"}}]}"#,
+            r#"{"choices":[{"index":2,"delta":{},"finish_reason":"stop"},{"index":2,"delta":{"content":"twice"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(done);
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("two".into()),
+                ModelEvent::TextDelta(" again".into()),
+                ModelEvent::Finish(FinishReason::Stop),
+            ]
+        );
+        // Index 0 in the first chunk wins even after other choices, and holds after it.
+        let (events, _) = decode(&[
+            r#"{"choices":[{"index":1,"delta":{"content":"one"}},{"index":0,"delta":{"content":"zero"}},{"index":2,"delta":{"content":"two"}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"one"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert_eq!(
+            events,
+            [
+                ModelEvent::TextDelta("zero".into()),
+                ModelEvent::TextDelta("!".into()),
+                ModelEvent::Finish(FinishReason::Stop),
+            ]
+        );
+        // A stream that never finishes its own choice is truncated, whatever others did.
+        let error = decode(&[
+            r#"{"choices":[{"index":1,"delta":{"content":"one"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ])
+        .unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::StreamTruncated);
     }
 
     #[test]

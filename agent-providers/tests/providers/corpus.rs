@@ -276,6 +276,79 @@ async fn recordings_ending_without_the_final_blank_line_are_complete() {
     }
 }
 
+/// `body` with each `data:` frame's choices renumbered by `map` (`None` drops the choice).
+fn renumber_choices(body: &str, map: impl Fn(u64) -> Option<u64>) -> String {
+    let mut out = String::new();
+    for line in body.split_inclusive('\n') {
+        let Some(data) = line.strip_prefix("data: ").filter(|d| d.starts_with('{')) else {
+            out.push_str(line);
+            continue;
+        };
+        let mut frame: Value = serde_json::from_str(data).expect("a JSON frame");
+        if let Some(choices) = frame["choices"].as_array_mut() {
+            choices.retain_mut(|choice| {
+                let index = choice["index"].as_u64().unwrap_or(0);
+                map(index).map(|new| choice["index"] = json!(new)).is_some()
+            });
+        }
+        out.push_str(&format!("data: {frame}\n"));
+    }
+    out
+}
+
+/// Some OpenAI-compatible servers number a stream's only choice other than 0: every recorded
+/// stream of one choice, renumbered 7, decodes to exactly the events it decodes to as
+/// recorded. And a stream of several choices without index 0 is read from the first choice
+/// it sends, the others skipped: the three-choice recording without choice 0 reads as its
+/// choice 1 alone.
+#[tokio::test]
+async fn a_stream_whose_choice_is_not_index_0_decodes_as_recorded() {
+    let replayer = Replayer::new().await;
+    let mut renumbered = 0;
+    for (provider, name) in recordings().into_iter().filter(|(p, _)| p == "openai") {
+        for body in sse_bodies(&provider, &name) {
+            let indices: std::collections::BTreeSet<u64> = body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: {"))
+                .flat_map(|data| {
+                    let frame: Value = serde_json::from_str(&format!("{{{data}")).expect("JSON");
+                    let choices = frame["choices"].as_array().cloned().unwrap_or_default();
+                    choices
+                        .into_iter()
+                        .map(|c| c["index"].as_u64().unwrap_or(0))
+                })
+                .collect();
+            if indices.len() > 1 {
+                continue;
+            }
+            let (events, error) = replayer.replay(&provider, &body).await;
+            let (seven, seven_error) = replayer
+                .replay(&provider, &renumber_choices(&body, |_| Some(7)))
+                .await;
+            assert_eq!(seven, events, "{name}");
+            assert_eq!(seven_error.map(|e| e.kind), error.map(|e| e.kind), "{name}");
+            renumbered += 1;
+        }
+    }
+    assert!(renumbered >= 20, "{renumbered}");
+
+    let body = &sse_bodies("openai", "openai-three-choices.sse")[0];
+    let without_0 = renumber_choices(body, |index| (index != 0).then_some(index));
+    let (events, error) = replayer.replay("openai", &without_0).await;
+    let only_1 = renumber_choices(body, |index| (index == 1).then_some(0));
+    let (want, want_error) = replayer.replay("openai", &only_1).await;
+    assert!(
+        error.is_none() && want_error.is_none(),
+        "{error:?} {want_error:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ModelEvent::TextDelta(text) if !text.is_empty()))
+    );
+    assert_eq!(events, want);
+}
+
 /// What the engine has no event for is kept, in order: every Anthropic block that is not text,
 /// thinking or a client tool call (server tools' uses and results, as sent, with their streamed
 /// input) as a provider block, and as provider metadata the container, each citation, and
