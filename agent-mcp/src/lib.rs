@@ -4,15 +4,19 @@
 //! adds them to an agent beside its Rust tools ([`McpServer::tools`] gives each as an
 //! `agent_core::FnTool`). MCP tools are dynamic: the agent's hooks with `dynamic` matchers see
 //! their JSON input, typed hooks never match them. A call goes to the server; a server error,
-//! a timeout or a dead server is an error result the model reads, never a crashed turn. The
-//! server process lives as long as the server handle or any of its tools, and is killed with
-//! the last of them (no orphans).
+//! a timeout, a reply over the 16 MiB limit on one message (a stdio server's, see
+//! `line_limit.rs`) or a dead server is an error result the model reads, never a crashed turn.
+//! The server process lives as long as the server handle or any of its tools, and is killed
+//! with the last of them (no orphans).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod line_limit;
+
 use std::borrow::Cow;
 use std::fmt;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -24,9 +28,12 @@ use rmcp::service::{
     ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError,
     ServiceExt,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
+use tokio::process::Child;
+
+use line_limit::{LIMIT, LineLimit};
 
 /// Why a server could not be started or listed.
 #[derive(Debug)]
@@ -79,6 +86,9 @@ struct Connection {
     name: String,
     pid: Option<u32>,
     service: RunningService<RoleClient, Listener>,
+    /// A stdio server's process, held to be killed when the connection goes (it is set to
+    /// kill on drop).
+    _process: Option<Child>,
     /// The tools as last listed.
     tools: Mutex<Vec<rmcp::model::Tool>>,
     /// Set when the server says its tool list changed (`notifications/tools/list_changed`).
@@ -113,32 +123,47 @@ impl fmt::Debug for McpServer {
 impl McpServer {
     /// Starts `command` as an MCP server over stdio, initializes the session and lists its
     /// tools. `name` names the server in errors. Each call may take `timeout` before it is
-    /// abandoned (the model reads that it timed out). The process is killed with the last
-    /// handle of the server, even when that is dropped as the Tokio runtime shuts down or
-    /// outside of it (`command` is set to kill on drop).
+    /// abandoned (the model reads that it timed out). A reply over 16 MiB (rmcp's limit on
+    /// one message) fails its call as soon as it is seen, the model reading that the reply was
+    /// larger than the limit, and the session goes on. The process's standard input and output
+    /// carry the session; its standard error is left as `command` sets it (inherited by
+    /// default). The process is killed with the last handle of the server, even when that is
+    /// dropped as the Tokio runtime shuts down or outside of it (`command` is set to kill on
+    /// drop).
     pub async fn stdio(
         name: impl Into<String>,
         mut command: tokio::process::Command,
         timeout: Duration,
     ) -> Result<McpServer, McpError> {
         let name = name.into();
-        // rmcp kills the child from a task it spawns when the transport is dropped: a task that
-        // never runs once the runtime is shutting down (a `#[tokio::main]` returning with the
-        // server still held by a task), which left a server that outlives its stdin running.
-        command.kill_on_drop(true);
+        // Killed on drop by Tokio itself, at once: a task killing it would never run once the
+        // runtime is shutting down (a `#[tokio::main]` returning with the server still held by
+        // a task), which left a server that outlives its stdin running.
+        command
+            .kill_on_drop(true)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
         let program = command
             .as_std()
             .get_program()
             .to_string_lossy()
             .into_owned();
-        let transport = TokioChildProcess::new(command).map_err(|e| {
+        let mut process = command.spawn().map_err(|e| {
             McpError(format!(
                 "MCP server `{name}`: could not start `{program}`: {e}; check that the program \
                  is installed and on the PATH, and may be run"
             ))
         })?;
-        let pid = transport.id();
-        McpServer::connect(name, pid, transport, timeout).await
+        let pid = process.id();
+        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+            return Err(McpError(format!(
+                "MCP server `{name}`: `{program}` started without piped standard input and output"
+            )));
+        };
+        // rmcp drops a line over its limit without a word; cut and answered before it
+        // reads them, such lines fail their calls at once (see `line_limit.rs`).
+        let stdout = LineLimit::new(stdout, LIMIT, name.clone());
+        McpServer::connect(name, pid, Some(process), (stdout, stdin), timeout).await
     }
 
     /// Connects to an MCP server over streamable HTTP at `url` (`http://host:port/mcp`),
@@ -162,12 +187,13 @@ impl McpServer {
             )));
         }
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        McpServer::connect(name, None, transport, timeout).await
+        McpServer::connect(name, None, None, transport, timeout).await
     }
 
     async fn connect<T, E, A>(
         name: String,
         pid: Option<u32>,
+        process: Option<Child>,
         transport: T,
         timeout: Duration,
     ) -> Result<McpServer, McpError>
@@ -217,6 +243,7 @@ impl McpServer {
                 name,
                 pid,
                 service,
+                _process: process,
                 tools: Mutex::new(tools),
                 stale,
                 timeout,
@@ -350,11 +377,18 @@ impl McpServer {
                         self.inner.timeout
                     ))
                 })?
-                .map_err(|e| {
-                    ToolError::new(format!(
+                .map_err(|e| match e {
+                    ServiceError::McpError(error) if line_limit::too_large(&error) => {
+                        ToolError::new(format!(
+                            "MCP server `{server}`: the reply to `{tool}` was larger than the \
+                             {} limit on one message, so it was dropped; ask for less at a time",
+                            line_limit::size(LIMIT)
+                        ))
+                    }
+                    e => ToolError::new(format!(
                         "MCP server `{server}` failed on `{tool}`: {}",
                         reason(&e)
-                    ))
+                    )),
                 })?;
         let text: Vec<String> = answer.content.iter().map(block_text).collect();
         let mut text = text.join("\n");
