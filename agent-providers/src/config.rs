@@ -43,6 +43,14 @@ pub struct HttpSettings {
     /// Time allowed between two events of a stream (default 30 s; zero turns it off). A turn
     /// overrides it with `TurnConfig::stall_timeout`.
     pub idle_timeout: Duration,
+    /// Time allowed for one attempt of a model call, from sending its request to the end of
+    /// its stream (default 10 minutes, the request timeout of OpenAI's and Anthropic's own
+    /// SDKs; zero turns it off): a server trickling a byte now and then, never the idle
+    /// timeout apart, cannot hold a call forever. Running out of it is a
+    /// [`ModelErrorKind::Timeout`](agent_core::ModelErrorKind::Timeout), retried as the idle
+    /// and first-byte timeouts are (up to `max_retries`, each attempt with a deadline of its
+    /// own). Raise it for calls that stream longer, such as long reasoning.
+    pub total_timeout: Duration,
     /// How many times a transient failure is retried (default 2).
     pub max_retries: u32,
     /// The first backoff; each retry doubles it, with full jitter (default 500 ms).
@@ -57,6 +65,7 @@ impl Default for HttpSettings {
             connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(600),
             max_retries: 2,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),

@@ -1,7 +1,7 @@
 //! The one streaming loop every provider shares: send the request, read its SSE stream through
-//! the provider's [`Decoder`], enforce the first-byte and idle timeouts, and retry transient
-//! failures (connection errors, retryable statuses, and streams that break partway) with
-//! backoff. A broken stream is retried as a whole step: the engine is told with
+//! the provider's [`Decoder`], enforce the first-byte, idle and total timeouts, and retry
+//! transient failures (connection errors, retryable statuses, and streams that break partway)
+//! with backoff. A broken stream is retried as a whole step: the engine is told with
 //! [`ModelEvent::Discard`] that the failed attempt's output is void, and since tools only run
 //! once a stream ended cleanly, no tool runs twice or from a broken stream.
 
@@ -17,6 +17,7 @@ use agent_core::{
 };
 use futures_core::Stream;
 use reqwest::header::{HeaderName, HeaderValue};
+use tokio::time::Instant;
 
 use crate::config::{ApiKey, ConfigError, HttpSettings};
 use crate::retry::{backoff, retry_after, retryable};
@@ -375,11 +376,25 @@ struct Call<W: Wire, B> {
 enum State<D, B> {
     /// Waiting out the backoff (on a retry), then sending the request and waiting for its
     /// response's headers.
-    Sending(Pin<Box<dyn Future<Output = Result<reqwest::Response, ModelError>> + Send>>),
+    Sending(Pin<Box<dyn Future<Output = Result<Sent, ModelError>> + Send>>),
     /// Reading the response's event stream.
     Reading(Reading<D, B>),
     /// The stream ended.
     Done,
+}
+
+/// An attempt's response, and when the attempt must end by.
+struct Sent {
+    response: reqwest::Response,
+    deadline: Option<Deadline>,
+}
+
+/// When an attempt must end by: its request's sending and its total timeout (see
+/// [`HttpSettings::total_timeout`]).
+#[derive(Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    total: Duration,
 }
 
 /// An attempt reading its response's event stream.
@@ -436,16 +451,20 @@ where
     /// An attempt: after `delay`, if any, the request sent and its response's headers.
     fn send(&self, delay: Option<Duration>) -> State<W::Decoder, B> {
         let provider = self.wire.name();
-        let limit = self.transport.settings.first_byte_timeout;
+        let settings = &self.transport.settings;
+        let limits = Limits {
+            first_byte: settings.first_byte_timeout,
+            total: Some(settings.total_timeout).filter(|total| !total.is_zero()),
+        };
         let request = request(&self.transport.client, provider, &self.http);
         // A first attempt's future holds no sleep: the box each request's future is moved
         // into is that much smaller (`whole_turn_agent` in benches/stream.rs).
         State::Sending(match (request, delay) {
             (Err(error), _) => Box::pin(std::future::ready(Err(error))),
-            (Ok(request), None) => Box::pin(send(request, provider, limit)),
+            (Ok(request), None) => Box::pin(send(request, provider, limits)),
             (Ok(request), Some(delay)) => Box::pin(async move {
                 tokio::time::sleep(delay).await;
-                send(request, provider, limit).await
+                send(request, provider, limits).await
             }),
         })
     }
@@ -519,8 +538,7 @@ where
                 return Poll::Ready(Err(too_long(provider, pending)));
             }
             let Some(next) = ready!(timer.poll_next(cx, &mut self.body, self.limit)) else {
-                let limit = self.limit.unwrap_or_default();
-                return Poll::Ready(Err(stalled(provider, limit)));
+                return Poll::Ready(Err(timer.expired(provider, self.limit)));
             };
             self.limit = idle;
             match next {
@@ -564,7 +582,8 @@ where
                     }
                 }
                 State::Sending(send) => match ready!(send.as_mut().poll(cx)) {
-                    Ok(response) => {
+                    Ok(Sent { response, deadline }) => {
+                        call.timer.deadline = deadline;
                         call.state = State::Reading(Reading {
                             body: (call.body)(response),
                             frames: SseFrames::default(),
@@ -613,15 +632,45 @@ fn request(
     Ok(builder)
 }
 
-/// Sends the request and waits for the response headers, within `limit`; a non-success status
-/// is an error carrying the provider's body.
+/// The timeouts an attempt's sending keeps.
+#[derive(Clone, Copy)]
+struct Limits {
+    first_byte: Duration,
+    /// The attempt's total timeout (`None`: none).
+    total: Option<Duration>,
+}
+
+/// Sends the request and waits for the response headers, within the first-byte timeout and the
+/// attempt's total timeout, which starts here; a non-success status is an error carrying the
+/// provider's body.
 async fn send(
     builder: reqwest::RequestBuilder,
     provider: &str,
-    limit: Duration,
-) -> Result<reqwest::Response, ModelError> {
-    let response = match tokio::time::timeout(limit, builder.send()).await {
-        Err(_) => return Err(stalled(provider, limit)),
+    limits: Limits,
+) -> Result<Sent, ModelError> {
+    let limit = limits.first_byte;
+    let start = Instant::now();
+    // A timeout past what an instant can hold (`Duration::MAX`) is none.
+    let deadline = limits.total.and_then(|total| {
+        let at = start.checked_add(total)?;
+        Some(Deadline { at, total })
+    });
+    let headers_by = start.checked_add(limit);
+    let by = match (headers_by, deadline.map(|deadline| deadline.at)) {
+        (Some(headers_by), Some(deadline)) => Some(headers_by.min(deadline)),
+        (headers_by, deadline) => headers_by.or(deadline),
+    };
+    let sent = match by {
+        Some(by) => tokio::time::timeout_at(by, builder.send()).await,
+        None => Ok(builder.send().await),
+    };
+    let response = match sent {
+        Err(_) => {
+            return Err(match deadline {
+                Some(Deadline { at, total }) if Some(at) == by => overran(provider, total),
+                _ => stalled(provider, limit),
+            });
+        }
         Ok(Err(error)) => {
             let kind = if error.is_timeout() {
                 ModelErrorKind::Timeout
@@ -645,7 +694,7 @@ async fn send(
         }
         // Read in place: only an error message needs the header as a `String`.
         if is_event_stream(content_type(&response)) {
-            return Ok(response);
+            return Ok(Sent { response, deadline });
         }
         let content_type = content_type(&response).to_owned();
         // A success that is not a stream (a proxy's page, a corrupt reply): malformed, and
@@ -760,6 +809,18 @@ fn stalled(provider: &str, limit: Duration) -> ModelError {
     )
 }
 
+/// An attempt that ran past its total timeout, `total`.
+fn overran(provider: &str, total: Duration) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::Timeout,
+        format!(
+            "{provider}: the call ran past its total timeout of {} ms, from its request to the \
+             end of its stream",
+            total.as_millis()
+        ),
+    )
+}
+
 fn truncated(provider: &str) -> ModelError {
     ModelError::new(
         ModelErrorKind::StreamTruncated,
@@ -834,19 +895,23 @@ fn is_event_stream(content_type: &str) -> bool {
         .any(|window| window.eq_ignore_ascii_case(stream))
 }
 
-/// The first-byte and idle timer of a call's reads. It is armed only when the body has nothing
-/// ready, so a burst of buffered bytes costs no timer operations; each read returns (even one
-/// that completes no event, such as an SSE comment used as a keep-alive), so the next wait
-/// re-arms it. Its `Sleep` is made on the call's first wait and reused by the call's later
-/// ones.
+/// The first-byte and idle timer of a call's reads, which also keeps the attempt's total
+/// timeout: armed for whichever comes first, so the total timeout costs no timer of its own.
+/// It is armed only when the body has nothing ready, so a burst of buffered bytes costs no
+/// timer operations; each read returns (even one that completes no event, such as an SSE
+/// comment used as a keep-alive), so the next wait re-arms it. Its `Sleep` is made on the
+/// call's first wait and reused by the call's later ones.
 #[derive(Default)]
 struct Timer {
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
     armed: bool,
+    /// When the attempt reading must end by: set as its response arrives.
+    deadline: Option<Deadline>,
 }
 
 impl Timer {
-    /// The stream's next item, or `None` when `limit` passes with no item arriving.
+    /// The stream's next item, or `None` when `limit` passes with no item arriving, or the
+    /// attempt's deadline comes.
     fn poll_next<S: Stream + Unpin>(
         &mut self,
         cx: &mut Context<'_>,
@@ -857,25 +922,55 @@ impl Timer {
             self.armed = false;
             return Poll::Ready(Some(item));
         }
-        // A limit past what an instant can hold (`Duration::MAX`, "never") never fires.
-        let now = tokio::time::Instant::now();
-        let Some(deadline) = limit.and_then(|limit| now.checked_add(limit)) else {
-            return Poll::Pending;
-        };
+        ready!(self.wait(cx, limit));
+        Poll::Ready(None)
+    }
+
+    /// Why the timer fired, a read having waited `limit`: the attempt ran past its deadline,
+    /// or the read stalled. Out of line, as [`wait`](Self::wait) is: inlined, the two made
+    /// every poll of a call's stream run about 14 instructions more, most of them addresses
+    /// the compiler hoisted out of its loop (`whole_turn_agent` in benches/stream.rs).
+    #[cold]
+    #[inline(never)]
+    fn expired(&self, provider: &str, limit: Option<Duration>) -> ModelError {
+        match self.deadline {
+            Some(Deadline { at, total }) if Instant::now() >= at => overran(provider, total),
+            _ => stalled(provider, limit.unwrap_or_default()),
+        }
+    }
+
+    /// Ready when `limit`, or the attempt's deadline, has passed since this read began
+    /// waiting: arms the timer on the read's first wait. Out of line (see
+    /// [`expired`](Self::expired)): a read whose bytes are ready, most of them, runs none of it.
+    #[inline(never)]
+    fn wait(&mut self, cx: &mut Context<'_>, limit: Option<Duration>) -> Poll<()> {
         let sleep = match &mut self.sleep {
+            // Armed by an earlier wait of this read: its deadline stands.
             Some(sleep) if self.armed => sleep,
-            Some(sleep) => {
-                sleep.as_mut().reset(deadline);
-                sleep
+            sleep => {
+                // A limit past what an instant can hold (`Duration::MAX`, "never") never fires.
+                let now = Instant::now();
+                let total = self.deadline.map(|deadline| deadline.at);
+                let deadline = match (limit.and_then(|limit| now.checked_add(limit)), total) {
+                    (Some(idle), Some(deadline)) => idle.min(deadline),
+                    (idle, deadline) => match idle.or(deadline) {
+                        Some(deadline) => deadline,
+                        None => return Poll::Pending,
+                    },
+                };
+                self.armed = true;
+                match sleep {
+                    Some(sleep) => {
+                        sleep.as_mut().reset(deadline);
+                        sleep
+                    }
+                    None => sleep.insert(Box::pin(tokio::time::sleep_until(deadline))),
+                }
             }
-            None => self
-                .sleep
-                .insert(Box::pin(tokio::time::sleep_until(deadline))),
         };
-        self.armed = true;
         ready!(sleep.as_mut().poll(cx));
         self.armed = false;
-        Poll::Ready(None)
+        Poll::Ready(())
     }
 }
 
@@ -940,6 +1035,57 @@ mod tests {
         let item = std::future::poll_fn(|cx| timer.poll_next(cx, &mut stream, Some(limit))).await;
         assert_eq!(item, None, "the idle timer fired");
         assert_eq!(last_byte.elapsed(), limit);
+    }
+
+    /// An item every `0.period()`.
+    struct Ticks(tokio::time::Interval);
+
+    impl Stream for Ticks {
+        type Item = ();
+
+        fn poll_next(
+            mut self: Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> Poll<Option<()>> {
+            self.0.poll_tick(cx).map(|_| Some(()))
+        }
+    }
+
+    /// By default an attempt may take 10 minutes in all, as documented: a byte every 20 s,
+    /// never the default idle timeout apart, is cut off 10 minutes after the attempt began,
+    /// not later.
+    #[tokio::test(start_paused = true)]
+    async fn a_trickle_ends_at_the_default_total_timeout_not_later() {
+        let defaults = HttpSettings::default();
+        assert_eq!(defaults.total_timeout, Duration::from_secs(600));
+        let start = Instant::now();
+        let mut timer = Timer {
+            deadline: Some(Deadline {
+                at: start + defaults.total_timeout,
+                total: defaults.total_timeout,
+            }),
+            ..Timer::default()
+        };
+        let first = start + Duration::from_secs(7);
+        let mut ticks = Ticks(tokio::time::interval_at(first, Duration::from_secs(20)));
+        let idle = Some(defaults.idle_timeout);
+        let mut items = 0;
+        let trickle = async {
+            while std::future::poll_fn(|cx| timer.poll_next(cx, &mut ticks, idle))
+                .await
+                .is_some()
+            {
+                items += 1;
+            }
+        };
+        let hour = Duration::from_secs(3600);
+        assert!(
+            tokio::time::timeout(hour, trickle).await.is_ok(),
+            "still reading after an hour"
+        );
+        assert_eq!(start.elapsed(), defaults.total_timeout);
+        // At 7 s, 27 s, ..., 587 s; the one due at 607 s comes too late.
+        assert_eq!(items, 30);
     }
 
     #[tokio::test(start_paused = true)]

@@ -25,6 +25,7 @@ fn settings(max_retries: u32) -> HttpSettings {
         max_retries,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..HttpSettings::default()
     }
 }
 

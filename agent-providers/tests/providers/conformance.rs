@@ -22,6 +22,7 @@ fn settings() -> HttpSettings {
         max_retries: 2,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_secs(2),
+        ..HttpSettings::default()
     }
 }
 

@@ -479,6 +479,116 @@ async fn a_stalled_stream_is_a_timeout_and_retried() {
     assert_eq!(error.map(|error| error.kind), Some(ModelErrorKind::Timeout));
 }
 
+/// An answer of 40 text chunks ("0 ", "1 ", ...) `every` so long apart, after `wait`, ended
+/// properly: 2 s in all at 50 ms apart.
+fn trickle(wait: Duration, every: Duration) -> Reply {
+    let mut pieces: Vec<Vec<u8>> = (0..40)
+        .map(|i| text(&format!("{i} ")).into_bytes())
+        .collect();
+    pieces.push(end("stop").into_bytes());
+    Reply::Trickle {
+        wait,
+        pieces,
+        every,
+    }
+}
+
+/// What a call of `total` total timeout ends with when it runs out of it.
+fn overran(total: &str) -> String {
+    format!(
+        "openai: the call ran past its total timeout of {total}, from its request to the end \
+         of its stream"
+    )
+}
+
+/// Chunks that come faster than the idle timeout do not hold a call past its total timeout:
+/// the attempt ends as a timeout naming it, retried as a stall is, and the call's last error
+/// when no retry is left.
+#[tokio::test]
+async fn a_trickle_past_the_total_timeout_is_a_timeout_and_retried() {
+    let settings = |retries| HttpSettings {
+        idle_timeout: Duration::from_millis(500),
+        total_timeout: Duration::from_millis(600),
+        ..settings(retries)
+    };
+    let every = Duration::from_millis(50);
+    let server = TestServer::start([trickle(Duration::ZERO, every), ok("Done.")]).await;
+    let (events, error) = collect(client_at(&server.url, settings(1)).stream(request())).await;
+    assert_eq!(error, None);
+    // The chunks that came in time, in order, then the discard, then the retry's answer.
+    let discard = events
+        .iter()
+        .position(|event| matches!(event, ModelEvent::Discard { .. }))
+        .expect("the attempt is discarded");
+    assert!((1..40).contains(&discard), "{events:?}");
+    let came: Vec<ModelEvent> = (0..discard)
+        .map(|i| ModelEvent::TextDelta(format!("{i} ").into()))
+        .collect();
+    assert_eq!(events[..discard], came);
+    let reason = overran("600 ms");
+    assert_eq!(events[discard], ModelEvent::Discard { reason });
+    let clean = TestServer::start([ok("Done.")]).await;
+    let (answer, _) = collect(client(&clean, 0).stream(request())).await;
+    assert_eq!(events[discard + 1..], answer);
+    assert_eq!(server.requests().len(), 2);
+    // Without a retry left, it ends the call.
+    let server = TestServer::start([trickle(Duration::ZERO, every)]).await;
+    let (_, error) = collect(client_at(&server.url, settings(0)).stream(request())).await;
+    let error = error.expect("the call fails");
+    assert_eq!(
+        (error.kind, error.message),
+        (ModelErrorKind::Timeout, overran("600 ms"))
+    );
+}
+
+/// A zero total timeout is none: a trickle that would run out of a short one ends complete.
+#[tokio::test]
+async fn a_zero_total_timeout_turns_it_off() {
+    let every = Duration::from_millis(10);
+    for (total, fails) in [(Duration::from_millis(150), true), (Duration::ZERO, false)] {
+        let server = TestServer::start([trickle(Duration::ZERO, every)]).await;
+        let settings = HttpSettings {
+            total_timeout: total,
+            ..settings(0)
+        };
+        let (events, error) = collect(client_at(&server.url, settings).stream(request())).await;
+        assert_eq!(error.is_some(), fails, "{total:?}: {error:?}");
+        if !fails {
+            let words: String = (0..40).map(|i| format!("{i} ")).collect();
+            assert_eq!(text_of(&events), words);
+        }
+    }
+}
+
+/// The total timeout counts from the request: it runs out about `total` after the call
+/// starts, whether the response's head came late (not `total` after the head) or not at all
+/// (before the first-byte timeout). The bounds are loose: the one a count from the head would
+/// break lies 900 ms past the deadline.
+#[tokio::test]
+async fn the_total_timeout_counts_from_the_request() {
+    let total = Duration::from_secs(1);
+    let settings = HttpSettings {
+        total_timeout: total,
+        ..settings(0)
+    };
+    for wait in [Duration::from_millis(900), Duration::from_secs(5)] {
+        let server = TestServer::start([trickle(wait, Duration::from_millis(50))]).await;
+        let start = std::time::Instant::now();
+        let (_, error) = collect(client_at(&server.url, settings.clone()).stream(request())).await;
+        let elapsed = start.elapsed();
+        let error = error.expect("the call fails");
+        assert_eq!(
+            (error.kind, error.message),
+            (ModelErrorKind::Timeout, overran("1000 ms")),
+            "{wait:?}"
+        );
+        assert!(
+            elapsed >= total && elapsed < total + Duration::from_millis(900),
+            "{wait:?}: {elapsed:?}"
+        );
+    }
+}
+
 /// A one-request server whose SSE answer pauses between `before` and `after`.
 async fn pausing_server(before: String, pause: Duration, after: String) -> String {
     timed_server(vec![(Duration::ZERO, before), (pause, after)]).await

@@ -25,6 +25,7 @@ fn settings() -> HttpSettings {
         max_retries: 0,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(10),
+        ..HttpSettings::default()
     }
 }
 

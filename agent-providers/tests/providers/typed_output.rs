@@ -34,6 +34,7 @@ fn settings() -> HttpSettings {
         max_retries: 0,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
+        ..HttpSettings::default()
     }
 }
 

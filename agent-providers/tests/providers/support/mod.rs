@@ -20,6 +20,7 @@ pub fn settings(max_retries: u32) -> HttpSettings {
         max_retries,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(20),
+        ..HttpSettings::default()
     }
 }
 
@@ -59,6 +60,15 @@ pub enum Reply {
     SseThenStall(Vec<Vec<u8>>, Duration),
     /// No response at all for this long.
     Silence(Duration),
+    /// 200 after `wait`, with these pieces `every` so long apart, then properly ended.
+    Trickle {
+        /// The time before the response's head.
+        wait: Duration,
+        /// The body's pieces.
+        pieces: Vec<Vec<u8>>,
+        /// The time before each piece.
+        every: Duration,
+    },
     /// An error status with headers and a body.
     Status {
         /// The status code.
@@ -209,6 +219,20 @@ async fn serve(
                 tokio::time::sleep(duration).await;
                 return Ok(());
             }
+            Reply::Trickle {
+                wait,
+                pieces,
+                every,
+            } => {
+                tokio::time::sleep(wait).await;
+                write_sse(&mut socket, &[]).await?;
+                for piece in &pieces {
+                    tokio::time::sleep(every).await;
+                    write_sse_piece(&mut socket, piece).await?;
+                }
+                socket.write_all(b"0\r\n\r\n").await?;
+                socket.flush().await?;
+            }
             Reply::Sse(pieces) => {
                 write_sse(&mut socket, &pieces).await?;
                 socket.write_all(b"0\r\n\r\n").await?;
@@ -235,16 +259,26 @@ async fn write_sse(socket: &mut TcpStream, pieces: &[Vec<u8>]) -> std::io::Resul
         .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n")
         .await?;
     socket.flush().await?;
-    for piece in pieces.iter().filter(|piece| !piece.is_empty()) {
-        socket
-            .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
-            .await?;
-        socket.write_all(piece).await?;
-        socket.write_all(b"\r\n").await?;
-        socket.flush().await?;
-        // Let the client read this piece on its own.
-        tokio::task::yield_now().await;
+    for piece in pieces {
+        write_sse_piece(socket, piece).await?;
     }
+    Ok(())
+}
+
+/// Writes one piece of a response body as an HTTP chunk, flushed (an empty piece is skipped:
+/// it would end the body).
+async fn write_sse_piece(socket: &mut TcpStream, piece: &[u8]) -> std::io::Result<()> {
+    if piece.is_empty() {
+        return Ok(());
+    }
+    socket
+        .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+        .await?;
+    socket.write_all(piece).await?;
+    socket.write_all(b"\r\n").await?;
+    socket.flush().await?;
+    // Let the client read this piece on its own.
+    tokio::task::yield_now().await;
     Ok(())
 }
 
