@@ -272,6 +272,12 @@ impl TurnTools<'_> {
         allowed(&self.active) && allowed(&self.step_active)
     }
 
+    /// Whether the agent or the turn has a tool of this name, active in this step or not.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.agent.tool_index.contains_key(name)
+            || self.extra.iter().any(|slot| slot.spec().name == name)
+    }
+
     pub(super) fn get(&self, name: &str) -> Option<&ToolSlot> {
         if !self.is_active(name) {
             return None;

@@ -20,7 +20,7 @@ use crate::hooks::{
     observe,
 };
 use crate::message::{Message, ToolCall};
-use crate::model::{Model, ModelRequest};
+use crate::model::{Model, ModelErrorKind, ModelRequest, ToolChoice};
 use crate::store::{self, MessageStatus, MessageUpdate};
 use crate::text::Text;
 use crate::util::{BoxFuture, boxed};
@@ -218,6 +218,14 @@ impl<'a> Turn<'a> {
                     return Err(Box::pin(self.blocked(message)).await);
                 }
             }
+        }
+        // A name that is none of the agent's tools may be a provider's own (a server tool
+        // declared in the provider options): the provider judges it.
+        if let ToolChoice::Tool(name) = &request.tool_choice
+            && !request.tools.iter().any(|tool| tool.name == *name)
+            && plan.tools.has(name)
+        {
+            return Err(not_offered(name, &request));
         }
         Ok((model, Box::new(request)))
     }
@@ -530,4 +538,27 @@ pub(super) fn stop_answer(stops: &[Arc<str>], results: &[ToolResultRecord]) -> O
         ran && !result.is_error && stops.iter().any(|name| **name == *result.name)
     });
     answer.map(|answer| answer.content.clone())
+}
+
+/// A step whose tool choice names one of the agent's tools that the step does not offer (a
+/// `before_turn` or `before_step` hook's `tool_choice`, with `active_tools` leaving it out,
+/// say): the provider would refuse the request, so it is not sent, and the turn fails saying
+/// which tool and what was offered.
+#[cold]
+fn not_offered(name: &str, request: &ModelRequest) -> End {
+    let offered: Vec<&str> = request
+        .tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .collect();
+    let offered = match offered.is_empty() {
+        true => "none".to_owned(),
+        false => offered.join(", "),
+    };
+    let message = format!(
+        "the step's tool_choice names the tool `{name}`, which the step does not offer (it \
+         offers: {offered}); choose one of its tools, or add `{name}` to its active_tools"
+    );
+    let kind = TurnErrorKind::Model(ModelErrorKind::BadRequest);
+    End::Failed(TurnError::new(kind, message), ErrorStage::Turn)
 }

@@ -71,7 +71,8 @@ pub struct TurnConfig {
     pub tools: Vec<Arc<dyn DynTool>>,
     /// Limit the tools the model may call to these names.
     pub active_tools: Option<Vec<String>>,
-    /// How the model may choose tools.
+    /// How the model may choose tools. Naming one of the agent's tools that a step does not
+    /// offer (`active_tools` leaving it out) fails the turn before that step's model call.
     pub tool_choice: Option<ToolChoice>,
     /// Override the step limit (0 is taken as 1, with a warning: a turn calls its model at
     /// least once).
@@ -263,7 +264,9 @@ pub struct StepConfig {
     pub messages: Option<Vec<Message>>,
     /// Limit the tools the model may call in the step.
     pub active_tools: Option<Vec<String>>,
-    /// How the model may choose tools in the step.
+    /// How the model may choose tools in the step. Naming one of the agent's tools that the
+    /// step does not offer (`active_tools` leaving it out) fails the turn before the model
+    /// call, as the provider would refuse the request.
     pub tool_choice: Option<ToolChoice>,
 }
 

@@ -348,6 +348,62 @@ async fn a_before_step_active_tools_limit_also_rejects_calls_to_other_tools() {
     assert_eq!(tool_names(&requests[1]), ["add", "get_weather"]);
 }
 
+/// A step whose tool choice names one of the agent's tools that the step does not offer is not
+/// sent (the provider would refuse it): the turn fails saying so, before the model call. A name
+/// that is none of the agent's tools (a provider's server tool, say) goes to the model as is.
+#[tokio::test]
+async fn a_tool_choice_naming_a_tool_the_step_does_not_offer_fails_before_the_call() {
+    for (choice, refused) in [("add", true), ("web_search", false)] {
+        let trace = Trace::new();
+        let model = ScriptedModel::new([ScriptedStep::new().text("ok")]);
+        let agent = AgentBuilder::new("limited")
+            .model(model.clone())
+            .tool(Add::traced(&trace))
+            .tool(GetWeather::traced(&trace))
+            .hook(Hook::<event::BeforeStep>::sync("weather_only", move |_| {
+                let mut cfg = StepConfig::default();
+                cfg.active_tools = Some(vec!["get_weather".to_owned()]);
+                cfg.tool_choice = Some(ToolChoice::Tool(choice.to_owned()));
+                Some(cfg)
+            }))
+            .record_turn(&trace)
+            .build()
+            .unwrap();
+
+        let result = agent.run("1+1").await;
+
+        if !refused {
+            assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+            let requests = model.requests();
+            assert_eq!(requests[0].tool_choice, ToolChoice::Tool(choice.to_owned()));
+            continue;
+        }
+        assert_eq!(result.status, TurnStatus::Error, "{result:?}");
+        let error = result.error.unwrap();
+        assert_eq!(
+            error.kind,
+            agent_core::TurnErrorKind::Model(agent_core::ModelErrorKind::BadRequest)
+        );
+        assert_eq!(
+            error.message,
+            "the step's tool_choice names the tool `add`, which the step does not offer (it \
+             offers: get_weather); choose one of its tools, or add `add` to its active_tools"
+        );
+        assert!(model.requests().is_empty());
+        assert_eq!(
+            trace.take(),
+            lines(&[
+                "before_run(1+1)",
+                "before_turn",
+                "before_step(0)",
+                "classify_chat_error(turn)",
+                "on_chat_error(turn)",
+                "on_chat_response(error)",
+            ])
+        );
+    }
+}
+
 /// A hook's step limit lowers the agent's; 0 (which the builder refuses) is taken as 1, as the
 /// rustdoc says: a turn calls its model at least once.
 #[tokio::test]
