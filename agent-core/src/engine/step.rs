@@ -262,19 +262,23 @@ impl<'a> Turn<'a> {
             None => false,
         };
         let reason = "a post_process_message hook replaced the reply".to_owned();
-        let mut chunks = Vec::with_capacity(3 + 2 * tool_calls.len());
-        chunks.extend((!holding).then_some(Chunk::Discarded { reason }));
-        chunks
-            .extend((!reasoning.is_empty()).then(|| Chunk::ReasoningDelta((&**reasoning).into())));
-        chunks.extend((!content.is_empty()).then(|| Chunk::TextDelta((&**content).into())));
-        for call in tool_calls.iter() {
-            chunks.push(Chunk::ToolInputStart {
+        let discarded = (!holding).then_some(Chunk::Discarded { reason });
+        let reasoning =
+            (!reasoning.is_empty()).then(|| Chunk::ReasoningDelta((&**reasoning).into()));
+        let text = (!content.is_empty()).then(|| Chunk::TextDelta((&**content).into()));
+        let calls = tool_calls.iter().flat_map(|call| {
+            let start = Chunk::ToolInputStart {
                 id: call.id.clone(),
                 name: call.name.clone(),
-            });
-            chunks.push(Chunk::ToolCall(call.clone()));
-        }
-        for chunk in chunks {
+            };
+            [start, Chunk::ToolCall(call.clone())]
+        });
+        for chunk in discarded
+            .into_iter()
+            .chain(reasoning)
+            .chain(text)
+            .chain(calls)
+        {
             stream.chunk(chunk).await.map_err(End::turn)?;
         }
         Ok(())

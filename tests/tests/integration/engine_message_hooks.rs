@@ -896,24 +896,18 @@ async fn post_process_message_repairs_a_malformed_call_before_it_runs() {
         .model(model.clone())
         .tool(Add::traced(&trace))
         .hook(Hook::<event::PostProcessMessage>::sync("repair", |ctx| {
-            let Message::Assistant { tool_calls, .. } = &ctx.message else {
+            let mut message = ctx.message.clone();
+            let Message::Assistant { tool_calls, .. } = &mut message else {
                 return None;
             };
-            let broken = |call: &ToolCall| serde_json::from_str::<Value>(&call.arguments).is_err();
-            if !tool_calls.iter().any(broken) {
-                return None;
-            }
-            let mut message = ctx.message.clone();
-            if let Message::Assistant { tool_calls, .. } = &mut message {
-                let repaired = tool_calls.iter().map(|call| {
-                    let mut call = call.clone();
-                    if broken(&call) {
-                        call.arguments = format!("{}}}", call.arguments).into();
-                    }
-                    call
-                });
-                *tool_calls = repaired.collect();
-            }
+            let repaired = tool_calls.iter().map(|call| {
+                let mut call = call.clone();
+                if serde_json::from_str::<Value>(&call.arguments).is_err() {
+                    call.arguments = format!("{}}}", call.arguments).into();
+                }
+                call
+            });
+            *tool_calls = repaired.collect();
             Some(message)
         }))
         .build()
