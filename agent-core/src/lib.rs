@@ -84,9 +84,10 @@ pub use session::{
 };
 pub use store::{
     CallAnswer, ExpectedTable, LeaseHolder, MemoryStore, MessageColumns, MessageRow, MessageStatus,
-    MessageUpdate, NewMessage, NowOrLater, PendingCall, PendingKind, ReleaseTurn, SessionStore,
-    SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind, StoredMessage,
-    SubagentTurn, SuspendedCall, ToolStatus, TurnLease, TurnLocks, missing_from_schema,
+    MessageUpdate, NewMessage, NowOrLater, PendingCall, PendingKind, ReleaseTurn, SessionHold,
+    SessionStore, SqliteOptions, SqliteStore, SqliteSync, StoreError, StoreErrorKind,
+    StoredMessage, SubagentTurn, SuspendedCall, ToolStatus, TurnLease, TurnLocks,
+    missing_from_schema,
 };
 pub use text::Text;
 pub use tool::{

@@ -752,6 +752,14 @@ impl SessionStore for TracedStore {
     fn release(&self, session: &str) {
         self.inner.release(session);
     }
+
+    fn keep_hold(&self, session: &str, hold: agent_core::SessionHold) {
+        self.inner.keep_hold(session, hold);
+    }
+
+    fn take_hold(&self, session: &str, held: &str) -> Option<agent_core::SessionHold> {
+        self.inner.take_hold(session, held)
+    }
 }
 
 impl TracedStore {

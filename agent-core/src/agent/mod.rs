@@ -130,8 +130,8 @@ impl Agent {
     /// The conversation is not kept: a turn that suspends (a call waiting for approval, a
     /// client's or a deferred result) cannot be answered or resumed from here, as its session
     /// id is not returned, and with the in-memory store its waiting calls are gone when `run`
-    /// returns. Run a turn that may suspend on [`conversation`](Self::conversation) or
-    /// [`session`](Self::session), and answer it there.
+    /// returns (and so are its subagents' suspended turns). Run a turn that may suspend on
+    /// [`conversation`](Self::conversation) or [`session`](Self::session), and answer it there.
     pub async fn run(&self, request: impl Into<TurnRequest>) -> crate::hooks::TurnResult {
         // The new conversation is handed to the turn, not cloned for it (a clone retains the
         // session in the store and the drop of each releases it: `whole_turn_agent`).

@@ -15,6 +15,7 @@ use crate::hooks::RunAgent;
 use crate::hooks::{StepConfig, ToolResultRecord, TurnConfig};
 use crate::message::Message;
 use crate::model::{CallSettings, Model, ModelRequest, OutputSchema, ToolChoice};
+use crate::store::PanicSafe;
 
 /// The turn after before_turn: its model, prompt, messages, tools and settings.
 pub(super) struct TurnPlan<'a> {
@@ -318,6 +319,8 @@ impl TurnTools<'_> {
 
 /// Where a call runs: the turn's id, step and tools.
 pub(super) struct CallScope<'a> {
+    /// The turn's session, and the store that keeps it.
+    pub(super) session: (&'a PanicSafe, &'a str),
     pub(super) request_id: &'a Arc<str>,
     pub(super) step: usize,
     pub(super) messages: &'a Arc<Vec<Message>>,

@@ -364,7 +364,12 @@ impl<'a> Turn<'a> {
                     approvals.push(None);
                     let session = via.session.clone();
                     let answers = answers.clone();
-                    resumes.push(Some(Resume { session, answers }));
+                    let hold = self.agent.store.take_hold(self.session_id, &session);
+                    resumes.push(Some(Resume {
+                        session,
+                        answers,
+                        hold,
+                    }));
                 }
                 _ => {}
             }

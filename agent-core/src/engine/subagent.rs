@@ -4,9 +4,9 @@
 //! and on_subagent_start / on_subagent_stop fire around the subagent's turn
 //! (`subagent_call.rs`).
 //!
-//! A subagent's turn that suspends suspends the call to it: the subagent's session is kept (in
-//! its store) and its waiting calls pass up to the caller's turn (`tool_call.rs`), which keeps
-//! them with its own session. When the caller's turn resumes, the call runs again: it writes
+//! A subagent's turn that suspends suspends the call to it: the subagent's session stays in its
+//! store, and its waiting calls, with the hold on its session ([`SessionHold`]), pass up to the
+//! caller's turn (`tool_call.rs`), which keeps them with its own session. When the caller's turn resumes, the call runs again: it writes
 //! the answers to the subagent's waiting calls and resumes the subagent's turn, whose final
 //! answer is the call's result. What passes between the call and the subagent's turn goes
 //! through a task-local cell ([`Passing`](super::subagent_call::Passing)).
@@ -22,7 +22,7 @@ use super::subagent_call::{self, Resume, Suspension};
 use super::turn::{SessionRef, run_turn};
 use crate::hooks::TurnStatus;
 use crate::session::Opened;
-use crate::store::CallAnswer;
+use crate::store::{CallAnswer, SessionHold};
 use crate::tool::{FnTool, ToolContext, ToolError};
 use crate::util::new_id;
 
@@ -63,7 +63,13 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
             let mut request = TurnRequest::default().cancel(ctx.cancel.child());
             request.continuation = true;
             request.resume = true;
-            (Held::adopt(&agent, resume.session), request)
+            // The hold the caller's session kept on the subagent's, or, where its store keeps
+            // none, the one it kept counted for good.
+            let session = match resume.hold {
+                Some(hold) => hold,
+                None => SessionHold::adopt(&agent.store, resume.session.into()),
+            };
+            (session, request)
         }
         None => {
             let Some(input) = args.get("input").and_then(Value::as_str) else {
@@ -73,7 +79,8 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
                 )));
             };
             let request = TurnRequest::new(input).cancel(ctx.cancel.child());
-            (Held::open(&agent), request)
+            let session = SessionHold::retain(&agent.store, new_id("session").into());
+            (session, request)
         }
     };
     let opened = agent
@@ -87,13 +94,13 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
     let runtime = agent.clone();
     let turn = Box::pin(async move {
         let turn = SessionRef {
-            id: &session.id,
+            id: session.id(),
             opened: opened.as_ref(),
         };
         let result = run_turn(&runtime, turn, Box::new(request), None).await;
         (result, session)
     });
-    let (result, mut session) = FinishOnDrop::new(turn, cancel).await;
+    let (result, session) = FinishOnDrop::new(turn, cancel).await;
     if let Some(cell) = &cell {
         subagent_call::spent(cell, result.total_usage);
     }
@@ -123,10 +130,10 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
                 ids.join(", ")
             );
             if let Some(cell) = cell {
-                // Kept for the resume: the caller's turn keeps the waiting calls.
-                session.keep = true;
+                // Held for the resume: the caller's session keeps the waiting calls, and the
+                // hold on the subagent's session until it resumes it or is freed.
                 let suspension = Suspension {
-                    session: session.id.to_string(),
+                    session,
                     pending: result.pending,
                 };
                 subagent_call::suspend(&cell, suspension);
@@ -192,42 +199,4 @@ async fn answer(agent: &AgentRuntime, resume: &Resume) -> Result<(), ToolError> 
             .map_err(failed)?;
     }
     store.set_suspended(session, waiting).await.map_err(failed)
-}
-
-/// The subagent's session, held in its store while the call runs (an in-memory store frees it
-/// when the call ends, however it ends), and kept held while its turn is suspended.
-struct Held {
-    agent: Arc<AgentRuntime>,
-    id: Arc<str>,
-    /// The turn suspended: the session stays held until the call that resumes it ends.
-    keep: bool,
-}
-
-impl Held {
-    fn open(agent: &Arc<AgentRuntime>) -> Held {
-        let id: Arc<str> = new_id("session").into();
-        agent.store.retain(&id);
-        Held {
-            agent: agent.clone(),
-            id,
-            keep: false,
-        }
-    }
-
-    /// The session of a suspended turn, which the call that suspended it kept held.
-    fn adopt(agent: &Arc<AgentRuntime>, id: String) -> Held {
-        Held {
-            agent: agent.clone(),
-            id: id.into(),
-            keep: false,
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        if !self.keep {
-            self.agent.store.release(&self.id);
-        }
-    }
 }

@@ -10,7 +10,7 @@ use super::runtime::ToolSlot;
 use crate::hooks::tool_hooks::CallState;
 use crate::hooks::{SubagentStartContext, SubagentStopContext, ToolOutcome, observe};
 use crate::model::Usage;
-use crate::store::{CallAnswer, PendingCall};
+use crate::store::{CallAnswer, PendingCall, SessionHold};
 use crate::tool::ToolError;
 
 tokio::task_local! {
@@ -29,15 +29,17 @@ pub(super) struct Passing {
     usage: Usage,
 }
 
-/// A subagent's suspended turn to resume, with the answers to its waiting calls (in order).
+/// A subagent's suspended turn to resume, with the answers to its waiting calls (in order), and
+/// the hold on its session that the caller's session kept, if its store keeps holds.
 pub(crate) struct Resume {
     pub(crate) session: String,
     pub(crate) answers: Vec<CallAnswer>,
+    pub(crate) hold: Option<SessionHold>,
 }
 
-/// A subagent's turn that suspended: its session and its waiting calls.
+/// A subagent's turn that suspended: the hold on its session and its waiting calls.
 pub(crate) struct Suspension {
-    pub(crate) session: String,
+    pub(crate) session: SessionHold,
     pub(crate) pending: Vec<PendingCall>,
 }
 

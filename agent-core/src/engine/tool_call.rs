@@ -127,7 +127,12 @@ fn suspended(
 /// A call to the subagent `subagent` whose turn suspended: it waits on the subagent's waiting
 /// calls (their path starting with the subagent), and its resume resumes that turn.
 #[cold]
-fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) -> CallResult {
+fn waiting_in_subagent(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    subagent: &str,
+    suspension: Suspension,
+) -> CallResult {
     let pending = suspension
         .pending
         .into_iter()
@@ -142,8 +147,12 @@ fn waiting_in_subagent(call: &ToolCall, subagent: &str, suspension: Suspension) 
         call_id: call.id.to_string(),
         tool: call.name.to_string(),
         arguments,
-        session: suspension.session,
+        session: suspension.session.session().to_owned(),
     };
+    // The caller's session keeps the hold on the subagent's until it resumes the call (or is
+    // freed, which frees the subagent's session with it).
+    let (store, session) = scope.session;
+    store.keep_hold(session, suspension.session);
     let content = format!("agent `{subagent}` suspended: its tool calls wait for an answer");
     suspended(call, content, pending, Some(via))
 }
@@ -309,7 +318,7 @@ async fn execute_inner(
             match invoked.await {
                 Invoked::Ran(outcome, duration, state) => (outcome, duration, state),
                 Invoked::Suspended(subagent, suspension) => {
-                    return waiting_in_subagent(call, &subagent, suspension);
+                    return waiting_in_subagent(scope, call, &subagent, suspension);
                 }
             }
         }

@@ -252,6 +252,7 @@ impl Turn<'_> {
         let progress = Arc::new(Reported::default());
         // The tool-call hooks read the history shared, not copied (see `TurnPlan::messages`).
         let scope = CallScope {
+            session: (&self.agent.store, self.session_id),
             request_id: &self.request_id,
             step,
             messages: &plan.messages,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::{
-    MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoreErrorKind, StoredMessage,
-    SuspendedCall, TurnLease,
+    MessageUpdate, NewMessage, NowOrLater, SessionHold, SessionStore, StoreError, StoreErrorKind,
+    StoredMessage, SuspendedCall, TurnLease,
 };
 use crate::message::Message;
 use crate::util::BoxFuture;
@@ -146,6 +146,21 @@ macro_rules! guard {
                     tracing::error!(session, "the store panicked in release: {message}");
                 }
             }
+
+            /// [`SessionStore::keep_hold`], with a panic logged (the hold is then released).
+            pub(crate) fn keep_hold(&self, session: &str, hold: SessionHold) {
+                if let Err(message) = catch_panic(|| self.0.keep_hold(session, hold)) {
+                    tracing::error!(session, "the store panicked in keep_hold: {message}");
+                }
+            }
+
+            /// [`SessionStore::take_hold`]; a panic is logged and read as no hold.
+            pub(crate) fn take_hold(&self, session: &str, held: &str) -> Option<SessionHold> {
+                catch_panic(|| self.0.take_hold(session, held)).unwrap_or_else(|message| {
+                    tracing::error!(session, "the store panicked in take_hold: {message}");
+                    None
+                })
+            }
         }
 
         impl SessionStore for PanicSafe {
@@ -178,6 +193,14 @@ macro_rules! guard {
 
             fn release(&self, session: &str) {
                 PanicSafe::release(self, session);
+            }
+
+            fn keep_hold(&self, session: &str, hold: SessionHold) {
+                PanicSafe::keep_hold(self, session, hold);
+            }
+
+            fn take_hold(&self, session: &str, held: &str) -> Option<SessionHold> {
+                PanicSafe::take_hold(self, session, held)
             }
         }
     };

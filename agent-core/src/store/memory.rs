@@ -7,8 +7,9 @@ use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use super::{
-    MessageStatus, MessageUpdate, NewMessage, NowOrLater, SessionStore, StoreError, StoreErrorKind,
-    StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, last_step_open, now_micros,
+    MessageStatus, MessageUpdate, NewMessage, NowOrLater, SessionHold, SessionStore, StoreError,
+    StoreErrorKind, StoredMessage, SuspendedCall, ToolStatus, TurnLease, TurnLocks, last_step_open,
+    now_micros,
 };
 use crate::message::{self, Message};
 use crate::text::Text;
@@ -94,6 +95,9 @@ struct Session {
     approved: Vec<String>,
     /// How many handles hold it (see [`SessionStore::retain`]).
     holders: usize,
+    /// The holds on the sessions its waiting calls resume (subagents' suspended turns), dropped
+    /// with it (see [`SessionStore::keep_hold`]).
+    holds: Vec<SessionHold>,
 }
 
 /// The messages a model reads of a session's rows (the completed ones that are not silent), in
@@ -601,10 +605,32 @@ impl SessionStore for MemoryStore {
             // Freed once the lock is let go: a long session's rows take a while to free
             // (about 250 instructions a row, `whole_turn_history_agent` at 1,000 messages in
             // agent-providers/benches/stream.rs), and every other session waits on this lock.
+            // Its holds on subagents' sessions are released then too, which may free them in
+            // this store: after the lock is let go.
             let freed = inner.sessions.remove(session);
             drop(inner);
             drop(freed);
         }
+    }
+
+    fn keep_hold(&self, session: &str, hold: SessionHold) {
+        let mut inner = self.lock();
+        match inner.sessions.get_mut(session) {
+            Some(kept) => kept.holds.push(hold),
+            // A session the store keeps nothing of has no waiting call to resume the held
+            // session: the hold is released (after the lock is let go).
+            None => {
+                drop(inner);
+                drop(hold);
+            }
+        }
+    }
+
+    fn take_hold(&self, session: &str, held: &str) -> Option<SessionHold> {
+        let mut inner = self.lock();
+        let holds = &mut inner.sessions.get_mut(session)?.holds;
+        let at = holds.iter().position(|hold| hold.session() == held)?;
+        Some(holds.swap_remove(at))
     }
 }
 

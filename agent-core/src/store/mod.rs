@@ -5,6 +5,7 @@
 
 mod columns;
 mod guard;
+mod hold;
 mod lease;
 mod memory;
 mod pending;
@@ -22,6 +23,7 @@ use crate::util::BoxFuture;
 
 pub use columns::{ExpectedTable, MessageColumns, MessageRow, missing_from_schema};
 pub(crate) use guard::PanicSafe;
+pub use hold::SessionHold;
 pub use lease::{LeaseHolder, ReleaseTurn, TurnLease, TurnLocks};
 pub use memory::MemoryStore;
 pub use pending::{CallAnswer, PendingCall, PendingKind, SubagentTurn, SuspendedCall};
@@ -433,6 +435,24 @@ pub trait SessionStore: Send + Sync {
     /// A handle on `session` was dropped (see [`retain`](Self::retain)).
     fn release(&self, session: &str) {
         let _ = session;
+    }
+
+    /// Keeps `hold`, a hold on another session that `session`'s waiting calls will resume (a
+    /// subagent's suspended turn, in its own store), until [`take_hold`](Self::take_hold)
+    /// takes it back or `session` is freed: a store that frees sessions (see
+    /// [`retain`](Self::retain)) drops the holds a session kept when it frees the session, so
+    /// the subagent's session is freed with it. The default keeps the hold for good
+    /// ([`SessionHold::keep`]), as a store that never frees a session must.
+    fn keep_hold(&self, session: &str, hold: SessionHold) {
+        let _ = session;
+        hold.keep();
+    }
+
+    /// Takes back the hold on `held` that `session` keeps ([`keep_hold`](Self::keep_hold)),
+    /// if it keeps one. The default keeps none.
+    fn take_hold(&self, session: &str, held: &str) -> Option<SessionHold> {
+        let _ = (session, held);
+        None
     }
 }
 

@@ -1500,7 +1500,7 @@ async fn a_step_that_suspends_and_hands_off_hands_off_once_its_calls_are_answere
 
 /// `worker` on `store`: asks to delete the file (which needs approval) with `model`; its hooks
 /// are traced with the prefix `worker:`.
-fn worker(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
+pub(crate) fn worker(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) -> Agent {
     let tagged = |event: &'static str| {
         let t = trace.clone();
         move |detail: String| t.push(format!("worker:{event}({detail})"))
@@ -1563,7 +1563,7 @@ fn worker(model: &ScriptedModel, trace: &Trace, store: Arc<dyn SessionStore>) ->
 
 /// `boss` on `store`, asking `worker` as a subagent with `model`; traced (`record_all`, and
 /// on_subagent_start / on_subagent_stop).
-fn boss(
+pub(crate) fn boss(
     model: &ScriptedModel,
     worker: &Agent,
     trace: &Trace,

@@ -2,6 +2,7 @@
 //! engine traces, decisions, failures and persistence, the macros, the stores, sessions and spans.
 
 mod approval;
+mod approval_subagent_sessions;
 mod command_hooks;
 mod durability;
 mod engine_call_ids;
