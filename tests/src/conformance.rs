@@ -1041,6 +1041,7 @@ fn waiting(id: &str, tool: &str, arguments: Value, kind: PendingKind, row: i64) 
         started_at: None,
         handoff: None,
         via: None,
+        stop: None,
     }
 }
 
@@ -1072,6 +1073,8 @@ pub async fn suspended_calls_are_kept_whole_and_replaced_whole(subject: Subject)
     // A call waiting inside a subagent's turn, in a step that also handed off.
     calls[1].call.path = vec!["worker".to_owned()];
     calls[1].handoff = Some("billing".to_owned());
+    // A stop tool's answer given before the step suspended.
+    calls[0].stop = Some("The report — ünïcödé".to_owned());
     calls[1].via = Some(SubagentTurn {
         call_id: "call_9".to_owned(),
         tool: "worker".to_owned(),

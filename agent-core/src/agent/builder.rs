@@ -293,9 +293,10 @@ impl AgentBuilder {
     /// [`TurnResult::text`](crate::TurnResult::text). A failed call does not: the model reads
     /// its error and may try again. A limit reached in the same step (budget, tool retries)
     /// and a handoff made in it come first; a call answered when a suspended turn resumes
-    /// counts as in its step (one that ran before its step suspended does not). Each name must be one of the agent's tools (a subagent's tool
-    /// too: its answer becomes the turn's); an agent with an output type answers through it
-    /// instead, so naming stop tools for one is a build error.
+    /// counts as in its step, and so does one answered before its step suspended (its answer
+    /// is kept with the waiting calls). Each name must be one of the agent's tools (a
+    /// subagent's tool too: its answer becomes the turn's); an agent with an output type
+    /// answers through it instead, so naming stop tools for one is a build error.
     ///
     /// ```
     /// use agent_core::{AgentBuilder, FnTool, ScriptedModel, ScriptedStep, StopReason};

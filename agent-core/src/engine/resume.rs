@@ -19,6 +19,7 @@ use crate::hooks::{
 };
 use crate::message::{Message, ToolCall};
 use crate::store::{self, CallAnswer, StoredMessage, SubagentTurn, SuspendedCall, units};
+use crate::text::Text;
 use serde_json::Value;
 
 /// The waiting calls a resumed turn still has to answer: those without a result stored after
@@ -197,6 +198,7 @@ impl<'a> Turn<'a> {
         };
         let mut again = Vec::new();
         let handoff = waiting.first().and_then(|w| w.handoff.clone());
+        let kept_stop = waiting.first().and_then(|w| w.stop.clone());
         if let Some(first) = waiting.first() {
             self.hand_back(plan, &first.agent).await;
             let (row, step) = (first.row, first.step);
@@ -207,6 +209,17 @@ impl<'a> Turn<'a> {
             self.drop_resumed(plan, row, &waiting, &dropped).await?;
         }
         self.outcome.resumed = std::mem::take(&mut done.results);
+        // A stop tool's answer, given before the step suspended or now: the turn's answer once
+        // the step's calls are all answered.
+        let stops = &self.current.stop_at_tools;
+        let stop = match kept_stop {
+            Some(answer) => Some(answer.into()),
+            None if stops.is_empty() => None,
+            None => stop_answer(stops, &self.outcome.resumed),
+        };
+        if let Some(first) = again.first_mut() {
+            first.stop = stop.as_ref().map(Text::to_string);
+        }
         self.keep_waiting(again.clone()).await?;
         if let Some(error) = done.failed_hook {
             return Err(End::turn(error));
@@ -222,10 +235,23 @@ impl<'a> Turn<'a> {
         });
         if let Some(index) = target {
             self.hand_off(plan, index).await;
-        } else if let Some(answer) = stop_answer(&self.current.stop_at_tools, &self.outcome.resumed)
-        {
+        } else if let Some(answer) = stop {
             self.outcome.text = answer;
             return Err(End::Completed(StopReason::Tool));
+        }
+        Ok(())
+    }
+
+    /// Keeps a stop tool's answer, given in a step that then suspended, with the step's waiting
+    /// calls (on the first), for the resumed turn to end with.
+    pub(super) async fn keep_stop(&mut self, answer: Text) -> Flow {
+        let store = &self.agent.store;
+        let read = store.suspended(self.session_id).await;
+        let mut waiting =
+            read.map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        if let Some(first) = waiting.first_mut() {
+            first.stop = Some(answer.to_string());
+            self.keep_waiting(waiting).await?;
         }
         Ok(())
     }

@@ -149,10 +149,17 @@ impl<'a> Turn<'a> {
         }
         // One check a step for an agent without stop tools (an agent with them has no output
         // type, so no verdict to settle).
-        if !self.current.stop_at_tools.is_empty() && matches!(next, Ok(None)) {
+        if !self.current.stop_at_tools.is_empty() && matches!(next, Ok(None) | Err(End::Suspended))
+        {
             let results = self.outcome.steps.last().map(|step| &step.tool_results[..]);
             let stops = &self.current.stop_at_tools;
             if let Some(answer) = stop_answer(stops, results.unwrap_or_default()) {
+                if next.is_err() {
+                    // The step suspended: its answer waits with its calls (`resume.rs`).
+                    let keep: BoxFuture<'_, _> = Box::pin(self.keep_stop(answer));
+                    keep.await?;
+                    return next;
+                }
                 self.outcome.text = answer;
                 return Err(End::Completed(StopReason::Tool));
             }

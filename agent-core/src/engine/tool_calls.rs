@@ -116,6 +116,7 @@ impl Turn<'_> {
                     answer: None,
                     started_at: None,
                     via: via.as_deref().cloned(),
+                    stop: None,
                 }
             })
             .collect()

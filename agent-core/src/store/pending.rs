@@ -172,6 +172,11 @@ pub struct SuspendedCall {
     /// which the resumed turn runs again to resume the subagent's turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<SubagentTurn>,
+    /// The answer a call of one of the agent's stop tools (`AgentBuilder::stop_at_tools`) gave
+    /// in the step before it suspended, kept on the step's first waiting call: the resumed turn
+    /// ends with it once the waiting calls are answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
 }
 
 /// The name a standing approval ([`CallAnswer::ApproveAlways`]) of `tool` of `agent` is kept

@@ -2147,6 +2147,7 @@ async fn a_repair_beside_a_waiting_call_with_the_same_id_names_the_right_tool() 
         answer: None,
         started_at: None,
         via: None,
+        stop: None,
     };
     store.set_suspended("s", vec![waiting]).await.unwrap();
     let wait = FnTool::new("wait", "Wait.", json!({"type": "object"}), |_, _| async {

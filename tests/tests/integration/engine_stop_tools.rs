@@ -1,7 +1,8 @@
 //! Stop tools (`AgentBuilder::stop_at_tools`): a call of one that its tool answered ends the
 //! turn once its step is recorded, its result the answer, the model never reading it; a failed
 //! or blocked call does not; a substituted one does; a handoff in the same step comes first; a
-//! call approved on resume counts; bad names and an output type are build errors.
+//! call approved on resume counts, and so does one that ran before its step suspended; bad
+//! names and an output type are build errors.
 
 use agent_core::{
     AgentBuilder, FnTool, Handoff, Hook, Matcher, Message, ScriptedModel, ScriptedStep, StopReason,
@@ -214,6 +215,57 @@ async fn a_stop_tool_approved_on_resume_ends_the_resumed_turn() {
             "on_chat_response(completed)",
         ])
     );
+}
+
+#[tokio::test]
+async fn a_stop_tool_that_ran_before_its_step_suspended_ends_the_resumed_turn() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new()
+            .tool_call("c1", "report", r#"{"word":"up"}"#)
+            .tool_call("c2", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().text("never asked"),
+    ]);
+    let ask = Hook::<Before>::sync("ask", |_| ToolCallDecision::ask("sign off"));
+    let agent = analyst(&model, &trace)
+        .before_tool_call(Matcher::tool("add"), ask)
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let first = conversation.run("Write the Q3 report.").await;
+    assert_eq!(first.status, TurnStatus::Suspended, "{first:?}");
+    let waiting = conversation.waiting_calls().await.unwrap();
+    assert_eq!(
+        waiting[0].stop.as_deref(),
+        Some("Q3: up"),
+        "kept with the call"
+    );
+    trace.take();
+
+    conversation.approve("c2").await.unwrap();
+    let resumed = conversation.resume().await.unwrap();
+    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
+    assert_eq!(resumed.stop_reason, Some(StopReason::Tool));
+    assert_eq!(resumed.text, "Q3: up");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the model never reads the report"
+    );
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "before_run()",
+            "before_turn",
+            "before_tool_call(add c2)",
+            "add(2,3)",
+            "after_tool_call(add c2 executed)",
+            "on_chunk(tool_result:c2 add ok)",
+            "after_run(completed)",
+            "on_chat_response(completed)",
+        ])
+    );
+    assert!(conversation.waiting_calls().await.unwrap().is_empty());
 }
 
 #[test]
