@@ -61,9 +61,8 @@ impl Conversation {
         let session: Arc<str> = session.into();
         let inner = &agent.inner;
         let opened = inner
-            .configure_session
-            .as_ref()
-            .map(|_| inner.sessions.opened(&session));
+            .marks_sessions()
+            .then(|| inner.sessions.opened(&session));
         inner.store.retain(&session);
         Conversation {
             agent,

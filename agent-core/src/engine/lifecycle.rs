@@ -9,10 +9,15 @@ use crate::hooks::{ErrorStage, RunAgent, SessionEndContext, SessionStartContext,
 use crate::hooks::{observe, observe_every};
 
 impl Turn<'_> {
-    /// on_session_start, when the session has no rows yet; called only when the agent has such
-    /// a hook (a turn makes no future for it otherwise). A failing store, reading the rows,
-    /// fails the turn at stage `persist`.
+    /// on_session_start, when the session has no rows yet, once per opening of the session
+    /// (its [`Opened`](crate::session::Opened) mark): a first turn that stored nothing does
+    /// not make the next one fire it again, and once settled no turn under the mark reads the
+    /// rows to know. Called only when the agent has such a hook (a turn makes no future for it
+    /// otherwise). A failing store, reading the rows, fails the turn at stage `persist`.
     pub(super) async fn session_start(&self) -> Result<(), End> {
+        if self.opened.is_some_and(|opened| opened.started()) {
+            return Ok(());
+        }
         let hooks = &self.agent.hooks.on_session_start;
         let rows = self
             .agent
@@ -20,6 +25,9 @@ impl Turn<'_> {
             .load(self.session_id)
             .await
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
+        if let Some(opened) = self.opened {
+            opened.start();
+        }
         if !rows.is_empty() {
             return Ok(());
         }

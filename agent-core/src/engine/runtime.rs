@@ -248,6 +248,14 @@ pub(crate) struct OpenSessions {
     marks: WeakTable<Opened>,
 }
 
+impl AgentRuntime {
+    /// Whether the agent's sessions carry an [`Opened`] mark: it configures them, or has
+    /// on_session_start hooks (which fire once per opening at most).
+    pub(crate) fn marks_sessions(&self) -> bool {
+        self.configure_session.is_some() || !self.hooks.on_session_start.is_empty()
+    }
+}
+
 impl OpenSessions {
     /// The mark of `session`, shared with every open handle on it.
     pub(crate) fn opened(&self, session: &str) -> Arc<Opened> {

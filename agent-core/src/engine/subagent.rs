@@ -83,10 +83,7 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
             (session, request)
         }
     };
-    let opened = agent
-        .configure_session
-        .as_ref()
-        .map(|_| Arc::new(Opened::default()));
+    let opened = agent.marks_sessions().then(|| Arc::new(Opened::default()));
     // Dropped before it ends (the calling turn cancelled, the call past its timeout), the
     // subagent's turn is cancelled and finishes on a task of its own, as a dropped
     // `Conversation::run` does: its rows settled, its hooks fired, its session then released.

@@ -8,7 +8,9 @@ use crate::hooks::{RunAgent, ToolOutcomeKind, TurnError, TurnStatus};
 use crate::message::{Message, ToolCall};
 use crate::store::{MessageUpdate, NewMessage, StoredMessage};
 
-/// on_session_start: the first turn of a session (no stored rows when it starts).
+/// on_session_start: the first turn of a session (no stored rows when it starts). It fires once
+/// while the session is open in the process, even if that turn stored nothing (a tripped input
+/// guardrail, say).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SessionStartContext {

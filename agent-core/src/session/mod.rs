@@ -8,7 +8,7 @@ mod compaction;
 mod config;
 mod prompt;
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use compaction::{Compaction, compact, splice};
@@ -96,15 +96,29 @@ pub(crate) async fn open(
     })
 }
 
-/// One opening of a session by an agent that configures its sessions: shared by every handle
-/// on the session, dropped with the last one, and holding the session's configuration once
-/// its first turn built it (so a session is configured again once every handle is gone).
+/// One opening of a session by an agent that configures its sessions or has on_session_start
+/// hooks (`AgentRuntime::marks_sessions`): shared by every handle on the session, dropped with
+/// the last one, and holding the session's configuration once its first turn built it (so a
+/// session is configured again once every handle is gone), and whether its start is settled.
 #[derive(Default)]
 pub(crate) struct Opened {
     state: OnceLock<Arc<OpenSession>>,
+    /// on_session_start fired for the session, or its rows showed it had started before: no
+    /// later turn under this mark fires it, nor reads the rows to know.
+    started: AtomicBool,
 }
 
 impl Opened {
+    /// Whether the session's start is settled (see `started`).
+    pub(crate) fn started(&self) -> bool {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// Settles the session's start.
+    pub(crate) fn start(&self) {
+        self.started.store(true, Ordering::Relaxed);
+    }
+
     /// The session's configuration, if a turn built it under this mark.
     pub(crate) fn state(&self) -> Option<&Arc<OpenSession>> {
         self.state.get()

@@ -4,9 +4,9 @@
 //! writes are traced together with the hooks, so each test compares one full ordered list.
 
 use agent_core::{
-    AgentBuilder, Chunk, Extension, ExtensionEvent, HistoryDecision, Hook, Matcher, Message,
-    MessageStatus, ScriptedModel, ScriptedStep, ToolCall, ToolResultDecision, ToolStatus,
-    TurnStatus, event,
+    AgentBuilder, Chunk, Extension, ExtensionEvent, Guardrail, GuardrailVerdict, HistoryDecision,
+    Hook, Matcher, Message, MessageStatus, ScriptedModel, ScriptedStep, ToolCall,
+    ToolResultDecision, ToolStatus, TurnStatus, event,
 };
 use serde_json::Value;
 use tests::{Add, Failure, Recorded, Trace, TracedStore, failing, lines, status_name};
@@ -771,6 +771,50 @@ async fn session_start_fires_on_the_first_turn_only_and_session_end_after_every_
             "on_chat_error(stream)",
             "on_chat_response(error)",
             "on_session_end(error the provider broke)",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn session_start_fires_once_even_when_the_first_turn_stored_nothing() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text("one"),
+        ScriptedStep::new().text("two"),
+    ]);
+    let t = trace.clone();
+    let agent = AgentBuilder::new("sessions")
+        .model(model)
+        .store(TracedStore::shared(&trace))
+        .hook(Hook::<event::OnSessionStart>::sync("start", move |_| {
+            t.push("on_session_start")
+        }))
+        .input_guardrail(Guardrail::new("no secrets", |text| {
+            match text.contains("password") {
+                true => GuardrailVerdict::trip("it mentions a password"),
+                false => GuardrailVerdict::Pass,
+            }
+        }))
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let tripped = conversation.run("my password is hunter2").await;
+    assert_eq!(tripped.status, TurnStatus::Error, "{tripped:?}");
+    assert!(conversation.run("first").await.is_completed());
+    assert!(conversation.run("second").await.is_completed());
+    let loads_and_starts = |trace: Vec<String>| -> Vec<String> {
+        let kept = |line: &String| line == "store.load" || line == "on_session_start";
+        trace.into_iter().filter(kept).collect()
+    };
+    assert_eq!(
+        loads_and_starts(trace.take()),
+        lines(&[
+            // The tripped turn: the start's rows, then no history read.
+            "store.load",
+            "on_session_start",
+            // Each later turn reads its history only: the start is settled.
+            "store.load",
+            "store.load",
         ])
     );
 }
