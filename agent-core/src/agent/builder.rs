@@ -61,6 +61,7 @@ pub struct AgentBuilder {
     tool_timeout: Option<Duration>,
     tool_retries: Option<usize>,
     stop_at_tools: Vec<String>,
+    reset_tool_choice: bool,
     overlap: TurnOverlap,
     settings: CallSettings,
     provider_options: Map<String, Value>,
@@ -104,6 +105,7 @@ impl AgentBuilder {
             tool_timeout: None,
             tool_retries: None,
             stop_at_tools: Vec::new(),
+            reset_tool_choice: false,
             overlap: TurnOverlap::Wait,
             settings: CallSettings::default(),
             provider_options: Map::new(),
@@ -322,6 +324,17 @@ impl AgentBuilder {
         self
     }
 
+    /// Sets a turn's tool choice ([`TurnConfig::tool_choice`](crate::TurnConfig::tool_choice))
+    /// back to `Auto` once the model has called tools, as the OpenAI Agents SDK's
+    /// `reset_tool_choice` does: a turn-wide `Required` or named tool then forces the first
+    /// call, and lets the model answer in text after it rather than calling tools until the
+    /// step limit. A `before_step` hook's choice, for its step only, is not changed. Default:
+    /// off, the choice holds for every step (the AI SDK's `toolChoice`).
+    pub fn reset_tool_choice(mut self, reset: bool) -> Self {
+        self.reset_tool_choice = reset;
+        self
+    }
+
     /// Seals every waiting call of a suspended turn with a token
     /// ([`PendingCall::token`](crate::PendingCall::token)), HMAC-SHA256 under `key`: answers
     /// must then come through [`Conversation::answer`](crate::Conversation::answer) with the
@@ -514,6 +527,7 @@ impl AgentBuilder {
             tool_timeout,
             tool_retries,
             stop_at_tools,
+            reset_tool_choice,
             overlap,
             settings,
             provider_options,
@@ -617,6 +631,7 @@ impl AgentBuilder {
             tool_retries,
             counts_tool_failures,
             stop_at_tools: stop_at_tools.into_iter().map(Arc::from).collect(),
+            reset_tool_choice,
             overlap,
             settings,
             provider_options,

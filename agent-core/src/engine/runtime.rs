@@ -43,6 +43,9 @@ pub(crate) struct AgentRuntime {
     pub(crate) counts_tool_failures: bool,
     /// The tools whose answered call ends the turn (`AgentBuilder::stop_at_tools`).
     pub(crate) stop_at_tools: Box<[Arc<str>]>,
+    /// The turn's tool choice goes back to `Auto` once the model called tools
+    /// (`AgentBuilder::reset_tool_choice`).
+    pub(crate) reset_tool_choice: bool,
     pub(crate) overlap: TurnOverlap,
     pub(crate) settings: CallSettings,
     pub(crate) provider_options: Map<String, Value>,

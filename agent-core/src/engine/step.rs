@@ -132,6 +132,9 @@ impl<'a> Turn<'a> {
                 handoff: None,
             },
         };
+        if self.current.reset_tool_choice && !reply.tool_calls.is_empty() {
+            plan.tool_choice = ToolChoice::Auto;
+        }
         let failure = match &verdict {
             Verdict::Failed { reason, .. } => Some(reason.clone()),
             _ => None,

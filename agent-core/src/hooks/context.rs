@@ -73,11 +73,11 @@ pub struct TurnConfig {
     pub active_tools: Option<Vec<String>>,
     /// How the model may choose tools, in every step of the turn. Naming one of the agent's
     /// tools that a step does not offer (`active_tools` leaving it out) fails the turn before
-    /// that step's model call. It is not reset after a tool call (the OpenAI Agents SDK's
-    /// `reset_tool_choice` is): a turn-wide `Required` or named tool never lets the model
-    /// answer in text, so such a turn runs to its step limit unless a stop tool
-    /// ([`AgentBuilder::stop_at_tools`](crate::AgentBuilder::stop_at_tools)) ends it; to force
-    /// only the first call, set the choice for step 0 in a `before_step` hook.
+    /// that step's model call. It is not reset after a tool call unless the agent says so
+    /// ([`AgentBuilder::reset_tool_choice`](crate::AgentBuilder::reset_tool_choice), the
+    /// OpenAI Agents SDK's default): a turn-wide `Required` or named tool otherwise never lets
+    /// the model answer in text, so such a turn runs to its step limit unless a stop tool
+    /// ([`AgentBuilder::stop_at_tools`](crate::AgentBuilder::stop_at_tools)) ends it.
     pub tool_choice: Option<ToolChoice>,
     /// Override the step limit (0 is taken as 1, with a warning: a turn calls its model at
     /// least once).

@@ -406,6 +406,52 @@ async fn a_tool_choice_naming_a_tool_the_step_does_not_offer_fails_before_the_ca
 
 /// A hook's step limit lowers the agent's; 0 (which the builder refuses) is taken as 1, as the
 /// rustdoc says: a turn calls its model at least once.
+/// The tool choice of each request of a turn forced to call a tool (`Required` for the turn,
+/// `add` by name for step 1 only), the model calling `add` twice and then answering.
+async fn forced_choices(reset: bool) -> Vec<ToolChoice> {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":2,"b":3}"#),
+        ScriptedStep::new().tool_call("c2", "add", r#"{"a":5,"b":1}"#),
+        ScriptedStep::new().text("6"),
+    ]);
+    let agent = AgentBuilder::new("forced")
+        .model(model.clone())
+        .tool(Add::traced(&Trace::new()))
+        .reset_tool_choice(reset)
+        .hook(Hook::<event::BeforeTurn>::sync("force", |_| {
+            let mut cfg = TurnConfig::default();
+            cfg.tool_choice = Some(ToolChoice::Required);
+            cfg
+        }))
+        .hook(Hook::<event::BeforeStep>::sync("step one", |ctx| {
+            (ctx.step == 1).then(|| {
+                let mut cfg = StepConfig::default();
+                cfg.tool_choice = Some(ToolChoice::Tool("add".to_owned()));
+                cfg
+            })
+        }))
+        .build()
+        .unwrap();
+    let result = agent.run("2+3, then add 1").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    let requests = model.requests().into_iter();
+    requests.map(|request| request.tool_choice).collect()
+}
+
+#[tokio::test]
+async fn reset_tool_choice_lets_the_model_answer_after_its_forced_call() {
+    let add = ToolChoice::Tool("add".to_owned());
+    assert_eq!(
+        forced_choices(true).await,
+        [ToolChoice::Required, add.clone(), ToolChoice::Auto]
+    );
+    assert_eq!(
+        forced_choices(false).await,
+        [ToolChoice::Required, add, ToolChoice::Required],
+        "by default the turn's choice holds for every step"
+    );
+}
+
 #[tokio::test]
 async fn turn_config_max_steps_lowers_the_agents_limit() {
     for limit in [1, 0] {
