@@ -5,8 +5,8 @@
 //! names and an output type are build errors.
 
 use agent_core::{
-    AgentBuilder, FnTool, Handoff, Hook, Matcher, Message, ScriptedModel, ScriptedStep, StopReason,
-    ToolCallDecision, ToolError, TurnStatus, event,
+    AgentBuilder, Conversation, FnTool, Handoff, Hook, Matcher, Message, ScriptedModel,
+    ScriptedStep, StopReason, ToolCallDecision, ToolError, TurnStatus, event,
 };
 use serde_json::{Value, json};
 use tests::{Add, Recorded, Trace, lines};
@@ -182,26 +182,47 @@ async fn a_handoff_in_the_same_step_comes_first() {
     assert_eq!(result.text, "Billing here.");
 }
 
-#[tokio::test]
-async fn a_stop_tool_approved_on_resume_ends_the_resumed_turn() {
-    let trace = Trace::new();
-    let model = ScriptedModel::new([both("up"), ScriptedStep::new().text("never asked")]);
+/// The analyst's turn with `model`, suspended on a call of `asked`, which needs approval; the
+/// trace of the turn taken.
+async fn suspended_on(asked: &str, model: &ScriptedModel, trace: &Trace) -> Conversation {
     let ask = Hook::<Before>::sync("ask", |_| ToolCallDecision::ask("sign off"));
-    let agent = analyst(&model, &trace)
-        .before_tool_call(Matcher::tool("report"), ask)
+    let agent = analyst(model, trace)
+        .before_tool_call(Matcher::tool(asked), ask)
         .build()
         .unwrap();
     let conversation = agent.conversation();
     let first = conversation.run("Write the Q3 report.").await;
     assert_eq!(first.status, TurnStatus::Suspended, "{first:?}");
     trace.take();
+    conversation
+}
 
-    conversation.approve("c2").await.unwrap();
+/// Approves call `id` of the suspended turn and resumes it: it ends with the report as its
+/// answer, the model never asked again.
+async fn approved_ends_with_the_report(
+    conversation: &Conversation,
+    id: &str,
+    model: &ScriptedModel,
+) {
+    conversation.approve(id).await.unwrap();
     let resumed = conversation.resume().await.unwrap();
     assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
     assert_eq!(resumed.stop_reason, Some(StopReason::Tool));
     assert_eq!(resumed.text, "Q3: up");
-    assert_eq!(model.requests().len(), 1);
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the model never reads the report"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_tool_approved_on_resume_ends_the_resumed_turn() {
+    let trace = Trace::new();
+    let model = ScriptedModel::new([both("up"), ScriptedStep::new().text("never asked")]);
+    let conversation = suspended_on("report", &model, &trace).await;
+
+    approved_ends_with_the_report(&conversation, "c2", &model).await;
     assert_eq!(
         trace.take(),
         lines(&[
@@ -226,32 +247,15 @@ async fn a_stop_tool_that_ran_before_its_step_suspended_ends_the_resumed_turn() 
             .tool_call("c2", "add", r#"{"a":2,"b":3}"#),
         ScriptedStep::new().text("never asked"),
     ]);
-    let ask = Hook::<Before>::sync("ask", |_| ToolCallDecision::ask("sign off"));
-    let agent = analyst(&model, &trace)
-        .before_tool_call(Matcher::tool("add"), ask)
-        .build()
-        .unwrap();
-    let conversation = agent.conversation();
-    let first = conversation.run("Write the Q3 report.").await;
-    assert_eq!(first.status, TurnStatus::Suspended, "{first:?}");
+    let conversation = suspended_on("add", &model, &trace).await;
     let waiting = conversation.waiting_calls().await.unwrap();
     assert_eq!(
         waiting[0].stop.as_deref(),
         Some("Q3: up"),
         "kept with the call"
     );
-    trace.take();
 
-    conversation.approve("c2").await.unwrap();
-    let resumed = conversation.resume().await.unwrap();
-    assert_eq!(resumed.status, TurnStatus::Completed, "{resumed:?}");
-    assert_eq!(resumed.stop_reason, Some(StopReason::Tool));
-    assert_eq!(resumed.text, "Q3: up");
-    assert_eq!(
-        model.requests().len(),
-        1,
-        "the model never reads the report"
-    );
+    approved_ends_with_the_report(&conversation, "c2", &model).await;
     assert_eq!(
         trace.take(),
         lines(&[
