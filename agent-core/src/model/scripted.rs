@@ -12,14 +12,23 @@ use crate::message::ToolCall;
 use crate::text::Text;
 
 /// A model that answers each call with the next [`ScriptedStep`] and records every request.
+/// The requests are kept until [`take_requests`](Self::take_requests) takes them: a process
+/// that runs many turns on one scripted model (a soak test, an offline demo left running)
+/// takes them as it goes, or its memory grows with every call.
 ///
 /// ```
-/// use agent_core::{ScriptedModel, ScriptedStep};
+/// use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let model = ScriptedModel::new([
 ///     ScriptedStep::new().tool_call("c1", "get_time", "{}"),
 ///     ScriptedStep::new().text("It is noon."),
 /// ]);
 /// assert_eq!(model.remaining(), 2);
+/// let agent = AgentBuilder::new("clock").model(model.clone()).build().unwrap();
+/// agent.run("What time is it?").await;
+/// assert_eq!(model.take_requests().len(), 2, "the call, then its result");
+/// assert!(model.requests().is_empty());
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct ScriptedModel {
@@ -88,9 +97,15 @@ impl ScriptedModel {
         self.lock().steps.push_back(step);
     }
 
-    /// Every request received so far, in order.
+    /// Every request received so far (since the last [`take_requests`](Self::take_requests)),
+    /// in order.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()
+    }
+
+    /// Takes the requests received so far, in order: the model keeps none of them after.
+    pub fn take_requests(&self) -> Vec<ModelRequest> {
+        std::mem::take(&mut self.lock().requests)
     }
 
     /// How many scripted steps are left.
