@@ -49,7 +49,9 @@ pub struct HttpSettings {
     /// timeout apart, cannot hold a call forever. Running out of it is a
     /// [`ModelErrorKind::Timeout`](agent_core::ModelErrorKind::Timeout), retried as the idle
     /// and first-byte timeouts are (up to `max_retries`, each attempt with a deadline of its
-    /// own). Raise it for calls that stream longer, such as long reasoning.
+    /// own). Raise it for calls that stream longer, such as long reasoning. It bounds the
+    /// reading of an error response's body too: a body still coming when it runs out is kept
+    /// in the error as far as it came, ending in `… [truncated]`.
     pub total_timeout: Duration,
     /// How many times a transient failure is retried (default 2).
     pub max_retries: u32,

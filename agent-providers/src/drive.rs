@@ -703,7 +703,7 @@ async fn send(
         // the same too long history).
         let json = content_type.starts_with("application/json");
         let keep = if json { ERROR_BODY_LIMIT } else { 200 };
-        let body = read_capped(response, limit, keep).await;
+        let body = read_capped(response.bytes_stream(), body_by(limit, deadline), keep).await;
         let shown = body.trim_end();
         let kind = if json && is_context_overflow(shown) {
             ModelErrorKind::ContextOverflow
@@ -723,7 +723,8 @@ async fn send(
         .then(|| response.headers().get(reqwest::header::LOCATION))
         .flatten()
         .map(|location| String::from_utf8_lossy(location.as_bytes()).into_owned());
-    let body = read_capped(response, limit, ERROR_BODY_LIMIT).await;
+    let by = body_by(limit, deadline);
+    let body = read_capped(response.bytes_stream(), by, ERROR_BODY_LIMIT).await;
     let mut error = status_error(
         provider,
         status.as_u16(),
@@ -745,31 +746,48 @@ async fn send(
 /// for any provider's error JSON; the rest is never read nor buffered.
 pub(crate) const ERROR_BODY_LIMIT: usize = 8 * 1024;
 
-/// Reads at most `cap` bytes of a response body within `limit`, then stops reading (the
-/// connection is dropped with the response); a cut body ends with `… [truncated]`. Boxed: only
-/// a failed request reads a body, and this future's 500 bytes would otherwise size every
-/// request's (`whole_turn_agent` in benches/stream.rs).
-fn read_capped(
-    mut response: reqwest::Response,
-    limit: Duration,
+/// When the body of a response that is not a stream must have come by: `limit` (the first-byte
+/// timeout) after its head, and no later than the attempt's total timeout (`None`: never).
+fn body_by(limit: Duration, deadline: Option<Deadline>) -> Option<Instant> {
+    let by = Instant::now().checked_add(limit);
+    match (by, deadline) {
+        (Some(by), Some(deadline)) => Some(by.min(deadline.at)),
+        (by, deadline) => by.or(deadline.map(|deadline| deadline.at)),
+    }
+}
+
+/// Reads at most `cap` bytes of a response body until `by`, then stops reading (the
+/// connection is dropped with the response); a body cut, at the cap or at `by`, ends with
+/// `… [truncated]`. Boxed: only a failed request reads a body, and this future's 500 bytes
+/// would otherwise size every request's (`whole_turn_agent` in benches/stream.rs).
+fn read_capped<S>(
+    mut body: S,
+    by: Option<Instant>,
     cap: usize,
-) -> agent_core::BoxFuture<'static, String> {
+) -> agent_core::BoxFuture<'static, String>
+where
+    S: Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin + Send + 'static,
+{
     Box::pin(async move {
         let mut kept = Vec::new();
-        let mut cut = false;
         let read = async {
-            while let Ok(Some(chunk)) = response.chunk().await {
+            while let Some(Ok(chunk)) =
+                std::future::poll_fn(|cx| Pin::new(&mut body).poll_next(cx)).await
+            {
                 let room = cap - kept.len();
                 if chunk.len() > room {
                     kept.extend_from_slice(&chunk[..room]);
-                    cut = true;
-                    break;
+                    return true;
                 }
                 kept.extend_from_slice(&chunk);
             }
+            false
         };
-        // A body that stops arriving keeps what came.
-        let _ = tokio::time::timeout(limit, read).await;
+        // A body that stops arriving, or comes too slowly, keeps what came.
+        let cut = match by {
+            Some(by) => tokio::time::timeout_at(by, read).await.unwrap_or(true),
+            None => read.await,
+        };
         let mut text = String::from_utf8_lossy(&kept).into_owned();
         if cut {
             // A character split at the cap shows as U+FFFD; drop it.
@@ -1086,6 +1104,53 @@ mod tests {
         assert_eq!(start.elapsed(), defaults.total_timeout);
         // At 7 s, 27 s, ..., 587 s; the one due at 607 s comes too late.
         assert_eq!(items, 30);
+    }
+
+    /// A byte of a body, `b"x"`, every `0.period()`.
+    struct TrickledBody(Ticks);
+
+    impl Stream for TrickledBody {
+        type Item = reqwest::Result<bytes::Bytes>;
+
+        fn poll_next(
+            mut self: Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> Poll<Option<Self::Item>> {
+            let ticks = Pin::new(&mut self.0);
+            ticks
+                .poll_next(cx)
+                .map(|tick| tick.map(|()| Ok(bytes::Bytes::from_static(b"x"))))
+        }
+    }
+
+    /// An error body trickled a byte a second is read until the attempt's total timeout, at
+    /// the default 10 minutes, when that comes before the first-byte timeout; else until the
+    /// first-byte timeout (60 s by default) after the head. What came is kept, cut.
+    #[tokio::test(start_paused = true)]
+    async fn an_error_body_is_read_until_the_default_total_timeout_not_later() {
+        let defaults = HttpSettings::default();
+        let start = Instant::now();
+        let deadline = Deadline {
+            at: start + defaults.total_timeout,
+            total: defaults.total_timeout,
+        };
+        let second = Duration::from_secs(1);
+        let trickle = || {
+            let first = Instant::now() + second / 2;
+            TrickledBody(Ticks(tokio::time::interval_at(first, second)))
+        };
+        // The head came at 590 s: the body has 10 s left.
+        tokio::time::advance(Duration::from_secs(590)).await;
+        let by = body_by(defaults.first_byte_timeout, Some(deadline));
+        let body = read_capped(trickle(), by, ERROR_BODY_LIMIT).await;
+        assert_eq!(start.elapsed(), defaults.total_timeout);
+        assert_eq!(body, format!("{}… [truncated]", "x".repeat(10)));
+        // With no total timeout, the first-byte timeout bounds it.
+        let head = Instant::now();
+        let by = body_by(defaults.first_byte_timeout, None);
+        let body = read_capped(trickle(), by, ERROR_BODY_LIMIT).await;
+        assert_eq!(head.elapsed(), defaults.first_byte_timeout);
+        assert_eq!(body, format!("{}… [truncated]", "x".repeat(60)));
     }
 
     #[tokio::test(start_paused = true)]

@@ -541,6 +541,57 @@ async fn a_trickle_past_the_total_timeout_is_a_timeout_and_retried() {
     );
 }
 
+/// An error body trickled a byte at a time does not hold a call past its total timeout
+/// (nor does the body of a success that is not a stream): what came by then is kept, cut, in
+/// the status's error. The whole body would take 4.5 s; the first-byte timeout is 10 s.
+#[tokio::test]
+async fn a_trickled_error_body_is_cut_at_the_total_timeout() {
+    let settings = HttpSettings {
+        total_timeout: Duration::from_millis(600),
+        ..settings(0)
+    };
+    let body = format!(r#"{{"error":{{"message":"{}"}}}}"#, "x".repeat(200));
+    for (status, kind, start) in [
+        (
+            500,
+            ModelErrorKind::Server,
+            "openai: HTTP 500 Internal Server Error: {\"error\"",
+        ),
+        (
+            200,
+            ModelErrorKind::StreamMalformed,
+            "openai: expected an event stream, got `application/json`: {\"error\"",
+        ),
+    ] {
+        let every = Duration::from_millis(20);
+        let reply = Reply::StatusTrickle {
+            status,
+            body: body.clone(),
+            every,
+        };
+        let server = TestServer::start([reply]).await;
+        let began = std::time::Instant::now();
+        let (events, error) =
+            collect(client_at(&server.url, settings.clone()).stream(request())).await;
+        let elapsed = began.elapsed();
+        assert_eq!(events, []);
+        let error = error.expect("the call fails");
+        assert_eq!(error.kind, kind, "{}", error.message);
+        assert!(error.message.starts_with(start), "{}", error.message);
+        assert!(
+            error.message.ends_with("… [truncated]"),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.len() < start.len() + body.len(),
+            "{}",
+            error.message
+        );
+        assert!(elapsed < Duration::from_secs(3), "{status}: {elapsed:?}");
+    }
+}
+
 /// A zero total timeout is none: a trickle that would run out of a short one ends complete.
 #[tokio::test]
 async fn a_zero_total_timeout_turns_it_off() {

@@ -78,6 +78,16 @@ pub enum Reply {
         /// The body.
         body: String,
     },
+    /// An error status whose body (its length announced) comes a byte at a time, `every` so
+    /// long apart.
+    StatusTrickle {
+        /// The status code.
+        status: u16,
+        /// The body.
+        body: String,
+        /// The time before each byte.
+        every: Duration,
+    },
 }
 
 impl Reply {
@@ -214,6 +224,23 @@ async fn serve(
                 socket.write_all(head.as_bytes()).await?;
                 socket.write_all(body.as_bytes()).await?;
                 socket.flush().await?;
+            }
+            Reply::StatusTrickle {
+                status,
+                body,
+                every,
+            } => {
+                let head = format!(
+                    "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                socket.write_all(head.as_bytes()).await?;
+                socket.flush().await?;
+                for byte in body.as_bytes() {
+                    tokio::time::sleep(every).await;
+                    socket.write_all(std::slice::from_ref(byte)).await?;
+                    socket.flush().await?;
+                }
             }
             Reply::Silence(duration) => {
                 tokio::time::sleep(duration).await;
