@@ -4,15 +4,17 @@
 //! adds them to an agent beside its Rust tools ([`McpServer::tools`] gives each as an
 //! `agent_core::FnTool`). MCP tools are dynamic: the agent's hooks with `dynamic` matchers see
 //! their JSON input, typed hooks never match them. A call goes to the server; a server error,
-//! a timeout, a reply over the 16 MiB limit on one message (a stdio server's, see
-//! `line_limit.rs`) or a dead server is an error result the model reads, never a crashed turn.
+//! a timeout, a reply over the 16 MiB limit on one message (see `line_limit.rs` for a stdio
+//! server's, `http_limit.rs` for a streamable-HTTP server's) or a dead server is an error result the model reads, never a crashed turn.
 //! The server process lives as long as the server handle or any of its tools, and is killed
 //! with the last of them (no orphans).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod http_limit;
 mod line_limit;
+mod too_large;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -29,10 +31,13 @@ use rmcp::service::{
     ServiceExt,
 };
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpError;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use serde_json::Value;
 use tokio::process::Child;
 
+use http_limit::Bounded;
 use line_limit::{LIMIT, LineLimit};
 
 /// Why a server could not be started or listed.
@@ -168,7 +173,9 @@ impl McpServer {
 
     /// Connects to an MCP server over streamable HTTP at `url` (`http://host:port/mcp`),
     /// initializes the session and lists its tools (see [`stdio`](Self::stdio)). A `url` that
-    /// is not http or https is refused before anything is sent.
+    /// is not http or https is refused before anything is sent. A reply over 16 MiB (one JSON
+    /// body, or one event of an SSE reply) fails its call at once, the model reading that it
+    /// was larger than the limit, and the session goes on, as over stdio.
     pub async fn http(
         name: impl Into<String>,
         url: &str,
@@ -186,7 +193,15 @@ impl McpServer {
                  http://localhost:8000/mcp"
             )));
         }
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        // rmcp's own client, with a reply over the size limit answered as a stdio one's is.
+        let client = Bounded::new().map_err(|e| {
+            McpError(format!(
+                "MCP server `{name}`: could not make an HTTP client: {}",
+                reason(&e)
+            ))
+        })?;
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         McpServer::connect(name, None, None, transport, timeout).await
     }
 
@@ -378,11 +393,13 @@ impl McpServer {
                     ))
                 })?
                 .map_err(|e| match e {
-                    ServiceError::McpError(error) if line_limit::too_large(&error) => {
+                    ServiceError::McpError(error) if too_large::too_large(&error) => {
+                        let limit = error.data.as_ref().and_then(|data| data["limit"].as_u64());
+                        let limit = limit.map_or(LIMIT, |limit| limit as usize);
                         ToolError::new(format!(
                             "MCP server `{server}`: the reply to `{tool}` was larger than the \
                              {} limit on one message, so it was dropped; ask for less at a time",
-                            line_limit::size(LIMIT)
+                            too_large::size(limit)
                         ))
                     }
                     e => ToolError::new(format!(

@@ -5,7 +5,7 @@
 //! did not answer. [`LineLimit`] sits between the server's stdout and rmcp. It passes lines
 //! within the limit through as they come, without holding them, and cuts a longer one at the
 //! limit, ending it there (rmcp drops the cut line as malformed) and, when it answers a
-//! request of ours, answering that request with a JSON-RPC error instead ([`too_large`]): the
+//! request of ours, answering that request with a JSON-RPC error instead (`too_large.rs`): the
 //! call fails as soon as the line's id is known, with a reason the model can act on, and the
 //! session goes on. The id may come first or last in a line (the TypeScript SDK writes it
 //! last), so a line's top-level keys are followed as it passes, once it is long enough to
@@ -16,9 +16,10 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use rmcp::model::ErrorData;
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
+
+use crate::too_large::{MARK, message};
 
 /// The longest line rmcp reads, its newline included.
 pub(crate) const LIMIT: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
@@ -27,17 +28,6 @@ pub(crate) const LIMIT: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENG
 /// reply about 2,000 instructions (`mcp_tool_call` in benches/mcp.rs), copying it aside almost
 /// nothing.
 const SCAN_FROM: usize = 64 * 1024;
-
-/// The `data` of the error that answers a request whose reply was over the limit.
-const MARK: &str = "reply_too_large";
-
-/// Whether `error` is the one [`LineLimit`] answers an oversized reply with.
-pub(crate) fn too_large(error: &ErrorData) -> bool {
-    error
-        .data
-        .as_ref()
-        .is_some_and(|data| data["agent_mcp"] == MARK)
-}
 
 /// A server's stdout, with lines over `limit` bytes (newline included) cut and answered (see
 /// the module doc).
@@ -159,25 +149,16 @@ impl<R> LineLimit<R> {
         if serde_json::from_slice::<Value>(id).is_err() {
             return;
         }
+        // `too_large::answer` as JSON, written without a copy of the id's value.
         let error = format!(
-            r#","error":{{"code":-32603,"message":"the MCP server's reply was larger than the {} limit on one message","data":{{"agent_mcp":"{MARK}","limit":{}}}}}}}"#,
-            size(self.limit),
+            r#","error":{{"code":-32603,"message":"{}","data":{{"agent_mcp":"{MARK}","limit":{}}}}}}}"#,
+            message(self.limit),
             self.limit
         );
         self.pending.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         self.pending.extend_from_slice(id);
         self.pending.extend_from_slice(error.as_bytes());
         self.pending.push(b'\n');
-    }
-}
-
-/// `bytes` for a person: in MiB when a whole number of them.
-pub(crate) fn size(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else {
-        format!("{bytes} bytes")
     }
 }
 
@@ -481,6 +462,15 @@ mod tests {
         ) + "\n"
     }
 
+    /// The error line written over stdio is `too_large::answer`, as an HTTP reply's is.
+    #[test]
+    fn the_error_line_is_the_one_every_transport_answers_with() {
+        // `answer` is the line the tests above see `LineLimit` write.
+        let line: Value = serde_json::from_str(&answer("7", 64)).unwrap();
+        let error = serde_json::to_value(crate::too_large::answer(64)).unwrap();
+        assert_eq!(line["error"], error);
+    }
+
     #[tokio::test]
     async fn lines_within_the_limit_pass_unchanged() {
         let line = r#"{"jsonrpc":"2.0","id":1,"result":{"text":"abc"}}"#;
@@ -559,25 +549,5 @@ mod tests {
                 "{message}"
             );
         }
-    }
-
-    #[test]
-    fn sizes_read_in_mib_when_whole() {
-        assert_eq!(size(LIMIT), "16 MiB");
-        assert_eq!(size(64), "64 bytes");
-    }
-
-    #[test]
-    fn only_its_own_error_is_taken_for_a_reply_too_large() {
-        let ours = ErrorData::internal_error(
-            "x",
-            Some(serde_json::json!({ "agent_mcp": MARK, "limit": 1 })),
-        );
-        assert!(too_large(&ours));
-        assert!(!too_large(&ErrorData::internal_error("x", None)));
-        assert!(!too_large(&ErrorData::internal_error(
-            "x",
-            Some(serde_json::json!("reply_too_large"))
-        )));
     }
 }
