@@ -351,7 +351,8 @@ impl<'t, 'a> StepStream<'t, 'a> {
     }
 
     /// Reads the model's stream (or the error its creation ended in) to its end. A panic
-    /// while the stream is polled ends the step as that model's error.
+    /// while the stream is polled, or as it is dropped once read, ends the step as that
+    /// model's error.
     #[expect(
         clippy::manual_async_fn,
         reason = "an async fn would keep the reader and the stream twice while it reads"
@@ -409,8 +410,36 @@ impl<'t, 'a> StepStream<'t, 'a> {
                     break Err(Some(error));
                 }
             };
+            dropped(stream, &mut out);
             out
         }
+    }
+}
+
+/// Drops the model's stream, read to its end, with a panic of its `Drop` caught (see
+/// [`stream_drop_panicked`]).
+#[inline]
+fn dropped(stream: ModelStream, out: &mut Streamed) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| drop(stream))) {
+        stream_drop_panicked(&*payload, out);
+    }
+}
+
+/// A model's stream panicked as it was dropped: a stream that ended cleanly ends the step as
+/// that model's error, as a panic while it is polled does; one that had already failed, or
+/// was cancelled, keeps that end, the panic logged.
+#[cold]
+#[inline(never)]
+fn stream_drop_panicked(payload: &(dyn std::any::Any + Send), out: &mut Streamed) {
+    let message = format!(
+        "the model's stream panicked as it was dropped: {}",
+        panic_message(payload)
+    );
+    if out.finish.is_ok() {
+        let panicked = TurnError::new(TurnErrorKind::Model(ModelErrorKind::Other), message);
+        out.finish = Err(Some(panicked));
+    } else {
+        tracing::warn!("{message} (the step had already ended without its answer)");
     }
 }
 

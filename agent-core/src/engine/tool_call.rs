@@ -4,6 +4,7 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -232,9 +233,22 @@ async fn execute(
 ) -> CallResult {
     let span = call_span(call);
     tool_started(scope, call);
-    let inner = execute_inner(scope, position, call, approval, resume, found);
-    let result = in_span!(span, inner);
+    let inner = std::pin::pin!(execute_inner(
+        scope, position, call, approval, resume, found
+    ));
+    let result = in_span!(span, catch_unwind(inner)).unwrap_or_else(|panic| panicked(call, panic));
     tool_ended(scope, &result);
+    result
+}
+
+/// The result of a call whose handling panicked outside the guards around the tool and each
+/// hook: a value of the tool's or of a hook's whose `Drop` panicked as the engine dropped it
+/// (the tool's output once the model's text is made of it, a hook's decision). The call
+/// fails, as it does when its tool panics, and the turn goes on.
+#[cold]
+fn panicked(call: &ToolCall, panic: String) -> CallResult {
+    let mut result = rejected(call, format!("tool `{}` panicked: {panic}", call.name));
+    result.record.outcome = ToolOutcomeKind::Failed;
     result
 }
 
@@ -415,7 +429,8 @@ fn execute_now<'s>(
 }
 
 /// The end of a call run on the spot: the text the model reads, after_tool_call (when `state`
-/// is kept for it) and the result.
+/// is kept for it) and the result. The outcome is dropped guarded, as [`execute`] guards a
+/// call's future: a tool's output whose `Drop` panics fails the call.
 fn finish_now(
     scope: &CallScope<'_>,
     call: &ToolCall,
@@ -428,13 +443,19 @@ fn finish_now(
     let (content, is_error) = guarded_model_text(&call.name, &outcome);
     let kind = outcome.kind();
     let checked = tool_results::Checked::unchanged(content, is_error);
-    let error = state.and_then(|mut state| {
+    let mut state = state;
+    // The outcome is moved in: dropped inside the guard, whether or not hooks read it.
+    let settled = catch_panic(|| {
+        let mut state = state.take()?;
         state.preliminary = preliminary;
         state.model_result = checked.model_result();
         let after = scope.inherited.after_for(&slot.name).chain(&slot.after);
         observe_now(after, &mut state, outcome, duration)
     });
-    finished(call, checked, kind, duration, error)
+    match settled {
+        Ok(error) => finished(call, checked, kind, duration, error),
+        Err(panic) => panicked(call, panic),
+    }
 }
 
 /// A call's state for its hooks and its tool, before any hook ran.
@@ -633,7 +654,8 @@ async fn invoke(
     // The tool is called inside the guarded future: a `DynTool` may panic while making its
     // future (an `FnTool` closure), not only while it runs. Pinned on this future's stack, not
     // boxed: one allocation fewer per call (the slope of `whole_turn_calls_agent`).
-    let run = std::pin::pin!(async move {
+    // In an `Option`, to be dropped here, guarded, rather than as this future ends.
+    let mut run = std::pin::pin!(Some(async move {
         let call = tool.call(args, ctx);
         let call = if isolate {
             Box::pin(inherit::passing(None, call))
@@ -641,10 +663,39 @@ async fn invoke(
             call
         };
         tool::reporting(reporter, call).await
+    }));
+    let polled = std::future::poll_fn(|cx| match run.as_mut().as_pin_mut() {
+        Some(run) => run.poll(cx),
+        None => Poll::Pending,
     });
-    let result = guarded(slot.timeout, run).await;
+    let result = guarded(slot.timeout, polled).await;
     let duration = started.elapsed();
-    (outcome_of(result, call, slot), duration)
+    // A future its timeout stopped is dropped with what it holds: the tool's own future,
+    // whose `Drop` may panic.
+    let outcome = match catch_panic(|| run.set(None)) {
+        Ok(()) => outcome_of(result, call, slot),
+        Err(panic) => dropped_panicking(result, call, slot, panic),
+    };
+    (outcome, duration)
+}
+
+/// The outcome of a call whose tool's future panicked as it was dropped: a timeout says so
+/// too; a call that ended fails as if its tool had panicked.
+#[cold]
+fn dropped_panicking(
+    result: Guarded,
+    call: &ToolCall,
+    slot: &ToolSlot,
+    panic: String,
+) -> ToolOutcome {
+    let message = match result {
+        None => format!(
+            "{}; dropping its future panicked: {panic}",
+            timed_out(call, slot)
+        ),
+        Some(_) => format!("tool `{}` panicked: {panic}", call.name),
+    };
+    ToolOutcome::Failed(ToolError::new(message))
 }
 
 /// Runs a tool that runs on the spot ([`DynTool::runs_now`](crate::DynTool::runs_now)), a
@@ -772,12 +823,17 @@ fn outcome_of(result: Guarded, call: &ToolCall, slot: &ToolSlot) -> ToolOutcome 
             "tool `{}` panicked: {panic}",
             call.name
         ))),
-        None => ToolOutcome::Failed(ToolError::new(format!(
-            "tool `{}` timed out after {:?} and was stopped",
-            call.name,
-            slot.timeout.unwrap_or_default()
-        ))),
+        None => ToolOutcome::Failed(ToolError::new(timed_out(call, slot))),
     }
+}
+
+/// What the model reads of a call its timeout stopped.
+fn timed_out(call: &ToolCall, slot: &ToolSlot) -> String {
+    format!(
+        "tool `{}` timed out after {:?} and was stopped",
+        call.name,
+        slot.timeout.unwrap_or_default()
+    )
 }
 
 /// The text the model reads for an outcome, and whether it is an error.

@@ -12,6 +12,7 @@ mod engine_config;
 mod engine_continue;
 mod engine_decisions;
 mod engine_discard;
+mod engine_drop_panics;
 mod engine_empty_replies;
 mod engine_endings;
 mod engine_failures;
