@@ -24,8 +24,9 @@ pub enum TurnEvent {
     /// the final-answer tool, they are the step's first final-answer call's, known by its
     /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart) (none for a call whose
     /// start the model does not send); with one final-answer tool per variant, the first call
-    /// started under a variant's tool, given as the enum's own JSON. Not given while output
-    /// guardrails hold the reply back.
+    /// started under a variant's tool, given as the enum's own JSON. After the
+    /// [`Chunk::Discarded`] of a reply a post_process_message hook replaced, they are the
+    /// replacement's. Not given while output guardrails hold the reply back.
     PartialOutput {
         /// The step streaming the answer.
         step: usize,

@@ -331,6 +331,20 @@ impl<'t, 'a> StepStream<'t, 'a> {
         self.chunk_now()
     }
 
+    /// The typed answer so far once `chunk` is read, when partial answers are read (see
+    /// [`Self::partials`]): for chunks the engine makes rather than streams.
+    pub(super) fn read_partial(&mut self, chunk: &Chunk) -> Option<Value> {
+        self.partial.as_mut()?.read(chunk)
+    }
+
+    /// Sends a partial typed value, if any, to the stream API.
+    pub(super) async fn send_partial(&self, partial: Option<Value>) -> Result<(), TurnError> {
+        match self.partial_now(partial) {
+            Some(send) => send.await,
+            None => Ok(()),
+        }
+    }
+
     /// Sends a partial typed value to the stream API when its channel has room; otherwise
     /// gives back the send to await, boxed as it is made (the event is not kept beside it).
     fn partial_now(&self, partial: Option<Value>) -> Option<Boxed<'t>> {
@@ -411,6 +425,15 @@ impl<'t, 'a> StepStream<'t, 'a> {
                 }
             };
             dropped(stream, &mut out);
+            // Kept for a reply a post_process_message hook replaces (`Turn::partials`).
+            if !self.turn.current.hooks.post_process_message.is_empty() {
+                let partial = self.partial.take().map(Box::new);
+                *self
+                    .turn
+                    .partials
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = partial;
+            }
             out
         }
     }

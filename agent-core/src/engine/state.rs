@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use super::events::TurnEvent;
 use super::inherit::Inherited;
 use super::limits::RunLimits;
+use super::output_spec::PartialAnswer;
 use super::persist::{Strictness, WriteError, Writer};
 use super::reach::Reach;
 use super::run_scope::RunScope;
@@ -47,6 +48,10 @@ pub(super) struct Turn<'a> {
     /// The step's chunks held back until its reply passes the output guardrails (`None` when
     /// the agent has none: chunks go out as they stream).
     pub(super) held: std::sync::Mutex<Option<Vec<Chunk>>>,
+    /// The typed answer's partial reader of the step streamed last, kept only when a
+    /// post_process_message hook may replace its reply: the replacement's partials are read by
+    /// it (`step.rs`, `show_replaced`). Boxed, as it is kept only then.
+    pub(super) partials: std::sync::Mutex<Option<Box<PartialAnswer>>>,
     /// The tool hooks inherited from the agents that handed work to this turn (`inherit.rs`).
     pub(super) inherited: Arc<Inherited>,
     /// The agent the turn was asked of, as its frame hooks report it (`run_scope.rs`).

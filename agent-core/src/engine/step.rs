@@ -243,8 +243,9 @@ impl<'a> Turn<'a> {
     /// Shows the reply a post_process_message hook gave in place of the one streamed, so a
     /// client is never left with a call that will not run or text that is not stored: after
     /// [`Chunk::Discarded`] (or, while the step's chunks are held back, in place of them) its
-    /// reasoning, text, and each call's start and whole call. Only when the hook changed the
-    /// text or the calls.
+    /// reasoning, text, and each call's start and whole call, with the typed answer's partials
+    /// read from them, as a stream's are (by the step's reader, `Turn::partials`).
+    /// Only when the hook changed the text or the calls.
     async fn show_replaced(&self, step: usize, message: &Message) -> Flow {
         let Message::Assistant {
             content,
@@ -255,7 +256,14 @@ impl<'a> Turn<'a> {
         else {
             return Ok(());
         };
-        let mut stream = StepStream::new(self, step);
+        // The typed answer's partials follow the replacement: the discard starts its reader
+        // over, as it does for a retried stream.
+        let partial = self
+            .partials
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let mut stream = StepStream::new(self, step).partials(partial.map(|partial| *partial));
         if !stream.listening() {
             return Ok(());
         }
@@ -276,20 +284,30 @@ impl<'a> Turn<'a> {
         let reasoning =
             (!reasoning.is_empty()).then(|| Chunk::ReasoningDelta((&**reasoning).into()));
         let text = (!content.is_empty()).then(|| Chunk::TextDelta((&**content).into()));
+        // A call's arguments are not shown as a chunk of their own (the whole call follows),
+        // but its partial answer is read from them, between its start and the call.
         let calls = tool_calls.iter().flat_map(|call| {
             let start = Chunk::ToolInputStart {
                 id: call.id.clone(),
                 name: call.name.clone(),
             };
-            [start, Chunk::ToolCall(call.clone())]
+            let arguments = Chunk::ToolInputDelta {
+                id: call.id.clone(),
+                delta: (&*call.arguments).into(),
+            };
+            [
+                (start, true),
+                (arguments, false),
+                (Chunk::ToolCall(call.clone()), true),
+            ]
         });
-        for chunk in discarded
-            .into_iter()
-            .chain(reasoning)
-            .chain(text)
-            .chain(calls)
-        {
-            stream.chunk(chunk).await.map_err(End::turn)?;
+        let shown = [discarded, reasoning, text].into_iter().flatten();
+        for (chunk, show) in shown.map(|chunk| (chunk, true)).chain(calls) {
+            let partial = stream.read_partial(&chunk);
+            if show {
+                stream.chunk(chunk).await.map_err(End::turn)?;
+            }
+            stream.send_partial(partial).await.map_err(End::turn)?;
         }
         Ok(())
     }

@@ -102,6 +102,7 @@ pub(crate) fn run_turn<'a>(
             },
             open: Default::default(),
             held: Default::default(),
+            partials: Default::default(),
             extensions: agent.extensions.clone(),
             frame: me.clone(),
             me,

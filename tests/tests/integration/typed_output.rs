@@ -1821,3 +1821,86 @@ async fn a_final_answer_beside_a_call_waiting_for_approval_is_not_taken_and_aske
     let requests = model.requests();
     assert_eq!(tool_result(&requests[1].messages[2]), (not_taken, true));
 }
+
+/// A post_process_message hook that repairs an invoice answer: `BAD` becomes `GOOD`, in the
+/// reply's text and in its calls' arguments (what a hook fixing a model's known mistake does).
+fn repairing() -> Hook<event::PostProcessMessage> {
+    Hook::<event::PostProcessMessage>::sync("repair", |ctx| {
+        let Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+            reasoning_signature,
+            provider_blocks,
+        } = &ctx.message
+        else {
+            return None;
+        };
+        let repair = |text: &str| text.replace(BAD, GOOD);
+        let calls = tool_calls.iter().map(|call| {
+            agent_core::ToolCall::new(call.id.clone(), call.name.clone(), repair(&call.arguments))
+        });
+        Some(Message::Assistant {
+            content: repair(content).into(),
+            reasoning: reasoning.clone(),
+            tool_calls: calls.collect(),
+            reasoning_signature: reasoning_signature.clone(),
+            provider_blocks: provider_blocks.clone(),
+        })
+    })
+}
+
+/// The typed answer's partials follow a reply a post_process_message hook replaced: after the
+/// discard, the replacement's partial (read from its text, or from its final-answer call's
+/// arguments), never only the original's; and the output is the replacement's.
+#[tokio::test]
+async fn partial_answers_follow_a_reply_post_process_message_replaced() {
+    const REASON: &str = "a post_process_message hook replaced the reply";
+    // As text (native mode), streamed in two pieces.
+    let (first, second) = BAD.split_at(BAD.find("\"total").unwrap());
+    let model = ScriptedModel::new([ScriptedStep::new().text(first).text(second)])
+        .supporting_output_schema();
+    let agent = invoice_agent(&model, &Trace::new())
+        .hook(repairing())
+        .build()
+        .unwrap();
+    assert_eq!(
+        stream_trace(&agent).await,
+        lines(&[
+            &format!("chunk(0 text:{first})"),
+            r#"partial(0 {"number":"INV-7"})"#,
+            &format!("chunk(0 text:{second})"),
+            r#"partial(0 {"number":"INV-7","total_cents":"twelve"})"#,
+            &format!("chunk(0 discarded:{REASON})"),
+            &format!("chunk(0 text:{GOOD})"),
+            r#"partial(0 {"number":"INV-7","total_cents":1250})"#,
+            "step_finished(0)",
+            r#"output(0 {"number":"INV-7","total_cents":1250})"#,
+            "finished(completed)",
+        ])
+    );
+
+    // By the final-answer tool.
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", BAD)]);
+    let agent = invoice_agent(&model, &Trace::new())
+        .hook(repairing())
+        .build()
+        .unwrap();
+    assert_eq!(
+        stream_trace(&agent).await,
+        lines(&[
+            "chunk(0 tool_start:c1 final_result)",
+            "chunk(0 tool_input:c1)",
+            r#"partial(0 {"number":"INV-7","total_cents":"twelve"})"#,
+            "chunk(0 tool_call:c1 final_result)",
+            &format!("chunk(0 discarded:{REASON})"),
+            "chunk(0 tool_start:c1 final_result)",
+            r#"partial(0 {"number":"INV-7","total_cents":1250})"#,
+            "chunk(0 tool_call:c1 final_result)",
+            "chunk(0 tool_result:c1 final_result ok)",
+            "step_finished(0)",
+            r#"output(0 {"number":"INV-7","total_cents":1250})"#,
+            "finished(completed)",
+        ])
+    );
+}
