@@ -396,6 +396,18 @@ impl SessionStore for PostgresStore {
         Box::pin(self.load_rows(session))
     }
 
+    fn has_rows<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let found = self.query(row::HAS_ROWS, &[&session]).await?;
+            let has = found.first().map(|found| found.try_get(0));
+            let has = has.unwrap_or(Ok(false));
+            has.map_err(|e| {
+                self.server
+                    .at(format_args!("cannot read whether a session has rows: {e}"))
+            })
+        })
+    }
+
     fn insert<'a>(
         &'a self,
         session: &'a str,

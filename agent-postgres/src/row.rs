@@ -4,6 +4,9 @@
 use agent_core::{MessageRow, StoredMessage};
 use tokio_postgres::Row;
 
+/// Whether a session has any row.
+pub(crate) const HAS_ROWS: &str = "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = $1)";
+
 /// A session's rows, oldest first, in the column order [`stored`] reads.
 pub(crate) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, tool_calls, \
      tool_call_id, name, reasoning, reasoning_signature, created_at, request_sent_at, \

@@ -52,6 +52,7 @@ macro_rules! store_conformance {
             a_result_no_call_asked_for_never_reaches_the_model,
             update_changes_content_status_and_completion_time_and_keeps_the_rest,
             a_row_not_in_the_session_is_not_found,
+            has_rows_says_whether_a_session_has_any,
             delete_removes_only_its_row,
             many_concurrent_inserts_all_land,
             the_next_turn_repairs_a_turn_cut_off_mid_way,
@@ -673,6 +674,28 @@ pub async fn update_changes_content_status_and_completion_time_and_keeps_the_res
         store.load("s").await.expect("load"),
         [silent_user, failed, user_now]
     );
+}
+
+/// `has_rows` is whether the session has a row of any status, from either handle; a deleted
+/// last row leaves none.
+pub async fn has_rows_says_whether_a_session_has_any(subject: Subject) {
+    let (store, another) = (subject.store, subject.another);
+    assert!(!store.has_rows("s").await.expect("empty"));
+    let row = store
+        .insert(
+            "s",
+            NewMessage {
+                status: MessageStatus::Pending,
+                ..NewMessage::completed(Message::assistant(""))
+            },
+        )
+        .await
+        .expect("insert");
+    assert!(store.has_rows("s").await.expect("a pending row"));
+    assert!(another.has_rows("s").await.expect("from the other handle"));
+    assert!(!another.has_rows("t").await.expect("another session"));
+    store.delete("s", row.id).await.expect("delete");
+    assert!(!another.has_rows("s").await.expect("none left"));
 }
 
 /// Updating or deleting a row that is not in the session (an unknown id, or another session's

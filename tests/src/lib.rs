@@ -753,6 +753,11 @@ impl SessionStore for TracedStore {
         self.inner.release(session);
     }
 
+    fn has_rows<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.trace.push("store.has_rows");
+        self.inner.has_rows(session)
+    }
+
     fn keep_hold(&self, session: &str, hold: agent_core::SessionHold) {
         self.inner.keep_hold(session, hold);
     }

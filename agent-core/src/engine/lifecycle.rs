@@ -19,16 +19,16 @@ impl Turn<'_> {
             return Ok(());
         }
         let hooks = &self.agent.hooks.on_session_start;
-        let rows = self
+        let started = self
             .agent
             .store
-            .load(self.session_id)
+            .has_rows(self.session_id)
             .await
             .map_err(|error| End::Failed(store_error(error), ErrorStage::Persist))?;
         if let Some(opened) = self.opened {
             opened.start();
         }
-        if !rows.is_empty() {
+        if started {
             return Ok(());
         }
         let ctx = SessionStartContext {

@@ -208,6 +208,7 @@ macro_rules! guard {
 
 guard! {
     load(session: &'a str) -> Vec<StoredMessage>, "load";
+    has_rows(session: &'a str) -> bool, "has_rows";
     load_history(session: &'a str, capacity: &'a (dyn Fn(usize) -> usize + Sync)) -> Option<Vec<Message>>, "load";
     insert(session: &'a str, row: NewMessage) -> StoredMessage, "insert";
     delete(session: &'a str, id: i64) -> (), "delete";

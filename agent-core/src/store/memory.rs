@@ -415,6 +415,15 @@ impl SessionStore for MemoryStore {
         Box::pin(std::future::ready(Ok(rows)))
     }
 
+    fn has_rows<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let inner = self.lock();
+        let has = inner
+            .sessions
+            .get(session)
+            .is_some_and(|kept| !kept.rows.is_empty());
+        Box::pin(std::future::ready(Ok(has)))
+    }
+
     /// The kept messages themselves, lent until the turn gives them back (`keep_history`); a
     /// copy of the rows' messages, each shared, when they are out or stale: no row is built
     /// nor moved (`whole_turn_history_agent` in agent-providers/benches/stream.rs).

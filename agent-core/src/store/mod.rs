@@ -242,6 +242,12 @@ pub trait SessionStore: Send + Sync {
         session: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredMessage>, StoreError>>;
 
+    /// Whether the session has any row: whether a turn is its first (on_session_start). The
+    /// default loads the rows; a store that can answer without reading them all should.
+    fn has_rows<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { Ok(!self.load(session).await?.is_empty()) })
+    }
+
     /// The messages a model reads of the session (its completed rows that are not silent,
     /// oldest first), when the session needs no repair and nothing reads its rows: what the
     /// engine asks first for a turn with no filter_messages hook, on a session with no call

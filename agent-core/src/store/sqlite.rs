@@ -518,6 +518,18 @@ impl SessionStore for SqliteStore {
         Box::pin(self.run(move |conn, file| load_rows(conn, file, &session)))
     }
 
+    fn has_rows<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let session = session.to_owned();
+        Box::pin(self.run(move |conn, file| {
+            let mut statement = conn
+                .prepare_cached(row::HAS_ROWS)
+                .map_err(|e| file.sqlite(&e))?;
+            statement
+                .query_row([session], |found| found.get(0))
+                .map_err(|e| file.sqlite(&e))
+        }))
+    }
+
     fn insert<'a>(
         &'a self,
         session: &'a str,

@@ -114,7 +114,7 @@ async fn every_message_hook_fires_at_its_place_around_the_store_writes() {
     assert_eq!(
         trace.take(),
         lines(&[
-            "store.load",
+            "store.has_rows",
             "on_session_start",
             "before_run(2+3?)",
             "store.load",
@@ -802,15 +802,19 @@ async fn session_start_fires_once_even_when_the_first_turn_stored_nothing() {
     assert_eq!(tripped.status, TurnStatus::Error, "{tripped:?}");
     assert!(conversation.run("first").await.is_completed());
     assert!(conversation.run("second").await.is_completed());
-    let loads_and_starts = |trace: Vec<String>| -> Vec<String> {
-        let kept = |line: &String| line == "store.load" || line == "on_session_start";
+    let reads_and_starts = |trace: Vec<String>| -> Vec<String> {
+        let kept = |line: &String| {
+            line.starts_with("store.load")
+                || line.starts_with("store.has")
+                || line == "on_session_start"
+        };
         trace.into_iter().filter(kept).collect()
     };
     assert_eq!(
-        loads_and_starts(trace.take()),
+        reads_and_starts(trace.take()),
         lines(&[
-            // The tripped turn: the start's rows, then no history read.
-            "store.load",
+            // The tripped turn: whether the session has rows, then no history read.
+            "store.has_rows",
             "on_session_start",
             // Each later turn reads its history only: the start is settled.
             "store.load",

@@ -11,6 +11,9 @@ pub(super) const SELECT_SESSION: &str = "SELECT id, session_id, role, content, t
      reasoning, reasoning_signature, created_at, request_sent_at, response_completed_at, status, silent, tool_status, \
      provider_blocks FROM messages WHERE session_id = ?1 ORDER BY id";
 
+/// Whether a session has any row.
+pub(super) const HAS_ROWS: &str = "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = ?1)";
+
 /// A new row: session, the message's columns (as [`MessageColumns`](crate::store::MessageColumns) orders them), created_at,
 /// request_sent_at, status and silent.
 pub(super) const INSERT: &str = "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, \
