@@ -404,7 +404,7 @@ fn role_of(message: &Message, with_thinking: bool) -> Option<Role> {
 /// What an assistant message sends, in its blocks' order: its earlier reasoning and signature,
 /// as a `thinking` block, when it was streamed with a signature and `with_thinking` holds; the
 /// server-tool blocks as they came, before the text that draws on them; its text, unless
-/// empty; its tool calls. One reading for [`role_of`] and [`Blocks`], so that a message is
+/// empty or whitespace alone; its tool calls. One reading for [`role_of`] and [`Blocks`], so that a message is
 /// left out exactly when it would have no blocks.
 struct Reply<'a> {
     thinking: Option<(&'a str, &'a str)>,
@@ -433,7 +433,9 @@ impl<'a> Reply<'a> {
         Some(Reply {
             thinking,
             raw: provider_blocks,
-            text: (!content.is_empty()).then_some(content.as_str()),
+            // The API refuses a text block of whitespace alone ("text content blocks must
+            // contain non-whitespace text"), which a model may stream before its tool calls.
+            text: (!content.chars().all(char::is_whitespace)).then_some(content.as_str()),
             calls: tool_calls,
         })
     }
@@ -620,6 +622,53 @@ mod tests {
         assert_eq!(
             written(&[Message::user("hi")]),
             serde_json::json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+        );
+    }
+
+    /// A reply of whitespace alone (a model may stream a newline before its calls) sends no
+    /// text block, which the API refuses; one with nothing else is left out, and the user's
+    /// messages around it merge into one.
+    #[test]
+    fn whitespace_alone_sends_no_text_block() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+            metadata: None,
+        };
+        let mut with_call = Message::assistant("\n\n");
+        if let Message::Assistant { tool_calls, .. } = &mut with_call {
+            *tool_calls = vec![call].into();
+        }
+        let messages = [
+            Message::user("hi"),
+            with_call,
+            Message::Tool {
+                call_id: "c1".into(),
+                name: "t".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+            Message::assistant(" \t\n"),
+            Message::user("and?"),
+        ];
+        let written = serde_json::to_value(Conversation {
+            messages: &messages,
+            with_thinking: false,
+        })
+        .unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!([
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "t", "input": {}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "ok"},
+                    {"type": "text", "text": "and?"}
+                ]}
+            ])
         );
     }
 }
