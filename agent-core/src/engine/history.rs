@@ -42,6 +42,23 @@ pub(crate) async fn filter_rows(
     Ok(ctx.rows)
 }
 
+/// Messages a hook gave the model to read (before_turn's or before_step's `messages`,
+/// prefilter_llm_history's `Replace`), paired as the history is ([`message::paired`]): a tool
+/// call without its result is taken out, and a result that answers no call left out, with a
+/// warning. Sent as given, the provider would refuse the request ("tool_calls must be followed
+/// by tool messages") and the turn fail on a hook's slip. A paired list is returned as it is.
+pub(crate) fn paired_from_hook(event: &'static str, messages: Vec<Message>) -> Vec<Message> {
+    if message::is_paired(&messages) {
+        return messages;
+    }
+    tracing::warn!(
+        hook.event = event,
+        "a hook's messages hold a tool call without its result, or a result without its call: \
+         they are left out of what the model reads"
+    );
+    message::paired(messages)
+}
+
 /// What prefilter_llm_history left of a request's messages.
 pub(crate) enum Prefiltered {
     /// Send these.
@@ -71,6 +88,7 @@ pub(crate) async fn prefilter(
         |ctx, out| match out {
             HistoryDecision::Keep => true,
             HistoryDecision::Replace(messages) => {
+                let messages = paired_from_hook("prefilter_llm_history", messages);
                 ctx.messages = Arc::new(messages);
                 true
             }

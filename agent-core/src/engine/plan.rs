@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::history;
 use super::inherit::Inherited;
 use super::output_spec::Asked;
 use super::reach::Reach;
@@ -118,7 +119,10 @@ impl<'a> TurnPlan<'a> {
             model: config.model.unwrap_or_else(|| agent.model.clone()),
             system: config.system.or(system),
             lent: lent && config.messages.is_none(),
-            messages: Arc::new(config.messages.unwrap_or(messages)),
+            messages: Arc::new(match config.messages {
+                Some(given) => history::paired_from_hook("before_turn", given),
+                None => messages,
+            }),
             tools: TurnTools {
                 agent,
                 extra,
@@ -232,7 +236,9 @@ impl<'a> TurnPlan<'a> {
         let mut request = ModelRequest {
             model: model.id().to_owned(),
             system: config.system.or_else(|| self.system.clone()),
-            messages: config.messages.map_or(messages, Arc::new),
+            messages: config.messages.map_or(messages, |given| {
+                Arc::new(history::paired_from_hook("before_step", given))
+            }),
             tools,
             tool_choice: config
                 .tool_choice

@@ -278,6 +278,80 @@ async fn a_prefilter_block_stores_its_message_and_never_calls_the_model() {
     );
 }
 
+/// Messages a hook gives the model to read are paired as the history is: a call without its
+/// result is taken out of its message (the message goes when nothing is left of it), a result
+/// without its call is left out. Sent as given, a provider refuses the request ("tool_calls
+/// must be followed by tool messages") and the turn failed on the hook's slip.
+#[tokio::test]
+async fn messages_a_hook_gives_are_sent_paired() {
+    let calling = |text: &str, id: &str| Message::Assistant {
+        content: text.into(),
+        reasoning: Default::default(),
+        tool_calls: vec![ToolCall::new(id, "add", "{}")].into(),
+        reasoning_signature: None,
+        provider_blocks: Vec::new(),
+    };
+    let result = |id: &str| Message::Tool {
+        call_id: id.into(),
+        name: "add".into(),
+        content: "5".into(),
+        is_error: false,
+    };
+    let given = vec![
+        Message::user("earlier"),
+        calling("Adding.", "x1"),
+        calling("", "x2"),
+        result("ghost"),
+        calling("", "x3"),
+        result("x3"),
+        Message::user("one"),
+    ];
+    let sent = [
+        Message::user("earlier"),
+        Message::assistant("Adding."),
+        calling("", "x3"),
+        result("x3"),
+        Message::user("one"),
+    ];
+    let turn = given.clone();
+    let step = given.clone();
+    let prefilter = given.clone();
+    let hooks: [Box<dyn Fn(AgentBuilder) -> AgentBuilder>; 3] = [
+        Box::new(move |builder| {
+            let turn = turn.clone();
+            builder.hook(Hook::<event::BeforeTurn>::sync("given", move |_| {
+                Some(agent_core::TurnConfig::default().messages(turn.clone()))
+            }))
+        }),
+        Box::new(move |builder| {
+            let step = step.clone();
+            builder.hook(Hook::<event::BeforeStep>::sync("given", move |_| {
+                agent_core::StepConfig::default().messages(step.clone())
+            }))
+        }),
+        Box::new(move |builder| {
+            let prefilter = prefilter.clone();
+            builder.hook(Hook::<event::PrefilterLlmHistory>::sync(
+                "given",
+                move |_| HistoryDecision::Replace(prefilter.clone()),
+            ))
+        }),
+    ];
+    for (event, hook) in ["before_turn", "before_step", "prefilter_llm_history"]
+        .into_iter()
+        .zip(hooks)
+    {
+        let model = ScriptedModel::new([ScriptedStep::new().text("ok")]);
+        let agent = hook(AgentBuilder::new("given").model(model.clone()))
+            .build()
+            .unwrap();
+        let result = agent.run("one").await;
+        assert_eq!(result.status, TurnStatus::Completed, "{event}: {result:?}");
+        assert_eq!(*model.requests()[0].messages, sent, "{event}");
+        assert!(agent_core::is_paired(&model.requests()[0].messages));
+    }
+}
+
 #[tokio::test]
 async fn filter_and_prefilter_change_what_the_model_reads_but_never_the_store() {
     let model = ScriptedModel::new([
