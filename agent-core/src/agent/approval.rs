@@ -11,9 +11,7 @@ use serde_json::Value;
 use super::{Conversation, TurnStream};
 use crate::engine::{TakenLease, TurnRequest};
 use crate::hooks::TurnResult;
-use crate::store::{
-    self, CallAnswer, PendingKind, StoreError, StoreErrorKind, SuspendedCall, TurnLease,
-};
+use crate::store::{self, CallAnswer, PendingKind, StoreError, SuspendedCall, TurnLease};
 use crate::tool::ArgsError;
 
 /// What [`Conversation::answer_and_continue`] did with an answer.
@@ -78,6 +76,12 @@ pub enum AnswerError {
     },
     /// [`Conversation::resume`]: the session has no suspended turn.
     NotSuspended,
+    /// Asked for by a hook or tool of the session's own running turn: the answer takes the
+    /// session's turn lock, and would wait for that turn, which waits for it, forever.
+    InsideTurn {
+        /// The session.
+        session: String,
+    },
     /// The store failed.
     Store(StoreError),
 }
@@ -124,6 +128,13 @@ impl fmt::Display for AnswerError {
                 call_ids.join(", ")
             ),
             AnswerError::NotSuspended => f.write_str("the session has no suspended turn to resume"),
+            AnswerError::InsideTurn { session } => write!(
+                f,
+                "an answer or resume of session `{session}` was asked for inside that session's \
+                 running turn (by one of its hooks or tools), whose end it would wait for \
+                 forever: give it once that turn has ended (from on_chat_response, or on a task \
+                 of its own)"
+            ),
             AnswerError::Store(error) => write!(f, "history store failed: {error}"),
         }
     }
@@ -163,9 +174,9 @@ impl Conversation {
     /// With an approval key ([`AgentBuilder::approval_key`](crate::AgentBuilder::approval_key))
     /// it is refused ([`AnswerError::TokenRequired`]): answer with
     /// [`answer`](Self::answer) and the call's token. Answering takes the session's turn lock
-    /// (as
-    /// [`inject_message`](Conversation::inject_message) does): it waits for a running turn
-    /// of the session, and must not be awaited from inside one.
+    /// (as [`inject_message`](Conversation::inject_message) does): it waits for a running turn
+    /// of the session, and is refused ([`AnswerError::InsideTurn`]) inside one of its hooks or
+    /// tools.
     pub async fn approve(&self, call_id: &str) -> Result<usize, AnswerError> {
         self.answer(call_id, CallAnswer::Approve, None).await
     }
@@ -195,7 +206,7 @@ impl Conversation {
     /// [`approved_tools`](Self::approved_tools) lists it: `delete`, or `billing/delete` for a
     /// handoff target's): its calls ask again. Returns whether it had one.
     pub async fn revoke_approval(&self, tool: &str) -> Result<bool, StoreError> {
-        let lease = self.lock().await?;
+        let lease = self.lock_session("revoke_approval").await?;
         let store = &self.agent.inner.store;
         let revoked = async {
             let mut tools = store.approved_tools(&self.session).await?;
@@ -501,14 +512,13 @@ impl Conversation {
         }
     }
 
-    /// The session's turn lock, waiting for a running turn.
-    async fn lock(&self) -> Result<TurnLease, StoreError> {
-        let store = &self.agent.inner.store;
-        store.lock_turn(&self.session, true).await?.ok_or_else(|| {
-            StoreError::new(
-                StoreErrorKind::Other,
-                "the store refused the session's turn lock while asked to wait",
-            )
-        })
+    /// The session's turn lock for an answer or a resume, waiting for a running turn;
+    /// [`AnswerError::InsideTurn`] at once inside the session's own running turn.
+    async fn lock(&self) -> Result<TurnLease, AnswerError> {
+        if self.inside_own_turn() {
+            let session = self.session.to_string();
+            return Err(AnswerError::InsideTurn { session });
+        }
+        Ok(self.lock_session("answering a waiting call").await?)
     }
 }

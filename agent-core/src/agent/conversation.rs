@@ -8,10 +8,10 @@ use tokio::sync::mpsc;
 use super::{Agent, TurnStream};
 use crate::cancel::CancelToken;
 use crate::engine::{FinishOnDrop, SessionRef, TurnRequest, run_turn, stored_output};
-use crate::hooks::{OutputType, StoredOutputError, TurnResult};
+use crate::hooks::{OutputType, StoredOutputError, TurnResult, inside_turn_of};
 use crate::message::Message;
 use crate::session::Opened;
-use crate::store::{StoreError, StoredMessage};
+use crate::store::{StoreError, StoreErrorKind, StoredMessage, TurnLease};
 
 /// A conversation with an agent: history kept in the agent's store under one session id, and
 /// turns that never overlap (a second turn waits for the first, whichever agent or handle on
@@ -77,6 +77,37 @@ impl Conversation {
             id: &self.session,
             opened: self.opened.as_ref(),
         }
+    }
+
+    /// Whether the code running now is a hook or tool of this session's own running turn
+    /// (awaited there): a call that waits for the session's turn lock would wait for that
+    /// turn, which waits for it, forever.
+    pub(super) fn inside_own_turn(&self) -> bool {
+        inside_turn_of(self.agent.inner.store.address(), &self.session)
+    }
+
+    /// The session's turn lock, waiting for a running turn of the session to end; refused at
+    /// once inside that turn ([`inside_own_turn`](Self::inside_own_turn)). `what` names the
+    /// call in the error.
+    pub(super) async fn lock_session(&self, what: &str) -> Result<TurnLease, StoreError> {
+        if self.inside_own_turn() {
+            return Err(StoreError::new(
+                StoreErrorKind::Other,
+                format!(
+                    "{what}: called inside session `{}`'s running turn (by one of its hooks or \
+                     tools), whose end it would wait for forever: call it once that turn has \
+                     ended (from on_chat_response, or on a task of its own)",
+                    self.session
+                ),
+            ));
+        }
+        let store = &self.agent.inner.store;
+        store.lock_turn(&self.session, true).await?.ok_or_else(|| {
+            StoreError::new(
+                StoreErrorKind::Other,
+                format!("{what}: the store refused the session's turn lock while asked to wait"),
+            )
+        })
     }
 
     /// The session id.
@@ -217,14 +248,20 @@ impl Conversation {
     /// since the step began, as `examples/chat_cli.rs` does; `StepFinished` and `Finished`
     /// hold only the attempt that completed. A post_process_message hook that changes a
     /// reply's text or calls is shown the same way: `Discarded`, then the reply it gave.
+    ///
+    /// Asked for from a hook or tool of the session's own running turn, whose end it would
+    /// wait for forever, the turn ends at once with a `Busy` error, as [`run`](Self::run)'s
+    /// does there.
     pub fn stream(&self, request: impl Into<TurnRequest>) -> TurnStream {
         self.spawn_stream(request.into())
     }
 
     /// [`stream`](Self::stream)'s turn, spawned here so the engine is compiled in this crate
     /// (see [`start`](Self::start)).
-    fn spawn_stream(&self, request: TurnRequest) -> TurnStream {
+    fn spawn_stream(&self, mut request: TurnRequest) -> TurnStream {
         let (sender, receiver) = mpsc::channel(64);
+        // Its task does not run inside the caller's turn: asked for from there, it is told so.
+        request.inside_turn = self.inside_own_turn();
         let (conversation, request, cancel) = self.clone().handed(request);
         tokio::spawn(async move {
             let session = conversation.session_ref();

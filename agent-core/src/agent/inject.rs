@@ -12,11 +12,11 @@ impl Conversation {
     ///
     /// A session whose turn is suspended refuses it (its waiting calls' results come first).
     /// It takes the session's turn lock, so it waits for a running turn of the session to end
-    /// and never interleaves with one. Do not await it from a hook that runs inside a turn of
-    /// the same session while that turn holds the lock (before_run through after_run,
-    /// tool-call hooks, tools): it would wait for itself. From on_chat_response and
-    /// on_session_end it is safe (the lock is released first), as it is from another session
-    /// or a task the hook spawns without awaiting it.
+    /// and never interleaves with one. Awaited from a hook or tool of the session's own
+    /// running turn (before_run through after_run, tool-call hooks, tools), which it would
+    /// wait for forever, it is refused at once with an error saying so. From
+    /// on_chat_response and on_session_end it runs (the lock is released first), as it does
+    /// from another session or a task the hook spawns without awaiting it.
     pub async fn inject_message(&self, message: Message) -> Result<StoredMessage, StoreError> {
         self.inject_row(NewMessage::completed(message)).await
     }
@@ -34,12 +34,7 @@ impl Conversation {
 
     async fn inject_row(&self, row: NewMessage) -> Result<StoredMessage, StoreError> {
         let store = &self.agent.inner.store;
-        let lease = store.lock_turn(&self.session, true).await?.ok_or_else(|| {
-            StoreError::new(
-                StoreErrorKind::Other,
-                "inject_message: the store refused the session's turn lock while asked to wait",
-            )
-        })?;
+        let lease = self.lock_session("inject_message").await?;
         let writer = Writer {
             agent: &self.agent.inner,
             session: &self.session,

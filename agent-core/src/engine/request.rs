@@ -43,6 +43,10 @@ pub struct TurnRequest {
     /// The session's turn, already taken by the caller (`Conversation::resume` checks the
     /// suspension under it, so two resumes cannot both pass the check).
     pub(crate) lease: TakenLease,
+    /// The turn was asked for from a hook or tool of its session's own running turn, on a
+    /// task of its own (`Conversation::stream`): it is refused as `Busy`, as one awaited
+    /// there is, instead of waiting for that turn forever.
+    pub(crate) inside_turn: bool,
 }
 
 /// A turn lock taken before the turn starts, handed to it (shared by clones of the request;

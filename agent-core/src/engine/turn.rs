@@ -141,7 +141,7 @@ impl<'a> Turn<'a> {
             // Boxed too (460 bytes): it waits only while another turn holds the session.
             let taken = match request.lease.take() {
                 Some(lease) => Ok(lease),
-                None => boxed(|| self.take_session()).await,
+                None => boxed(|| self.take_session(request.inside_turn)).await,
             };
             let lease = match taken {
                 Ok(lease) => lease,
@@ -177,7 +177,10 @@ impl<'a> Turn<'a> {
 
     /// Takes the session's turn from the store, as the agent's [`TurnOverlap`] says; a cancel
     /// while the turn waits ends it at once.
-    async fn take_session(&self) -> Result<TurnLease, (TurnStatus, Option<TurnError>)> {
+    async fn take_session(
+        &self,
+        inside_turn: bool,
+    ) -> Result<TurnLease, (TurnStatus, Option<TurnError>)> {
         let session = self.session_id;
         let busy = |waited: Option<std::time::Duration>| {
             let message = match waited {
@@ -194,7 +197,7 @@ impl<'a> Turn<'a> {
             )
         };
         let store_failed = |error| (TurnStatus::Error, Some(store_error(error)));
-        if inside_turn_of(self.agent.store.address(), session) {
+        if inside_turn || inside_turn_of(self.agent.store.address(), session) {
             let message = format!(
                 "a turn of session `{session}` was started inside that session's running turn \
                  (by one of its hooks or tools), which it would wait for forever: start it once \

@@ -454,3 +454,82 @@ async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
     let texts = history_texts(&conversation).await;
     assert_eq!(texts, ["outer", "outer"], "the inner turn stored nothing");
 }
+
+/// The other calls that take the session's turn lock waited forever too when a hook or tool
+/// of the session's own turn awaited them: a streamed turn (its task runs outside the hook's
+/// turn), inject_message, the answers to waiting calls, revoke_approval and resume. Each is
+/// now refused at once, saying why, and the outer turn goes on.
+#[tokio::test(start_paused = true)]
+async fn every_call_taking_the_sessions_lock_is_refused_inside_its_running_turn() {
+    type Seen = (OnceLock<Conversation>, std::sync::Mutex<Vec<String>>);
+    let seen: Arc<Seen> = Arc::default();
+    let again = Hook::<event::OnStepFinish>::new_async_with(
+        "again",
+        seen.clone(),
+        async |seen: &Arc<Seen>, _: &agent_core::StepRecord| {
+            let conversation = seen.0.get().unwrap();
+            let mut said = Vec::new();
+            let mut stream = conversation.stream("inner");
+            while let Some(event) = stream.next().await {
+                if let agent_core::TurnEvent::Finished(result) = event {
+                    let error = result.error.map(|e| (e.kind, e.message));
+                    said.push(format!("stream: {:?} {error:?}", result.status));
+                }
+            }
+            let injected = conversation.inject_message(Message::user("x")).await;
+            said.push(format!("inject_message: {}", injected.unwrap_err()));
+            let approved = conversation.approve("c1").await;
+            said.push(format!("approve: {}", approved.unwrap_err()));
+            let resumed = conversation.resume().await;
+            said.push(format!("resume: {}", resumed.unwrap_err()));
+            let revoked = conversation.revoke_approval("add").await;
+            said.push(format!("revoke_approval: {}", revoked.unwrap_err()));
+            seen.1.lock().unwrap().extend(said);
+        },
+    );
+    let agent = AgentBuilder::new("reentrant")
+        .model(ScriptedModel::new([ScriptedStep::new().text("outer")]))
+        .hook(again)
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let _ = seen.0.set(conversation.clone());
+    let outer = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        conversation.run("outer"),
+    )
+    .await
+    .expect("a call inside the turn waited for the turn it runs in");
+    assert_eq!(outer.status, TurnStatus::Completed, "{outer:?}");
+    let lock_refused = |what: &str| {
+        format!(
+            "{what}: called inside session `s`'s running turn (by one of its hooks or tools), \
+             whose end it would wait for forever: call it once that turn has ended (from \
+             on_chat_response, or on a task of its own)"
+        )
+    };
+    let answer_refused = "an answer or resume of session `s` was asked for inside that \
+                          session's running turn (by one of its hooks or tools), whose end it \
+                          would wait for forever: give it once that turn has ended (from \
+                          on_chat_response, or on a task of its own)";
+    assert_eq!(
+        *seen.1.lock().unwrap(),
+        [
+            "stream: Error Some((Busy, \"a turn of session `s` was started inside that \
+             session's running turn (by one of its hooks or tools), which it would wait for \
+             forever: start it once that turn has ended (from on_chat_response, or on a task \
+             of its own)\"))"
+                .to_owned(),
+            format!("inject_message: {}", lock_refused("inject_message")),
+            format!("approve: {answer_refused}"),
+            format!("resume: {answer_refused}"),
+            format!("revoke_approval: {}", lock_refused("revoke_approval")),
+        ]
+    );
+    let texts = history_texts(&conversation).await;
+    assert_eq!(texts, ["outer", "outer"], "nothing else was stored");
+    // Once the turn has ended, the same calls run.
+    let stored = conversation.inject_message(Message::user("x")).await;
+    assert!(stored.is_ok(), "{stored:?}");
+    assert_eq!(conversation.revoke_approval("add").await, Ok(false));
+}
