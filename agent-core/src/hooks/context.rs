@@ -144,7 +144,9 @@ impl TurnConfig {
         self
     }
 
-    /// Replaces the messages sent.
+    /// Replaces the messages sent, paired as the history is: a tool call without its result
+    /// is taken out (its message too when nothing else is left of it), and a result without
+    /// its call left out, with a warning.
     pub fn messages(mut self, messages: Vec<Message>) -> Self {
         self.messages = Some(messages);
         self
@@ -311,7 +313,8 @@ impl StepConfig {
         self
     }
 
-    /// Replaces the messages sent in the step (history is not changed).
+    /// Replaces the messages sent in the step (history is not changed), paired as
+    /// [`TurnConfig::messages`] pairs them.
     pub fn messages(mut self, messages: Vec<Message>) -> Self {
         self.messages = Some(messages);
         self

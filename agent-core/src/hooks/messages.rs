@@ -81,7 +81,8 @@ pub enum HistoryDecision {
     /// Send the messages as they are.
     #[default]
     Keep,
-    /// Send these messages instead (the next hook sees them).
+    /// Send these messages instead (the next hook sees them), paired as
+    /// [`TurnConfig::messages`](crate::TurnConfig::messages) pairs them.
     Replace(Vec<Message>),
     /// Do not call the model: the turn ends with this assistant message (stored, and the
     /// turn's text). Later hooks do not run.
