@@ -418,7 +418,7 @@ proptest! {
     /// Whatever the conversation, Anthropic's request opens with the user's message and
     /// alternates roles, sends no message without blocks and sends each message's blocks: a
     /// user message's text (even empty), an assistant message's signed reasoning (with thinking
-    /// on), text (unless empty) and tool calls (their input always an object), a tool result's
+    /// on), text (unless empty or whitespace alone) and tool calls (their input always an object), a tool result's
     /// block; a system message none. A conversation whose first message that sends anything is
     /// an assistant's gets one text block more: the user message that opens it.
     #[test]
@@ -448,7 +448,7 @@ proptest! {
             Message::System { .. } => None,
             Message::Assistant { content, reasoning, tool_calls, reasoning_signature, .. } => {
                 let signed = thinking && reasoning_signature.is_some() && !reasoning.is_empty();
-                (!content.is_empty() || !tool_calls.is_empty() || signed).then_some("assistant")
+                (!content.trim().is_empty() || !tool_calls.is_empty() || signed).then_some("assistant")
             }
             _ => Some("user"),
         };
@@ -458,7 +458,7 @@ proptest! {
             match message {
                 Message::User { .. } => want[0] += 1,
                 Message::Assistant { content, reasoning, tool_calls, reasoning_signature, .. } => {
-                    want[0] += usize::from(!content.is_empty());
+                    want[0] += usize::from(!content.trim().is_empty());
                     want[1] += usize::from(thinking && reasoning_signature.is_some() && !reasoning.is_empty());
                     want[2] += tool_calls.len();
                 }
