@@ -52,6 +52,10 @@ pub(super) async fn gate<'h>(
 
 /// [`gate`] on the spot, for sync hooks
 /// ([`ToolSlot::now`](super::runtime::ToolSlot::now)).
+// Always inlined into its one caller, as `observe_now` is: called from inside the closure that
+// catches a panic as the engine drops a hook's decision, LLVM left both out of line, +112 and
+// +137 instructions a call (`whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+#[inline(always)]
 pub(super) fn gate_now<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn BeforeHook>>,
     state: &mut CallState<'_>,
@@ -163,7 +167,8 @@ pub(super) async fn observe_outcome<'h>(
 }
 
 /// [`observe_outcome`] on the spot, for sync hooks
-/// ([`ToolSlot::now`](super::runtime::ToolSlot::now)).
+/// ([`ToolSlot::now`](super::runtime::ToolSlot::now)). Always inlined, as [`gate_now`].
+#[inline(always)]
 pub(super) fn observe_now<'h>(
     hooks: impl Iterator<Item = &'h Arc<dyn AfterHook>>,
     state: &mut CallState<'_>,

@@ -264,6 +264,10 @@ fn call_span(call: &ToolCall) -> tracing::Span {
 }
 
 /// on_tool_start, for the run hooks observing the call.
+// Always inlined, as `tool_ended`: a call without run hooks costs one compare, not two calls
+// (about 36 instructions a call once the Drop guards moved them out of line:
+// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
+#[inline(always)]
 fn tool_started(scope: &CallScope<'_>, call: &ToolCall) {
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_start", |hooks, agent| {
@@ -273,6 +277,7 @@ fn tool_started(scope: &CallScope<'_>, call: &ToolCall) {
 }
 
 /// on_tool_end, for the run hooks observing the call.
+#[inline(always)]
 fn tool_ended(scope: &CallScope<'_>, result: &CallResult) {
     if let Some(run) = scope.run {
         run.fire(scope.me, "on_tool_end", |hooks, agent| {
