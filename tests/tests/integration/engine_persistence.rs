@@ -409,12 +409,35 @@ async fn a_replys_tool_calls_are_one_shared_list() {
     assert!(result.steps[1].tool_calls.is_empty());
 }
 
+/// What a re-entrant hook reads: the session its turn runs in, and what it saw.
+type Seen = (OnceLock<Conversation>, std::sync::Mutex<Vec<String>>);
+
+/// Runs a turn of session `s` of an agent whose step runs `hook` (which reads the session
+/// from `seen`); the turn must complete, and within 60 s of the paused clock: a call the hook
+/// awaits that waited for the turn it runs in would hang it.
+async fn run_outer(seen: &Arc<Seen>, hook: Hook<event::OnStepFinish>) -> Conversation {
+    let agent = AgentBuilder::new("reentrant")
+        .model(ScriptedModel::new([ScriptedStep::new().text("outer")]))
+        .hook(hook)
+        .build()
+        .unwrap();
+    let conversation = agent.session("s");
+    let _ = seen.0.set(conversation.clone());
+    let outer = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        conversation.run("outer"),
+    )
+    .await
+    .expect("a call inside the turn waited for the turn it runs in");
+    assert_eq!(outer.status, TurnStatus::Completed, "{outer:?}");
+    conversation
+}
+
 /// A hook that runs another turn of its own session and awaits it waited forever: that turn
 /// waits for the session, which the turn running the hook holds until the hook returns. The
 /// inner turn now ends at once, `Busy`, saying why, and the outer turn goes on.
 #[tokio::test(start_paused = true)]
 async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
-    type Seen = (OnceLock<Conversation>, std::sync::Mutex<Vec<String>>);
     let seen: Arc<Seen> = Arc::default();
     let again = Hook::<event::OnStepFinish>::new_async_with(
         "again",
@@ -428,20 +451,7 @@ async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
                 .push(format!("{:?} {error:?}", inner.status));
         },
     );
-    let agent = AgentBuilder::new("reentrant")
-        .model(ScriptedModel::new([ScriptedStep::new().text("outer")]))
-        .hook(again)
-        .build()
-        .unwrap();
-    let conversation = agent.session("s");
-    let _ = seen.0.set(conversation.clone());
-    let outer = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        conversation.run("outer"),
-    )
-    .await
-    .expect("the inner turn waited for the turn it runs in");
-    assert_eq!(outer.status, TurnStatus::Completed, "{outer:?}");
+    let conversation = run_outer(&seen, again).await;
     assert_eq!(
         *seen.1.lock().unwrap(),
         [
@@ -461,7 +471,6 @@ async fn a_turn_started_inside_its_sessions_running_turn_is_busy_at_once() {
 /// now refused at once, saying why, and the outer turn goes on.
 #[tokio::test(start_paused = true)]
 async fn every_call_taking_the_sessions_lock_is_refused_inside_its_running_turn() {
-    type Seen = (OnceLock<Conversation>, std::sync::Mutex<Vec<String>>);
     let seen: Arc<Seen> = Arc::default();
     let again = Hook::<event::OnStepFinish>::new_async_with(
         "again",
@@ -487,20 +496,7 @@ async fn every_call_taking_the_sessions_lock_is_refused_inside_its_running_turn(
             seen.1.lock().unwrap().extend(said);
         },
     );
-    let agent = AgentBuilder::new("reentrant")
-        .model(ScriptedModel::new([ScriptedStep::new().text("outer")]))
-        .hook(again)
-        .build()
-        .unwrap();
-    let conversation = agent.session("s");
-    let _ = seen.0.set(conversation.clone());
-    let outer = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        conversation.run("outer"),
-    )
-    .await
-    .expect("a call inside the turn waited for the turn it runs in");
-    assert_eq!(outer.status, TurnStatus::Completed, "{outer:?}");
+    let conversation = run_outer(&seen, again).await;
     let lock_refused = |what: &str| {
         format!(
             "{what}: called inside session `s`'s running turn (by one of its hooks or tools), \
