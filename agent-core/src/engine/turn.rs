@@ -118,6 +118,15 @@ pub(crate) fn run_turn<'a>(
     run_scope::running(scope_agent, scope_context, turn)
 }
 
+/// Logs the panic of a cancelled turn's steps, which the turn's `aborted` end does not show.
+#[cold]
+fn cancelled_turn_panicked(error: &TurnError) {
+    tracing::warn!(
+        "{} (the turn was cancelled, and ends aborted)",
+        error.message
+    );
+}
+
 impl<'a> Turn<'a> {
     /// The whole turn: its session taken, its steps (boxed), its rows settled and its result.
     /// While the steps run, this future holds the turn's state and little else: the end of
@@ -166,9 +175,16 @@ impl<'a> Turn<'a> {
                     ErrorStage::Turn,
                 ),
             };
-            // A cancel wins over a failure it caused (a fail-closed hook it stopped).
+            // A cancel wins over a failure it caused (a fail-closed hook it stopped). A panic
+            // is logged: no cancel makes one expected (a tool's future whose `Drop` panics as
+            // the cancel stops it ends here).
             let end = match end {
-                End::Failed(..) if self.cancel.is_cancelled() => End::Aborted,
+                End::Failed(error, _) if self.cancel.is_cancelled() => {
+                    if error.kind == TurnErrorKind::Panicked {
+                        cancelled_turn_panicked(&error);
+                    }
+                    End::Aborted
+                }
                 end => end,
             };
             boxed(|| self.finish(end, lease)).await

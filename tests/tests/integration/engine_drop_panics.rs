@@ -291,38 +291,53 @@ async fn a_model_stream_whose_drop_panics_ends_the_turn_as_a_stream_error_keepin
 }
 
 /// A tool's future that panics as the turn's cancel stops it: the turn ends aborted, as any
-/// cancelled turn does (the cancel wins over the failure it caused), and the session's next
-/// turn runs.
-#[tokio::test(start_paused = true)]
-async fn a_tool_future_whose_drop_panics_as_a_cancel_stops_it_leaves_the_turn_aborted() {
-    let model = ScriptedModel::new([
-        ScriptedStep::new()
-            .text("Working.")
-            .tool_call("c1", "endless", "{}"),
-        ScriptedStep::new().text("Again."),
-    ]);
-    let schema = serde_json::json!({"type": "object"});
-    let endless = FnTool::new("endless", "Never ends.", schema, |_, _| Endless);
-    let agent = AgentBuilder::new("a")
-        .model(model)
-        .dyn_tool(endless)
+/// cancelled turn does (the cancel wins over the failure it caused), the panic logged (it was
+/// lost), and the session's next turn runs.
+#[test]
+fn a_tool_future_whose_drop_panics_as_a_cancel_stops_it_leaves_the_turn_aborted() {
+    let spans = crate::tracing_spans::Spans::default();
+    let _guard = crate::tracing_spans::record_on_this_thread(&spans);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
         .build()
         .unwrap();
-    let conversation = agent.conversation();
-    let cancel = agent_core::CancelToken::new();
-    let later = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        later.cancel();
+    runtime.block_on(async {
+        let model = ScriptedModel::new([
+            ScriptedStep::new()
+                .text("Working.")
+                .tool_call("c1", "endless", "{}"),
+            ScriptedStep::new().text("Again."),
+        ]);
+        let schema = serde_json::json!({"type": "object"});
+        let endless = FnTool::new("endless", "Never ends.", schema, |_, _| Endless);
+        let agent = AgentBuilder::new("a")
+            .model(model)
+            .dyn_tool(endless)
+            .build()
+            .unwrap();
+        let conversation = agent.conversation();
+        let cancel = agent_core::CancelToken::new();
+        let later = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            later.cancel();
+        });
+        let result = conversation
+            .run(agent_core::TurnRequest::new("go").cancel(cancel))
+            .await;
+        assert_eq!(
+            (result.status, result.error, result.text.as_str()),
+            (TurnStatus::Aborted, None, "Working.")
+        );
+        let messages = spans.messages();
+        let panics: Vec<&String> = messages.iter().filter(|m| m.contains("panic")).collect();
+        assert_eq!(
+            panics,
+            ["the turn panicked: future drop (the turn was cancelled, and ends aborted)"]
+        );
+        next_turn_works(&conversation).await;
     });
-    let result = conversation
-        .run(agent_core::TurnRequest::new("go").cancel(cancel))
-        .await;
-    assert_eq!(
-        (result.status, result.error, result.text.as_str()),
-        (TurnStatus::Aborted, None, "Working.")
-    );
-    next_turn_works(&conversation).await;
 }
 
 /// A model's stream that broke, then panics as it is dropped: the turn ends with the stream's

@@ -22,10 +22,21 @@ type EventRecord = (SpanFields, Option<usize>);
 /// current-thread runtime, where a span's contextual parent is the one entered last. Events
 /// are kept apart, with their fields (`message` among them) and the span they happened in.
 #[derive(Clone, Default)]
-struct Spans {
+pub(crate) struct Spans {
     spans: Arc<Mutex<Vec<SpanRecord>>>,
     entered: Arc<Mutex<Vec<usize>>>,
     events: Arc<Mutex<Vec<EventRecord>>>,
+}
+
+impl Spans {
+    /// The messages of the events recorded so far, in order.
+    pub(crate) fn messages(&self) -> Vec<String> {
+        let events = self.events.lock().unwrap();
+        let messages = events
+            .iter()
+            .filter_map(|(fields, _)| field(fields, "message"));
+        messages.map(str::to_owned).collect()
+    }
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
@@ -131,7 +142,7 @@ impl Spans {
 /// of the engine's spans as off, and `spans` would then never see it (an intermittent
 /// failure of these tests in the whole suite). With a global subscriber that wants
 /// everything, no callsite is ever cached as off.
-fn record_on_this_thread(spans: &Spans) -> tracing::subscriber::DefaultGuard {
+pub(crate) fn record_on_this_thread(spans: &Spans) -> tracing::subscriber::DefaultGuard {
     static GLOBAL: std::sync::Once = std::sync::Once::new();
     GLOBAL.call_once(|| {
         let _ = tracing::subscriber::set_global_default(KeepNothing);
