@@ -130,10 +130,11 @@ impl Conversation {
     /// last turn returned; `None` when the session holds no accepted answer. It is the
     /// final-answer call that was accepted (a failed one has an error result), or, in the
     /// native and prompted modes, the reply text no retry message followed (a fenced
-    /// ```` ```json ```` block unwrapped); the value is parsed from it again, not validated
-    /// again. `T` must be the output type of the agent or of an agent its handoffs reach
-    /// (the first found, breadth first): a triage agent without one reads the answers of
-    /// the desk it hands off to.
+    /// ```` ```json ```` block unwrapped) and that parses into `T` (a text that does not is
+    /// no answer: another agent's reply, an `on_stop` hook's text); the value is parsed from
+    /// it again, not validated again. `T` must be the output type of the agent or of an
+    /// agent its handoffs reach (the first found, breadth first): a triage agent without one
+    /// reads the answers of the desk it hands off to.
     ///
     /// ```no_run
     /// # async fn f(agent: agent_core::Agent) -> Result<(), agent_core::StoredOutputError> {

@@ -5,8 +5,11 @@
 //! - by the final-answer tool: the call whose result is not an error (a failed call's result
 //!   is one, and so is that of a second final-answer call in the same step);
 //! - as text (native and prompted modes): a completed reply without tool calls that the
-//!   engine's retry message does not follow. A failed answer that ends the turn (no retries
-//!   left) is stored failed, and failed rows are never answers.
+//!   engine's retry message does not follow and that parses into the output type. A failed
+//!   answer that ends the turn (no retries left) is stored failed, and failed rows are never
+//!   answers. A text that does not parse was no answer: the reply of an agent without this
+//!   output type (a triage agent answering itself after an earlier turn it handed off), or an
+//!   `on_stop` hook's text.
 //!
 //! An answer that validated in a step whose turn then ended otherwise is marked the same way
 //! when the turn ends (`settle.rs`): its result made an error result, or its text row failed.
@@ -83,6 +86,9 @@ impl OutputSpec {
                     }
                     let parsed = from_text(content)
                         .and_then(|text| (self.kind.parse_text)(Arc::from(text), "the answer is"));
+                    if parsed.is_err() {
+                        continue;
+                    }
                     return Some(StoredAnswer {
                         raw: content.to_string(),
                         parsed,

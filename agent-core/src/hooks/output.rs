@@ -81,10 +81,12 @@ pub enum StoredOutputError {
         /// The agent's output type, if it has one.
         actual: Option<&'static str>,
     },
-    /// The last accepted answer stored does not parse into the output type (the type changed
-    /// since, or a row was written by hand): the answer as the model sent it, and why.
+    /// The last accepted final-answer call stored does not parse into the output type (the
+    /// type changed since, or a row was written by hand): the answer as the model sent it, and
+    /// why. (A text reply that does not parse is taken for no answer: another agent's reply,
+    /// or an `on_stop` hook's text.)
     Unreadable {
-        /// The final-answer call's arguments, or the reply's text.
+        /// The final-answer call's arguments.
         raw: String,
         /// Why it does not parse, naming the JSON path.
         reason: String,

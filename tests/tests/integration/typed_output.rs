@@ -844,6 +844,70 @@ async fn last_output_reads_the_answer_of_the_agent_a_handoff_reached() {
     );
 }
 
+#[tokio::test]
+async fn last_output_passes_over_text_replies_that_are_no_answer() {
+    // billing answers as text (the prompted mode). In the next turn triage, without an output
+    // type, answers in text itself, and on_stop gives a typed agent's turn a text of its own:
+    // neither reply is an accepted answer, so billing's answer stays the session's last one.
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::new([ScriptedStep::new().text(GOOD)]))
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("h1", "transfer_to_billing", "{}"),
+            ScriptedStep::new().text("Anything else I can do for you?"),
+        ]))
+        .handoff(&billing)
+        .build()
+        .unwrap();
+    let session = triage.session("s");
+    let result = session.run("What does invoice 7 say?").await;
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    let result = session.run("Thanks!").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(&*result.agent.name, "triage");
+    let invoice = Invoice {
+        number: "INV-7".into(),
+        total_cents: 1250,
+    };
+    assert_eq!(
+        session.last_output::<Invoice>().await.unwrap(),
+        Some(invoice),
+        "triage's reply is no answer"
+    );
+
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text(GOOD),
+        ScriptedStep::new().tool_call("c1", "add", r#"{"a":1,"b":2}"#),
+    ]);
+    let extractor = AgentBuilder::new("extractor")
+        .model(model)
+        .tool(Add::default())
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .max_steps(1)
+        .hook(Hook::<event::OnStop>::sync("fallback", |_| {
+            agent_core::StopDecision::Output("I could not finish.".into())
+        }))
+        .build()
+        .unwrap();
+    let conversation = extractor.conversation();
+    conversation.run("Extract the invoice.").await;
+    let result = conversation.run("Check it again.").await;
+    assert_eq!(result.text, "I could not finish.");
+    assert_eq!(
+        conversation.last_output::<Invoice>().await.unwrap(),
+        Some(Invoice {
+            number: "INV-7".into(),
+            total_cents: 1250,
+        }),
+        "on_stop's text is no answer"
+    );
+}
+
 /// Reads invoices.
 #[agent_core::agent(instructions = "Read the invoice.", output = Invoice, output_retries = 0)]
 impl Clerk {}
