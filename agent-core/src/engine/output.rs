@@ -370,13 +370,17 @@ fn within(whole: &Arc<str>, part: &str) -> Arc<str> {
 }
 
 /// The JSON answer's text in a reply's text: the whole text, or its fenced ```` ```json ````
-/// block's body, trimmed (for `OutputKind::parse_text`, which keeps it as the turn's text).
+/// block's body (the info string in any case, as [`fenced`] reads it), trimmed (for
+/// `OutputKind::parse_text`, which keeps it as the turn's text).
 pub(super) fn from_text(text: &str) -> Result<&str, String> {
     let trimmed = text.trim();
     let body = trimmed
-        .strip_prefix("```json")
-        .or_else(|| trimmed.strip_prefix("```"))
+        .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
+        .map(|inner| match inner.get(..4) {
+            Some(info) if info.eq_ignore_ascii_case("json") => &inner[4..],
+            _ => inner,
+        })
         .map(str::trim)
         .or_else(|| fenced(trimmed))
         .unwrap_or(trimmed);

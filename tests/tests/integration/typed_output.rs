@@ -440,7 +440,7 @@ async fn the_prompted_mode_puts_the_schema_in_the_instructions_and_reads_a_fence
 const LOOSE: &str = r#"{ "total_cents": 1250, "number": "INV-7", "note": "paid" }"#;
 
 /// A prompted answer as models often write it: a sentence around one fenced block (its info
-/// string in any case). Two blocks are ambiguous: sent back.
+/// string in any case, with or without the sentence). Two blocks are ambiguous: sent back.
 #[tokio::test]
 async fn a_prompted_answer_with_prose_around_its_fenced_block_is_read() {
     for (reply, read) in [
@@ -448,6 +448,8 @@ async fn a_prompted_answer_with_prose_around_its_fenced_block_is_read() {
             format!("Here is the invoice:\n```JSON\n{GOOD}\n```\nAnything else?"),
             true,
         ),
+        (format!("```JSON\n{GOOD}\n```"), true),
+        (format!("```Json\n{GOOD}\n```"), true),
         (format!("Sure.\n```\n{GOOD}\n```"), true),
         (
             format!("```json\n{GOOD}\n```\nor\n```json\n{GOOD}\n```"),
