@@ -185,14 +185,14 @@ pub(crate) fn start<'s>(
         return Started::Running(Box::pin(call));
     }
     let span = traced::recording(call_span(call));
-    tool_started(scope, call);
+    let end = CallEnd::start(scope, call);
     let ran = match &span {
         None => execute_now(scope, position, call, approval, found),
         Some(span) => span.in_scope(|| execute_now(scope, position, call, approval, found)),
     };
     match ran {
         Ok(result) => {
-            tool_ended(scope, &result);
+            end.ended(&result);
             Started::Done(result)
         }
         Err(rest) => Started::Running(Box::pin(async move {
@@ -200,7 +200,7 @@ pub(crate) fn start<'s>(
                 None => rest.await,
                 Some(span) => rest.instrument(span).await,
             };
-            tool_ended(scope, &result);
+            end.ended(&result);
             result
         })),
     }
@@ -232,12 +232,12 @@ async fn execute(
     found: Result<&ToolSlot, String>,
 ) -> CallResult {
     let span = call_span(call);
-    tool_started(scope, call);
+    let end = CallEnd::start(scope, call);
     let inner = std::pin::pin!(execute_inner(
         scope, position, call, approval, resume, found
     ));
     let result = in_span!(span, catch_unwind(inner)).unwrap_or_else(|panic| panicked(call, panic));
-    tool_ended(scope, &result);
+    end.ended(&result);
     result
 }
 
@@ -263,26 +263,63 @@ fn call_span(call: &ToolCall) -> tracing::Span {
     )
 }
 
-/// on_tool_start, for the run hooks observing the call.
-// Always inlined, as `tool_ended`: a call without run hooks costs one compare, not two calls
-// (about 36 instructions a call once the Drop guards moved them out of line:
-// `whole_turn_calls_agent` in agent-providers/benches/stream.rs).
-#[inline(always)]
-fn tool_started(scope: &CallScope<'_>, call: &ToolCall) {
-    if let Some(run) = scope.run {
-        run.fire(scope.me, "on_tool_start", |hooks, agent| {
-            hooks.on_tool_start(agent, call)
-        });
+/// A call's on_tool_start and on_tool_end, for the run hooks observing it: started when made,
+/// and ended with the call's result, or, when the call is dropped before it ended (its turn
+/// was cancelled while it ran), with an error saying so, so every start has its end.
+struct CallEnd<'a, 's> {
+    scope: &'a CallScope<'s>,
+    call: &'a ToolCall,
+    ended: bool,
+}
+
+impl<'a, 's> CallEnd<'a, 's> {
+    /// Fires on_tool_start.
+    fn start(scope: &'a CallScope<'s>, call: &'a ToolCall) -> Self {
+        if let Some(run) = scope.run {
+            run.fire(scope.me, "on_tool_start", |hooks, agent| {
+                hooks.on_tool_start(agent, call)
+            });
+        }
+        CallEnd {
+            scope,
+            call,
+            ended: false,
+        }
+    }
+
+    /// Fires on_tool_end with the call's result.
+    fn ended(mut self, result: &CallResult) {
+        self.ended = true;
+        self.fire(result);
+    }
+
+    fn fire(&self, result: &CallResult) {
+        if let Some(run) = self.scope.run {
+            run.fire(self.scope.me, "on_tool_end", |hooks, agent| {
+                hooks.on_tool_end(agent, &result.record)
+            });
+        }
     }
 }
 
-/// on_tool_end, for the run hooks observing the call.
-#[inline(always)]
-fn tool_ended(scope: &CallScope<'_>, result: &CallResult) {
-    if let Some(run) = scope.run {
-        run.fire(scope.me, "on_tool_end", |hooks, agent| {
-            hooks.on_tool_end(agent, &result.record)
-        });
+impl Drop for CallEnd<'_, '_> {
+    fn drop(&mut self) {
+        if self.ended || self.scope.run.is_none() {
+            return;
+        }
+        let why = match self.scope.cancel.is_cancelled() {
+            true => "the turn was cancelled",
+            false => "the turn ended",
+        };
+        let mut result = rejected(
+            self.call,
+            format!(
+                "tool `{}` was stopped before it ended: {why}",
+                self.call.name
+            ),
+        );
+        result.record.outcome = ToolOutcomeKind::Failed;
+        self.fire(&result);
     }
 }
 

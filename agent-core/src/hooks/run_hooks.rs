@@ -51,7 +51,9 @@ pub trait RunHooks: Send + Sync + 'static {
 
     /// A tool call ended, with its result as its `after_tool_call_success`/`_failure` hooks
     /// left it: `before_store_tool_result` and `before_create_message` run after this and may
-    /// still change what is stored and what the model reads.
+    /// still change what is stored and what the model reads. Every `on_tool_start` has its
+    /// end: a call cut off while it ran (its turn cancelled) ends with an error result saying
+    /// it was stopped.
     fn on_tool_end(&self, agent: &RunAgent, result: &ToolResultRecord) {
         let _ = (agent, result);
     }

@@ -285,3 +285,39 @@ async fn a_turn_failing_before_its_agent_starts_shows_no_end() {
     assert_eq!(seen.first().map(String::as_str), Some("start:mute"));
     assert_eq!(seen.last().map(String::as_str), Some("end:mute()"));
 }
+
+/// A tool call cut off by a cancel still ends for the run hooks: its `on_tool_start` has its
+/// `on_tool_end`, an error saying why, before its agent's end, so an observer counting the
+/// calls in flight (a spinner per call) is not left with one that never ends.
+#[tokio::test]
+async fn a_call_cut_off_by_a_cancel_ends_for_the_run_hooks() {
+    let (started, mut running) = tokio::sync::mpsc::unbounded_channel();
+    let agent = AgentBuilder::new("slow")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("c1", "hang", "{}")
+        ]))
+        .dyn_tool(tests::hanging_tool(started))
+        .build()
+        .unwrap();
+    let trace = Trace::new();
+    let cancel = agent_core::CancelToken::new();
+    let request = TurnRequest::new("go")
+        .cancel(cancel.clone())
+        .run_hooks(Recorder::new("", &trace));
+    let turn = tokio::spawn(async move { agent.run(request).await });
+    running.recv().await.unwrap();
+    cancel.cancel();
+    let result = tests::within("the cancelled turn", turn).await.unwrap();
+    assert_eq!(result.status, TurnStatus::Aborted);
+    assert_eq!(
+        trace.take(),
+        lines(&[
+            "start:slow",
+            "llm_start:slow(1 messages)",
+            "llm_end:slow(,1)",
+            "tool_start:slow:hang",
+            "tool_end:slow:hang(tool `hang` was stopped before it ended: the turn was cancelled)",
+            "end:slow()",
+        ])
+    );
+}
