@@ -66,8 +66,8 @@ impl<'a> TurnPlan<'a> {
         // A turn's own tools (a hook's, a tool source's such as an MCP server's) go through
         // the checks the builder makes of the agent's: one with an invalid name or parameters
         // that are not an object schema, or a name the agent (or an earlier one) already has,
-        // is left out with a warning; offered, it would make the request one providers
-        // refuse, or a tool no call could reach.
+        // its final-answer tools' included, is left out with a warning; offered, it would make
+        // the request one providers refuse, or a tool no call could reach.
         let mut names: Vec<String> = Vec::new();
         let extra = config
             .tools
@@ -79,6 +79,7 @@ impl<'a> TurnPlan<'a> {
                         .handoffs
                         .iter()
                         .any(|handoff| handoff.spec.name == name)
+                    || agent.output.as_ref().is_some_and(|spec| spec.answers(name))
                     || names.iter().any(|earlier| earlier == name);
                 if taken
                     || !crate::tool::is_valid_tool_name(name)

@@ -1970,3 +1970,47 @@ async fn partial_answers_follow_a_reply_post_process_message_replaced() {
         ])
     );
 }
+
+/// A tool a turn adds (a before_turn hook's, an MCP server's) named as the final-answer tool is
+/// left out of the turn, as one named as another of the agent's tools is: offered beside it,
+/// the request would name two tools alike, which providers refuse, and the answer's call
+/// would be ambiguous.
+#[tokio::test]
+async fn a_turn_tool_named_as_the_final_answer_tool_is_left_out() {
+    let ran = Trace::new();
+    let seen = ran.clone();
+    let model = ScriptedModel::new([ScriptedStep::new().tool_call("c1", "final_result", GOOD)]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model.clone())
+        .output::<Invoice>()
+        .hook(Hook::<event::BeforeTurn>::sync("mcp", move |_| {
+            let seen = seen.clone();
+            let tool = agent_core::FnTool::new(
+                "final_result",
+                "A server's tool of the same name.",
+                json!({"type": "object"}),
+                move |_, _| {
+                    seen.push("the turn's final_result ran");
+                    async { Ok::<_, agent_core::ToolError>(json!("ran")) }
+                },
+            );
+            let mut config = agent_core::TurnConfig::new();
+            config.tools =
+                vec![std::sync::Arc::new(tool) as std::sync::Arc<dyn agent_core::DynTool>];
+            config
+        }))
+        .build()
+        .unwrap();
+
+    let result = agent.run("Extract the invoice.").await;
+
+    assert_eq!(result.status, TurnStatus::Completed, "{result:?}");
+    assert_eq!(result.output::<Invoice>().unwrap().total_cents, 1250);
+    let offered: Vec<String> = model.requests()[0]
+        .tools
+        .iter()
+        .map(|tool| tool.name.clone())
+        .collect();
+    assert_eq!(offered, ["final_result"]);
+    assert_eq!(ran.take(), Vec::<String>::new());
+}
