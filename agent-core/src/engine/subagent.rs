@@ -20,7 +20,7 @@ use super::request::TurnRequest;
 use super::runtime::AgentRuntime;
 use super::subagent_call::{self, Resume, Suspension};
 use super::turn::{SessionRef, run_turn};
-use crate::hooks::TurnStatus;
+use crate::hooks::{StopReason, TurnStatus};
 use crate::session::Opened;
 use crate::store::{CallAnswer, SessionHold};
 use crate::tool::{FnTool, ToolContext, ToolError};
@@ -106,14 +106,21 @@ async fn run(agent: Arc<AgentRuntime>, args: Value, ctx: ToolContext) -> Result<
         TurnStatus::Completed => match result.output {
             Some(output) => Ok(output.json().clone()),
             // Asked for a typed answer, the subagent ended without a valid one (out of steps):
-            // its rejected text is not an answer.
-            None if agent.output.is_some() => {
+            // its rejected text is not an answer. Nor is no text at all (out of steps after a
+            // step of tool calls, an empty reply): the caller's model would read an empty
+            // success.
+            None if agent.output.is_some() || result.text.trim().is_empty() => {
                 let reason = result
                     .stop_reason
+                    .filter(|reason| *reason != StopReason::Finished)
                     .map(|reason| format!(" ({reason})"))
                     .unwrap_or_default();
+                let answer = match agent.output {
+                    Some(_) => "a valid answer",
+                    None => "an answer",
+                };
                 Err(ToolError::new(format!(
-                    "agent `{}` ended without a valid answer{reason}",
+                    "agent `{}` ended without {answer}{reason}",
                     agent.name
                 )))
             }

@@ -457,6 +457,46 @@ async fn a_typed_subagent_without_a_valid_answer_is_an_error_result() {
     );
 }
 
+/// A subagent whose turn completes with no answer at all (its step limit reached by a step
+/// that called tools, or an empty reply) is an error result saying so, as a typed one's is,
+/// not an empty result the caller's model reads as a successful answer.
+#[tokio::test]
+async fn a_subagent_that_ends_without_an_answer_is_an_error_result() {
+    let sub = AgentBuilder::new("worker")
+        .model(ScriptedModel::new([
+            ScriptedStep::new().tool_call("a1", "add", r#"{"a":1,"b":2}"#),
+            ScriptedStep::new(),
+        ]))
+        .tool(tests::Add::default())
+        .max_steps(1)
+        .build()
+        .unwrap();
+    let caller = AgentBuilder::new("caller")
+        .model(ScriptedModel::new([
+            ScriptedStep::new()
+                .tool_call("s1", "worker", r#"{"input":"add"}"#)
+                .tool_call("s2", "worker", r#"{"input":"again"}"#),
+            ScriptedStep::new().text("done"),
+        ]))
+        .subagent(&sub)
+        .tool_concurrency(1)
+        .build()
+        .unwrap();
+    let result = caller.run("go").await;
+    let read: Vec<(&str, bool)> = result.steps[0]
+        .tool_results
+        .iter()
+        .map(|read| (read.content.as_str(), read.is_error))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("agent `worker` ended without an answer (max_steps)", true),
+            ("agent `worker` ended without an answer", true),
+        ]
+    );
+}
+
 /// A subagent whose tool name cannot be offered (an agent named with a space) or is taken is
 /// a build problem naming the subagent and how to name its tool, as a handoff's is.
 #[test]
