@@ -136,12 +136,20 @@ impl fmt::Display for Server {
     }
 }
 
-/// A URL that does not parse. The parser's message names the option at fault, not its value.
+/// A URL that does not parse. The parser's cause (the error's source) is kept when it names
+/// the option at fault ("unknown option `schema`", "invalid value for option `port`"), which
+/// it does without the value; another (an unexpected character) may quote a character of the
+/// password, and is left out.
 pub(crate) fn bad_url(error: &tokio_postgres::Error) -> StoreError {
+    let cause = std::error::Error::source(error)
+        .map(|cause| cause.to_string())
+        .filter(|cause| cause.contains("option `"))
+        .map(|cause| format!(": {cause}"))
+        .unwrap_or_default();
     StoreError::new(
         StoreErrorKind::Other,
         format!(
-            "session store: not a PostgreSQL URL ({error}); give \
+            "session store: not a PostgreSQL URL ({error}{cause}); give \
              postgres://user:password@host:port/database"
         ),
     )
@@ -278,6 +286,7 @@ mod tests {
             "postgres://agent:hunter2@db:5432/sessions?sslmode=sometimes",
             "host=db user=agent password=hunter2 port=x",
             "user=agent password='hunter2",
+            "user=agent password hunter2",
         ] {
             let error = url
                 .parse::<tokio_postgres::Config>()
@@ -286,6 +295,30 @@ mod tests {
             let text = super::bad_url(&error).to_string();
             assert!(!text.contains("hunter2"), "{url}: {text}");
             assert!(text.contains("not a PostgreSQL URL"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_url_names_what_the_parser_refused() {
+        // A Prisma-style URL: its `schema` option is none of libpq's.
+        for (url, named) in [
+            (
+                "postgres://agent:hunter2@db:5432/sessions?schema=public",
+                "schema",
+            ),
+            (
+                "postgres://agent:hunter2@db:5432/sessions?sslmode=sometimes",
+                "sslmode",
+            ),
+            ("postgres://agent:hunter2@db:notaport/sessions", "port"),
+        ] {
+            let error = url
+                .parse::<tokio_postgres::Config>()
+                .map(|_| ())
+                .expect_err(url);
+            let text = super::bad_url(&error).to_string();
+            assert!(text.contains(named), "{url}: {text}");
+            assert!(!text.contains("hunter2"), "{url}: {text}");
         }
     }
 }
