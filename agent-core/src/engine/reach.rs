@@ -82,7 +82,8 @@ impl<'a> StepAllowance<'a> {
     }
 
     /// `from` handed the turn to `to` after step `step`: the turn's new step limit, `to`
-    /// running the steps it has left (`limit`, the first time it takes the turn).
+    /// running the steps it has left (`limit`, the first time it takes the turn), at most
+    /// `usize::MAX` (an agent given that as its limit has none).
     pub(super) fn hand_off(
         &mut self,
         from: &'a AgentRuntime,
@@ -102,6 +103,6 @@ impl<'a> StepAllowance<'a> {
                 limit
             }
         };
-        step + 1 + left
+        (step + 1).saturating_add(left)
     }
 }

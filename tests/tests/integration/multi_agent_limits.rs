@@ -396,3 +396,29 @@ async fn on_stop_reads_the_subagents_usage_without_a_budget() {
     );
     assert_eq!(result.total_usage, usage(110, 45));
 }
+
+/// A handoff target whose step limit is as large as it gets (`usize::MAX`, "no limit") takes
+/// the turn and answers: the turn's new limit, its steps left after the step it took over at,
+/// saturates instead of overflowing (which panicked, or, wrapped, left it no step at all).
+#[tokio::test]
+async fn a_handoff_target_without_a_step_limit_takes_the_turn() {
+    let billing = AgentBuilder::new("billing")
+        .model(ScriptedModel::new([ScriptedStep::new().text("Refunded.")]))
+        .max_steps(usize::MAX)
+        .build()
+        .unwrap();
+    let triage = AgentBuilder::new("triage")
+        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
+            "h1",
+            "transfer_to_billing",
+            "{}",
+        )]))
+        .handoff(&billing)
+        .build()
+        .unwrap();
+    let result = triage.run("I was charged twice.").await;
+    assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
+    assert_eq!(&*result.agent.name, "billing");
+    assert_eq!(result.text, "Refunded.");
+    assert_eq!(result.stop_reason, Some(StopReason::Finished));
+}
