@@ -717,6 +717,8 @@ async fn send(
         .with_status(status.as_u16()));
     }
     let delay = retry_after(response.headers());
+    // A 404 may be a base URL that misses its path (Ollama's `/v1`): where the request went.
+    let sent_to = (status == reqwest::StatusCode::NOT_FOUND).then(|| shown_url(response.url()));
     // A redirect the policy did not follow (see `redirect_policy`): where it pointed.
     let location = status
         .is_redirection()
@@ -739,7 +741,22 @@ async fn send(
              give the client its URL as the base URL)"
         ));
     }
+    if let Some(url) = sent_to {
+        error.message.push_str(&format!(" (sent to `{url}`)"));
+    }
     Err(error)
+}
+
+/// A URL as an error shows it: without its query, fragment and credentials, which may carry
+/// a key.
+fn shown_url(url: &reqwest::Url) -> reqwest::Url {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    shown.set_fragment(None);
+    // Only a URL that cannot have a host refuses these, and a request URL has one.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown
 }
 
 /// How much of an error response's body is kept (in bytes, cut at a character boundary): enough

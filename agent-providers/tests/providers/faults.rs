@@ -164,6 +164,27 @@ async fn not_found_404_is_not_retried() {
     fails_once(404, body, ModelErrorKind::BadRequest).await;
 }
 
+/// A 404 is as often a base URL that misses its path (Ollama's `/v1`) as a model the server
+/// lacks, and a server's own page may not say which: the error names where the request went
+/// (its query left out, which may carry a key), so a wrong base URL shows.
+#[tokio::test]
+async fn not_found_404_names_the_url_it_was_sent_to() {
+    let server = TestServer::start([Reply::status(404, "404 page not found")]).await;
+    let client = OpenAi::new(KEY)
+        .base_url(format!("{}/api?key=hunter2", server.url))
+        .model("gpt-test")
+        .settings(settings(0));
+    let (_, error) = collect(client.stream(request())).await;
+    let error = error.expect("the call fails");
+    assert_eq!(
+        error.message,
+        format!(
+            "openai: HTTP 404 Not Found: 404 page not found (sent to `{}/api/chat/completions`)",
+            server.url
+        )
+    );
+}
+
 #[tokio::test]
 async fn unprocessable_422_is_not_retried() {
     fails_once(
