@@ -14,9 +14,7 @@ use super::state::{End, Flow, Turn, store_error};
 use super::step::{CallsDone, stop_answer};
 use super::subagent_call::Resume;
 use super::tool_call::CallResult;
-use crate::hooks::{
-    ErrorStage, StopReason, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind,
-};
+use crate::hooks::{ErrorStage, ToolOutcomeKind, ToolResultRecord, TurnError, TurnErrorKind};
 use crate::message::{Message, ToolCall};
 use crate::store::{self, CallAnswer, StoredMessage, SubagentTurn, SuspendedCall, units};
 use crate::text::Text;
@@ -236,8 +234,7 @@ impl<'a> Turn<'a> {
         if let Some(index) = target {
             self.hand_off(plan, index).await;
         } else if let Some(answer) = stop {
-            self.outcome.text = answer;
-            return Err(End::Completed(StopReason::Tool));
+            return Err(self.end_with_stop_answer(answer).await);
         }
         Ok(())
     }

@@ -163,8 +163,9 @@ impl<'a> Turn<'a> {
                     keep.await?;
                     return next;
                 }
-                self.outcome.text = answer;
-                return Err(End::Completed(StopReason::Tool));
+                // Boxed: only a step a stop tool answered makes this future.
+                let stop: BoxFuture<'_, End> = Box::pin(self.end_with_stop_answer(answer));
+                return Err(stop.await);
             }
         }
         match verdict {
@@ -501,6 +502,20 @@ impl<'a> Turn<'a> {
             return Err(End::Completed(StopReason::Finished));
         }
         Ok(calls.handoff)
+    }
+
+    /// A stop tool's result ends the turn as its answer, once the output guardrails passed it,
+    /// as they pass a final reply (a trip fails the turn).
+    pub(super) async fn end_with_stop_answer(&mut self, answer: Text) -> End {
+        let checks = &self.current.output_guardrails;
+        if !checks.is_empty() {
+            let checked = guardrails::check(checks, GuardrailKind::Output, &answer, &self.cancel);
+            if let Err(error) = checked.await {
+                return End::Failed(error, ErrorStage::Turn);
+            }
+        }
+        self.outcome.text = answer;
+        End::Completed(StopReason::Tool)
     }
 
     /// on_stop: a limit (`why` says which) ended the turn.

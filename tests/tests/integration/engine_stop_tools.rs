@@ -108,6 +108,49 @@ async fn a_stop_tools_result_ends_the_turn_as_its_answer() {
     assert_eq!(model.requests()[1].messages[..4], history[..]);
 }
 
+/// The stop tool's result is the turn's answer, so the output guardrails check it as they
+/// check a final reply: a trip fails the turn instead of handing the answer back, here and
+/// when a resumed turn ends with it.
+#[tokio::test]
+async fn the_output_guardrails_check_a_stop_tools_answer() {
+    let guarded = |model: &ScriptedModel, trace: &Trace| {
+        analyst(model, trace).output_guardrail(agent_core::Guardrail::new("no leak", |answer| {
+            match answer.contains("secret") {
+                true => agent_core::GuardrailVerdict::trip("it names a secret"),
+                false => agent_core::GuardrailVerdict::Pass,
+            }
+        }))
+    };
+    let trace = Trace::new();
+    let model = ScriptedModel::new([both("secret"), both("up")]);
+    let agent = guarded(&model, &trace).build().unwrap();
+    let tripped = agent.run("Write the Q3 report.").await;
+    assert_eq!(tripped.status, TurnStatus::Error, "{tripped:?}");
+    assert_eq!(
+        tripped.error.unwrap().message,
+        "output guardrail `no leak` tripped: it names a secret"
+    );
+    assert_eq!(tripped.text, "");
+    let passed = agent.run("Write the Q3 report.").await;
+    assert_eq!(passed.stop_reason, Some(StopReason::Tool), "{passed:?}");
+    assert_eq!(passed.text, "Q3: up");
+
+    // Ended by a resume: its answer is checked too.
+    let model = ScriptedModel::new([both("secret")]);
+    let ask = Hook::<Before>::sync("ask", |_| ToolCallDecision::ask("sign off"));
+    let agent = guarded(&model, &trace)
+        .before_tool_call(Matcher::tool("report"), ask)
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let first = conversation.run("Write the Q3 report.").await;
+    assert_eq!(first.status, TurnStatus::Suspended, "{first:?}");
+    conversation.approve("c2").await.unwrap();
+    let resumed = conversation.resume().await.unwrap();
+    assert_eq!(resumed.status, TurnStatus::Error, "{resumed:?}");
+    assert_eq!(resumed.text, "");
+}
+
 #[tokio::test]
 async fn a_failed_stop_tool_call_goes_back_to_the_model() {
     let trace = Trace::new();
