@@ -135,16 +135,22 @@ impl<'a> Turn<'a> {
             (false, false) => return Ok(Verdict::None),
         };
         let parsed = answered.and_then(|text| (spec.kind.parse_text)(text, "the answer is"));
+        // The reply is the answer in question from here: a turn that ends before it is taken
+        // (a validator failing closed, a cancel while one runs) leaves its row marked not
+        // accepted (`settle.rs`), so it is never read back as the session's answer.
+        let row = (!reply.text.is_empty()).then_some(reply.row);
+        self.open.answer = row.map(AnswerRow::Text);
         Ok(match self.validate(spec, step, parsed).await? {
-            Ok(output) => {
-                self.open.answer = Some(AnswerRow::Text(reply.row));
-                Verdict::Accepted(output)
+            Ok(output) => Verdict::Accepted(output),
+            Err(reason) => {
+                // Sent back (or failing the turn) by `settle_output`, which marks its row.
+                self.open.answer = None;
+                Verdict::Failed {
+                    reason,
+                    by_tool: false,
+                    row,
+                }
             }
-            Err(reason) => Verdict::Failed {
-                reason,
-                by_tool: false,
-                row: (!reply.text.is_empty()).then_some(reply.row),
-            },
         })
     }
 

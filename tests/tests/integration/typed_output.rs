@@ -2014,3 +2014,42 @@ async fn a_turn_tool_named_as_the_final_answer_tool_is_left_out() {
     assert_eq!(offered, ["final_result"]);
     assert_eq!(ran.take(), Vec::<String>::new());
 }
+
+/// A text answer a validator fails closed on is no accepted answer: its row is stored failed,
+/// out of the history the model reads, and the session's last answer stays the one before.
+#[tokio::test]
+async fn a_text_answer_whose_validator_failed_is_not_read_back() {
+    let model = ScriptedModel::new([
+        ScriptedStep::new().text(GOOD),
+        ScriptedStep::new().text(OTHER),
+    ]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .validate_output(Hook::<event::ValidateOutput<Invoice>>::sync(
+            "ledger",
+            |ctx| match ctx.output.number.as_str() {
+                "INV-8" => Err("the ledger is down"),
+                _ => Ok(OutputCheck::Accept),
+            },
+        ))
+        .build()
+        .unwrap();
+    let conversation = agent.conversation();
+    let first = conversation.run("Extract the invoice.").await;
+    assert_eq!(first.status, TurnStatus::Completed, "{first:?}");
+    let failed = conversation.run("And the next one.").await;
+    assert_eq!(failed.status, TurnStatus::Error, "{failed:?}");
+
+    assert_eq!(
+        conversation.last_output::<Invoice>().await.unwrap(),
+        Some(invoice("INV-7", 1250))
+    );
+    let rows = conversation.rows().await.unwrap();
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (last.message.text(), last.status),
+        (OTHER, agent_core::MessageStatus::Failed)
+    );
+}
