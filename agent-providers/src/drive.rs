@@ -907,6 +907,13 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         text.push_str(&cause.to_string());
         source = cause.source();
     }
+    // reqwest names the request's URL with its query, which may carry a gateway's key.
+    if let Some(url) = error
+        .downcast_ref::<reqwest::Error>()
+        .and_then(reqwest::Error::url)
+    {
+        text = text.replace(url.as_str(), shown_url(url).as_str());
+    }
     text
 }
 

@@ -274,6 +274,30 @@ impl tracing::Subscriber for RetryCounter {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// A base URL may carry a gateway's key in its query (`?key=...`): a call that cannot reach
+/// the server names where it went without it, as the API key is never shown.
+#[tokio::test]
+async fn a_transport_error_leaves_the_query_of_the_url_out() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    drop(listener);
+    let client = OpenAi::new(KEY)
+        .base_url(format!("{url}/v1?key=hunter2"))
+        .model("gpt-test")
+        .settings(settings(0));
+    let (_, error) = collect(client.stream(request())).await;
+    let error = error.expect("the call fails");
+    assert_eq!(error.kind, ModelErrorKind::Transport, "{error:?}");
+    assert!(!error.message.contains("hunter2"), "{}", error.message);
+    assert!(
+        error
+            .message
+            .contains(&format!("{url}/v1/chat/completions")),
+        "{}",
+        error.message
+    );
+}
+
 #[tokio::test]
 async fn connection_refused_is_a_transport_error_and_retried() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
