@@ -137,7 +137,11 @@ pub enum SessionEnd {
     StoppedBy(SideId),
     /// The session reached its turn limit.
     MaxSessionTurns,
-    /// A side's turn did not complete (an error or a cancel); its result is the last one.
+    /// A side's turn did not complete (an error, a cancel, or a suspension: a call of its
+    /// waits for approval or a result); its result is the last one, its status saying which.
+    /// A suspended side's calls can be answered, and its turn resumed, on a conversation of
+    /// that side's session (`agent.session(id)`, side B's id ending in `:b`); `TwoSided`
+    /// itself does not resume it.
     TurnFailed(SideId),
     /// It is the person's turn (an `ai_human` session): answer with
     /// [`TwoSided::human_turn`].

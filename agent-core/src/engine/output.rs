@@ -235,9 +235,10 @@ impl<'a> Turn<'a> {
                     return Ok(None);
                 }
                 if attempts.reasons.len() > retries {
+                    let tries = attempts.reasons.len();
                     let message = format!(
-                        "no valid answer after {} attempts: {}",
-                        attempts.reasons.len(),
+                        "no valid answer after {tries} attempt{}: {}",
+                        if tries == 1 { "" } else { "s" },
                         attempts.reasons.join("; ")
                     );
                     let failure = OutputFailure {

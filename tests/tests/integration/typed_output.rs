@@ -205,8 +205,14 @@ async fn a_turn_may_set_its_own_retries() {
     let result = agent.run(TurnRequest::new("go").output_retries(0)).await;
 
     assert_eq!(result.status, TurnStatus::Error);
+    let error = result.error.unwrap();
+    assert!(matches!(&error.kind, TurnErrorKind::Output(f) if f.reasons.len() == 1));
     assert!(
-        matches!(&result.error.unwrap().kind, TurnErrorKind::Output(f) if f.reasons.len() == 1)
+        error
+            .message
+            .starts_with("no valid answer after 1 attempt: "),
+        "{}",
+        error.message
     );
 }
 
