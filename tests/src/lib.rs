@@ -880,3 +880,13 @@ pub async fn history_texts(conversation: &agent_core::Conversation) -> Vec<Strin
     let history = conversation.history().await.unwrap();
     history.iter().map(|m| m.text().to_owned()).collect()
 }
+
+/// A `triage` agent whose model hands the turn to `target` in its first step (call `h1` of
+/// `transfer_to_<target>`); the builder takes more settings before `build`.
+pub fn triage_handing_to(target: &agent_core::Agent) -> AgentBuilder {
+    let transfer = format!("transfer_to_{}", target.name());
+    let step = agent_core::ScriptedStep::new().tool_call("h1", transfer, "{}");
+    AgentBuilder::new("triage")
+        .model(agent_core::ScriptedModel::new([step]))
+        .handoff(target)
+}

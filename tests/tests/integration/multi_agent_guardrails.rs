@@ -384,13 +384,7 @@ async fn after_a_handoff_the_input_is_checked_by_the_entry_agent_and_the_reply_b
         .output_guardrail(guardrail("billing output"))
         .build()
         .unwrap();
-    let triage = AgentBuilder::new("triage")
-        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
-            "h1",
-            "transfer_to_billing",
-            "{}",
-        )]))
-        .handoff(&billing)
+    let triage = tests::triage_handing_to(&billing)
         .input_guardrail(guardrail("triage input"))
         .output_guardrail(guardrail("triage output"))
         .build()

@@ -407,15 +407,7 @@ async fn a_handoff_target_without_a_step_limit_takes_the_turn() {
         .max_steps(usize::MAX)
         .build()
         .unwrap();
-    let triage = AgentBuilder::new("triage")
-        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
-            "h1",
-            "transfer_to_billing",
-            "{}",
-        )]))
-        .handoff(&billing)
-        .build()
-        .unwrap();
+    let triage = tests::triage_handing_to(&billing).build().unwrap();
     let result = triage.run("I was charged twice.").await;
     assert_eq!(result.status, TurnStatus::Completed, "{:?}", result.error);
     assert_eq!(&*result.agent.name, "billing");

@@ -818,15 +818,7 @@ async fn last_output_reads_the_answer_of_the_agent_a_handoff_reached() {
         .output::<Invoice>()
         .build()
         .unwrap();
-    let triage = AgentBuilder::new("triage")
-        .model(ScriptedModel::new([ScriptedStep::new().tool_call(
-            "h1",
-            "transfer_to_billing",
-            "{}",
-        )]))
-        .handoff(&billing)
-        .build()
-        .unwrap();
+    let triage = tests::triage_handing_to(&billing).build().unwrap();
     let session = triage.session("s");
     assert_eq!(session.last_output::<Invoice>().await.unwrap(), None);
     let result = session.run("What does invoice 7 say?").await;
