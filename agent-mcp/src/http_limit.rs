@@ -5,7 +5,8 @@
 //! the session goes on, but the model read rmcp's "HTTP response body exceeded the maximum
 //! size of 16777216 bytes" for the one, and only "Transport closed" for the other. [`Bounded`]
 //! is rmcp's reqwest client with such a reply's request answered by the error a stdio reply
-//! over the limit gets (`too_large.rs`), so the call says the same on either transport.
+//! over the limit gets (`too_large.rs`), so the call says the same on either transport, and
+//! its client errors naming the URL without the query and credentials ([`url_shown`]).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -127,7 +128,8 @@ impl StreamableHttpClient for Bounded {
                 custom_headers,
                 limits,
             )
-            .await;
+            .await
+            .map_err(url_shown);
         // Only a request awaits a reply that could be too large.
         let Some(id) = id else {
             return posted;
@@ -159,6 +161,7 @@ impl StreamableHttpClient for Bounded {
         (self.0)
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
+            .map_err(url_shown)
     }
 
     async fn get_stream(
@@ -172,6 +175,7 @@ impl StreamableHttpClient for Bounded {
         (self.0)
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map_err(url_shown)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -191,8 +195,25 @@ impl StreamableHttpClient for Bounded {
             custom_headers,
             max_sse_event_size,
         );
-        stream.await
+        stream.await.map_err(url_shown)
     }
+}
+
+/// A client error with its URL as an error shows it: without the query, fragment and
+/// credentials, which may carry a key (reqwest names the URL in full: "error sending request
+/// for url (...)"), as the providers show theirs.
+fn url_shown(error: StreamableHttpError<reqwest::Error>) -> StreamableHttpError<reqwest::Error> {
+    let StreamableHttpError::Client(mut error) = error else {
+        return error;
+    };
+    if let Some(url) = error.url_mut() {
+        url.set_query(None);
+        url.set_fragment(None);
+        // Only a URL that cannot have a host refuses these, and a request's URL has one.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+    }
+    StreamableHttpError::Client(error)
 }
 
 /// The events of a request's SSE reply, an event over `limit` turned into the error that

@@ -173,7 +173,8 @@ impl McpServer {
 
     /// Connects to an MCP server over streamable HTTP at `url` (`http://host:port/mcp`),
     /// initializes the session and lists its tools (see [`stdio`](Self::stdio)). A `url` that
-    /// is not http or https is refused before anything is sent. A reply over 16 MiB (one JSON
+    /// is not http or https is refused before anything is sent. Errors name the URL without
+    /// its query and credentials, which may carry a key. A reply over 16 MiB (one JSON
     /// body, or one event of an SSE reply) fails its call at once, the model reading that it
     /// was larger than the limit, and the session goes on, as over stdio.
     pub async fn http(
@@ -188,8 +189,10 @@ impl McpServer {
                 .then(|| &url[scheme.len()..])
         });
         if host.is_none_or(str::is_empty) {
+            // Without its query, which may carry a key.
+            let shown = url.split('?').next().unwrap_or_default();
             return Err(McpError(format!(
-                "MCP server `{name}`: `{url}` is not an http or https URL: give one such as \
+                "MCP server `{name}`: `{shown}` is not an http or https URL: give one such as \
                  http://localhost:8000/mcp"
             )));
         }

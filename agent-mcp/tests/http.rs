@@ -146,7 +146,9 @@ async fn a_failed_http_connection_says_why_in_plain_words() {
         listener.local_addr().unwrap().port()
     );
     drop(listener);
-    let Err(refused) = McpServer::http("orders", &closed, Duration::from_secs(20)).await else {
+    // A key in the URL's query (a gateway's) is not shown.
+    let keyed = format!("{closed}?key=s3cret");
+    let Err(refused) = McpServer::http("orders", &keyed, Duration::from_secs(20)).await else {
         panic!("nothing listens at {closed}");
     };
     let refused = refused.to_string();
@@ -154,7 +156,8 @@ async fn a_failed_http_connection_says_why_in_plain_words() {
         refused.starts_with(&format!(
             "MCP server `orders`: did not initialize: error sending request for url ({closed})"
         )) && refused.contains("Connection refused")
-            && !refused.contains("rmcp::"),
+            && !refused.contains("rmcp::")
+            && !refused.contains("s3cret"),
         "{refused}"
     );
 
@@ -195,4 +198,16 @@ async fn a_url_that_is_not_http_says_what_is_wrong() {
             )
         );
     }
+    let error = McpServer::http(
+        "orders",
+        "ftp://host/mcp?key=s3cret",
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("ftp")
+    .to_string();
+    assert!(
+        error.starts_with("MCP server `orders`: `ftp://host/mcp` is not"),
+        "{error}"
+    );
 }
