@@ -20,8 +20,11 @@ pub enum TurnEvent {
     /// The typed answer read so far, while the model streams it (best effort: the JSON
     /// parsed as far as it goes, open strings, arrays and objects read as closed). Given when
     /// it changed, every chunk for a small answer and less often as it grows; a step whose
-    /// answer fails starts over at the next step's. In a step that offers other tools beside
-    /// the final-answer tool, they are the step's first final-answer call's, known by its
+    /// answer fails starts over at the next step's. With the final-answer tool the only one
+    /// offered, they are the step's first call's, or, when the model names its calls as they
+    /// start, its first final-answer call's (a call of a tool not offered is not read). In a
+    /// step that offers other tools beside the final-answer tool, they are the step's first
+    /// final-answer call's, known by its
     /// [`ModelEvent::ToolCallStart`](crate::ModelEvent::ToolCallStart) (none for a call whose
     /// start the model does not send); with one final-answer tool per variant, the first call
     /// started under a variant's tool, given as the enum's own JSON. After the

@@ -183,8 +183,10 @@ pub(super) struct PartialAnswer {
 
 /// Which of a step's calls gives the answer, as its partials are read.
 enum Named {
-    /// The step's first call (the final-answer tool is the only one offered).
-    First,
+    /// The step's first call: the final-answer tool (given) is the only one offered, or none
+    /// is. A model that names its calls as they start may still call another tool (one not
+    /// offered): from such a start on, only a call started under the tool's name is read.
+    First(Option<Arc<ToolSpec>>),
     /// The first call started under this tool's name, the step offering other tools too:
     /// which call is the answer is known only from a call's start
     /// ([`ModelEvent::ToolCallStart`]).
@@ -213,8 +215,10 @@ impl OutputSpec {
         let single = self.variants.is_empty();
         let variant = |name: &str| self.variants.iter().any(|v| v.tool.name == name);
         let (tool, named) = match request.tools.as_slice() {
-            [] => (None, Named::First),
-            [only] if single && only.name == self.tool.name => (Some(self.wrapped), Named::First),
+            [] => (None, Named::First(None)),
+            [only] if single && only.name == self.tool.name => {
+                (Some(self.wrapped), Named::First(Some(self.tool.clone())))
+            }
             tools if single && tools.iter().any(|t| t.name == self.tool.name) => {
                 (Some(self.wrapped), Named::Tool(self.tool.clone()))
             }
@@ -242,7 +246,9 @@ impl PartialAnswer {
             return;
         }
         match &self.named {
-            Named::First => {}
+            Named::First(None) => {}
+            Named::First(Some(tool)) if tool.name == name => self.call = Some(id.clone()),
+            Named::First(Some(tool)) => self.named = Named::Tool(tool.clone()),
             Named::Tool(tool) => {
                 if tool.name == name {
                     self.call = Some(id.clone());
@@ -266,7 +272,7 @@ impl PartialAnswer {
                 if self
                     .call
                     .as_ref()
-                    .map_or(matches!(self.named, Named::First), |call| call == id) =>
+                    .map_or(matches!(self.named, Named::First(_)), |call| call == id) =>
             {
                 self.call.get_or_insert_with(|| id.clone());
                 self.json.push(delta);

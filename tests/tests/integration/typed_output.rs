@@ -1073,6 +1073,51 @@ fn streamed_call(step: ScriptedStep, id: &str, pieces: &[&str]) -> ScriptedStep 
     )))
 }
 
+/// With the final-answer tool the only one offered, a model that calls another tool first (one
+/// not offered) streams that call's arguments: they are not the answer's partials, which
+/// come from the final-answer call alone (they came from the step's first call, whatever its
+/// name).
+#[tokio::test]
+async fn partials_come_from_the_final_answer_call_not_a_call_before_it() {
+    use agent_core::{ModelEvent, ToolCall};
+    let start = |id: &str, name: &str| ModelEvent::ToolCallStart {
+        id: id.into(),
+        name: name.into(),
+    };
+    let other = ScriptedStep::new()
+        .event(start("x1", "lookup"))
+        .event(ModelEvent::ToolInputDelta {
+            id: "x1".into(),
+            delta: r#"{"total_cents":99}"#.into(),
+        })
+        .event(ModelEvent::ToolCall(ToolCall::new(
+            "x1",
+            "lookup",
+            r#"{"total_cents":99}"#,
+        )))
+        .event(start("c1", "final_result"));
+    let model = ScriptedModel::new([streamed_call(
+        other,
+        "c1",
+        &[r#"{"number":"INV-7","#, r#""total_cents":1250}"#],
+    )]);
+    let agent = AgentBuilder::new("extractor")
+        .model(model)
+        .output::<Invoice>()
+        .build()
+        .unwrap();
+
+    let (partials, _) = typed_events(&agent).await;
+
+    assert_eq!(
+        partials,
+        [
+            (0, json!({"number": "INV-7"})),
+            (0, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_stream_gives_partial_answers_then_the_validated_output() {
     use agent_core::TurnEvent;
