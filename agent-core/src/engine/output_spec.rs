@@ -177,7 +177,8 @@ pub(super) struct PartialAnswer {
     named: Named,
     /// With one tool per variant: the variant whose tool the call read calls.
     variant: Option<usize>,
-    /// The text's start is being skipped: leading spaces, and a Markdown fence's first line.
+    /// The text's start is being skipped: leading spaces, a sentence before a fenced block,
+    /// and the fence's first line.
     lead: Lead,
 }
 
@@ -202,6 +203,10 @@ enum Named {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lead {
     Start,
+    /// A sentence before the answer's fenced block ("Here it is:"), as the answer is read
+    /// whole (`from_text`): skipped up to a line that opens with three backticks, with how
+    /// many of them the current line opened with so far (`None` past its start).
+    Prose(Option<u8>),
     Fence,
     Json,
 }
@@ -309,7 +314,33 @@ impl PartialAnswer {
             match rest.chars().next() {
                 None => return,
                 Some('`') => self.lead = Lead::Fence,
-                Some(_) => self.lead = Lead::Json,
+                // What a JSON value may start with (`true`, `false` and `null` among them).
+                Some('{' | '[' | '"' | '-' | '0'..='9' | 't' | 'f' | 'n') => self.lead = Lead::Json,
+                Some(_) => self.lead = Lead::Prose(None),
+            }
+        }
+        if let Lead::Prose(mut ticks) = self.lead {
+            let mut opened = None;
+            for (at, c) in rest.char_indices() {
+                ticks = match (c, ticks) {
+                    ('\n', _) => Some(0),
+                    ('`', Some(2)) => {
+                        opened = Some(at + 1);
+                        break;
+                    }
+                    ('`', Some(n)) => Some(n + 1),
+                    _ => None,
+                };
+            }
+            match opened {
+                Some(at) => {
+                    rest = &rest[at..];
+                    self.lead = Lead::Fence;
+                }
+                None => {
+                    self.lead = Lead::Prose(ticks);
+                    return;
+                }
             }
         }
         if self.lead == Lead::Fence {

@@ -482,6 +482,44 @@ async fn a_prompted_answer_with_prose_around_its_fenced_block_is_read() {
     }
 }
 
+/// A prompted answer after a sentence ("Here it is:" and a fenced block), which the turn reads
+/// whole, streams its partials too: the sentence and the fence's first line are skipped, even
+/// when a delta cuts the fence apart (there were none: the sentence was read as the JSON).
+/// A reply that opens with JSON's own first characters is still read as JSON.
+#[tokio::test]
+async fn a_prompted_answer_after_a_sentence_streams_its_partials() {
+    use agent_core::ModelEvent;
+    let pieces = [
+        "Here it is:\n`",
+        "`",
+        "`json\n{\"number\":\"IN",
+        "V-7\",\"total_cents\":1250}\n```",
+    ];
+    let step = pieces.iter().fold(ScriptedStep::new(), |step, piece| {
+        step.event(ModelEvent::TextDelta((*piece).into()))
+    });
+    let agent = AgentBuilder::new("x")
+        .model(ScriptedModel::new([step]))
+        .output::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+
+    let (partials, others) = typed_events(&agent).await;
+
+    assert_eq!(
+        partials,
+        [
+            (0, json!({"number": "IN"})),
+            (0, json!({"number": "INV-7", "total_cents": 1250})),
+        ]
+    );
+    assert!(matches!(
+        others.get(1),
+        Some(agent_core::TurnEvent::Output { .. })
+    ));
+}
+
 #[tokio::test]
 async fn a_typed_turns_text_is_the_models_own_json_and_its_value_the_types() {
     // Native: the reply's text, trimmed; the report's raw answer is the reply as sent.
