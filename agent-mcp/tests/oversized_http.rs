@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
-use agent_core::{AgentBuilder, ScriptedModel, ScriptedStep};
+use agent_core::{ScriptedModel, ScriptedStep};
 use agent_mcp::McpServer;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod common;
 
 /// Reads one request: its method and its body (by `content-length`); `None` when the
 /// connection closed.
@@ -124,27 +126,8 @@ async fn a_reply_over_the_limit_is_an_error_result_and_the_session_goes_on() {
         ScriptedStep::new().tool_call("c4", "lookup", r#"{"size":5,"sse":false}"#),
         ScriptedStep::new().text("Done."),
     ]);
-    let agent = server
-        .add_tools(AgentBuilder::new("big").model(model))
-        .build()
-        .unwrap();
-    let result = agent.run("look it up").await;
-    assert!(result.is_completed(), "{:?}", result.error);
-    let read: Vec<(&str, bool)> = result
-        .steps
-        .iter()
-        .flat_map(|step| &step.tool_results)
-        .map(|read| (read.content.as_str(), read.is_error))
-        .collect();
-    let too_large = "MCP server `big`: the reply to `lookup` was larger than the 16 MiB limit \
-                     on one message, so it was dropped; ask for less at a time";
-    assert_eq!(
-        read,
-        [
-            (too_large, true),
-            (too_large, true),
-            ("xxxxx", false),
-            ("xxxxx", false)
-        ]
-    );
+    let read = common::results_read(&server, model).await;
+    let too_large = || (common::TOO_LARGE.to_owned(), true);
+    let small = || ("xxxxx".to_owned(), false);
+    assert_eq!(read, [too_large(), too_large(), small(), small()]);
 }

@@ -60,6 +60,12 @@ impl Drop for Endless {
     }
 }
 
+/// `endless`: a tool whose call is an [`Endless`] future.
+fn endless() -> FnTool {
+    let schema = serde_json::json!({"type": "object"});
+    FnTool::new("endless", "Never ends.", schema, |_, _| Endless)
+}
+
 /// Each tool result of a turn: what the model read and whether it was an error.
 fn results(result: &TurnResult) -> Vec<(String, bool)> {
     let records = result.steps.iter().flat_map(|step| &step.tool_results);
@@ -151,9 +157,7 @@ async fn a_tool_future_whose_drop_panics_as_its_timeout_stops_it_keeps_the_timeo
         ScriptedStep::new().text("Done."),
         ScriptedStep::new().text("Again."),
     ]);
-    let schema = serde_json::json!({"type": "object"});
-    let endless = FnTool::new("endless", "Never ends.", schema, |_, _| Endless)
-        .with_timeout(Duration::from_millis(50));
+    let endless = endless().with_timeout(Duration::from_millis(50));
     let trace = Trace::new();
     let agent = AgentBuilder::new("a")
         .model(model)
@@ -309,11 +313,9 @@ fn a_tool_future_whose_drop_panics_as_a_cancel_stops_it_leaves_the_turn_aborted(
                 .tool_call("c1", "endless", "{}"),
             ScriptedStep::new().text("Again."),
         ]);
-        let schema = serde_json::json!({"type": "object"});
-        let endless = FnTool::new("endless", "Never ends.", schema, |_, _| Endless);
         let agent = AgentBuilder::new("a")
             .model(model)
-            .dyn_tool(endless)
+            .dyn_tool(endless())
             .build()
             .unwrap();
         let conversation = agent.conversation();

@@ -482,44 +482,6 @@ async fn a_prompted_answer_with_prose_around_its_fenced_block_is_read() {
     }
 }
 
-/// A prompted answer after a sentence ("Here it is:" and a fenced block), which the turn reads
-/// whole, streams its partials too: the sentence and the fence's first line are skipped, even
-/// when a delta cuts the fence apart (there were none: the sentence was read as the JSON).
-/// A reply that opens with JSON's own first characters is still read as JSON.
-#[tokio::test]
-async fn a_prompted_answer_after_a_sentence_streams_its_partials() {
-    use agent_core::ModelEvent;
-    let pieces = [
-        "Here it is:\n`",
-        "`",
-        "`json\n{\"number\":\"IN",
-        "V-7\",\"total_cents\":1250}\n```",
-    ];
-    let step = pieces.iter().fold(ScriptedStep::new(), |step, piece| {
-        step.event(ModelEvent::TextDelta((*piece).into()))
-    });
-    let agent = AgentBuilder::new("x")
-        .model(ScriptedModel::new([step]))
-        .output::<Invoice>()
-        .output_mode(OutputMode::Prompted)
-        .build()
-        .unwrap();
-
-    let (partials, others) = typed_events(&agent).await;
-
-    assert_eq!(
-        partials,
-        [
-            (0, json!({"number": "IN"})),
-            (0, json!({"number": "INV-7", "total_cents": 1250})),
-        ]
-    );
-    assert!(matches!(
-        others.get(1),
-        Some(agent_core::TurnEvent::Output { .. })
-    ));
-}
-
 #[tokio::test]
 async fn a_typed_turns_text_is_the_models_own_json_and_its_value_the_types() {
     // Native: the reply's text, trimmed; the report's raw answer is the reply as sent.
@@ -1222,25 +1184,38 @@ async fn the_stream_gives_partial_answers_then_the_validated_output() {
 
 #[tokio::test]
 async fn text_partials_skip_a_fence_and_wrapped_answers_unwrap_response() {
-    let model = ScriptedModel::new([ScriptedStep::new()
-        .text("```json\n")
-        .text(r#"{"number":"INV-7","#)
-        .text(r#""total_cents":1250}"#)
-        .text("\n```")]);
-    let agent = AgentBuilder::new("x")
-        .model(model)
-        .output::<Invoice>()
-        .output_mode(OutputMode::Prompted)
-        .build()
-        .unwrap();
-    let (partials, _) = typed_events(&agent).await;
-    assert_eq!(
-        partials,
-        [
-            (0, json!({"number": "INV-7"})),
-            (0, json!({"number": "INV-7", "total_cents": 1250})),
-        ]
-    );
+    // The fence's first line is skipped; so is a sentence before the block, which the turn
+    // reads whole as the answer, even when deltas cut the fence apart (the sentence was read
+    // as the JSON, and no partial came).
+    let fenced = ScriptedStep::new().text("```json\n");
+    let after_a_sentence = ScriptedStep::new()
+        .text("Here it is:\n`")
+        .text("`")
+        .text("`json\n");
+    for step in [fenced, after_a_sentence] {
+        let model = ScriptedModel::new([step
+            .text(r#"{"number":"INV-7","#)
+            .text(r#""total_cents":1250}"#)
+            .text("\n```")]);
+        let agent = AgentBuilder::new("x")
+            .model(model)
+            .output::<Invoice>()
+            .output_mode(OutputMode::Prompted)
+            .build()
+            .unwrap();
+        let (partials, others) = typed_events(&agent).await;
+        assert_eq!(
+            partials,
+            [
+                (0, json!({"number": "INV-7"})),
+                (0, json!({"number": "INV-7", "total_cents": 1250})),
+            ]
+        );
+        assert!(matches!(
+            others.get(1),
+            Some(agent_core::TurnEvent::Output { .. })
+        ));
+    }
 
     // An enum's schema is not an object: the tool's arguments hold it under `response`.
     let model = ScriptedModel::new([streamed_call(
